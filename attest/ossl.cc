@@ -1,5 +1,4 @@
 // OpenSSL error draining for attest/ logs.
-#define RACKGATE_ATTEST_INTERNAL
 #include "attest/ossl.h"
 
 #include <openssl/err.h>

@@ -1,0 +1,106 @@
+// TPM public areas as OpenSSL keys.
+#include "attest/keys.h"
+
+#include <openssl/core_names.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace rackgate::attest {
+
+const char* CurveGroupName(uint16_t tpm_curve) {
+  switch (tpm_curve) {
+    case kEccNistP256: return "P-256";
+    case kEccNistP384: return "P-384";
+    default: return nullptr;
+  }
+}
+
+size_t CurveFieldBytes(uint16_t tpm_curve) {
+  switch (tpm_curve) {
+    case kEccNistP256: return 32;
+    case kEccNistP384: return 48;
+    default: return 0;
+  }
+}
+
+Bytes LeftPad(std::span<const uint8_t> v, size_t width) {
+  size_t skip = 0;
+  while (skip < v.size() && v[skip] == 0) ++skip;
+  v = v.subspan(skip);
+  if (v.size() > width) throw std::logic_error("LeftPad: value wider than field");
+  Bytes out(width - v.size(), 0);
+  out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
+Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
+  ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
+  if (!bld) throw std::bad_alloc();
+  const char* key_type = nullptr;
+  ossl::BnPtr n, e;
+  Bytes point;
+  if (pub.type == kAlgRsa) {
+    key_type = "RSA";
+    if (pub.rsa_modulus.empty() || pub.rsa_exponent < 3 || pub.rsa_exponent % 2 == 0) {
+      return Status::InvalidArgument("key_invalid", "RSA public key is unusable");
+    }
+    n.reset(BN_bin2bn(pub.rsa_modulus.data(), static_cast<int>(pub.rsa_modulus.size()), nullptr));
+    e.reset(BN_new());
+    if (!n || !e || BN_set_word(e.get(), pub.rsa_exponent) != 1 ||
+        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, n.get()) != 1 ||
+        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e.get()) != 1) {
+      throw std::runtime_error("building RSA params failed: " + ossl::DrainErrors());
+    }
+  } else if (pub.type == kAlgEcc) {
+    key_type = "EC";
+    const char* group = CurveGroupName(pub.ecc_curve);
+    size_t width = CurveFieldBytes(pub.ecc_curve);
+    if (group == nullptr) {
+      return Status::Unsupported("key_curve_unsupported",
+                                 "ECC curve " + std::to_string(pub.ecc_curve) + " is not P-256 or P-384");
+    }
+    auto fits = [width](const Bytes& c) {
+      size_t lead = std::find_if(c.begin(), c.end(), [](uint8_t b) { return b != 0; }) - c.begin();
+      return !c.empty() && c.size() - lead <= width;
+    };
+    if (!fits(pub.ecc_x) || !fits(pub.ecc_y)) {
+      return Status::InvalidArgument("key_invalid", "ECC point coordinates do not fit the curve");
+    }
+    // An uncompressed SEC1 point: 0x04 || X || Y, each padded to the field size.
+    point.push_back(0x04);
+    Bytes x = LeftPad(pub.ecc_x, width), y = LeftPad(pub.ecc_y, width);
+    point.insert(point.end(), x.begin(), x.end());
+    point.insert(point.end(), y.begin(), y.end());
+    if (OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
+        OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
+                                         point.size()) != 1) {
+      throw std::runtime_error("building EC params failed: " + ossl::DrainErrors());
+    }
+  } else {
+    return Status::Unsupported("key_type_unsupported", "key is neither RSA nor ECC");
+  }
+  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, key_type, nullptr));
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
+    throw std::runtime_error("EVP_PKEY_fromdata_init failed: " + ossl::DrainErrors());
+  }
+  EVP_PKEY* raw = nullptr;
+  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
+    ossl::DrainErrors();
+    return Status::InvalidArgument("key_invalid", "public key is not a valid key");
+  }
+  ossl::PkeyPtr pkey(raw);
+  if (pub.type == kAlgEcc) {
+    // fromdata does not check that the point lies on the curve; an off-curve
+    // point would let an attacker run invalid-curve attacks on ECDH.
+    ossl::PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey.get(), nullptr));
+    if (!check || EVP_PKEY_public_check(check.get()) != 1) {
+      ossl::DrainErrors();
+      return Status::InvalidArgument("key_invalid", "ECC point is not on the curve");
+    }
+  }
+  return pkey;
+}
+
+}  // namespace rackgate::attest

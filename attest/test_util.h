@@ -1,0 +1,31 @@
+// Helpers shared by attest/ unit tests: reading fixtures and hex.
+#ifndef RACKGATE_ATTEST_TEST_UTIL_H_
+#define RACKGATE_ATTEST_TEST_UTIL_H_
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rackgate::testing {
+
+// Reads a file relative to the project's source root (tests run there).
+inline std::vector<uint8_t> ReadFixture(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open fixture " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+inline std::vector<uint8_t> FromHex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+}  // namespace rackgate::testing
+
+#endif  // RACKGATE_ATTEST_TEST_UTIL_H_

@@ -3,6 +3,7 @@
 #define RACKGATE_ATTEST_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -11,8 +12,16 @@
 
 namespace rackgate::testing {
 
-// Reads a file relative to the project's source root (tests run there).
-inline std::vector<uint8_t> ReadFixture(const std::string& path) {
+// The project's source root: $RACKGATE_SOURCE_DIR (meson sets it for every
+// test), else the working directory.
+inline std::string SourcePath(const std::string& relative) {
+  const char* root = std::getenv("RACKGATE_SOURCE_DIR");
+  return root ? std::string(root) + "/" + relative : relative;
+}
+
+// Reads a file named relative to the project's source root.
+inline std::vector<uint8_t> ReadFixture(const std::string& relative) {
+  const std::string path = SourcePath(relative);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot open fixture " + path);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});

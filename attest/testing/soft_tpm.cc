@@ -91,6 +91,7 @@ struct SoftKey::Impl {
 };
 
 SoftKey::SoftKey() : impl_(std::make_unique<Impl>()) {}
+EVP_PKEY* SoftKey::pkey() const { return impl_->key.get(); }
 SoftKey::SoftKey(SoftKey&&) noexcept = default;
 SoftKey& SoftKey::operator=(SoftKey&&) noexcept = default;
 SoftKey::~SoftKey() = default;

@@ -15,6 +15,8 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 
+struct evp_pkey_st;
+
 namespace rackgate::testing {
 
 using attest::Bytes;
@@ -48,6 +50,8 @@ class SoftKey {
   // The TPM2B_PUBLIC as `tpm2_createak -f tss` writes it.
   const Bytes& tpm2b_public() const { return tpm2b_; }
   Bytes name() const { return attest::ObjectName(pub_); }
+  // The OpenSSL key pair. BORROWED: valid as long as this SoftKey.
+  evp_pkey_st* pkey() const;
 
   // A marshalled TPMT_SIGNATURE over `message` with scheme/hash (defaults:
   // the key's own scheme).

@@ -1,0 +1,25 @@
+// Bounded file reads and atomic file writes for rackgatectl.
+#ifndef RACKGATE_DAEMON_CTL_FILES_H_
+#define RACKGATE_DAEMON_CTL_FILES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attest/status.h"
+
+namespace rackgate::ctl {
+
+// Reads a whole regular file, refusing one larger than `max_bytes` before
+// reading it. kIoError ("file_unreadable") or kInvalidArgument ("file_too_large").
+Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t max_bytes);
+
+// Writes `data` to `path` through a temporary file in the same directory and
+// a rename, so a reader never sees half a file. Mode 0600: outputs may be
+// credentials. kIoError ("file_unwritable") on failure.
+Status WriteFileAtomic(const std::string& path, std::span<const uint8_t> data);
+
+}  // namespace rackgate::ctl
+
+#endif  // RACKGATE_DAEMON_CTL_FILES_H_

@@ -1,0 +1,259 @@
+// rackgatectl verify-quote, makecredential and ek verify.
+#include "daemon/ctl/offline.h"
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+
+#include "attest/credential.h"
+#include "attest/ek_cert.h"
+#include "attest/pcr_file.h"
+#include "attest/quote.h"
+#include "attest/tpm.h"
+#include "daemon/ctl/args.h"
+#include "daemon/ctl/files.h"
+
+namespace rackgate::ctl {
+
+namespace {
+
+using attest::Bytes;
+
+// Inputs are TPM structures and certificates: a few KiB at most.
+constexpr size_t kMaxInputFile = 64 * 1024;
+
+int Usage(const char* text, const Status& why) {
+  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), text);
+  return kExitUnusable;
+}
+
+int Fail(const char* command, const Status& s, int code) {
+  std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
+               code == kExitRefused ? "refused" : "error", s.ToString().c_str());
+  return code;
+}
+
+// Refusals of well-formed evidence exit 1; input we cannot use exits 2.
+int CodeFor(const Status& s) {
+  return s.code() == Status::Code::kVerificationFailed || s.code() == Status::Code::kUnsupported
+             ? kExitRefused
+             : kExitUnusable;
+}
+
+Result<Bytes> ParseHex(const std::string& hex, size_t max_bytes) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string h = hex.rfind("0x", 0) == 0 ? hex.substr(2) : hex;
+  if (h.empty() || h.size() % 2 != 0 || h.size() / 2 > max_bytes) {
+    return Status::InvalidArgument("hex_malformed", "expected 1.." + std::to_string(max_bytes) +
+                                                        " bytes of hex");
+  }
+  Bytes out;
+  for (size_t i = 0; i < h.size(); i += 2) {
+    int hi = nibble(h[i]), lo = nibble(h[i + 1]);
+    if (hi < 0 || lo < 0) return Status::InvalidArgument("hex_malformed", "not hex");
+    out.push_back(static_cast<uint8_t>(hi << 4 | lo));
+  }
+  return out;
+}
+
+std::string Hex(std::span<const uint8_t> b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (uint8_t c : b) {
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+
+std::string FormatTime(int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+constexpr char kVerifyQuoteHelp[] =
+    "Usage: rackgatectl verify-quote --ak-public AK.pub --message QUOTE.msg\n"
+    "         --signature QUOTE.sig --pcrs PCRS --nonce HEX [--pcr-list sha256:0,1,2]\n"
+    "\n"
+    "Verifies a TPM2_Quote as `tpm2_quote -m -s -o` writes it, against the AK\n"
+    "public area `tpm2_createak -f tss -u` wrote. --pcrs takes either PCR format\n"
+    "tpm2_quote writes (its default serialized one, or `-F values`). --pcr-list\n"
+    "names the PCRs that must be in the quote; a quote over fewer is refused.\n"
+    "The AK must pass the AK policy (restricted signing key, fixedTPM,\n"
+    "fixedParent, sensitiveDataOrigin, RSA >= 2048 or P-256/P-384, sha256+).\n"
+    "\n"
+    "Exit status: 0 valid; 1 invalid (reason code on stderr); 2 unusable input.\n";
+
+constexpr char kMakeCredentialHelp[] =
+    "Usage: rackgatectl makecredential --ek-public EK.pub --name AK.name\n"
+    "         --secret FILE --output CRED\n"
+    "\n"
+    "Wraps the secret (1 to the EK name algorithm's digest size, e.g. 32 bytes)\n"
+    "so that only the TPM holding EK can recover it, and only for the object\n"
+    "named AK.name, with TPM2_ActivateCredential. EK.pub is a TPM2B_PUBLIC as\n"
+    "`tpm2_createek -f tss -u` writes (RSA-2048, ECC P-256 or P-384); AK.name the\n"
+    "binary name `tpm2_createak -n` writes. CRED is in the format of\n"
+    "`tpm2_makecredential -o`, written atomically with mode 0600.\n"
+    "\n"
+    "Exit status: 0 written; 1 refused (unsupported EK); 2 unusable input.\n";
+
+constexpr char kEkVerifyHelp[] =
+    "Usage: rackgatectl ek verify --roots FILE|DIR [--intermediates FILE|DIR]\n"
+    "         --cert EK.der|EK.pem [--ek-public EK.pub] [--at UNIX_SECONDS]\n"
+    "\n"
+    "Validates a TPM endorsement key certificate: a path to one of the\n"
+    "manufacturer roots through the given intermediates (signatures, validity\n"
+    "dates, basic constraints; no TLS purpose), the EK certificate EKU\n"
+    "(2.23.133.8.1) or TCG EK policy, and the TPM manufacturer/model/version in\n"
+    "its SubjectAltName, which it prints. With --ek-public, also checks that the\n"
+    "EK public area (TPM2B_PUBLIC) carries the certificate's key.\n"
+    "--roots and --intermediates may repeat; a directory contributes every\n"
+    "certificate file in it (PEM or DER).\n"
+    "\n"
+    "Exit status: 0 accepted; 1 refused (reason code on stderr); 2 unusable input.\n";
+
+}  // namespace
+
+int RunVerifyQuote(int argc, char** argv, int first) {
+  FlagSpec spec{{"ak-public", "message", "signature", "pcrs", "nonce", "pcr-list"}, {}};
+  auto args = Args::Parse(argc, argv, first, spec);
+  if (!args.ok()) return Usage(kVerifyQuoteHelp, args.status());
+  if (args->Has("help")) {
+    std::fputs(kVerifyQuoteHelp, stdout);
+    return kExitOk;
+  }
+  if (Status s = args->Require({"ak-public", "message", "signature", "pcrs", "nonce"}); !s.ok()) {
+    return Usage(kVerifyQuoteHelp, s);
+  }
+  const char* cmd = "verify-quote";
+  auto nonce = ParseHex(*args->Get("nonce"), 64);
+  if (!nonce.ok()) return Fail(cmd, nonce.status().Annotate("--nonce"), kExitUnusable);
+  std::vector<attest::PcrSelection> required;
+  if (auto list = args->Get("pcr-list")) {
+    auto parsed = attest::ParsePcrSelectionList(*list);
+    if (!parsed.ok()) return Fail(cmd, parsed.status(), kExitUnusable);
+    required = std::move(parsed).value();
+  }
+  auto ak_bytes = ReadFile(*args->Get("ak-public"), kMaxInputFile);
+  auto msg = ReadFile(*args->Get("message"), kMaxInputFile);
+  auto sig = ReadFile(*args->Get("signature"), kMaxInputFile);
+  auto pcr_bytes = ReadFile(*args->Get("pcrs"), attest::kMaxPcrFileSize);
+  for (const Status& s : {ak_bytes.status(), msg.status(), sig.status(), pcr_bytes.status()}) {
+    if (!s.ok()) return Fail(cmd, s, kExitUnusable);
+  }
+  auto ak = attest::ParseTpm2bPublic(*ak_bytes);
+  if (!ak.ok()) return Fail(cmd, ak.status().Annotate("--ak-public"), kExitUnusable);
+  if (Status s = attest::CheckAkPolicy(*ak); !s.ok()) return Fail(cmd, s, kExitRefused);
+  auto key = attest::VerifyKey::FromTpmPublic(*ak);
+  if (!key.ok()) return Fail(cmd, key.status().Annotate("--ak-public"), kExitUnusable);
+
+  // The quote names its own PCR selection; the values file is read against it.
+  // A quote that does not even parse is an invalid quote, not unusable input.
+  auto attest_info = attest::ParseTpmsAttest(*msg);
+  if (!attest_info.ok()) return Fail(cmd, attest_info.status(), kExitRefused);
+  auto pcrs = attest::ParseTpm2ToolsPcrFile(*pcr_bytes, attest_info->pcr_select);
+  if (!pcrs.ok()) return Fail(cmd, pcrs.status().Annotate("--pcrs"), kExitUnusable);
+
+  auto v = attest::VerifyQuote(*key, *msg, *sig, *pcrs, *nonce, required);
+  if (!v.ok()) {
+    const bool unusable = v.status().reason() == "pcr_values_incomplete";
+    return Fail(cmd, v.status(), unusable ? kExitUnusable : kExitRefused);
+  }
+  std::printf("quote ok: ak %s, pcrs %s, sig hash %s, reset %u, restart %u, clock %llu\n",
+              Hex(attest::ObjectName(*ak)).c_str(),
+              attest::FormatPcrSelectionList(v->selection).c_str(),
+              attest::HashAlgName(v->hash_alg).c_str(), v->clock.reset_count, v->clock.restart_count,
+              static_cast<unsigned long long>(v->clock.clock));
+  return kExitOk;
+}
+
+int RunMakeCredential(int argc, char** argv, int first) {
+  FlagSpec spec{{"ek-public", "name", "secret", "output"}, {}};
+  auto args = Args::Parse(argc, argv, first, spec);
+  if (!args.ok()) return Usage(kMakeCredentialHelp, args.status());
+  if (args->Has("help")) {
+    std::fputs(kMakeCredentialHelp, stdout);
+    return kExitOk;
+  }
+  if (Status s = args->Require({"ek-public", "name", "secret", "output"}); !s.ok()) {
+    return Usage(kMakeCredentialHelp, s);
+  }
+  const char* cmd = "makecredential";
+  auto ek_bytes = ReadFile(*args->Get("ek-public"), kMaxInputFile);
+  auto name = ReadFile(*args->Get("name"), kMaxInputFile);
+  auto secret = ReadFile(*args->Get("secret"), kMaxInputFile);
+  for (const Status& s : {ek_bytes.status(), name.status(), secret.status()}) {
+    if (!s.ok()) return Fail(cmd, s, kExitUnusable);
+  }
+  auto ek = attest::ParseTpm2bPublic(*ek_bytes);
+  if (!ek.ok()) return Fail(cmd, ek.status().Annotate("--ek-public"), kExitUnusable);
+  auto cred = attest::MakeCredential(*ek, *name, *secret);
+  if (!cred.ok()) return Fail(cmd, cred.status(), CodeFor(cred.status()));
+  Bytes file = attest::EncodeCredentialFile(*cred);
+  if (Status s = WriteFileAtomic(*args->Get("output"), file); !s.ok()) {
+    return Fail(cmd, s, kExitUnusable);
+  }
+  return kExitOk;
+}
+
+int RunEkVerify(int argc, char** argv, int first) {
+  FlagSpec spec{{"roots", "intermediates", "cert", "ek-public", "at"}, {}};
+  auto args = Args::Parse(argc, argv, first, spec);
+  if (!args.ok()) return Usage(kEkVerifyHelp, args.status());
+  if (args->Has("help")) {
+    std::fputs(kEkVerifyHelp, stdout);
+    return kExitOk;
+  }
+  if (Status s = args->Require({"roots", "cert"}); !s.ok()) return Usage(kEkVerifyHelp, s);
+  const char* cmd = "ek verify";
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (auto at = args->Get("at")) {
+    try {
+      size_t used = 0;
+      now = std::stoll(*at, &used);
+      if (used != at->size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      return Usage(kEkVerifyHelp, Status::InvalidArgument("usage", "--at takes unix seconds"));
+    }
+  }
+  auto store = attest::EkTrustStore::Load(args->GetAll("roots"), args->GetAll("intermediates"));
+  if (!store.ok()) return Fail(cmd, store.status(), kExitUnusable);
+  auto cert_bytes = ReadFile(*args->Get("cert"), attest::kMaxEkCertBytes);
+  if (!cert_bytes.ok()) return Fail(cmd, cert_bytes.status(), kExitUnusable);
+  std::optional<attest::TpmPublic> ek;
+  if (auto path = args->Get("ek-public")) {
+    auto b = ReadFile(*path, kMaxInputFile);
+    if (!b.ok()) return Fail(cmd, b.status(), kExitUnusable);
+    auto parsed = attest::ParseTpm2bPublic(*b);
+    if (!parsed.ok()) return Fail(cmd, parsed.status().Annotate("--ek-public"), kExitUnusable);
+    ek = std::move(parsed).value();
+  }
+  auto info = attest::VerifyEkCertificate(*store, *cert_bytes, now);
+  if (!info.ok()) return Fail(cmd, info.status(), CodeFor(info.status()));
+  if (ek) {
+    if (Status s = attest::CheckEkPublicMatchesCertificate(*ek, *info); !s.ok()) {
+      return Fail(cmd, s, CodeFor(s));
+    }
+  }
+  std::printf("ek certificate ok\n");
+  std::printf("  tpm manufacturer: %s\n  tpm model: %s\n  tpm version: %s\n",
+              info->tpm_manufacturer.c_str(), info->tpm_model.c_str(), info->tpm_version.c_str());
+  std::printf("  issuer: %s\n  serial: %s\n  valid: %s .. %s\n", info->issuer.c_str(),
+              info->serial_hex.c_str(), FormatTime(info->not_before).c_str(),
+              FormatTime(info->not_after).c_str());
+  std::printf("  key: %s %d bits%s\n", info->key_type == attest::kAlgRsa ? "RSA" : "ECC",
+              info->key_bits, ek ? ", matches --ek-public" : "");
+  return kExitOk;
+}
+
+}  // namespace rackgate::ctl

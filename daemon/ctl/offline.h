@@ -1,0 +1,22 @@
+// rackgatectl's offline commands: verification that needs no daemon, built on
+// libattest. Each returns the process exit code: 0 accepted, 1 refused (the
+// reason on stderr), 2 unusable input or usage.
+#ifndef RACKGATE_DAEMON_CTL_OFFLINE_H_
+#define RACKGATE_DAEMON_CTL_OFFLINE_H_
+
+namespace rackgate::ctl {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRefused = 1;
+inline constexpr int kExitUnusable = 2;
+
+// rackgatectl verify-quote ... (argv[first] is the first flag)
+int RunVerifyQuote(int argc, char** argv, int first);
+// rackgatectl makecredential ...
+int RunMakeCredential(int argc, char** argv, int first);
+// rackgatectl ek verify ...
+int RunEkVerify(int argc, char** argv, int first);
+
+}  // namespace rackgate::ctl
+
+#endif  // RACKGATE_DAEMON_CTL_OFFLINE_H_

@@ -1,0 +1,57 @@
+// rackgatectl: the operator's command line. Dispatches to the offline
+// commands (no daemon needed) and, later, to the admin API client.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "daemon/ctl/offline.h"
+
+namespace {
+
+constexpr char kHelp[] =
+    "Usage: rackgatectl COMMAND [OPTIONS]\n"
+    "\n"
+    "Offline commands (no daemon needed):\n"
+    "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
+    "  makecredential   wrap a secret for a TPM's EK and an AK name\n"
+    "  ek verify        validate an EK certificate against manufacturer roots\n"
+    "\n"
+    "Run `rackgatectl COMMAND --help` for a command's options and exit codes.\n"
+    "Exit status: 0 ok; 1 refused (reason code on stderr); 2 unusable input.\n";
+
+int Dispatch(int argc, char** argv) {
+  using namespace rackgate::ctl;  // NOLINT
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kHelp, argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitUnusable : kExitOk;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--version") {
+    std::puts("rackgatectl " RACKGATE_VERSION);
+    return kExitOk;
+  }
+  if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
+  if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
+  if (cmd == "ek") {
+    if (argc >= 3 && !std::strcmp(argv[2], "verify")) return RunEkVerify(argc, argv, 3);
+    std::fputs("Usage: rackgatectl ek verify --help\n", argc >= 3 && !std::strcmp(argv[2], "--help") ? stdout : stderr);
+    return argc >= 3 && !std::strcmp(argv[2], "--help") ? kExitOk : kExitUnusable;
+  }
+  std::fprintf(stderr, "rackgatectl: unknown command '%s'\n\n%s", cmd.c_str(), kHelp);
+  return kExitUnusable;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Nothing may escape main as an exception: a bug or resource exhaustion
+  // becomes a clear message and exit 2, never an abort with a core dump.
+  try {
+    return Dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rackgatectl: internal error: %s\n", e.what());
+    return rackgate::ctl::kExitUnusable;
+  }
+}

@@ -1,0 +1,88 @@
+// The HTTP seam between rackgated's handlers and libmicrohttpd: plain request
+// and response values, a router, and the error shape every refusal uses.
+// Handlers never see MHD; the server (daemon/http_server.h) never sees the
+// protocol.
+#ifndef RACKGATE_DAEMON_HTTP_H_
+#define RACKGATE_DAEMON_HTTP_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rackgate::daemon {
+
+// Case-insensitive header names (RFC 9110 §5.1).
+struct HeaderLess {
+  bool operator()(const std::string& a, const std::string& b) const;
+};
+using Headers = std::map<std::string, std::string, HeaderLess>;
+
+// Credentials of a peer on the admin Unix socket (SO_PEERCRED).
+struct PeerCred {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct Request {
+  std::string method;  // "GET", "HEAD", "POST", ...
+  std::string path;    // decoded path without the query string
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> path_params;  // filled by the Router
+  Headers headers;
+  std::string body;          // complete; the server enforced the size limit
+  std::string peer_address;  // "127.0.0.1:4711", or "unix" on the admin socket
+  std::optional<PeerCred> peer_cred;  // set on the admin socket only
+  bool admin = false;        // arrived on the admin socket
+
+  // The header's value, or nullopt.
+  std::optional<std::string> Header(const std::string& name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // A JSON error body: {"error": {"reason": REASON, "message": MESSAGE}}.
+  // MESSAGE goes to the client: it must never hold a secret or the value a
+  // check compared against. With retry_after_seconds, adds Retry-After.
+  static Response Error(int status, const std::string& reason, const std::string& message,
+                        std::optional<int> retry_after_seconds = std::nullopt);
+  static Response Json(int status, std::string json_text);
+  static Response Text(int status, std::string text,
+                       std::string content_type = "text/plain; charset=utf-8");
+};
+
+using Handler = std::function<Response(const Request&)>;
+
+// Routes (method, path pattern) to handlers. A pattern is a literal path whose
+// segments may be `{name}` (one non-empty segment, captured into
+// path_params). Matching is exact otherwise; no prefix matches, no
+// normalisation beyond what the server did once. Unknown path: 404; known path
+// with another method: 405 with Allow. Not thread-safe to modify; safe to
+// Dispatch from many threads once built.
+class Router {
+ public:
+  void Add(const std::string& method, const std::string& pattern, Handler handler);
+  Response Dispatch(Request request) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_HTTP_H_

@@ -1,0 +1,55 @@
+#include "attest/ek_identity.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "attest/test_util.h"
+
+namespace rackgate::attest {
+namespace {
+
+using testing::ReadFixture;
+using testing::SourcePath;
+
+// One EK, two forms (public area from tpm2_createek, certificate from
+// swtpm_setup): one identity.
+TEST(EkKeyHash, PublicAreaAndCertificateAgree) {
+  for (auto [pub, cert] : {std::pair{"ek-rsa2048.pub", "ek-rsa2048.der"},
+                           std::pair{"ek-ecc384.pub", "ek-secp384r1.der"}}) {
+    auto tpm = ParseTpm2bPublic(ReadFixture(std::string("attest/testdata/ek/") + pub));
+    ASSERT_TRUE(tpm.ok()) << tpm.status().ToString();
+    auto a = EkKeyHash(*tpm);
+    auto b = EkKeyHashFromCertificate(ReadFixture(std::string("attest/testdata/ek/") + cert));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << pub;
+    EXPECT_EQ(a->size(), 32u);
+  }
+}
+
+// The documented openssl pipeline prints the same hash.
+TEST(EkKeyHash, MatchesOpensslPipeline) {
+  const std::string cert = SourcePath("attest/testdata/ek/ek-rsa2048.der");
+  const std::string cmd = "openssl x509 -in '" + cert +
+                          "' -inform DER -pubkey -noout | openssl pkey -pubin -outform DER | "
+                          "openssl dgst -sha256 -r 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[128] = {};
+  size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+  int rc = pclose(p);
+  if (rc != 0 || n < 64) GTEST_SKIP() << "openssl not available";
+  auto h = EkKeyHashFromCertificate(ReadFixture("attest/testdata/ek/ek-rsa2048.der"));
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(HexString(*h), std::string(buf, 64));
+}
+
+TEST(EkKeyHash, RefusesGarbage) {
+  auto der = ReadFixture("attest/testdata/ek/ek-rsa2048.der");
+  der.push_back(0);
+  EXPECT_EQ(EkKeyHashFromCertificate(der).status().reason(), "ek_cert_malformed");
+  EXPECT_FALSE(EkKeyHashFromCertificate({}).ok());
+}
+
+}  // namespace
+}  // namespace rackgate::attest

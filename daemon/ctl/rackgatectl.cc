@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/offline.h"
 
 namespace {
@@ -16,6 +17,9 @@ constexpr char kHelp[] =
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
     "  makecredential   wrap a secret for a TPM's EK and an AK name\n"
     "  ek verify        validate an EK certificate against manufacturer roots\n"
+    "  eventlog replay  replay a TCG event log into PCR values\n"
+    "  eventlog show    list a TCG event log's events and boot facts\n"
+    "  policy check     judge a measured boot against a boot policy\n"
     "\n"
     "Run `rackgatectl COMMAND --help` for a command's options and exit codes.\n"
     "Exit status: 0 ok; 1 refused (reason code on stderr); 2 unusable input.\n";
@@ -38,6 +42,22 @@ int Dispatch(int argc, char** argv) {
     if (argc >= 3 && !std::strcmp(argv[2], "verify")) return RunEkVerify(argc, argv, 3);
     std::fputs("Usage: rackgatectl ek verify --help\n", argc >= 3 && !std::strcmp(argv[2], "--help") ? stdout : stderr);
     return argc >= 3 && !std::strcmp(argv[2], "--help") ? kExitOk : kExitUnusable;
+  }
+  if (cmd == "eventlog" && argc >= 3 && !std::strcmp(argv[2], "replay")) {
+    return RunEventlogReplay(argc, argv, 3);
+  }
+  if (cmd == "eventlog" && argc >= 3 && !std::strcmp(argv[2], "show")) {
+    return RunEventlogShow(argc, argv, 3);
+  }
+  if (cmd == "policy" && argc >= 3 && !std::strcmp(argv[2], "check")) {
+    return RunPolicyCheck(argc, argv, 3);
+  }
+  if (cmd == "eventlog" || cmd == "policy") {
+    const bool help = argc >= 3 && !std::strcmp(argv[2], "--help");
+    std::fputs(cmd == "eventlog" ? "Usage: rackgatectl eventlog replay|show --help\n"
+                                 : "Usage: rackgatectl policy check --help\n",
+               help ? stdout : stderr);
+    return help ? kExitOk : kExitUnusable;
   }
   std::fprintf(stderr, "rackgatectl: unknown command '%s'\n\n%s", cmd.c_str(), kHelp);
   return kExitUnusable;

@@ -1,0 +1,908 @@
+// Boot facts from a measured-boot event log: UEFI structure parsers, event
+// data verification, and fact extraction.
+#include "attest/boot_facts.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "attest/byte_reader.h"
+#include "attest/digest.h"
+
+namespace rackgate::attest {
+
+namespace {
+
+constexpr size_t kGuidSize = 16;
+// EFI_SIGNATURE_LIST's fixed header: SignatureType, three u32.
+constexpr size_t kSignatureListHeaderSize = kGuidSize + 3 * 4;
+// UEFI_VARIABLE_DATA's fixed header: VariableName, two u64.
+constexpr size_t kUefiVariableHeaderSize = kGuidSize + 2 * 8;
+
+constexpr std::string_view kGrubCmdPrefix = "grub_cmd: ";
+constexpr std::string_view kGrubKernelCmdlinePrefix = "kernel_cmdline: ";
+constexpr std::string_view kGrubModuleCmdlinePrefix = "module_cmdline: ";
+constexpr std::string_view kUefiDebugMode = "UEFI Debug Mode";
+
+// The PCRs the boot loader's command line lands on (grub and old
+// systemd-boot: 8; systemd-boot >= 251 and systemd-stub: 12).
+constexpr uint32_t kPcrKernelCmdline = 8;
+constexpr uint32_t kPcrSystemdKernelConfig = 12;
+constexpr uint32_t kPcrOptionRoms = 2;
+constexpr uint32_t kPcrBootApplications = 4;
+constexpr uint32_t kPcrSecureBoot = 7;
+constexpr uint32_t kMaxSeparatorPcr = 7;
+
+bool StartsWith(std::span<const uint8_t> data, std::string_view prefix) {
+  return data.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), data.begin(),
+                    [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; });
+}
+
+bool Equals(std::span<const uint8_t> data, std::string_view s) {
+  return data.size() == s.size() && StartsWith(data, s);
+}
+
+bool ReadGuid(ByteReader* r, EfiGuid* out) {
+  std::span<const uint8_t> s;
+  if (!r->ReadSpan(kGuidSize, &s)) return false;
+  std::copy(s.begin(), s.end(), out->bytes.begin());
+  return true;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+// UTF-16LE code units to UTF-8; an unpaired surrogate becomes U+FFFD. An odd
+// trailing byte is dropped.
+std::string Utf16ToUtf8(std::span<const uint8_t> data) {
+  std::string out;
+  ByteReader r(data);
+  uint16_t u;
+  while (r.ReadU16LE(&u)) {
+    if (u >= 0xd800 && u <= 0xdbff) {
+      ByteReader peek = r;
+      uint16_t lo;
+      if (peek.ReadU16LE(&lo) && lo >= 0xdc00 && lo <= 0xdfff) {
+        r = peek;
+        AppendUtf8(0x10000 + ((static_cast<uint32_t>(u) - 0xd800) << 10) + (lo - 0xdc00), &out);
+        continue;
+      }
+      AppendUtf8(0xfffd, &out);
+    } else if (u >= 0xdc00 && u <= 0xdfff) {
+      AppendUtf8(0xfffd, &out);
+    } else {
+      AppendUtf8(u, &out);
+    }
+  }
+  return out;
+}
+
+// Printable ASCII only: anything else as \xNN, so that log data can never
+// carry terminal escape sequences to an operator's screen. Cut at `max`.
+std::string Printable(std::string_view s, size_t max = kMaxDescriptionChars) {
+  std::string out;
+  for (char c : s) {
+    const auto b = static_cast<uint8_t>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out.push_back(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
+      out += buf;
+    }
+    if (out.size() >= max) {
+      out.resize(max > 3 ? max - 3 : max);
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+std::string HexU64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string HexBytes(std::span<const uint8_t> b) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (uint8_t c : b) {
+    s += d[c >> 4];
+    s += d[c & 15];
+  }
+  return s;
+}
+
+// Text of a logged string: UTF-16LE when it looks like it (even length,
+// second byte zero), else ASCII; up to the first NUL. Nullopt when the bytes
+// before the NUL are not text.
+std::optional<std::string> TextOf(std::span<const uint8_t> data) {
+  if (data.empty()) return std::string();
+  if (data.size() >= 2 && data.size() % 2 == 0 && data[1] == 0 && data[0] != 0) {
+    std::string s = Utf16ToUtf8(data);
+    s = s.substr(0, s.find('\0'));
+    return s;
+  }
+  std::string s;
+  for (uint8_t b : data) {
+    if (b == 0) break;
+    if ((b < 0x20 && b != '\t' && b != '\n') || b >= 0x7f) return std::nullopt;
+    s.push_back(static_cast<char>(b));
+  }
+  return s;
+}
+
+// The size in bytes of one EFI_SIGNATURE_DATA for list types of fixed size;
+// 0 for variable-size types (X.509 certificates) and unknown ones.
+size_t FixedSignatureSize(const EfiGuid& type) {
+  struct Known {
+    EfiGuid guid;
+    size_t data_size;
+  };
+  static const Known kKnown[] = {
+      {kEfiCertSha256Guid, 32},
+      // EFI_CERT_SHA1_GUID
+      {{{0x12, 0xa5, 0x6c, 0x82, 0x10, 0xcf, 0xc9, 0x4a, 0xb1, 0x87, 0xbe, 0x01, 0x49, 0x66,
+         0x31, 0xbd}},
+       20},
+      // EFI_CERT_SHA384_GUID
+      {{{0x07, 0x53, 0x3e, 0xff, 0xd0, 0x9f, 0xc9, 0x48, 0x85, 0xf1, 0x8a, 0xd5, 0x6c, 0x70,
+         0x1e, 0x01}},
+       48},
+      // EFI_CERT_SHA512_GUID
+      {{{0xae, 0x0f, 0x3e, 0x09, 0xc4, 0xa6, 0x50, 0x4f, 0x9f, 0x1b, 0xd4, 0x1e, 0x2b, 0x89,
+         0xc1, 0x9a}},
+       64},
+      // EFI_CERT_RSA2048_GUID
+      {{{0xe8, 0x66, 0x57, 0x3c, 0x9c, 0x26, 0x34, 0x4e, 0xaa, 0x14, 0xed, 0x77, 0x6e, 0x85,
+         0xb3, 0xb6}},
+       256},
+      // EFI_CERT_X509_SHA256_GUID: hash + EFI_TIME
+      {{{0x92, 0xa4, 0xd2, 0x3b, 0xc0, 0x96, 0x79, 0x40, 0xb4, 0x20, 0xfc, 0xf9, 0x8e, 0xf1,
+         0x03, 0xed}},
+       32 + 16},
+      // EFI_CERT_X509_SHA384_GUID
+      {{{0x6e, 0x87, 0x76, 0x70, 0xc2, 0x80, 0xe6, 0x4e, 0xaa, 0xd2, 0x28, 0xb3, 0x49, 0xa6,
+         0x86, 0x5b}},
+       48 + 16},
+      // EFI_CERT_X509_SHA512_GUID
+      {{{0x63, 0xbf, 0x6d, 0x44, 0x02, 0x25, 0xda, 0x4c, 0xbc, 0xfa, 0x24, 0x65, 0xd2, 0xb0,
+         0xfe, 0x9d}},
+       64 + 16},
+  };
+  for (const Known& k : kKnown) {
+    if (k.guid == type) return kGuidSize + k.data_size;
+  }
+  return 0;
+}
+
+bool IsSecureBootVariableName(const std::string& name) {
+  return name == "SecureBoot" || name == "PK" || name == "KEK" || name == "db" ||
+         name == "dbx" || name == "dbt" || name == "dbr";
+}
+
+const EfiGuid& SecureBootVariableVendor(const std::string& name) {
+  return (name == "SecureBoot" || name == "PK" || name == "KEK")
+             ? kEfiGlobalVariableGuid
+             : kEfiImageSecurityDatabaseGuid;
+}
+
+// The PCRs the PC Client PFP (and EDK2) put an event type on, as a bit mask;
+// 0 for types that may appear on any PCR (EV_NO_ACTION, EV_SEPARATOR,
+// EV_EFI_ACTION, EV_IPL, EV_EVENT_TAG, ...).
+uint32_t ExpectedPcrMask(uint32_t type) {
+  auto bits = [](std::initializer_list<uint32_t> pcrs) {
+    uint32_t m = 0;
+    for (uint32_t p : pcrs) m |= 1u << p;
+    return m;
+  };
+  switch (type) {
+    case kEvPostCode:
+    case kEvSCrtmContents:
+    case kEvSCrtmVersion:
+    case kEvEfiHcrtmEvent:
+      return bits({0});
+    case kEvCpuMicrocode:
+    case kEvPlatformConfigFlags:
+    case kEvTableOfDevices:
+    case kEvEfiHandoffTables:
+    case kEvEfiHandoffTables2:
+    case kEvEfiVariableBoot:
+    case kEvEfiVariableBoot2:
+      return bits({1});
+    case kEvEfiVariableDriverConfig:
+      return bits({1, 3, 7});
+    case kEvEfiSpdmFirmwareConfig:
+      return bits({1, 3});
+    case kEvEfiPlatformFirmwareBlob:
+    case kEvEfiPlatformFirmwareBlob2:
+    case kEvEfiSpdmFirmwareBlob:
+      return bits({0, 2});
+    case kEvEfiBootServicesDriver:
+    case kEvEfiRuntimeServicesDriver:
+      return bits({2});
+    case kEvEfiBootServicesApplication:
+      return bits({4});
+    case kEvEfiGptEvent:
+      return bits({5});
+    case kEvEfiVariableAuthority:
+      return bits({7});
+    default:
+      return 0;
+  }
+}
+
+bool IsKnownEventType(uint32_t type) { return EventTypeName(type).rfind("EV_", 0) == 0; }
+
+// Bytes that, hashed, should give the event's digests: empty when the data
+// is not covered. EV_EFI_VARIABLE_BOOT has two candidates.
+std::vector<std::span<const uint8_t>> CoveredBytes(const Event& ev) {
+  std::span<const uint8_t> data(ev.data);
+  switch (ev.type) {
+    case kEvSeparator:
+    case kEvEfiVariableDriverConfig:
+    case kEvEfiVariableAuthority:
+    case kEvEfiAction:
+    case kEvAction:
+    case kEvEfiGptEvent:
+    case kEvSCrtmVersion:
+      return {data};
+    case kEvEfiVariableBoot:
+    case kEvEfiVariableBoot2: {
+      // EDK2 measures only VariableData for Boot####; the PFP says the
+      // whole UEFI_VARIABLE_DATA. Either proves the data.
+      std::vector<std::span<const uint8_t>> out{data};
+      ByteReader r(data);
+      uint64_t name_chars, data_len;
+      if (r.Skip(kGuidSize) && r.ReadU64LE(&name_chars) && r.ReadU64LE(&data_len) &&
+          name_chars <= kMaxUefiVariableNameChars && r.Skip(name_chars * 2) &&
+          r.remaining() == data_len) {
+        out.push_back(r.rest());
+      }
+      return out;
+    }
+    case kEvIpl: {
+      for (std::string_view prefix :
+           {kGrubCmdPrefix, kGrubKernelCmdlinePrefix, kGrubModuleCmdlinePrefix}) {
+        if (StartsWith(data, prefix)) {
+          auto text = data.subspan(prefix.size());
+          if (!text.empty() && text.back() == 0) text = text.first(text.size() - 1);
+          return {text};
+        }
+      }
+      if (ev.pcr == kPcrKernelCmdline || ev.pcr == kPcrSystemdKernelConfig) return {data};
+      return {};
+    }
+    case kEvEventTag: {
+      ByteReader r(data);
+      uint32_t id;
+      ByteReader payload;
+      if (ev.pcr == kPcrSystemdKernelConfig && r.ReadU32LE(&id) &&
+          id == kLoadOptionsEventTagId && r.ReadU32LEPrefixed(&payload) && r.empty()) {
+        return {payload.rest()};
+      }
+      return {};
+    }
+    default:
+      return {};
+  }
+}
+
+EventDataCheck CheckCovered(const Event& ev, const std::vector<std::span<const uint8_t>>& cands) {
+  if (cands.empty()) return EventDataCheck::kNotCovered;
+  bool any_bank = false;
+  for (const auto& [alg, digest] : ev.digests) {
+    if (EvpMd(alg) != nullptr) any_bank = true;
+  }
+  if (!any_bank) return EventDataCheck::kNoUsableDigest;
+  for (std::span<const uint8_t> c : cands) {
+    bool all = true;
+    for (const auto& [alg, digest] : ev.digests) {
+      if (EvpMd(alg) == nullptr) continue;
+      if (Hash(alg, {c}) != digest) {
+        all = false;
+        break;
+      }
+    }
+    if (all) return EventDataCheck::kMatches;
+  }
+  return EventDataCheck::kMismatch;
+}
+
+// An EFI_LOAD_OPTION's description (Boot####): u32 Attributes,
+// u16 FilePathListLength, CHAR16 Description[] (NUL-terminated), ...
+std::optional<std::string> LoadOptionDescription(std::span<const uint8_t> data) {
+  ByteReader r(data);
+  uint32_t attributes;
+  uint16_t path_len;
+  if (!r.ReadU32LE(&attributes) || !r.ReadU16LE(&path_len)) return std::nullopt;
+  Bytes units;
+  uint16_t u;
+  while (true) {
+    if (!r.ReadU16LE(&u)) return std::nullopt;
+    if (u == 0) break;
+    units.push_back(static_cast<uint8_t>(u));
+    units.push_back(static_cast<uint8_t>(u >> 8));
+  }
+  return Utf16ToUtf8(units);
+}
+
+std::string DescribeVariable(const Event& ev) {
+  auto var = ParseUefiVariableData(ev.data);
+  if (!var.ok()) {
+    return "malformed UEFI_VARIABLE_DATA (" + std::to_string(ev.data.size()) + " bytes)";
+  }
+  std::string s = var->name;
+  if (ev.type == kEvEfiVariableAuthority) {
+    // Firmware logs one EFI_SIGNATURE_DATA (owner, then the certificate
+    // that verified the image); shim logs a bare DER certificate, or text
+    // (SbatLevel).
+    const Bytes& d = var->data;
+    if (d.size() > 2 && d[0] == 0x30 && d[1] == 0x82) {
+      return s + ": certificate (" + std::to_string(d.size()) + " bytes)";
+    }
+    if (d.size() > 18 && d[16] == 0x30 && d[17] == 0x82) {
+      EfiGuid owner;
+      std::copy(d.begin(), d.begin() + 16, owner.bytes.begin());
+      return s + ": certificate (" + std::to_string(d.size() - 16) + " bytes), owner " +
+             owner.ToString();
+    }
+    if (auto text = TextOf(d); text && !text->empty()) return s + ": " + *text;
+    return s + " (" + std::to_string(d.size()) + " bytes)";
+  }
+  if (var->name == "SecureBoot") {
+    if (var->data.empty()) return s + " (absent)";
+    if (var->data.size() == 1) return s + " = " + std::to_string(var->data[0]);
+  }
+  if (IsSecureBootVariableName(var->name) || var->name == "dbDefault" ||
+      var->name == "dbxDefault" || var->name == "KEKDefault" || var->name == "PKDefault") {
+    auto lists = ParseEfiSignatureLists(var->data);
+    if (!lists.ok()) return s + ": malformed EFI_SIGNATURE_LIST (" +
+                            std::to_string(var->data.size()) + " bytes)";
+    size_t sigs = 0;
+    for (const EfiSignatureList& l : *lists) sigs += l.signatures.size();
+    return s + ": " + std::to_string(lists->size()) + " lists, " + std::to_string(sigs) +
+           " signatures";
+  }
+  if (ev.type == kEvEfiVariableBoot || ev.type == kEvEfiVariableBoot2) {
+    if (var->name == "BootOrder") {
+      s += " =";
+      ByteReader r(var->data);
+      uint16_t n;
+      char buf[8];
+      while (r.ReadU16LE(&n)) {
+        std::snprintf(buf, sizeof(buf), " %04X", n);
+        s += buf;
+      }
+      return s;
+    }
+    if (auto d = LoadOptionDescription(var->data)) return s + ": \"" + *d + "\"";
+  }
+  return s + " (" + std::to_string(var->data.size()) + " bytes)";
+}
+
+std::string DescribeImageLoad(const Event& ev) {
+  auto img = ParseUefiImageLoadEvent(ev.data);
+  if (!img.ok()) return "malformed UEFI_IMAGE_LOAD_EVENT (" + std::to_string(ev.data.size()) + " bytes)";
+  auto path = DevicePathFilePath(img->device_path);
+  std::string size = std::to_string(img->image_length) + " bytes";
+  if (path.ok() && !path->empty()) return *path + " (" + size + ")";
+  return "image of " + size + (path.ok() ? "" : ", malformed device path");
+}
+
+// The command-line facts of one event, if it carries one.
+struct CmdlineCandidate {
+  std::string source;
+  std::span<const uint8_t> text_bytes;
+  bool utf16 = false;
+};
+
+std::optional<CmdlineCandidate> KernelCmdlineOf(const Event& ev) {
+  std::span<const uint8_t> data(ev.data);
+  if (ev.pcr == kPcrKernelCmdline) {
+    if (StartsWith(data, kGrubKernelCmdlinePrefix)) {
+      return CmdlineCandidate{"grub", data.subspan(kGrubKernelCmdlinePrefix.size()), false};
+    }
+    if (ev.type == kEvIpl && !StartsWith(data, kGrubCmdPrefix) &&
+        !StartsWith(data, kGrubModuleCmdlinePrefix)) {
+      return CmdlineCandidate{"systemd-boot", data, true};
+    }
+    return std::nullopt;
+  }
+  if (ev.pcr == kPcrSystemdKernelConfig) {
+    if (ev.type == kEvIpl) return CmdlineCandidate{"systemd", data, true};
+    if (ev.type == kEvEventTag) {
+      ByteReader r(data);
+      uint32_t id;
+      ByteReader payload;
+      if (r.ReadU32LE(&id) && id == kLoadOptionsEventTagId && r.ReadU32LEPrefixed(&payload) &&
+          r.empty()) {
+        return CmdlineCandidate{"systemd", payload.rest(), true};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// The text of a command line: the bytes up to one terminating NUL. Nullopt
+// when there is anything after a NUL, since the kernel stops reading there
+// and a policy would be judging text the kernel never saw.
+std::optional<std::string> CmdlineText(const CmdlineCandidate& c) {
+  std::string s = c.utf16 ? Utf16ToUtf8(c.text_bytes)
+                          : std::string(c.text_bytes.begin(), c.text_bytes.end());
+  const size_t nul = s.find('\0');
+  if (nul == std::string::npos) return s;
+  if (s.find_first_not_of('\0', nul) != std::string::npos) return std::nullopt;
+  s.resize(nul);
+  return s;
+}
+
+class Extractor {
+ public:
+  BootFacts Run(const EventLog& log);
+
+ private:
+  void Anomalous(const Event& ev, const char* reason, const std::string& what) {
+    facts_.anomalies.push_back(Anomaly{ev.index, ev.pcr, ev.type, reason,
+                                       "event " + std::to_string(ev.index) + " (PCR " +
+                                           std::to_string(ev.pcr) + ", " +
+                                           EventTypeName(ev.type) + "): " + what});
+  }
+  // Records a PCR 7 configuration event seen before the separator. True when
+  // it is a verified, well-formed UEFI variable (Secure Boot or not:
+  // AuditMode, DeployedMode, ...), which accounts for its digest.
+  bool SecureBootConfig(const Event& ev, bool verified);
+  void AddKernelCmdline(const Event& ev, bool verified);
+
+  BootFacts facts_;
+  bool pcr7_separator_seen_ = false;
+  bool pcr7_config_problem_ = false;
+  int secure_boot_events_ = 0;
+  std::map<uint32_t, int> separators_per_pcr_;
+};
+
+bool Extractor::SecureBootConfig(const Event& ev, bool verified) {
+  if (!verified) {
+    // Its data proves nothing; it may have been the SecureBoot variable.
+    pcr7_config_problem_ = true;
+    return false;
+  }
+  auto var = ParseUefiVariableData(ev.data);
+  if (!var.ok()) {
+    pcr7_config_problem_ = true;
+    Anomalous(ev, "event_data_malformed", var.status().message());
+    return false;
+  }
+  if (!IsSecureBootVariableName(var->name)) return true;
+  // SECURITY: a name alone does not make a Secure Boot variable; the vendor
+  // GUID is part of the variable's identity.
+  if (var->vendor != SecureBootVariableVendor(var->name)) {
+    Anomalous(ev, "secure_boot_variable_bad_vendor",
+              Printable(var->name) + " with vendor " + var->vendor.ToString());
+    return true;
+  }
+  for (const SecureBootVariable& v : facts_.secure_boot_variables) {
+    if (v.name == var->name) {
+      Anomalous(ev, "secure_boot_variable_duplicate",
+                var->name + " already measured by event " + std::to_string(v.event_index));
+      break;
+    }
+  }
+  SecureBootVariable v;
+  v.event_index = ev.index;
+  v.name = var->name;
+  v.digests = ev.digests;
+  v.data = std::move(var->data);
+  if (v.name == "SecureBoot") {
+    ++secure_boot_events_;
+  } else {
+    auto lists = ParseEfiSignatureLists(v.data);
+    if (lists.ok()) {
+      v.signature_lists = std::move(lists).value();
+    } else {
+      v.signature_lists_valid = false;
+      Anomalous(ev, "efi_signature_list_malformed", v.name + ": " + lists.status().message());
+    }
+  }
+  facts_.secure_boot_variables.push_back(std::move(v));
+  return true;
+}
+
+void Extractor::AddKernelCmdline(const Event& ev, bool verified) {
+  if (ev.pcr != kPcrKernelCmdline && StartsWith(ev.data, kGrubKernelCmdlinePrefix)) {
+    Anomalous(ev, "kernel_cmdline_outside_pcr8", "a grub kernel_cmdline string off PCR 8");
+    return;
+  }
+  auto c = KernelCmdlineOf(ev);
+  if (!c) return;
+  // systemd-stub also logs initrd contents (credentials, sysexts) as EV_IPL
+  // on PCR 12 with a description for data; those never verify, so only a
+  // verified PCR 12 EV_IPL is taken for a command line. Anything else
+  // labelled as a command line counts, verified or not.
+  if (ev.pcr == kPcrSystemdKernelConfig && ev.type == kEvIpl && !verified) return;
+  KernelCmdline k;
+  k.event_index = ev.index;
+  k.pcr = ev.pcr;
+  k.type = ev.type;
+  k.source = c->source;
+  k.verified = verified;
+  if (auto text = CmdlineText(*c)) {
+    k.text = std::move(*text);
+  } else {
+    k.verified = false;
+    Anomalous(ev, "event_data_malformed", "kernel command line with text after a NUL");
+  }
+  facts_.kernel_cmdlines.push_back(std::move(k));
+}
+
+BootFacts Extractor::Run(const EventLog& log) {
+  for (const Event& ev : log.events) {
+    if (ev.type == kEvNoAction) continue;  // extends nothing, proves nothing
+
+    const EventDataCheck check = CheckEventData(ev);
+    const bool verified = check == EventDataCheck::kMatches;
+    if (check == EventDataCheck::kMismatch || check == EventDataCheck::kNoUsableDigest) {
+      facts_.data_mismatches.push_back(DataMismatch{ev.index, ev.pcr, ev.type});
+    }
+
+    // SECURITY: the type is not covered by the digest. A fact-bearing type
+    // off its PCR is the mark of a relabelled event (or odd firmware): it is
+    // reported and, below, contributes no fact.
+    if (!IsKnownEventType(ev.type)) {
+      Anomalous(ev, "event_type_unknown", "an event type the PC Client PFP does not define");
+    } else if (const uint32_t mask = ExpectedPcrMask(ev.type);
+               mask != 0 && (ev.pcr >= 32 || (mask & (1u << ev.pcr)) == 0)) {
+      Anomalous(ev, "event_type_unexpected_for_pcr",
+                EventTypeName(ev.type) + " does not belong on PCR " + std::to_string(ev.pcr));
+    }
+
+    // Verified text events say exactly what they extended; everything else
+    // on PCRs 2, 4 and 7 is judged by its digest.
+    bool accounted = verified && (ev.type == kEvSeparator || ev.type == kEvEfiAction ||
+                                  ev.type == kEvAction);
+
+    if (ev.type == kEvSeparator && ev.pcr <= kMaxSeparatorPcr) {
+      Separator sep;
+      sep.event_index = ev.index;
+      sep.pcr = ev.pcr;
+      if (ev.data.size() == 4) {
+        sep.value = static_cast<uint32_t>(ev.data[0]) | static_cast<uint32_t>(ev.data[1]) << 8 |
+                    static_cast<uint32_t>(ev.data[2]) << 16 |
+                    static_cast<uint32_t>(ev.data[3]) << 24;
+      }
+      if (ev.data.size() != 4 || !verified) {
+        sep.kind = SeparatorKind::kMalformed;
+      } else {
+        sep.kind = sep.value == 0 ? SeparatorKind::kNormal : SeparatorKind::kError;
+      }
+      if (++separators_per_pcr_[ev.pcr] > 1) {
+        Anomalous(ev, "separator_duplicate",
+                  "a second separator on PCR " + std::to_string(ev.pcr));
+      }
+      facts_.separators.push_back(sep);
+    }
+
+    if (ev.pcr == kPcrSecureBoot) {
+      if (ev.type == kEvSeparator) {
+        // SECURITY: order within a PCR is bound by the hash chain; anything
+        // logged on PCR 7 after its separator was measured after the
+        // firmware handed over, possibly by the OS.
+        pcr7_separator_seen_ = true;
+      } else if (ev.type == kEvEfiVariableDriverConfig) {
+        if (!pcr7_separator_seen_) {
+          accounted = SecureBootConfig(ev, verified);
+        } else {
+          Anomalous(ev, "secure_boot_config_after_separator",
+                    "configuration measured after PCR 7's separator is not Secure Boot state");
+        }
+      } else if (ev.type == kEvEfiAction && verified) {
+        if (Equals(ev.data, kUefiDebugMode)) facts_.uefi_debug_mode = true;
+        Anomalous(ev, "pcr7_action", "\"" + Printable(TextOf(ev.data).value_or("?")) + "\"");
+      }
+    } else if (ev.type == kEvEfiVariableDriverConfig) {
+      auto var = ParseUefiVariableData(ev.data);
+      if (var.ok() && IsSecureBootVariableName(var->name)) {
+        Anomalous(ev, "secure_boot_variable_outside_pcr7",
+                  Printable(var->name) + " is Secure Boot state only on PCR 7");
+      }
+    }
+
+    if (!accounted) {
+      std::vector<Measurement>* list = nullptr;
+      if (ev.pcr == kPcrSecureBoot) list = &facts_.authorities;
+      if (ev.pcr == kPcrBootApplications) list = &facts_.boot_applications;
+      if (ev.pcr == kPcrOptionRoms) list = &facts_.option_roms;
+      if (list != nullptr) {
+        list->push_back(Measurement{ev.index, ev.pcr, ev.type, ev.digests, DescribeEvent(ev)});
+      }
+    }
+
+    AddKernelCmdline(ev, verified);
+  }
+
+  // Secure Boot state, from PCR 7's configuration phase only.
+  const SecureBootVariable* sb = nullptr;
+  for (const SecureBootVariable& v : facts_.secure_boot_variables) {
+    if (v.name == "SecureBoot") sb = &v;
+  }
+  if (pcr7_config_problem_ || secure_boot_events_ > 1) {
+    facts_.secure_boot = SecureBootState::kUnverifiable;
+  } else if (sb == nullptr) {
+    facts_.secure_boot = SecureBootState::kNotMeasured;
+  } else if (sb->data.empty() || (sb->data.size() == 1 && sb->data[0] == 0)) {
+    // An empty SecureBoot variable was not set: Secure Boot is off.
+    facts_.secure_boot = SecureBootState::kDisabled;
+  } else if (sb->data.size() == 1 && sb->data[0] == 1) {
+    facts_.secure_boot = SecureBootState::kEnabled;
+  } else {
+    facts_.secure_boot = SecureBootState::kUnverifiable;
+    facts_.anomalies.push_back(Anomaly{sb->event_index, kPcrSecureBoot,
+                                       kEvEfiVariableDriverConfig, "event_data_malformed",
+                                       "event " + std::to_string(sb->event_index) +
+                                           ": SecureBoot value is neither 0 nor 1"});
+  }
+  return std::move(facts_);
+}
+
+}  // namespace
+
+std::string EfiGuid::ToString() const {
+  const auto& b = bytes;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf),
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[3], b[2],
+                b[1], b[0], b[5], b[4], b[7], b[6], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
+  return buf;
+}
+
+Result<UefiVariableData> ParseUefiVariableData(std::span<const uint8_t> data) {
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("uefi_variable_malformed", "UEFI_VARIABLE_DATA: " + what);
+  };
+  ByteReader r(data);
+  UefiVariableData out;
+  uint64_t name_chars, data_len;
+  if (!ReadGuid(&r, &out.vendor) || !r.ReadU64LE(&name_chars) || !r.ReadU64LE(&data_len)) {
+    return bad("shorter than its " + std::to_string(kUefiVariableHeaderSize) + "-byte header");
+  }
+  // SECURITY: both lengths are untrusted u64s; each is compared with what
+  // remains (by division and subtraction, never by a sum that could wrap)
+  // before a byte is read.
+  if (name_chars > kMaxUefiVariableNameChars || name_chars > r.remaining() / 2) {
+    return bad("UnicodeNameLength " + std::to_string(name_chars) + " is too long");
+  }
+  std::span<const uint8_t> name;
+  if (!r.ReadSpan(static_cast<size_t>(name_chars) * 2, &name)) return bad("short name");
+  if (data_len != r.remaining()) {
+    return bad("VariableDataLength " + std::to_string(data_len) + " but " +
+               std::to_string(r.remaining()) + " bytes follow the name");
+  }
+  out.name = Utf16ToUtf8(name);
+  out.data.assign(r.rest().begin(), r.rest().end());
+  return out;
+}
+
+Result<std::vector<EfiSignatureList>> ParseEfiSignatureLists(std::span<const uint8_t> data) {
+  std::vector<EfiSignatureList> out;
+  size_t total = 0;
+  ByteReader r(data);
+  while (!r.empty()) {
+    const size_t offset = data.size() - r.remaining();
+    auto bad = [offset](const std::string& what) {
+      return Status::InvalidArgument("efi_signature_list_malformed",
+                                     "EFI_SIGNATURE_LIST at offset " + std::to_string(offset) +
+                                         ": " + what);
+    };
+    EfiSignatureList list;
+    ByteReader head = r;
+    uint32_t list_size, header_size, sig_size;
+    if (!ReadGuid(&head, &list.type) || !head.ReadU32LE(&list_size) ||
+        !head.ReadU32LE(&header_size) || !head.ReadU32LE(&sig_size)) {
+      return bad("shorter than its header");
+    }
+    // The list is read only through a sub-reader of exactly
+    // SignatureListSize bytes, which must hold its own fixed header.
+    ByteReader body;
+    if (list_size < kSignatureListHeaderSize || !r.ReadBytes(list_size, &body)) {
+      return bad("SignatureListSize " + std::to_string(list_size) + " does not fit");
+    }
+    if (!body.Skip(kSignatureListHeaderSize)) return bad("short header");
+    // SECURITY: SignatureHeaderSize bytes come first and are the header,
+    // never signatures. Skipping them by subtraction against what the list
+    // holds is what keeps an attacker's header bytes out of a trusted db.
+    std::span<const uint8_t> header;
+    if (!body.ReadSpan(header_size, &header)) {
+      return bad("SignatureHeaderSize " + std::to_string(header_size) + " exceeds the list");
+    }
+    list.header.assign(header.begin(), header.end());
+    if (sig_size <= kGuidSize) {
+      return bad("SignatureSize " + std::to_string(sig_size) + " leaves no signature data");
+    }
+    if (const size_t fixed = FixedSignatureSize(list.type); fixed != 0 && sig_size != fixed) {
+      return bad("SignatureSize " + std::to_string(sig_size) + " for type " +
+                 list.type.ToString() + ", which has " + std::to_string(fixed));
+    }
+    if (body.remaining() % sig_size != 0) {
+      return bad(std::to_string(body.remaining()) + " bytes of signatures is not a multiple of " +
+                 std::to_string(sig_size));
+    }
+    const size_t count = body.remaining() / sig_size;
+    if (count > kMaxEfiSignatures - total) {
+      return bad("more than " + std::to_string(kMaxEfiSignatures) + " signatures");
+    }
+    total += count;
+    list.signatures.reserve(count);
+    while (!body.empty()) {
+      EfiSignatureData sd;
+      std::span<const uint8_t> sig;
+      if (!ReadGuid(&body, &sd.owner) || !body.ReadSpan(sig_size - kGuidSize, &sig)) {
+        return bad("short signature");  // unreachable: sizes checked above
+      }
+      sd.data.assign(sig.begin(), sig.end());
+      list.signatures.push_back(std::move(sd));
+    }
+    out.push_back(std::move(list));
+  }
+  return out;
+}
+
+Result<UefiImageLoadEvent> ParseUefiImageLoadEvent(std::span<const uint8_t> data) {
+  ByteReader r(data);
+  UefiImageLoadEvent out;
+  uint64_t path_len;
+  if (!r.ReadU64LE(&out.image_location) || !r.ReadU64LE(&out.image_length) ||
+      !r.ReadU64LE(&out.link_time_address) || !r.ReadU64LE(&path_len) ||
+      path_len != r.remaining()) {
+    return Status::InvalidArgument("uefi_image_load_malformed",
+                                   "UEFI_IMAGE_LOAD_EVENT: LengthOfDevicePath does not match the "
+                                   "bytes that follow");
+  }
+  out.device_path.assign(r.rest().begin(), r.rest().end());
+  return out;
+}
+
+Result<std::string> DevicePathFilePath(std::span<const uint8_t> device_path) {
+  constexpr uint8_t kMediaDevice = 0x04;
+  constexpr uint8_t kMediaFilePath = 0x04;
+  constexpr uint8_t kEndOfPath = 0x7f;
+  constexpr size_t kNodeHeaderSize = 4;
+  ByteReader r(device_path);
+  std::string path;
+  for (size_t nodes = 0; !r.empty(); ++nodes) {
+    uint8_t type, subtype;
+    uint16_t length;
+    ByteReader node;
+    if (nodes >= kMaxDevicePathNodes || !r.ReadU8(&type) || !r.ReadU8(&subtype) ||
+        !r.ReadU16LE(&length) || length < kNodeHeaderSize ||
+        !r.ReadBytes(length - kNodeHeaderSize, &node)) {
+      return Status::InvalidArgument("device_path_malformed",
+                                     "EFI_DEVICE_PATH node " + std::to_string(nodes) +
+                                         " is malformed");
+    }
+    if (type == kEndOfPath) break;
+    if (type == kMediaDevice && subtype == kMediaFilePath) {
+      std::string part = Utf16ToUtf8(node.rest());
+      part.resize(std::min(part.size(), part.find('\0')));
+      if (!path.empty() && path.back() != '\\' && !part.empty() && part.front() != '\\') {
+        path.push_back('\\');
+      }
+      path += part;
+    }
+  }
+  return path;
+}
+
+EventDataCheck CheckEventData(const Event& ev) { return CheckCovered(ev, CoveredBytes(ev)); }
+
+const char* SecureBootStateName(SecureBootState s) {
+  switch (s) {
+    case SecureBootState::kNotMeasured: return "not measured";
+    case SecureBootState::kEnabled: return "enabled";
+    case SecureBootState::kDisabled: return "disabled";
+    case SecureBootState::kUnverifiable: return "unverifiable";
+  }
+  return "unknown";
+}
+
+BootFacts ExtractBootFacts(const EventLog& log) { return Extractor().Run(log); }
+
+std::string DescribeEvent(const Event& ev) {
+  std::span<const uint8_t> data(ev.data);
+  const std::string size = std::to_string(data.size()) + " bytes";
+  std::string s;
+  switch (ev.type) {
+    case kEvNoAction:
+      if (StartsWith(data, std::string_view("Spec ID Event03", 15))) {
+        s = "Spec ID Event03";
+      } else if (data.size() == 17 && StartsWith(data, std::string_view("StartupLocality\0", 16))) {
+        s = "StartupLocality " + std::to_string(data[16]);
+      } else {
+        s = TextOf(data).value_or(size);
+      }
+      break;
+    case kEvSeparator:
+      if (data.size() == 4) {
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x", data[0], data[1], data[2], data[3]);
+        s = buf;
+        if (HexBytes(data) == "00000000") s += " (normal)";
+        if (HexBytes(data) == "01000000") s += " (error)";
+      } else {
+        s = "separator of " + size;
+      }
+      break;
+    case kEvEfiVariableDriverConfig:
+    case kEvEfiVariableBoot:
+    case kEvEfiVariableBoot2:
+    case kEvEfiVariableAuthority:
+      s = DescribeVariable(ev);
+      break;
+    case kEvEfiBootServicesApplication:
+    case kEvEfiBootServicesDriver:
+    case kEvEfiRuntimeServicesDriver:
+      s = DescribeImageLoad(ev);
+      break;
+    case kEvEfiPlatformFirmwareBlob: {
+      ByteReader r(data);
+      uint64_t base, length;
+      if (r.ReadU64LE(&base) && r.ReadU64LE(&length) && r.empty()) {
+        s = "base " + HexU64(base) + ", length " + HexU64(length);
+      } else {
+        s = size;
+      }
+      break;
+    }
+    case kEvEfiPlatformFirmwareBlob2: {
+      ByteReader r(data);
+      uint8_t n;
+      std::span<const uint8_t> desc;
+      if (r.ReadU8(&n) && r.ReadSpan(n, &desc)) {
+        s = TextOf(desc).value_or(size);
+      } else {
+        s = size;
+      }
+      break;
+    }
+    case kEvEventTag: {
+      ByteReader r(data);
+      uint32_t id;
+      ByteReader payload;
+      if (r.ReadU32LE(&id) && r.ReadU32LEPrefixed(&payload) && r.empty()) {
+        char buf[24];
+        std::snprintf(buf, sizeof(buf), "tag 0x%08x: ", id);
+        s = buf + TextOf(payload.rest()).value_or(std::to_string(payload.remaining()) + " bytes");
+      } else {
+        s = size;
+      }
+      break;
+    }
+    default:
+      s = TextOf(data).value_or(size);
+      if (s.empty() && !data.empty()) s = size;
+      break;
+  }
+  return Printable(s);
+}
+
+}  // namespace rackgate::attest

@@ -1,0 +1,593 @@
+#include "attest/boot_facts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attest/testing/event_log_builder.h"
+
+namespace rackgate::attest {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::EventLogBuilder;
+using testing::PutU32;
+using testing::PutU64;
+using testing::Sha256Signature;
+using testing::SignatureList;
+using testing::Str;
+using testing::UefiVariable;
+
+// --- Helpers ---------------------------------------------------------------
+
+fs::path EventLogDir() {
+  const char* env = std::getenv("RACKGATE_TESTDATA_DIR");
+  return env ? fs::path(env) / "eventlogs" : fs::path("../shared/testdata/eventlogs");
+}
+
+Bytes ReadLog(const std::string& name) {
+  std::ifstream in(EventLogDir() / name, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+BootFacts FactsOf(const Bytes& bytes) {
+  auto log = ParseEventLog(bytes);
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  return log.ok() ? ExtractBootFacts(*log) : BootFacts{};
+}
+
+BootFacts FactsOfFile(const std::string& name) { return FactsOf(ReadLog(name)); }
+
+std::multiset<std::string> AnomalyReasons(const BootFacts& f) {
+  std::multiset<std::string> out;
+  for (const Anomaly& a : f.anomalies) out.insert(a.reason);
+  return out;
+}
+
+std::vector<uint32_t> Indices(const std::vector<Measurement>& ms) {
+  std::vector<uint32_t> out;
+  for (const Measurement& m : ms) out.push_back(m.event_index);
+  return out;
+}
+
+const SecureBootVariable* Var(const BootFacts& f, const std::string& name) {
+  for (const SecureBootVariable& v : f.secure_boot_variables) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+size_t SignatureCount(const SecureBootVariable& v) {
+  size_t n = 0;
+  for (const EfiSignatureList& l : v.signature_lists) n += l.signatures.size();
+  return n;
+}
+
+// --- Real logs ---------------------------------------------------------------
+
+TEST(BootFactsFiles, SecureBootStateOfEveryLog) {
+  const std::map<std::string, SecureBootState> expected = {
+      {"go-attestation_coreos_36_shielded_vm_no_secure_boot_eventlog.bin",
+       SecureBootState::kDisabled},
+      {"go-attestation_crypto_agile_eventlog.bin", SecureBootState::kDisabled},
+      {"go-attestation_ebs_event_missing_eventlog.bin", SecureBootState::kDisabled},
+      {"go-attestation_option_rom_eventlog.bin", SecureBootState::kEnabled},
+      {"go-attestation_sb_cert_eventlog.bin", SecureBootState::kEnabled},
+      {"go-attestation_short_no_action_eventlog.bin", SecureBootState::kNotMeasured},
+      {"go-attestation_ubuntu_2104_shielded_vm_no_secure_boot_eventlog.bin",
+       SecureBootState::kDisabled},
+      {"tpm2-tools_event-arch-linux.bin", SecureBootState::kDisabled},
+      {"tpm2-tools_event-bootorder.bin", SecureBootState::kDisabled},
+      {"tpm2-tools_event-gce-ubuntu-2104-log.bin", SecureBootState::kDisabled},
+      {"tpm2-tools_event-moklisttrusted.bin", SecureBootState::kEnabled},
+      {"tpm2-tools_event-postcode.bin", SecureBootState::kEnabled},
+      {"tpm2-tools_event-sd-boot-fedora37.bin", SecureBootState::kDisabled},
+      {"tpm2-tools_event-uefi-sha1-log.bin", SecureBootState::kDisabled},
+      {"tpm2-tools_event-uefiaction.bin", SecureBootState::kNotMeasured},
+      {"tpm2-tools_event-uefiservices.bin", SecureBootState::kNotMeasured},
+      {"tpm2-tools_event-uefivar.bin", SecureBootState::kEnabled},
+      {"tpm2-tools_event.bin", SecureBootState::kNotMeasured},
+  };
+  for (const auto& [name, state] : expected) {
+    SCOPED_TRACE(name);
+    const BootFacts f = FactsOfFile(name);
+    EXPECT_EQ(SecureBootStateName(f.secure_boot), std::string(SecureBootStateName(state)));
+    // No real log here is relabelled or malformed.
+    EXPECT_TRUE(f.anomalies.empty()) << f.anomalies.front().message;
+    EXPECT_FALSE(f.uefi_debug_mode);
+  }
+}
+
+TEST(BootFactsFiles, ArchLinuxCommandLineDoesNotMatchItsDigest) {
+  // shared/testdata/README.md: this log has an event whose digest does not
+  // match its data — systemd-boot's PCR 8 command line, 365 bytes of UTF-16.
+  const BootFacts f = FactsOfFile("tpm2-tools_event-arch-linux.bin");
+  ASSERT_EQ(f.data_mismatches.size(), 1u);
+  EXPECT_EQ(f.data_mismatches[0].event_index, 24u);
+  EXPECT_EQ(f.data_mismatches[0].pcr, 8u);
+  EXPECT_EQ(f.data_mismatches[0].type, kEvIpl);
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_EQ(f.kernel_cmdlines[0].source, "systemd-boot");
+  EXPECT_FALSE(f.kernel_cmdlines[0].verified);
+}
+
+TEST(BootFactsFiles, DataMismatchesOnlyWhereExpected) {
+  // Besides arch-linux, only shim's "Shim" authority events (a bare
+  // certificate in a UEFI_VARIABLE_DATA whose lengths disagree) fail.
+  const std::map<std::string, std::vector<uint32_t>> expected = {
+      {"go-attestation_sb_cert_eventlog.bin", {12, 14}},
+      {"tpm2-tools_event-postcode.bin", {40, 54}},
+      {"tpm2-tools_event-arch-linux.bin", {24}},
+  };
+  for (const auto& e : fs::directory_iterator(EventLogDir())) {
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    const BootFacts f = FactsOfFile(name);
+    std::vector<uint32_t> got;
+    for (const DataMismatch& m : f.data_mismatches) got.push_back(m.event_index);
+    auto it = expected.find(name);
+    EXPECT_EQ(got, it == expected.end() ? std::vector<uint32_t>{} : it->second);
+  }
+}
+
+TEST(BootFactsFiles, CoreosFacts) {
+  const BootFacts f =
+      FactsOfFile("go-attestation_coreos_36_shielded_vm_no_secure_boot_eventlog.bin");
+  // Signature counts cross-checked with an independent Python reader.
+  ASSERT_NE(Var(f, "dbx"), nullptr);
+  EXPECT_EQ(Var(f, "dbx")->signature_lists.size(), 4u);
+  EXPECT_EQ(SignatureCount(*Var(f, "dbx")), 186u);
+  EXPECT_EQ(SignatureCount(*Var(f, "db")), 2u);
+  EXPECT_EQ(SignatureCount(*Var(f, "PK")), 1u);
+  EXPECT_EQ(Var(f, "db")->signature_lists[0].type, kEfiCertX509Guid);
+
+  ASSERT_EQ(f.boot_applications.size(), 2u);
+  EXPECT_EQ(f.boot_applications[0].description, "\\EFI\\fedora\\shimx64.efi (946712 bytes)");
+  EXPECT_EQ(f.boot_applications[1].event_index, 28u);
+  EXPECT_NE(f.boot_applications[1].description.find("grubx64.efi"), std::string::npos);
+  EXPECT_EQ(f.boot_applications[1].digests.at(kAlgSha256).size(), 32u);
+
+  EXPECT_EQ(Indices(f.authorities), (std::vector<uint32_t>{25, 26}));  // SbatLevel, MokListTrusted
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].source, "grub");
+  EXPECT_EQ(f.kernel_cmdlines[0].text.rfind("(hd0,gpt3)/ostree/fedora-coreos-", 0), 0u);
+  EXPECT_NE(f.kernel_cmdlines[0].text.find("ignition.platform.id=gcp"), std::string::npos);
+
+  ASSERT_EQ(f.separators.size(), 8u);
+  std::set<uint32_t> pcrs;
+  for (const Separator& s : f.separators) {
+    EXPECT_EQ(s.kind, SeparatorKind::kNormal);
+    pcrs.insert(s.pcr);
+  }
+  EXPECT_EQ(pcrs, (std::set<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(BootFactsFiles, OptionRomsAndAuthorities) {
+  const BootFacts f = FactsOfFile("go-attestation_option_rom_eventlog.bin");
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+  EXPECT_EQ(Indices(f.option_roms), (std::vector<uint32_t>{11}));
+  EXPECT_EQ(f.option_roms[0].type, kEvEfiBootServicesDriver);
+  EXPECT_EQ(Indices(f.authorities), (std::vector<uint32_t>{10, 41}));
+  EXPECT_EQ(Indices(f.boot_applications), (std::vector<uint32_t>{43}));
+  EXPECT_NE(f.boot_applications[0].description.find("bootmgfw.efi"), std::string::npos);
+}
+
+TEST(BootFactsFiles, SystemdCommandLineOnPcr12) {
+  const BootFacts f = FactsOfFile("tpm2-tools_event-sd-boot-fedora37.bin");
+  ASSERT_EQ(f.kernel_cmdlines.size(), 2u);
+  for (const KernelCmdline& k : f.kernel_cmdlines) {
+    EXPECT_EQ(k.pcr, 12u);
+    EXPECT_EQ(k.source, "systemd");
+    EXPECT_TRUE(k.verified);
+    EXPECT_EQ(k.text, " console=ttyS0 console=tty0 efi=debug ");
+  }
+}
+
+TEST(BootFactsFiles, Sha1LogFacts) {
+  const BootFacts f = FactsOfFile("tpm2-tools_event-uefi-sha1-log.bin");
+  EXPECT_EQ(f.secure_boot, SecureBootState::kDisabled);
+  EXPECT_EQ(f.separators.size(), 8u);
+  ASSERT_EQ(f.boot_applications.size(), 2u);
+  EXPECT_EQ(f.boot_applications[0].digests.count(kAlgSha1), 1u);
+  EXPECT_EQ(f.boot_applications[0].digests.count(kAlgSha256), 0u);
+}
+
+// --- Synthetic logs ----------------------------------------------------------
+
+BootFacts Facts(const EventLogBuilder& b) { return FactsOf(b.bytes()); }
+
+TEST(BootFacts, SecureBootEnabled) {
+  EventLogBuilder b;
+  b.SecureBootConfig(1).Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+  ASSERT_EQ(f.secure_boot_variables.size(), 5u);
+  EXPECT_EQ(SignatureCount(*Var(f, "db")), 2u);
+  EXPECT_EQ(Var(f, "db")->signature_lists[0].signatures[1].data, Bytes(32, 0xcd));
+  EXPECT_TRUE(f.authorities.empty());
+  EXPECT_TRUE(f.anomalies.empty());
+  EXPECT_TRUE(f.data_mismatches.empty());
+}
+
+TEST(BootFacts, SecureBootDisabledAndAbsent) {
+  EventLogBuilder off;
+  off.SecureBootConfig(0).Separator(7);
+  EXPECT_EQ(Facts(off).secure_boot, SecureBootState::kDisabled);
+
+  EventLogBuilder absent;  // an empty SecureBoot variable: it did not exist
+  absent
+      .Add(7, kEvEfiVariableDriverConfig, UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", {}))
+      .Separator(7);
+  EXPECT_EQ(Facts(absent).secure_boot, SecureBootState::kDisabled);
+
+  EventLogBuilder odd;
+  odd.Add(7, kEvEfiVariableDriverConfig,
+          UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{2}))
+      .Separator(7);
+  const BootFacts f = Facts(odd);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kUnverifiable);
+  EXPECT_EQ(AnomalyReasons(f).count("event_data_malformed"), 1u);
+}
+
+TEST(BootFacts, SecureBootVariableRelabelledOntoAnotherPcrIsNoFact) {
+  // A SecureBoot=1 variable, correctly hashed, but extended into PCR 1 (which
+  // the OS could have done): never Secure Boot state.
+  EventLogBuilder b;
+  b.Add(1, kEvEfiVariableDriverConfig,
+        UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1}))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kNotMeasured);
+  EXPECT_TRUE(f.secure_boot_variables.empty());
+  EXPECT_EQ(AnomalyReasons(f).count("secure_boot_variable_outside_pcr7"), 1u);
+}
+
+TEST(BootFacts, SecureBootConfigAfterSeparatorIsNoFact) {
+  EventLogBuilder b;
+  b.SecureBootConfig(0).Separator(7).Add(
+      7, kEvEfiVariableDriverConfig, UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1}));
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kDisabled);
+  EXPECT_EQ(AnomalyReasons(f).count("secure_boot_config_after_separator"), 1u);
+  // Whatever reaches PCR 7 after the separator is judged as an authority.
+  EXPECT_EQ(f.authorities.size(), 1u);
+}
+
+TEST(BootFacts, SecureBootVariableWhoseDigestDoesNotMatch) {
+  // The data says SecureBoot=1; the digest is of SecureBoot=0.
+  EventLogBuilder b;
+  b.Measure(7, kEvEfiVariableDriverConfig,
+            UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{0}),
+            UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1}))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kUnverifiable);
+  EXPECT_TRUE(f.secure_boot_variables.empty());
+  ASSERT_EQ(f.data_mismatches.size(), 1u);
+  EXPECT_EQ(f.data_mismatches[0].event_index, 1u);
+}
+
+TEST(BootFacts, SecureBootMeasuredTwice) {
+  EventLogBuilder b;
+  b.SecureBootConfig(1)
+      .Add(7, kEvEfiVariableDriverConfig,
+           UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1}))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kUnverifiable);
+  EXPECT_EQ(AnomalyReasons(f).count("secure_boot_variable_duplicate"), 1u);
+}
+
+TEST(BootFacts, SecureBootVariableWithForeignVendor) {
+  EventLogBuilder b;
+  b.Add(7, kEvEfiVariableDriverConfig,
+        UefiVariable(kEfiImageSecurityDatabaseGuid, "SecureBoot", Bytes{1}))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kNotMeasured);
+  EXPECT_EQ(AnomalyReasons(f).count("secure_boot_variable_bad_vendor"), 1u);
+}
+
+TEST(BootFacts, MalformedSignatureListInDbIsReported) {
+  Bytes db = SignatureList(kEfiCertSha256Guid, {}, {Sha256Signature(2, 0xcc)});
+  db.pop_back();  // no longer a whole list
+  EventLogBuilder b;
+  b.Add(7, kEvEfiVariableDriverConfig, UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", {1}))
+      .Add(7, kEvEfiVariableDriverConfig, UefiVariable(kEfiImageSecurityDatabaseGuid, "db", db))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+  ASSERT_NE(Var(f, "db"), nullptr);
+  EXPECT_FALSE(Var(f, "db")->signature_lists_valid);
+  EXPECT_TRUE(Var(f, "db")->signature_lists.empty());
+  EXPECT_EQ(AnomalyReasons(f).count("efi_signature_list_malformed"), 1u);
+}
+
+TEST(BootFacts, RelabelledBootApplicationStillCounts) {
+  // A boot application's digest relabelled as an EV_EFI_ACTION string: the
+  // string does not hash to the digest, so the digest is still judged as a
+  // boot application.
+  EventLogBuilder b;
+  b.Measure(4, kEvEfiAction, Str("evil.efi contents"), Str("Calling EFI Application"))
+      .Add(4, kEvEfiAction, Str("Calling EFI Application from Boot Option"))
+      .Measure(4, kEvEfiBootServicesApplication, Str("shim"),
+               testing::ImageLoadEvent("\\EFI\\BOOT\\BOOTX64.EFI"));
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(Indices(f.boot_applications), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(f.boot_applications[1].description, "\\EFI\\BOOT\\BOOTX64.EFI (4096 bytes)");
+  ASSERT_EQ(f.data_mismatches.size(), 1u);
+  EXPECT_EQ(f.data_mismatches[0].event_index, 1u);
+}
+
+TEST(BootFacts, BootApplicationOnPcr7IsAnAnomalyAndAnAuthority) {
+  EventLogBuilder b;
+  b.SecureBootConfig(1).Separator(7).Measure(7, kEvEfiBootServicesApplication, Str("x"),
+                                             testing::ImageLoadEvent("\\x.efi"));
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+  EXPECT_EQ(AnomalyReasons(f).count("event_type_unexpected_for_pcr"), 1u);
+  EXPECT_EQ(f.authorities.size(), 1u);
+  EXPECT_TRUE(f.boot_applications.empty());
+}
+
+TEST(BootFacts, UnknownEventType) {
+  EventLogBuilder b;
+  b.Add(4, 0x12345678, Str("?"));
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(AnomalyReasons(f).count("event_type_unknown"), 1u);
+  EXPECT_EQ(f.boot_applications.size(), 1u);
+}
+
+TEST(BootFacts, Separators) {
+  EventLogBuilder b;
+  b.Separator(0).Separator(1, 1).Measure(2, kEvSeparator, Str("other"), Bytes(4, 0));
+  b.Add(3, kEvSeparator, Bytes(5, 0)).Separator(4, 0xffffffff).Separator(4);
+  const BootFacts f = Facts(b);
+  ASSERT_EQ(f.separators.size(), 6u);
+  EXPECT_EQ(f.separators[0].kind, SeparatorKind::kNormal);
+  EXPECT_EQ(f.separators[1].kind, SeparatorKind::kError);
+  EXPECT_EQ(f.separators[1].value, 1u);
+  EXPECT_EQ(f.separators[2].kind, SeparatorKind::kMalformed);  // digest mismatch
+  EXPECT_EQ(f.separators[3].kind, SeparatorKind::kMalformed);  // 5 bytes
+  EXPECT_EQ(f.separators[4].kind, SeparatorKind::kError);
+  EXPECT_EQ(AnomalyReasons(f).count("separator_duplicate"), 1u);
+  // An unverified separator on PCR 2 is judged as an option ROM.
+  EXPECT_EQ(Indices(f.option_roms), (std::vector<uint32_t>{3}));
+}
+
+TEST(BootFacts, GrubCommandLine) {
+  const std::string cmdline = "/vmlinuz root=/dev/sda1 ro";
+  EventLogBuilder b;
+  b.Measure(8, kEvIpl, Str(cmdline), Str("kernel_cmdline: " + cmdline + std::string(1, '\0')));
+  // Tampered: the digest is of another command line.
+  b.Measure(8, kEvIpl, Str(cmdline + " init=/bin/sh"),
+            Str("kernel_cmdline: " + cmdline + std::string(1, '\0')));
+  // On PCR 9, where grub never puts it.
+  b.Measure(9, kEvIpl, Str(cmdline), Str("kernel_cmdline: " + cmdline + std::string(1, '\0')));
+  // Text after a NUL: the kernel would not see it.
+  b.Measure(8, kEvIpl, Str(std::string_view("a\0b", 3)),
+            Str(std::string_view("kernel_cmdline: a\0b\0", 20)));
+  const BootFacts f = Facts(b);
+  ASSERT_EQ(f.kernel_cmdlines.size(), 3u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].text, cmdline);
+  EXPECT_EQ(f.kernel_cmdlines[0].source, "grub");
+  EXPECT_FALSE(f.kernel_cmdlines[1].verified);
+  EXPECT_FALSE(f.kernel_cmdlines[2].verified);
+  const auto reasons = AnomalyReasons(f);
+  EXPECT_EQ(reasons.count("kernel_cmdline_outside_pcr8"), 1u);
+  EXPECT_EQ(reasons.count("event_data_malformed"), 1u);
+}
+
+TEST(BootFacts, SystemdTaggedCommandLine) {
+  const Bytes cmdline = testing::Utf16("root=/dev/vda ro", true);
+  Bytes tagged;
+  PutU32(&tagged, kLoadOptionsEventTagId);
+  PutU32(&tagged, static_cast<uint32_t>(cmdline.size()));
+  testing::Put(&tagged, cmdline);
+  EventLogBuilder b;
+  b.Measure(12, kEvEventTag, cmdline, tagged);
+  // A credentials initrd measured by systemd-stub: not a command line.
+  b.Measure(12, kEvIpl, Str("cpio archive"), testing::Utf16("Credentials initrd", true));
+  const BootFacts f = Facts(b);
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].text, "root=/dev/vda ro");
+}
+
+TEST(BootFacts, UefiDebugMode) {
+  EventLogBuilder b;
+  b.Add(7, kEvEfiAction, Str("UEFI Debug Mode")).SecureBootConfig(1).Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_TRUE(f.uefi_debug_mode);
+  EXPECT_EQ(AnomalyReasons(f).count("pcr7_action"), 1u);
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+}
+
+// --- EFI_SIGNATURE_LIST ------------------------------------------------------
+
+// Regression for the bug class where a reader ignored SignatureHeaderSize and
+// read the header as signatures, letting attacker-chosen bytes into the
+// trusted db list.
+TEST(EfiSignatureList, SignatureHeaderSizeIsNeverReadAsSignatures) {
+  // A 48-byte header that looks exactly like a SHA-256 signature entry.
+  const Bytes header = Sha256Signature(0x66, 0xee);
+  const Bytes list =
+      SignatureList(kEfiCertSha256Guid, header, {Sha256Signature(1, 0x11), Sha256Signature(1, 0x22)});
+  auto lists = ParseEfiSignatureLists(list);
+  ASSERT_TRUE(lists.ok()) << lists.status().ToString();
+  ASSERT_EQ(lists->size(), 1u);
+  EXPECT_EQ((*lists)[0].header, header);
+  ASSERT_EQ((*lists)[0].signatures.size(), 2u);
+  for (const EfiSignatureData& s : (*lists)[0].signatures) {
+    EXPECT_NE(s.data, Bytes(32, 0xee));
+  }
+  EXPECT_EQ((*lists)[0].signatures[0].data, Bytes(32, 0x11));
+  EXPECT_EQ((*lists)[0].signatures[1].owner.bytes[0], 1);
+
+  // A header that claims more than the list holds is refused, not clamped.
+  Bytes big = list;
+  big[20] = 0xff;  // SignatureHeaderSize low byte
+  EXPECT_EQ(ParseEfiSignatureLists(big).status().reason(), "efi_signature_list_malformed");
+}
+
+TEST(EfiSignatureList, TwoListsAndTruncation) {
+  const Bytes a = SignatureList(kEfiCertSha256Guid, {}, {Sha256Signature(1, 1)});
+  Bytes cert(16, 9);
+  cert.insert(cert.end(), 100, 0x30);
+  const Bytes b = SignatureList(kEfiCertX509Guid, {}, {cert});
+  Bytes both = a;
+  testing::Put(&both, b);
+  auto ok = ParseEfiSignatureLists(both);
+  ASSERT_TRUE(ok.ok());
+  ASSERT_EQ(ok->size(), 2u);
+  EXPECT_EQ((*ok)[1].signatures[0].data.size(), 100u);
+  for (size_t n = 0; n < both.size(); ++n) {
+    SCOPED_TRACE(n);
+    auto r = ParseEfiSignatureLists(std::span<const uint8_t>(both).first(n));
+    if (n == 0 || n == a.size()) {
+      EXPECT_TRUE(r.ok());
+    } else {
+      EXPECT_EQ(r.status().reason(), "efi_signature_list_malformed");
+    }
+  }
+}
+
+TEST(EfiSignatureList, MalformedPrefixes) {
+  const Bytes good = SignatureList(kEfiCertSha256Guid, {}, {Sha256Signature(1, 1)});
+  auto with = [&](size_t offset, uint32_t v) {
+    Bytes b = good;
+    for (size_t i = 0; i < 4; ++i) b.at(offset + i) = static_cast<uint8_t>(v >> (8 * i));
+    return b;
+  };
+  const std::vector<Bytes> bad = {
+      with(16, 27),          // SignatureListSize below its own header
+      with(16, 0xffffffff),  // SignatureListSize past the data
+      with(20, 1),           // SignatureHeaderSize leaves 47 bytes of signatures
+      with(24, 16),          // SignatureSize with no data
+      with(24, 0),           // SignatureSize zero (no division by it)
+      with(24, 64),          // SHA-256 entries are 48 bytes
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(ParseEfiSignatureLists(bad[i]).status().reason(), "efi_signature_list_malformed");
+  }
+}
+
+TEST(EfiSignatureList, SignatureCountIsBounded) {
+  // 16385 minimal entries of an unknown (variable-size) type, 17 bytes each.
+  EfiGuid other;
+  other.bytes.fill(0x42);
+  std::vector<Bytes> sigs(kMaxEfiSignatures + 1, Bytes(17, 0));
+  EXPECT_EQ(ParseEfiSignatureLists(SignatureList(other, {}, sigs)).status().reason(),
+            "efi_signature_list_malformed");
+  sigs.pop_back();
+  EXPECT_TRUE(ParseEfiSignatureLists(SignatureList(other, {}, sigs)).ok());
+}
+
+// --- UEFI_VARIABLE_DATA, image load events, device paths ---------------------
+
+TEST(UefiVariableData, ParsesAndRefusesEveryPrefix) {
+  const Bytes v = UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1});
+  auto ok = ParseUefiVariableData(v);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->name, "SecureBoot");
+  EXPECT_EQ(ok->vendor, kEfiGlobalVariableGuid);
+  EXPECT_EQ(ok->vendor.ToString(), "8be4df61-93ca-11d2-aa0d-00e098032b8c");
+  EXPECT_EQ(ok->data, Bytes{1});
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_EQ(ParseUefiVariableData(std::span<const uint8_t>(v).first(n)).status().reason(),
+              "uefi_variable_malformed")
+        << n;
+  }
+  Bytes trailing = v;
+  trailing.push_back(0);
+  EXPECT_FALSE(ParseUefiVariableData(trailing).ok());
+}
+
+TEST(UefiVariableData, HugeLengthsDoNotWrap) {
+  for (uint64_t name_len : {uint64_t{1} << 63, ~uint64_t{0}, uint64_t{0x8000000000000001}}) {
+    Bytes v(kEfiGlobalVariableGuid.bytes.begin(), kEfiGlobalVariableGuid.bytes.end());
+    PutU64(&v, name_len);
+    PutU64(&v, 0 - name_len * 2);  // name_len*2 + data_len wraps to 0
+    v.insert(v.end(), 8, 'A');
+    EXPECT_FALSE(ParseUefiVariableData(v).ok());
+  }
+}
+
+TEST(UefiImageLoadEvent, PathAndMalformed) {
+  const Bytes ev = testing::ImageLoadEvent("\\EFI\\fedora\\shimx64.efi", 946712);
+  auto img = ParseUefiImageLoadEvent(ev);
+  ASSERT_TRUE(img.ok());
+  EXPECT_EQ(img->image_length, 946712u);
+  auto path = DevicePathFilePath(img->device_path);
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(*path, "\\EFI\\fedora\\shimx64.efi");
+  for (size_t n = 0; n < ev.size(); ++n) {
+    EXPECT_FALSE(ParseUefiImageLoadEvent(std::span<const uint8_t>(ev).first(n)).ok()) << n;
+  }
+  // A device path node shorter than its own header.
+  EXPECT_FALSE(DevicePathFilePath(Bytes{4, 4, 2, 0}).ok());
+  EXPECT_FALSE(DevicePathFilePath(Bytes{4, 4, 9, 0, 'a'}).ok());
+  // Two file-path nodes join with one backslash.
+  Bytes two;
+  for (std::string_view part : {"\\EFI", "BOOT.EFI"}) {
+    const Bytes name = testing::Utf16(part, true);
+    two.insert(two.end(), {4, 4});
+    testing::PutU16(&two, static_cast<uint16_t>(4 + name.size()));
+    testing::Put(&two, name);
+  }
+  EXPECT_EQ(*DevicePathFilePath(two), "\\EFI\\BOOT.EFI");
+}
+
+TEST(DescribeEvent, EscapesAndBounds) {
+  Event ev;
+  ev.type = kEvIpl;
+  ev.pcr = 9;
+  ev.data = Str("\x1b[31mred\x1b[0m");
+  // Not text (ESC), so only its size is shown.
+  EXPECT_EQ(DescribeEvent(ev), "12 bytes");
+  ev.data = testing::Utf16("\x1b[2Jcleared", true);
+  const std::string s = DescribeEvent(ev);
+  EXPECT_EQ(s, "\\x1b[2Jcleared");
+  ev.data = Str(std::string(1000, 'a'));
+  EXPECT_EQ(DescribeEvent(ev).size(), kMaxDescriptionChars);
+  for (char c : DescribeEvent(ev)) EXPECT_TRUE(c >= 0x20 && c < 0x7f);
+
+  ev.type = kEvSeparator;
+  ev.data = Bytes{0, 0, 0, 0};
+  EXPECT_EQ(DescribeEvent(ev), "00000000 (normal)");
+  ev.type = kEvEfiVariableDriverConfig;
+  ev.data = UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1});
+  EXPECT_EQ(DescribeEvent(ev), "SecureBoot = 1");
+}
+
+TEST(CheckEventData, Coverage) {
+  Event ev;
+  ev.type = kEvEfiBootServicesApplication;
+  ev.data = Str("x");
+  ev.digests[kAlgSha256] = testing::Digest(kAlgSha256, Str("y"));
+  EXPECT_EQ(CheckEventData(ev), EventDataCheck::kNotCovered);
+  ev.type = kEvEfiAction;
+  EXPECT_EQ(CheckEventData(ev), EventDataCheck::kMismatch);
+  ev.digests[kAlgSha256] = testing::Digest(kAlgSha256, Str("x"));
+  EXPECT_EQ(CheckEventData(ev), EventDataCheck::kMatches);
+  // Every bank must agree.
+  ev.digests[kAlgSha1] = Bytes(20, 0);
+  EXPECT_EQ(CheckEventData(ev), EventDataCheck::kMismatch);
+  ev.digests.clear();
+  ev.digests[kAlgSha512 + 1] = Bytes(8, 0);  // a bank we cannot hash
+  EXPECT_EQ(CheckEventData(ev), EventDataCheck::kNoUsableDigest);
+}
+
+}  // namespace
+}  // namespace rackgate::attest

@@ -1,0 +1,226 @@
+// Tests for the store under concurrent use from many threads: no errors,
+// counts add up, single-use sessions stay single-use, state checks hold.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/sqlite.h"
+#include "storage/store.h"
+#include "storage/test_util.h"
+
+namespace rackgate::storage {
+namespace {
+
+using testing::B;
+using testing::MakeEnrollment;
+using testing::MustOpen;
+using testing::Op;
+using testing::TempDir;
+
+constexpr int kThreads = 8;
+
+int64_t Count(const std::string& path, const char* sql) {
+  auto c = Connection::Open(path, 1000, true);
+  EXPECT_TRUE(c.ok());
+  Stmt s = (*c)->Prepare(sql);
+  EXPECT_TRUE(s.Step());
+  return s.Int(0);
+}
+
+template <typename F>
+void RunThreads(int n, F f) {
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      f(t);
+    });
+  }
+  go.store(true);
+  for (auto& th : threads) th.join();
+}
+
+class ConcurrencyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = MustOpen(path_);
+    ASSERT_NE(store_, nullptr);
+    ASSERT_TRUE(store_->PutPool(Pool{"workers"}, Op(), 1).ok());
+  }
+  TempDir dir_;
+  std::string path_ = dir_.File("concurrent.db");
+  std::unique_ptr<Store> store_;
+};
+
+// Every thread runs the whole protocol for its own machine, over and over,
+// while reading other machines.
+TEST_F(ConcurrencyTest, ProtocolRoundsFromManyThreads) {
+  constexpr int kRounds = 40;
+  std::vector<int64_t> ids(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    auto m = store_->Enroll(MakeEnrollment("node-" + std::to_string(t), std::to_string(t)), Op(), false, 1);
+    ASSERT_TRUE(m.ok());
+    ids[t] = m->id;
+  }
+  std::atomic<int> errors{0};
+  RunThreads(kThreads, [&](int t) {
+    auto check = [&](const Status& s, const char* what) {
+      if (!s.ok()) {
+        ++errors;
+        ADD_FAILURE() << what << ": " << s.ToString();
+      }
+    };
+    for (int i = 0; i < kRounds; ++i) {
+      const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+      const int64_t now = 1000 + i;
+      Session s{id, ids[t], B("n" + id), B("h" + id), B("ak"), B("akn"), "sha256:0", now, now + 60, std::nullopt};
+      check(store_->CreateSession(s), "create");
+      auto got = store_->ConsumeSession(id, now);
+      check(got.status(), "consume");
+      AttestationRecord r;
+      r.machine_id = ids[t];
+      r.session_id = id;
+      r.at = now;
+      r.verdict = "ok";
+      r.reset_count = 1;
+      r.clock = static_cast<uint64_t>(i);
+      Token tok{B("tok" + id), ids[t], id, now, now + 900};
+      auto after = store_->RecordAttestationSuccess(r, tok, std::nullopt);
+      check(after.status(), "attest");
+      if (after.ok() && after->state != "attested") ADD_FAILURE() << after->state;
+      auto who = store_->LookupToken(B("tok" + id), now);
+      check(who.status(), "lookup");
+      if (who.ok() && who->id != ids[t]) ADD_FAILURE() << "token resolved to another machine";
+      check(store_->GetMachine("node-" + std::to_string((t + 1) % kThreads)).status(), "get");
+      check(store_->ListMachines().status(), "list");
+      check(store_->LastSuccessfulAttestation(ids[t]).status(), "last");
+      if (i % 10 == 0) {
+        AttestationRecord f = r;
+        f.verdict = "refused";
+        f.reason = "quote_nonce_mismatch";
+        check(store_->RecordAttestationFailure(f), "failure");
+      }
+    }
+  });
+  EXPECT_EQ(errors.load(), 0);
+  const int64_t n = int64_t{kThreads} * kRounds;
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM sessions WHERE used_at IS NOT NULL"), n);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM tokens"), n);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM attestations WHERE verdict = 'ok'"), n);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM attestations WHERE verdict = 'refused'"), kThreads * 4);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'attest'"), n);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'attest' AND from_state = 'enrolled'"),
+            kThreads);
+  auto counts = store_->CountByState();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->at("attested"), kThreads);
+}
+
+// Every thread tries to consume every session: each is consumed exactly once.
+TEST_F(ConcurrencyTest, EachSessionIsConsumedExactlyOnce) {
+  constexpr int kSessions = 150;
+  auto m = store_->Enroll(MakeEnrollment("node-1", "a"), Op(), false, 1);
+  ASSERT_TRUE(m.ok());
+  for (int i = 0; i < kSessions; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    ASSERT_TRUE(store_->CreateSession({id, m->id, B("n"), B("h"), B("ak"), B("akn"), "", 0, 100, std::nullopt}).ok());
+  }
+  std::vector<std::atomic<int>> wins(kSessions);
+  std::atomic<int> used{0};
+  std::atomic<int> other{0};
+  RunThreads(kThreads, [&](int t) {
+    for (int k = 0; k < kSessions; ++k) {
+      // Different threads walk the ids in different orders, so every pair
+      // meets on some id.
+      const int i = (t % 2 == 0) ? k : kSessions - 1 - k;
+      auto r = store_->ConsumeSession("s" + std::to_string(i), 50);
+      if (r.ok()) {
+        ++wins[i];
+      } else if (r.status().reason() == "session_used") {
+        ++used;
+      } else {
+        ++other;
+        ADD_FAILURE() << r.status().ToString();
+      }
+    }
+  });
+  for (int i = 0; i < kSessions; ++i) EXPECT_EQ(wins[i].load(), 1) << "session " << i;
+  EXPECT_EQ(used.load(), kSessions * (kThreads - 1));
+  EXPECT_EQ(other.load(), 0);
+}
+
+// Racing transitions from the same state: exactly one wins, one audit row.
+TEST_F(ConcurrencyTest, RacingTransitionsHaveOneWinner) {
+  constexpr int kMachines = 30;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < kMachines; ++i) {
+    auto m = store_->Enroll(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)), Op(), false, 1);
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE(
+        store_->RecordAttestationSuccess({0, m->id, "", "s", 2, "ok", "", {}, "", 0, 0, 0, 0},
+                                         Token{B("t" + std::to_string(i)), m->id, "s", 2, 100}, std::nullopt)
+            .ok());
+    ids.push_back(m->id);
+  }
+  std::atomic<int> won{0};
+  std::atomic<int> conflicts{0};
+  RunThreads(kThreads, [&](int) {
+    for (int64_t id : ids) {
+      auto r = store_->Transition(id, {"attested"}, "provisioned", Op(), "config_fetched", 3);
+      if (r.ok()) {
+        ++won;
+      } else if (r.status().reason() == "state_conflict") {
+        ++conflicts;
+      } else {
+        ADD_FAILURE() << r.status().ToString();
+      }
+    }
+  });
+  EXPECT_EQ(won.load(), kMachines);
+  EXPECT_EQ(conflicts.load(), kMachines * (kThreads - 1));
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'config_fetched'"), kMachines);
+}
+
+// The same enrollment from many threads at once: one machine, one audit row.
+TEST_F(ConcurrencyTest, RacingEnrollmentsOfOneMachine) {
+  std::atomic<int> ok{0};
+  RunThreads(kThreads, [&](int) {
+    for (int i = 0; i < 20; ++i) {
+      auto r = store_->Enroll(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)), Op(), false, 5);
+      if (r.ok()) ++ok;
+      else ADD_FAILURE() << r.status().ToString();
+    }
+  });
+  EXPECT_EQ(ok.load(), kThreads * 20);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM machines"), 20);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'enroll'"), 20);
+}
+
+// Two Store objects on one file (two processes, in effect): writes wait for
+// each other through SQLite's lock instead of failing.
+TEST_F(ConcurrencyTest, TwoStoresOnOneFile) {
+  auto second = MustOpen(path_);
+  ASSERT_NE(second, nullptr);
+  Store* stores[2] = {store_.get(), second.get()};
+  std::atomic<int> errors{0};
+  RunThreads(4, [&](int t) {
+    Store* s = stores[t % 2];
+    for (int i = 0; i < 25; ++i) {
+      const std::string host = "n" + std::to_string(t) + "-" + std::to_string(i);
+      auto r = s->Enroll(MakeEnrollment(host, host), Op(), false, 5);
+      if (!r.ok()) {
+        ++errors;
+        ADD_FAILURE() << r.status().ToString();
+      }
+    }
+  });
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM machines"), 100);
+}
+
+}  // namespace
+}  // namespace rackgate::storage

@@ -1,0 +1,279 @@
+// Tests for the migrations: fresh databases, every older version upgraded
+// with its data intact, newer and foreign files refused, the append-only audit.
+#include "storage/schema.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "storage/sqlite.h"
+#include "storage/store.h"
+#include "storage/test_util.h"
+
+namespace rackgate::storage {
+namespace {
+
+using testing::B;
+using testing::MakeEnrollment;
+using testing::MustOpen;
+using testing::Op;
+using testing::TempDir;
+
+std::unique_ptr<Connection> RawOpen(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  auto c = Connection::Open(path, 1000, false);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+int64_t QueryInt(Connection* c, const std::string& sql) {
+  Stmt s = c->Prepare(sql);
+  EXPECT_TRUE(s.Step()) << sql;
+  return s.Int(0);
+}
+
+std::string QueryText(Connection* c, const std::string& sql) {
+  Stmt s = c->Prepare(sql);
+  EXPECT_TRUE(s.Step()) << sql;
+  return s.Text(0);
+}
+
+// Rows written with the columns each version introduced; a database at
+// version v gets every seed up to v. A new migration that adds columns adds
+// a seed here that fills them.
+struct Seed {
+  int version;
+  const char* sql;
+};
+constexpr Seed kSeeds[] = {
+    {1, R"sql(
+INSERT INTO pools (name, settings_json, boot_policy_json, created_at, updated_at)
+  VALUES ('workers', '{"vouch":true}', '{"rules":[]}', 100, 100);
+INSERT INTO machines (id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model,
+                      tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at)
+  VALUES (7, 'node-1', 'workers', 'attested', X'0102', X'aabb', X'3082', 'id:49465800', 'SLB9670', '7.85',
+          NULL, '{"sha256":{}}', 100, 110, 110);
+INSERT INTO addresses (machine_id, kind, value) VALUES (7, 'InternalIP', '10.0.0.7'), (7, 'Hostname', 'node-1');
+INSERT INTO sessions (id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, expires_at)
+  VALUES ('sess-1', 7, X'01', X'02', X'03', X'04', 'sha256:0,7', 100, 1000);
+INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at) VALUES (X'cafe', 7, 'sess-0', 100, 1000);
+INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, reasons_json, pcrs_json, reset_count,
+                          restart_count, clock, firmware_version)
+  VALUES (7, 0, 'sess-0', 110, 'ok', '[]', '{}', 3, 4, 5000, -1);
+INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state, why)
+  VALUES (110, 'attestation', 'attest', 7, 'node-1', 'enrolled', 'attested', '');
+)sql"},
+};
+
+TEST(Migrations, VersionsAreContiguousFromOne) {
+  auto ms = Migrations();
+  ASSERT_FALSE(ms.empty());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    EXPECT_EQ(ms[i].version, static_cast<int>(i) + 1);
+    EXPECT_NE(ms[i].sql, nullptr);
+  }
+  EXPECT_EQ(LatestSchemaVersion(), static_cast<int>(ms.size()));
+  EXPECT_EQ(Store::CurrentSchemaVersion(), LatestSchemaVersion());
+}
+
+TEST(Migrations, FreshDatabaseIsAtCurrentVersionInWalMode) {
+  TempDir dir;
+  const std::string path = dir.File("rackgate.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto c = RawOpen(path);
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA user_version"), LatestSchemaVersion());
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA application_id"), kApplicationId);
+  EXPECT_EQ(QueryText(c.get(), "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(QueryText(c.get(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA foreign_keys"), 1);
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA synchronous"), 2);  // FULL
+}
+
+TEST(Migrations, ReopeningChangesNothing) {
+  TempDir dir;
+  const std::string path = dir.File("rackgate.db");
+  for (int i = 0; i < 3; ++i) {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+  }
+  auto c = RawOpen(path);
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA user_version"), LatestSchemaVersion());
+}
+
+TEST(Migrations, EachStepIsConsistent) {
+  TempDir dir;
+  auto c = RawOpen(dir.File("steps.db"));
+  for (const Migration& m : Migrations()) {
+    ASSERT_TRUE(Migrate(c.get(), m.version).ok()) << m.version;
+    EXPECT_EQ(QueryInt(c.get(), "PRAGMA user_version"), m.version);
+    EXPECT_EQ(QueryText(c.get(), "PRAGMA integrity_check"), "ok");
+  }
+}
+
+TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
+  for (int v = 1; v < LatestSchemaVersion(); ++v) {
+    SCOPED_TRACE("from version " + std::to_string(v));
+    TempDir dir;
+    const std::string path = dir.File("old.db");
+    {
+      auto c = RawOpen(path);
+      ASSERT_TRUE(Migrate(c.get(), v).ok());
+      ASSERT_EQ(QueryInt(c.get(), "PRAGMA user_version"), v);
+      for (const Seed& seed : kSeeds) {
+        if (seed.version <= v) c->Exec(seed.sql);
+      }
+    }
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+
+    auto m = store->GetMachine("node-1");
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->id, 7);
+    EXPECT_EQ(m->pool, "workers");
+    EXPECT_EQ(m->state, "attested");
+    EXPECT_EQ(m->ek_public, (Bytes{1, 2}));
+    EXPECT_EQ(m->ek_hash, (Bytes{0xaa, 0xbb}));
+    EXPECT_EQ(m->ek_certificate, (Bytes{0x30, 0x82}));
+    EXPECT_EQ(m->tpm_manufacturer, "id:49465800");
+    EXPECT_EQ(m->tpm_model, "SLB9670");
+    EXPECT_EQ(m->tpm_version, "7.85");
+    EXPECT_EQ(m->tofu_pcrs_json, "{\"sha256\":{}}");
+    EXPECT_EQ(m->last_attested_at, 110);
+    EXPECT_FALSE(m->client_cert_issued_at.has_value());
+    ASSERT_EQ(m->addresses.size(), 2u);
+    EXPECT_EQ(m->addresses[0], (Address{"Hostname", "node-1"}));
+    EXPECT_EQ(m->addresses[1], (Address{"InternalIP", "10.0.0.7"}));
+
+    auto pool = store->GetPool("workers");
+    ASSERT_TRUE(pool.ok());
+    EXPECT_EQ(pool->settings_json, "{\"vouch\":true}");
+    EXPECT_EQ(pool->boot_policy_json, "{\"rules\":[]}");
+
+    auto token = store->LookupToken(Bytes{0xca, 0xfe}, 500);
+    ASSERT_TRUE(token.ok()) << token.status().ToString();
+    EXPECT_EQ(token->hostname, "node-1");
+
+    auto last = store->LastSuccessfulAttestation(7);
+    ASSERT_TRUE(last.ok());
+    EXPECT_EQ(last->reset_count, 3u);
+    EXPECT_EQ(last->restart_count, 4u);
+    EXPECT_EQ(last->clock, 5000u);
+    EXPECT_EQ(last->firmware_version, UINT64_MAX);
+
+    auto audit = store->ListAudit();
+    ASSERT_TRUE(audit.ok());
+    ASSERT_EQ(audit->size(), 1u);
+    EXPECT_EQ((*audit)[0].action, "attest");
+
+    auto session = store->ConsumeSession("sess-1", 500);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    EXPECT_EQ(session->pcr_selection, "sha256:0,7");
+
+    // The upgraded database takes new writes, including the newer columns.
+    auto marked = store->MarkClientCertIssued(7, Op(), 600);
+    ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+    EXPECT_EQ(marked->client_cert_issued_at, 600);
+  }
+}
+
+TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const std::string path = dir.File("newer.db");
+  { ASSERT_NE(MustOpen(path), nullptr); }
+  const int newer = LatestSchemaVersion() + 1;
+  {
+    auto c = RawOpen(path);
+    c->Exec(("PRAGMA user_version = " + std::to_string(newer)).c_str());
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Status::Code::kUnsupported);
+  EXPECT_EQ(store.status().reason(), "db_newer_than_code");
+  EXPECT_NE(store.status().message().find(std::to_string(newer)), std::string::npos);
+  auto c = RawOpen(path);
+  EXPECT_EQ(QueryInt(c.get(), "PRAGMA user_version"), newer);
+}
+
+TEST(Migrations, ForeignDatabaseIsRefused) {
+  TempDir dir;
+  const std::string path = dir.File("other.db");
+  {
+    auto c = RawOpen(path);
+    c->Exec("CREATE TABLE songs (title TEXT)");
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().reason(), "db_not_rackgate");
+
+  const std::string path2 = dir.File("other2.db");
+  {
+    auto c = RawOpen(path2);
+    c->Exec("PRAGMA user_version = 1");
+  }
+  auto store2 = Store::Open(path2);
+  ASSERT_FALSE(store2.ok());
+  EXPECT_EQ(store2.status().reason(), "db_not_rackgate");
+}
+
+TEST(Migrations, NotADatabaseIsAnIoError) {
+  TempDir dir;
+  const std::string path = dir.File("garbage.db");
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string junk(4096, 'x');
+    ASSERT_EQ(::write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+    ::close(fd);
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Status::Code::kIoError);
+  EXPECT_EQ(store.status().reason(), "db_error");
+}
+
+TEST(Migrations, OpenFailsCleanlyOnMissingDirectory) {
+  auto store = Store::Open("/nonexistent-dir-for-rackgate/x.db");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().reason(), "db_error");
+  EXPECT_FALSE(Store::Open("").ok());
+  EXPECT_FALSE(Store::Open(":memory:").ok());
+}
+
+TEST(AuditLog, UpdateAndDeleteAreRefusedByTriggers) {
+  TempDir dir;
+  const std::string path = dir.File("audit.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->PutPool(Pool{"workers"}, Op(), 1).ok());
+    ASSERT_TRUE(store->Enroll(MakeEnrollment("node-1", "a"), Op(), false, 2).ok());
+  }
+  auto c = RawOpen(path);
+  const int64_t before = QueryInt(c.get(), "SELECT count(*) FROM audit");
+  ASSERT_EQ(before, 2);
+  for (const char* sql : {"UPDATE audit SET why = 'rewritten'", "DELETE FROM audit",
+                          "DELETE FROM audit WHERE id = 1", "UPDATE audit SET actor = 'x' WHERE id = 2"}) {
+    try {
+      c->Exec(sql);
+      ADD_FAILURE() << sql << " succeeded";
+    } catch (const StoreError& e) {
+      EXPECT_NE(e.status().message().find("audit is append-only"), std::string::npos) << e.status().message();
+    }
+  }
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM audit"), before);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM audit WHERE why = 'rewritten' OR actor = 'x'"), 0);
+}
+
+}  // namespace
+}  // namespace rackgate::storage

@@ -1,0 +1,151 @@
+// RAII for SQLite handles, and SQLite failures as StoreError.
+#include "storage/sqlite.h"
+
+#include <climits>
+
+namespace rackgate::storage {
+
+Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
+  std::string message(what);
+  message += ": ";
+  // sqlite3_errmsg describes the connection's most recent failure, which is
+  // `rc` when the caller asks right after it.
+  message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::IoError("db_busy", std::move(message));
+  return Status::IoError("db_error", std::move(message));
+}
+
+void Stmt::Check(int rc, const char* what) {
+  if (rc != SQLITE_OK) Fail(SqliteStatus(db_, rc, std::string(what) + " (" + sqlite3_sql(stmt_) + ")"));
+}
+
+Stmt& Stmt::BindInt(int i, int64_t v) {
+  Check(sqlite3_bind_int64(stmt_, i, v), "bind");
+  return *this;
+}
+
+Stmt& Stmt::BindText(int i, std::string_view v) {
+  if (v.size() > INT_MAX) Fail(Status::InvalidArgument("field_invalid", "text too large"));
+  Check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), "bind");
+  return *this;
+}
+
+Stmt& Stmt::BindBlob(int i, const std::vector<uint8_t>& v) {
+  if (v.size() > INT_MAX) Fail(Status::InvalidArgument("field_invalid", "blob too large"));
+  // An empty vector's data() may be null, which SQLite would store as NULL;
+  // a zero-length blob stays a blob.
+  if (v.empty()) {
+    Check(sqlite3_bind_zeroblob(stmt_, i, 0), "bind");
+  } else {
+    Check(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), "bind");
+  }
+  return *this;
+}
+
+Stmt& Stmt::BindNull(int i) {
+  Check(sqlite3_bind_null(stmt_, i), "bind");
+  return *this;
+}
+
+bool Stmt::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  Fail(SqliteStatus(db_, rc, std::string("step (") + sqlite3_sql(stmt_) + ")"));
+}
+
+void Stmt::Run() {
+  while (Step()) {
+  }
+  sqlite3_reset(stmt_);
+}
+
+std::string Stmt::Text(int col) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  const int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(n));
+}
+
+std::vector<uint8_t> Stmt::Blob(int col) const {
+  const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(stmt_, col));
+  const int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::vector<uint8_t>() : std::vector<uint8_t>(p, p + n);
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, int busy_timeout_ms,
+                                                     bool read_only) {
+  sqlite3* raw = nullptr;
+  // NOMUTEX: each connection is used by one thread at a time (the Store's
+  // writer mutex and reader pool), so SQLite's per-connection mutex is not
+  // needed.
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  DbPtr db(raw);  // owns the handle even when open failed
+  if (rc != SQLITE_OK) return SqliteStatus(db.get(), rc, "open " + path);
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), busy_timeout_ms);
+  std::unique_ptr<Connection> conn(new Connection(std::move(db)));
+  try {
+    // foreign_keys is per connection and off by default.
+    conn->Exec("PRAGMA foreign_keys = ON");
+    // Durability (docs/storage.md): FULL syncs the WAL at every commit, so an
+    // acknowledged write survives power loss as well as a crash of the
+    // process. NORMAL would survive a process crash only; a revocation or a
+    // consumed session lost to a power cut would come back to life.
+    conn->Exec("PRAGMA synchronous = FULL");
+    // SQL functions in the schema (triggers, CHECKs) never run app-defined
+    // functions with side effects.
+    conn->Exec("PRAGMA trusted_schema = OFF");
+    if (read_only) conn->Exec("PRAGMA query_only = ON");
+  } catch (const StoreError& e) {
+    return e.status();
+  }
+  return conn;
+}
+
+Stmt Connection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* raw = nullptr;
+    const int rc = sqlite3_prepare_v3(db_.get(), sql.c_str(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+    StmtPtr stmt(raw);
+    if (rc != SQLITE_OK) Fail(SqliteStatus(db_.get(), rc, "prepare (" + sql + ")"));
+    it = cache_.emplace(sql, std::move(stmt)).first;
+  }
+  return Stmt(db_.get(), it->second.get());
+}
+
+void Connection::Exec(const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string message = err != nullptr ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    const int primary = rc & 0xff;
+    std::string what = std::string("exec: ") + message;
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) Fail(Status::IoError("db_busy", std::move(what)));
+    Fail(Status::IoError("db_error", std::move(what)));
+  }
+}
+
+Transaction::Transaction(Connection* conn, Kind kind) : conn_(conn) {
+  conn_->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+}
+
+Transaction::~Transaction() {
+  if (done_) return;
+  // After some errors (SQLITE_FULL, IOERR, ...) SQLite has already rolled
+  // back; then ROLLBACK fails harmlessly and is ignored.
+  if (sqlite3_get_autocommit(conn_->db()) == 0) {
+    sqlite3_exec(conn_->db(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void Transaction::Commit() {
+  conn_->Exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace rackgate::storage

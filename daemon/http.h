@@ -69,10 +69,23 @@ using Handler = std::function<Response(const Request&)>;
 // normalisation beyond what the server did once. Unknown path: 404; known path
 // with another method: 405 with Allow. Not thread-safe to modify; safe to
 // Dispatch from many threads once built.
+//
+// When several patterns match a path, the one with a literal segment at the
+// first position where they differ wins (`/m/import` over `/m/{id}`); the
+// method is then looked up among that pattern's routes only. HEAD is served
+// by the pattern's GET handler when it has no HEAD route (the server drops
+// the body and keeps Content-Length), and Allow lists HEAD wherever GET is.
+// Handlers' exceptions propagate out of Dispatch; the server catches them.
 class Router {
  public:
+  // A malformed pattern (not starting with '/', empty or repeated `{name}`)
+  // or a repeated (method, pattern) is a bug: throws std::invalid_argument.
   void Add(const std::string& method, const std::string& pattern, Handler handler);
   Response Dispatch(Request request) const;
+  // As above; *route receives "METHOD PATTERN" of the route that answered, or
+  // the pattern alone for a 405, or "unmatched" for a 404 — a bounded label
+  // for metrics, never the client's path. `route` may be null.
+  Response Dispatch(Request request, std::string* route) const;
 
  private:
   struct Route {

@@ -28,7 +28,9 @@ CREATE TABLE machines (
   pool             TEXT NOT NULL REFERENCES pools(name) ON UPDATE RESTRICT ON DELETE RESTRICT,
   state            TEXT NOT NULL
                    CHECK (state IN ('pending', 'enrolled', 'attested', 'provisioned', 'joined', 'revoked')),
-  ek_public        BLOB NOT NULL CHECK (length(ek_public) > 0),
+  -- Empty when the machine was enrolled from its EK certificate alone (a
+  -- vendor inventory ships certificates, not public areas).
+  ek_public        BLOB NOT NULL,
   ek_hash          BLOB NOT NULL UNIQUE CHECK (length(ek_hash) > 0),
   ek_certificate   BLOB,
   tpm_manufacturer TEXT NOT NULL DEFAULT '',
@@ -42,6 +44,8 @@ CREATE TABLE machines (
   created_at       INTEGER NOT NULL,
   updated_at       INTEGER NOT NULL,
   last_attested_at INTEGER
+,
+  CHECK (length(ek_public) > 0 OR ek_certificate IS NOT NULL)
 ) STRICT;
 CREATE INDEX machines_pool_state ON machines(pool, state);
 CREATE INDEX machines_state ON machines(state);

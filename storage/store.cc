@@ -156,7 +156,9 @@ void CheckEnrollment(const Enrollment& e) {
   if (e.state != kStateEnrolled && e.state != kStatePending) {
     Fail(Status::InvalidArgument("state_invalid", "a machine is enrolled as enrolled or pending"));
   }
-  CheckSize("ek_public", e.ek_public.size(), 1, kMaxEkPublic);
+  // An EK public area, an EK certificate, or both: the identity (ek_hash)
+  // is the same key either way.
+  CheckSize("ek_public", e.ek_public.size(), e.ek_certificate ? 0 : 1, kMaxEkPublic);
   CheckSize("ek_hash", e.ek_hash.size(), 1, kMaxHash);
   if (e.ek_certificate) CheckSize("ek_certificate", e.ek_certificate->size(), 1, kMaxEkCertificate);
   CheckSize("tpm_manufacturer", e.tpm_manufacturer.size(), 0, kMaxFact);

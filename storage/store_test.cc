@@ -210,6 +210,7 @@ TEST_F(StoreTest, EnrollRefusals) {
   ExpectFailure(store_->Enroll(e, Op(), false, 1).status(), Status::Code::kInvalidArgument, "state_invalid");
   e = MakeEnrollment("node-2", "b");
   e.ek_public.clear();
+  e.ek_certificate.reset();
   ExpectFailure(store_->Enroll(e, Op(), false, 1).status(), Status::Code::kInvalidArgument, "field_invalid");
   e = MakeEnrollment("node-2", "b");
   e.ek_hash = Bytes(65, 1);
@@ -223,6 +224,18 @@ TEST_F(StoreTest, EnrollRefusals) {
   e.ek_certificate = Bytes();
   ExpectFailure(store_->Enroll(e, Op(), false, 1).status(), Status::Code::kInvalidArgument, "field_invalid");
   EXPECT_EQ(AuditCount(), before + 1);  // the one good enrollment
+}
+
+// A vendor inventory ships EK certificates, not public areas: a certificate
+// alone identifies the EK, and a machine needs one or the other.
+TEST_F(StoreTest, EnrollFromCertificateAlone) {
+  Enrollment e = MakeEnrollment("node-cert-only", "cert-only");
+  e.ek_public.clear();
+  e.ek_certificate = Bytes{0x30, 0x01};
+  auto m = store_->Enroll(e, Op(), false, 1);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->ek_public.empty());
+  EXPECT_EQ(m->ek_certificate, e.ek_certificate);
 }
 
 TEST_F(StoreTest, ReenrollingTheSameMachineIsIdempotent) {

@@ -1,17 +1,35 @@
 // rackgatectl: the operator's command line. Dispatches to the offline
 // commands (no daemon needed) and, later, to the admin API client.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
 
+#include "daemon/ctl/admin_client.h"
+#include "daemon/ctl/admin_commands.h"
 #include "daemon/ctl/eventlog_commands.h"
+#include "daemon/ctl/init_command.h"
 #include "daemon/ctl/offline.h"
 
 namespace {
 
 constexpr char kHelp[] =
-    "Usage: rackgatectl COMMAND [OPTIONS]\n"
+    "Usage: rackgatectl [--socket PATH] COMMAND [OPTIONS]\n"
+    "\n"
+    "Appliance commands (talk to rackgated's admin socket, default\n"
+    "/run/rackgate/admin.sock, or --socket PATH / $RACKGATE_ADMIN_SOCKET):\n"
+    "  enroll           enroll a machine by its EK certificate or EK public area\n"
+    "  import           enroll a CSV or JSON inventory, all or nothing\n"
+    "  list, show       machines and their states\n"
+    "  approve, revoke, reset\n"
+    "                   change a machine's state (audited)\n"
+    "  audit            the audit log\n"
+    "  status           machines by state, recent attestation failures\n"
+    "  pool put|show    pools and their boot policies\n"
+    "\n"
+    "Setup (offline):\n"
+    "  init             create a state directory: database, appliance CA, TLS\n"
     "\n"
     "Offline commands (no daemon needed):\n"
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
@@ -26,6 +44,19 @@ constexpr char kHelp[] =
 
 int Dispatch(int argc, char** argv) {
   using namespace rackgate::ctl;  // NOLINT
+  // A global --socket before the command picks the admin socket.
+  std::string socket = kDefaultAdminSocket;
+  if (const char* env = std::getenv("RACKGATE_ADMIN_SOCKET")) socket = env;
+  int at = 1;
+  while (at + 1 < argc && (!std::strcmp(argv[at], "--socket"))) {
+    socket = argv[at + 1];
+    at += 2;
+  }
+  if (at > 1) {
+    argv[at - 1] = argv[0];
+    argv += at - 1;
+    argc -= at - 1;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     std::fputs(kHelp, argc < 2 ? stderr : stdout);
@@ -36,6 +67,17 @@ int Dispatch(int argc, char** argv) {
     std::puts("rackgatectl " RACKGATE_VERSION);
     return kExitOk;
   }
+  if (cmd == "init") return RunInit(argc, argv, 2);
+  if (cmd == "enroll") return RunEnroll(socket, argc, argv, 2);
+  if (cmd == "import") return RunImport(socket, argc, argv, 2);
+  if (cmd == "list") return RunList(socket, argc, argv, 2);
+  if (cmd == "show") return RunShow(socket, argc, argv, 2);
+  if (cmd == "approve" || cmd == "revoke" || cmd == "reset") {
+    return RunMachineAction(cmd, socket, argc, argv, 2);
+  }
+  if (cmd == "audit") return RunAudit(socket, argc, argv, 2);
+  if (cmd == "status") return RunStatus(socket, argc, argv, 2);
+  if (cmd == "pool") return RunPool(socket, argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

@@ -1,0 +1,381 @@
+// The admin API: enrollment and machine management over the Unix socket.
+#include "daemon/admin.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attest/boot_policy.h"
+#include "attest/ek_identity.h"
+#include "daemon/codec.h"
+#include "daemon/log.h"
+#include "daemon/wire.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using attest::Bytes;
+using nlohmann::json;
+
+constexpr size_t kMaxImportRows = 100000;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("admin");
+  return log;
+}
+
+json MachineJson(const storage::Machine& m) {
+  json addrs = json::array();
+  for (const auto& a : m.addresses) addrs.push_back({{"kind", a.kind}, {"value", a.value}});
+  json j = {{"hostname", m.hostname},
+            {"pool", m.pool},
+            {"state", m.state},
+            {"ek_hash", attest::HexString(m.ek_hash)},
+            {"has_ek_certificate", m.ek_certificate.has_value()},
+            {"tpm_manufacturer", m.tpm_manufacturer},
+            {"tpm_model", m.tpm_model},
+            {"tpm_version", m.tpm_version},
+            {"addresses", addrs},
+            {"created_at", m.created_at},
+            {"updated_at", m.updated_at},
+            {"has_policy", m.policy_json.has_value()}};
+  if (m.last_attested_at) j["last_attested_at"] = *m.last_attested_at;
+  if (m.client_cert_issued_at) j["client_cert_issued_at"] = *m.client_cert_issued_at;
+  return j;
+}
+
+// Maps a store refusal onto HTTP: unknown things 404, conflicts 409, bad
+// input 400, database trouble 503.
+Response StoreError(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
+    case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());
+    case Status::Code::kIoError: return Response::Error(503, s.reason(), s.message(), 5);
+    default: return Response::Error(409, s.reason(), s.message());
+  }
+}
+
+Result<json> Body(const Request& r) {
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  return doc;
+}
+
+std::string Str(const json& o, const char* k) {
+  return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
+}
+
+// Supplementary groups of a process, from /proc (SO_PEERCRED gives only the
+// primary group).
+std::vector<gid_t> Groups(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  std::vector<gid_t> out;
+  while (std::getline(f, line)) {
+    if (line.rfind("Groups:", 0) != 0) continue;
+    std::istringstream in(line.substr(7));
+    long g;
+    while (in >> g) out.push_back(static_cast<gid_t>(g));
+  }
+  return out;
+}
+
+}  // namespace
+
+AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, std::optional<gid_t> admin_gid)
+    : store_(store), attestation_(attestation), admin_gid_(admin_gid) {}
+
+std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& request) const {
+  if (!request.admin || !request.peer_cred) {
+    return Response::Error(403, "admin_forbidden", "the admin API is only served on the admin socket");
+  }
+  const PeerCred& p = *request.peer_cred;
+  // The socket's mode (0660, admin group) is the first gate; the peer's
+  // credentials are the second, so a socket file made too permissive by
+  // hand still admits only root, our own user and the admin group.
+  bool allowed = p.uid == 0 || p.uid == ::geteuid();
+  if (!allowed && admin_gid_) {
+    allowed = p.gid == *admin_gid_;
+    for (gid_t g : Groups(p.pid)) allowed = allowed || g == *admin_gid_;
+  }
+  std::string name = "uid " + std::to_string(p.uid);
+  if (struct passwd* pw = ::getpwuid(p.uid)) name = pw->pw_name;
+  if (!allowed) {
+    Log()->warn("admin request from {} (uid {} pid {}) refused: not in the admin group", name, p.uid, p.pid);
+    return Response::Error(403, "admin_forbidden", "you are not in the admin group");
+  }
+  return storage::Actor{name, ""};
+}
+
+void AdminApi::Register(Router* router) {
+  router->Add("POST", "/v1/admin/machines", [this](const Request& r) { return Enroll(r); });
+  router->Add("GET", "/v1/admin/machines", [this](const Request& r) { return List(r); });
+  router->Add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
+  router->Add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
+  for (const char* verb : {"approve", "revoke", "reset"}) {
+    router->Add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
+                [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
+  }
+  router->Add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
+  router->Add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
+  router->Add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
+  router->Add("GET", "/v1/admin/pools/{name}", [this](const Request& r) { return GetPools(r); });
+  router->Add("PUT", "/v1/admin/pools/{name}", [this](const Request& r) { return PutPool(r); });
+}
+
+namespace {
+
+// One enrollment from its JSON: the EK certificate validated against the
+// trust anchors (and against the EK public area when both are given), the
+// identity derived from the key, the boot policy validated.
+Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationService& service) {
+  if (!j.is_object()) return Status::InvalidArgument("field_invalid", "a machine must be a JSON object");
+  storage::Enrollment e;
+  e.hostname = Str(j, "hostname");
+  e.pool = Str(j, "pool");
+  if (e.hostname.empty()) return Status::InvalidArgument("field_missing", "hostname is required");
+  if (e.pool.empty()) return Status::InvalidArgument("field_missing", "pool is required");
+  std::optional<attest::TpmPublic> ek;
+  if (j.contains("ek_public")) {
+    auto b = Base64Decode(Str(j, "ek_public"), kMaxTpm2bPublic);
+    if (!b) return Status::InvalidArgument("field_invalid", "ek_public is not base64");
+    auto parsed = attest::ParseTpm2bPublic(*b);
+    if (!parsed.ok()) return parsed.status().Annotate("ek_public");
+    ek = std::move(parsed).value();
+    e.ek_public = *b;
+  }
+  if (j.contains("ek_certificate")) {
+    auto b = Base64Decode(Str(j, "ek_certificate"), kMaxCertificate);
+    if (!b) return Status::InvalidArgument("field_invalid", "ek_certificate is not base64");
+    auto info = service.CheckEkCertificate(*b, {}, ek ? &*ek : nullptr);
+    if (!info.ok()) return info.status();
+    auto hash = attest::EkKeyHashFromCertificate(info->der);
+    if (!hash.ok()) return hash.status();
+    e.ek_hash = *hash;
+    e.ek_certificate = info->der;
+    e.tpm_manufacturer = info->tpm_manufacturer;
+    e.tpm_model = info->tpm_model;
+    e.tpm_version = info->tpm_version;
+  } else if (ek) {
+    auto hash = attest::EkKeyHash(*ek);
+    if (!hash.ok()) return hash.status();
+    e.ek_hash = *hash;
+  } else {
+    return Status::InvalidArgument("field_missing", "ek_certificate or ek_public is required");
+  }
+  if (j.contains("addresses")) {
+    if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
+    for (const json& a : j.at("addresses")) {
+      e.addresses.push_back({Str(a, "kind"), Str(a, "value")});
+    }
+  }
+  if (j.contains("policy") && !j.at("policy").is_null()) {
+    std::string text = j.at("policy").dump();
+    auto policy = attest::ParseBootPolicy(text);
+    if (!policy.ok()) return policy.status().Annotate("policy");
+    e.policy_json = text;
+  }
+  return e;
+}
+
+int64_t QueryInt(const Request& r, const char* key, int64_t fallback) {
+  auto it = r.query.find(key);
+  if (it == r.query.end()) return fallback;
+  int64_t v = fallback;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return ec == std::errc() && p == it->second.data() + it->second.size() ? v : fallback;
+}
+
+}  // namespace
+
+Response AdminApi::Enroll(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  auto e = EnrollmentFromJson(*body, *attestation_);
+  if (!e.ok()) {
+    const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
+    return Response::Error(status, e.status().reason(), e.status().message());
+  }
+  const bool replace = body->contains("replace_ek") && body->at("replace_ek").is_boolean() &&
+                       body->at("replace_ek").get<bool>();
+  auto a = std::get<storage::Actor>(actor);
+  a.why = replace ? "EK replaced by an operator" : "enrolled by an operator";
+  auto m = store_->Enroll(*e, a, replace, attestation_->Now());
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} enrolled {} ek={} pool {}{}", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
+              m->pool, replace ? " (EK replaced)" : "");
+  return Response::Json(201, MachineJson(*m).dump());
+}
+
+Response AdminApi::Import(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  if (!body->contains("machines") || !body->at("machines").is_array()) {
+    return Response::Error(400, "field_missing", "machines must be a list");
+  }
+  const json& list = body->at("machines");
+  if (list.size() > kMaxImportRows) {
+    return Response::Error(400, "field_invalid", "at most " + std::to_string(kMaxImportRows) + " machines at once");
+  }
+  std::vector<storage::Enrollment> rows;
+  rows.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto e = EnrollmentFromJson(list.at(i), *attestation_);
+    if (!e.ok()) {
+      std::string host = list.at(i).is_object() ? Str(list.at(i), "hostname") : "";
+      const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
+      return Response::Error(status, e.status().reason(),
+                             "row " + std::to_string(i) + " (" + host + "): " + e.status().message());
+    }
+    rows.push_back(std::move(e).value());
+  }
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "inventory import";
+  auto n = store_->Import(rows, a, attestation_->Now());
+  if (!n.ok()) return StoreError(n.status());
+  Log()->info("{} imported {} machines", a.name, *n);
+  return Response::Json(200, json{{"imported", *n}}.dump());
+}
+
+Response AdminApi::List(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  storage::MachineFilter filter;
+  if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
+  if (auto it = request.query.find("state"); it != request.query.end()) filter.state = it->second;
+  auto list = store_->ListMachines(filter);
+  if (!list.ok()) return StoreError(list.status());
+  json machines = json::array();
+  for (const auto& m : *list) machines.push_back(MachineJson(m));
+  return Response::Json(200, json{{"machines", machines}}.dump());
+}
+
+Response AdminApi::Show(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto m = store_->GetMachine(request.path_params.at("hostname"));
+  if (!m.ok()) return StoreError(m.status());
+  json j = MachineJson(*m);
+  auto last = store_->LastSuccessfulAttestation(m->id);
+  if (last.ok()) {
+    j["last_attestation"] = {{"at", last->at}, {"reset_count", last->reset_count},
+                             {"restart_count", last->restart_count}, {"clock", last->clock}};
+  }
+  return Response::Json(200, j.dump());
+}
+
+Response AdminApi::Action(const Request& request, const std::string& verb) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  auto body = Body(request);
+  a.why = body.ok() ? Str(*body, "reason") : "";
+  if (a.why.empty()) a.why = "by " + a.name;
+  const std::string& host = request.path_params.at("hostname");
+  const int64_t now = attestation_->Now();
+  auto m = verb == "approve" ? store_->Approve(host, a, now)
+           : verb == "revoke" ? store_->Revoke(host, a, now)
+                              : store_->Reset(host, a, now);
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, m->state, a.why);
+  return Response::Json(200, MachineJson(*m).dump());
+}
+
+Response AdminApi::Audit(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  storage::AuditFilter filter;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) filter.hostname = it->second;
+  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
+  filter.since_id = QueryInt(request, "since", 0);
+  auto entries = store_->ListAudit(filter);
+  if (!entries.ok()) return StoreError(entries.status());
+  json out = json::array();
+  for (const auto& e : *entries) {
+    json j = {{"id", e.id}, {"at", e.at}, {"actor", e.actor}, {"action", e.action},
+              {"hostname", e.hostname}, {"why", e.why}};
+    if (e.from_state) j["from_state"] = *e.from_state;
+    if (e.to_state) j["to_state"] = *e.to_state;
+    json detail = json::parse(e.detail_json, nullptr, false);
+    if (!detail.is_discarded()) j["detail"] = detail;
+    out.push_back(std::move(j));
+  }
+  return Response::Json(200, json{{"entries", out}}.dump());
+}
+
+Response AdminApi::StatusReport(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto counts = store_->CountByState();
+  if (!counts.ok()) return StoreError(counts.status());
+  auto failures = store_->RecentFailures(20);
+  if (!failures.ok()) return StoreError(failures.status());
+  json f = json::array();
+  for (const auto& r : *failures) {
+    f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
+  }
+  return Response::Json(200, json{{"machines_by_state", *counts}, {"recent_failures", f}}.dump());
+}
+
+Response AdminApi::PutPool(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  storage::Pool pool;
+  pool.name = request.path_params.at("name");
+  if (auto existing = store_->GetPool(pool.name); existing.ok()) pool = *existing;
+  if (body->contains("settings")) {
+    if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
+    pool.settings_json = body->at("settings").dump();
+  }
+  if (body->contains("boot_policy")) {
+    if (body->at("boot_policy").is_null()) {
+      pool.boot_policy_json.reset();
+    } else {
+      std::string text = body->at("boot_policy").dump();
+      auto policy = attest::ParseBootPolicy(text);
+      if (!policy.ok()) return Response::Error(400, policy.status().reason(), policy.status().message());
+      pool.boot_policy_json = text;
+    }
+  }
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "pool stored by an operator";
+  auto stored = store_->PutPool(pool, a, attestation_->Now());
+  if (!stored.ok()) return StoreError(stored.status());
+  json j = {{"name", stored->name}, {"settings", json::parse(stored->settings_json, nullptr, false)}};
+  if (stored->boot_policy_json) j["boot_policy"] = json::parse(*stored->boot_policy_json, nullptr, false);
+  return Response::Json(200, j.dump());
+}
+
+Response AdminApi::GetPools(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto pools = store_->ListPools();
+  if (!pools.ok()) return StoreError(pools.status());
+  auto one = request.path_params.find("name");
+  json out = json::array();
+  for (const auto& p : *pools) {
+    if (one != request.path_params.end() && p.name != one->second) continue;
+    json j = {{"name", p.name}, {"settings", json::parse(p.settings_json, nullptr, false)},
+              {"created_at", p.created_at}, {"updated_at", p.updated_at}};
+    if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);
+    out.push_back(std::move(j));
+  }
+  if (one != request.path_params.end()) {
+    if (out.empty()) return Response::Error(404, "pool_unknown", "no pool " + one->second);
+    return Response::Json(200, out.front().dump());
+  }
+  return Response::Json(200, json{{"pools", out}}.dump());
+}
+
+}  // namespace rackgate::daemon

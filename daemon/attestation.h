@@ -1,0 +1,97 @@
+// The attestation protocol (docs/protocol.md): challenge and evidence
+// handlers, bearer-token authentication for later endpoints, and the trust
+// settings they use. Every decision logs one line naming the machine and
+// the reason.
+#ifndef RACKGATE_DAEMON_ATTESTATION_H_
+#define RACKGATE_DAEMON_ATTESTATION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "attest/ek_cert.h"
+#include "attest/tpm.h"
+#include "daemon/http.h"
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+
+class Metrics;
+
+// The EK trust anchors, swappable at run time (SIGHUP) while requests use
+// the previous set. Thread-safe.
+class TrustAnchors {
+ public:
+  explicit TrustAnchors(attest::EkTrustStore store)
+      : store_(std::make_shared<const attest::EkTrustStore>(std::move(store))) {}
+  std::shared_ptr<const attest::EkTrustStore> Get() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return store_;
+  }
+  void Set(attest::EkTrustStore store) {
+    auto next = std::make_shared<const attest::EkTrustStore>(std::move(store));
+    std::lock_guard<std::mutex> l(mu_);
+    store_ = std::move(next);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const attest::EkTrustStore> store_;
+};
+
+struct AttestationOptions {
+  int session_ttl_seconds = 120;
+  int token_ttl_seconds = 900;
+  int retry_after_seconds = 30;
+  std::vector<attest::PcrSelection> default_pcr_selection;
+  bool require_ek_certificate = true;
+  bool discovery = false;
+  std::string discovery_pool = "default";
+};
+
+class AttestationService {
+ public:
+  using Clock = std::function<int64_t()>;  // unix seconds
+
+  // BORROWED: store, anchors and metrics (may be null) outlive the service.
+  AttestationService(storage::Store* store, const TrustAnchors* anchors, AttestationOptions options,
+                     Metrics* metrics, Clock clock = nullptr);
+
+  // POST /v1/attest/challenge and POST /v1/attest/evidence.
+  Response Challenge(const Request& request);
+  Response Evidence(const Request& request);
+  // GET /v1/machine: the token's own machine.
+  Response WhoAmI(const Request& request);
+
+  // The machine a request's bearer token belongs to, or the 401/403 response
+  // to send. For every endpoint that takes the attestation token.
+  std::variant<storage::Machine, Response> Authenticate(const Request& request);
+
+  // Verifies an EK certificate against the current anchors and the EK public
+  // area when given; shared with enrollment. Fills the machine's EK facts.
+  Result<attest::EkCertInfo> CheckEkCertificate(std::span<const uint8_t> cert,
+                                               const std::vector<attest::Bytes>& intermediates,
+                                               const attest::TpmPublic* ek_public) const;
+
+  int64_t Now() const { return clock_(); }
+
+ private:
+  Response Refuse(int status, const std::string& reason, const std::string& message,
+                  const std::string& who, bool waitable = false);
+  void Count(const std::string& verdict, const std::string& reason);
+
+  storage::Store* store_;
+  const TrustAnchors* anchors_;
+  AttestationOptions options_;
+  Metrics* metrics_;
+  Clock clock_;
+};
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_ATTESTATION_H_

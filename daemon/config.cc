@@ -1,0 +1,153 @@
+// rackgated's JSON configuration.
+#include "daemon/config.h"
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attest/tpm.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+Status Invalid(const std::string& key, const std::string& why) {
+  return Status::InvalidArgument("config_invalid", "config key '" + key + "': " + why);
+}
+
+// Readers for one key each. They check the JSON type, then the range.
+Status ReadString(const json& v, const std::string& key, std::string* out) {
+  if (!v.is_string()) return Invalid(key, "expected a string");
+  *out = v.get<std::string>();
+  return Status::Ok();
+}
+
+Status ReadBool(const json& v, const std::string& key, bool* out) {
+  if (!v.is_boolean()) return Invalid(key, "expected true or false");
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+template <typename T>
+Status ReadInt(const json& v, const std::string& key, int64_t lo, int64_t hi, T* out) {
+  if (!v.is_number_integer()) return Invalid(key, "expected an integer");
+  int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) {
+    return Invalid(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  *out = static_cast<T>(x);
+  return Status::Ok();
+}
+
+Status ReadStrings(const json& v, const std::string& key, std::vector<std::string>* out) {
+  if (!v.is_array()) return Invalid(key, "expected a list of strings");
+  out->clear();
+  for (const json& e : v) {
+    if (!e.is_string()) return Invalid(key, "expected a list of strings");
+    out->push_back(e.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+using KeyReader = std::function<Status(const json&, Config*)>;
+
+const std::map<std::string, KeyReader>& Readers() {
+  static const auto* readers = new std::map<std::string, KeyReader>{
+      {"state_dir", [](const json& v, Config* c) { return ReadString(v, "state_dir", &c->state_dir); }},
+      {"listen_addresses",
+       [](const json& v, Config* c) { return ReadStrings(v, "listen_addresses", &c->listen_addresses); }},
+      {"port", [](const json& v, Config* c) { return ReadInt(v, "port", 0, 65535, &c->port); }},
+      {"tls_certificate",
+       [](const json& v, Config* c) { return ReadString(v, "tls_certificate", &c->tls_certificate); }},
+      {"tls_key", [](const json& v, Config* c) { return ReadString(v, "tls_key", &c->tls_key); }},
+      {"admin_socket",
+       [](const json& v, Config* c) { return ReadString(v, "admin_socket", &c->admin_socket); }},
+      {"admin_group", [](const json& v, Config* c) { return ReadString(v, "admin_group", &c->admin_group); }},
+      {"ek_roots", [](const json& v, Config* c) { return ReadStrings(v, "ek_roots", &c->ek_roots); }},
+      {"ek_intermediates",
+       [](const json& v, Config* c) { return ReadStrings(v, "ek_intermediates", &c->ek_intermediates); }},
+      {"require_ek_certificate",
+       [](const json& v, Config* c) {
+         return ReadBool(v, "require_ek_certificate", &c->require_ek_certificate);
+       }},
+      {"discovery", [](const json& v, Config* c) { return ReadBool(v, "discovery", &c->discovery); }},
+      {"discovery_pool",
+       [](const json& v, Config* c) { return ReadString(v, "discovery_pool", &c->discovery_pool); }},
+      {"session_ttl_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "session_ttl_seconds", 5, 3600, &c->session_ttl_seconds);
+       }},
+      {"token_ttl_seconds",
+       [](const json& v, Config* c) { return ReadInt(v, "token_ttl_seconds", 30, 86400, &c->token_ttl_seconds); }},
+      {"retry_after_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "retry_after_seconds", 1, 3600, &c->retry_after_seconds);
+       }},
+      {"default_pcr_selection",
+       [](const json& v, Config* c) {
+         return ReadString(v, "default_pcr_selection", &c->default_pcr_selection);
+       }},
+      {"max_body_bytes",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "max_body_bytes", 1024, 64 << 20, &c->max_body_bytes);
+       }},
+      {"connection_timeout_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "connection_timeout_seconds", 1, 3600, &c->connection_timeout_seconds);
+       }},
+      {"per_client_connections",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "per_client_connections", 1, 100000, &c->per_client_connections);
+       }},
+      {"max_connections",
+       [](const json& v, Config* c) { return ReadInt(v, "max_connections", 1, 1000000, &c->max_connections); }},
+      {"threads", [](const json& v, Config* c) { return ReadInt(v, "threads", 1, 64, &c->threads); }},
+      {"drain_timeout_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "drain_timeout_seconds", 0, 600, &c->drain_timeout_seconds);
+       }},
+      {"log_level", [](const json& v, Config* c) { return ReadString(v, "log_level", &c->log_level); }},
+  };
+  return *readers;
+}
+
+}  // namespace
+
+Result<Config> ParseConfig(std::string_view json_text) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::InvalidArgument("config_invalid", "config is not valid JSON");
+  if (!doc.is_object()) return Status::InvalidArgument("config_invalid", "config must be a JSON object");
+  Config c;
+  for (const auto& [key, value] : doc.items()) {
+    auto it = Readers().find(key);
+    if (it == Readers().end()) return Invalid(key, "unknown key");
+    if (Status s = it->second(value, &c); !s.ok()) return s;
+  }
+  if (c.listen_addresses.empty()) return Invalid("listen_addresses", "needs at least one address");
+  if (c.state_dir.empty()) return Invalid("state_dir", "must not be empty");
+  if (auto sel = attest::ParsePcrSelectionList(c.default_pcr_selection); !sel.ok()) {
+    return Invalid("default_pcr_selection", sel.status().message());
+  }
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
+    return Invalid("log_level", "expected trace, debug, info, warn, error, critical or off");
+  }
+  return c;
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::IoError("config_unreadable", "cannot read config file " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (ss.str().size() > (1 << 20)) return Status::InvalidArgument("config_invalid", "config file over 1 MiB");
+  auto c = ParseConfig(ss.str());
+  if (!c.ok()) return c.status().Annotate(path);
+  return c;
+}
+
+}  // namespace rackgate::daemon

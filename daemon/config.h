@@ -1,0 +1,78 @@
+// rackgated's configuration: a JSON file (`rackgated --config FILE`), its
+// defaults, and validation. Every key is documented in docs/operations.md;
+// an unknown key is refused so that a typo cannot silently weaken a setting.
+#ifndef RACKGATE_DAEMON_CONFIG_H_
+#define RACKGATE_DAEMON_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attest/status.h"
+
+namespace rackgate::daemon {
+
+struct Config {
+  // Where the database, the appliance CA and the serving certificate live.
+  std::string state_dir = "/var/lib/rackgate";
+
+  // The public HTTPS listener. Addresses are explicit: rackgated never binds
+  // every interface by accident.
+  std::vector<std::string> listen_addresses = {"127.0.0.1"};
+  uint16_t port = 22623;
+  // Defaults: <state_dir>/tls/server.crt and server.key.
+  std::string tls_certificate;
+  std::string tls_key;
+
+  // The admin API's Unix socket, mode 0660, group admin_group.
+  std::string admin_socket = "/run/rackgate/admin.sock";
+  std::string admin_group = "rackgate-admin";
+
+  // EK certificate trust: files or directories of PEM/DER certificates.
+  std::vector<std::string> ek_roots;
+  std::vector<std::string> ek_intermediates;
+  // Refuse machines that have no EK certificate on record or presented.
+  bool require_ek_certificate = true;
+  // Discovery mode: an unknown EK whose certificate chains to a trusted root
+  // is recorded as pending (503) until an operator approves it.
+  bool discovery = false;
+  std::string discovery_pool = "default";
+
+  // Protocol timing.
+  int session_ttl_seconds = 120;
+  int token_ttl_seconds = 900;
+  int retry_after_seconds = 30;  // for 503s: not enrolled, pending, busy
+  // PCRs every quote must cover unless the machine's policy needs more.
+  std::string default_pcr_selection = "sha256:0,1,2,3,4,5,6,7";
+
+  // Limits.
+  size_t max_body_bytes = 1 << 20;  // event logs are the largest bodies
+  int connection_timeout_seconds = 30;
+  int per_client_connections = 32;
+  int max_connections = 2048;
+  int threads = 2;
+  int drain_timeout_seconds = 20;
+
+  std::string log_level = "info";
+
+  std::string database_path() const { return state_dir + "/rackgate.db"; }
+  std::string ca_certificate_path() const { return state_dir + "/ca/ca.crt"; }
+  std::string ca_key_path() const { return state_dir + "/ca/ca.key"; }
+  std::string tls_certificate_path() const {
+    return tls_certificate.empty() ? state_dir + "/tls/server.crt" : tls_certificate;
+  }
+  std::string tls_key_path() const {
+    return tls_key.empty() ? state_dir + "/tls/server.key" : tls_key;
+  }
+};
+
+// Parses a config document. kInvalidArgument ("config_invalid") naming the
+// key for malformed JSON, an unknown key, a value of the wrong type or out of
+// range.
+Result<Config> ParseConfig(std::string_view json_text);
+// Reads and parses a config file (at most 1 MiB).
+Result<Config> LoadConfig(const std::string& path);
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_CONFIG_H_

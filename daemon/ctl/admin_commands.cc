@@ -1,0 +1,469 @@
+// rackgatectl's admin API commands.
+#include "daemon/ctl/admin_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "daemon/codec.h"
+#include "daemon/ctl/admin_client.h"
+#include "daemon/ctl/args.h"
+#include "daemon/ctl/files.h"
+#include "daemon/ctl/offline.h"
+
+namespace rackgate::ctl {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxCertFile = 64 * 1024;
+constexpr size_t kMaxInventory = 256u << 20;
+
+int UsageError(const char* help, const std::string& why) {
+  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.c_str(), help);
+  return kExitUnusable;
+}
+
+// Sends a request and maps the answer: prints the daemon's reason on a
+// refusal. Returns the parsed body on 2xx.
+Result<json> Send(const std::string& socket, const std::string& method, const std::string& path,
+                  const json& body, int* exit_code) {
+  AdminClient client(socket);
+  auto reply = client.Call(method, path, body.is_null() ? "" : body.dump());
+  if (!reply.ok()) {
+    std::fprintf(stderr, "rackgatectl: %s\n", reply.status().message().c_str());
+    *exit_code = kExitUnusable;
+    return reply.status();
+  }
+  json doc = json::parse(reply->body, nullptr, false);
+  if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return doc;
+  std::string reason = "http_" + std::to_string(reply->status), message = reply->body;
+  if (!doc.is_discarded() && doc.is_object() && doc.contains("error") && doc.at("error").is_object()) {
+    const json& e = doc.at("error");
+    if (e.contains("reason") && e.at("reason").is_string()) reason = e.at("reason").get<std::string>();
+    if (e.contains("message") && e.at("message").is_string()) message = e.at("message").get<std::string>();
+  }
+  std::fprintf(stderr, "rackgatectl: refused: %s: %s\n", reason.c_str(), message.c_str());
+  *exit_code = reply->status >= 500 ? kExitUnusable : kExitRefused;
+  return Status::VerificationFailed(reason, message);
+}
+
+std::string Str(const json& o, const char* key, const char* fallback = "-") {
+  if (o.is_object() && o.contains(key) && o.at(key).is_string()) return o.at(key).get<std::string>();
+  return fallback;
+}
+
+std::string FormatTime(const json& o, const char* key) {
+  if (!o.is_object() || !o.contains(key) || !o.at(key).is_number_integer()) return "-";
+  std::time_t t = o.at(key).get<int64_t>();
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Addresses(const json& m) {
+  std::string out;
+  if (m.contains("addresses") && m.at("addresses").is_array()) {
+    for (const json& a : m.at("addresses")) {
+      if (!out.empty()) out += ",";
+      out += Str(a, "kind") + "=" + Str(a, "value");
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+// KIND=VALUE with a Kubernetes NodeAddress kind.
+Result<json> ParseAddress(const std::string& text) {
+  static const char* kKinds[] = {"InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS", "Hostname"};
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq + 1 == text.size()) {
+    return Status::InvalidArgument("usage", "--address takes KIND=VALUE, e.g. InternalIP=10.0.0.5");
+  }
+  std::string kind = text.substr(0, eq);
+  for (const char* k : kKinds) {
+    if (strcasecmp(k, kind.c_str()) == 0) return json{{"kind", k}, {"value", text.substr(eq + 1)}};
+  }
+  return Status::InvalidArgument("usage", "address kind '" + kind +
+                                              "' is not InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname");
+}
+
+Result<std::string> FileBase64(const std::string& path) {
+  auto b = ReadFile(path, kMaxCertFile);
+  if (!b.ok()) return b.status();
+  return daemon::Base64Encode(*b);
+}
+
+Result<json> ReadJsonFile(const std::string& path, size_t max) {
+  auto b = ReadFile(path, max);
+  if (!b.ok()) return b.status();
+  json doc = json::parse(b->begin(), b->end(), nullptr, false);
+  if (doc.is_discarded()) return Status::InvalidArgument("bad_json", path + " is not valid JSON");
+  return doc;
+}
+
+constexpr char kEnrollHelp[] =
+    "Usage: rackgatectl enroll --hostname NAME --pool POOL\n"
+    "         (--ek-cert EK.der|EK.pem | --ek-public EK.pub) [--ek-cert ... --ek-public ...]\n"
+    "         [--address KIND=VALUE]... [--policy POLICY.json] [--replace-ek] [--json]\n"
+    "\n"
+    "Enrolls a machine: its identity is its EK (the hash of the EK's public key,\n"
+    "the same from the certificate or the TPM2B_PUBLIC). The daemon validates an\n"
+    "EK certificate against its configured manufacturer roots before it records\n"
+    "it. KIND is InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.\n"
+    "An enrolled EK is immutable: enrolling the hostname again with another EK\n"
+    "is refused (ek_conflict) unless --replace-ek is given, which is audited.\n";
+
+constexpr char kImportHelp[] =
+    "Usage: rackgatectl import FILE [--json]\n"
+    "\n"
+    "Enrolls every machine of an inventory in one transaction: all or nothing;\n"
+    "the error names the first bad row. FILE is CSV or JSON (by extension):\n"
+    "  CSV:  hostname,pool,ek_certificate,addresses   (header line required)\n"
+    "        ek_certificate: a file path (relative to FILE's directory) or\n"
+    "        base64 DER; addresses: KIND=VALUE;KIND=VALUE\n"
+    "  JSON: {\"machines\": [{\"hostname\": ..., \"pool\": ..., \"ek_certificate\":\n"
+    "        PATH or base64, \"ek_public\": PATH (optional), \"addresses\":\n"
+    "        [\"KIND=VALUE\", ...]}]}\n"
+    "Progress is shown on a terminal.\n";
+
+constexpr char kListHelp[] =
+    "Usage: rackgatectl list [--pool POOL] [--state STATE] [--json]\n";
+constexpr char kShowHelp[] = "Usage: rackgatectl show HOSTNAME [--json]\n";
+constexpr char kActionHelp[] =
+    "Usage: rackgatectl approve|revoke|reset HOSTNAME [--reason TEXT] [--json]\n"
+    "\n"
+    "approve: pending -> enrolled (discovery mode).\n"
+    "revoke:  any state -> revoked; its tokens stop working at once. Terminal\n"
+    "         until the machine is enrolled again with --replace-ek.\n"
+    "reset:   attested/provisioned/joined/revoked -> enrolled: lets the machine\n"
+    "         re-provision (clears trust-on-first-use values and the issued\n"
+    "         client certificate mark).\n"
+    "Every action is audited with your user and the reason.\n";
+constexpr char kAuditHelp[] = "Usage: rackgatectl audit [--hostname NAME] [--limit N] [--json]\n";
+constexpr char kStatusHelp[] = "Usage: rackgatectl status [--json]\n";
+constexpr char kPoolHelp[] =
+    "Usage: rackgatectl pool put NAME [--settings SETTINGS.json] [--policy POLICY.json]\n"
+    "       rackgatectl pool show [NAME] [--json]\n";
+
+void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+
+void PrintMachineLine(const json& m) {
+  std::printf("%-20s %-12s %-12s %-18s %-21s %s\n", Str(m, "hostname").c_str(), Str(m, "pool").c_str(),
+              Str(m, "state").c_str(), Str(m, "ek_hash").substr(0, 16).c_str(),
+              FormatTime(m, "last_attested_at").c_str(), Addresses(m).c_str());
+}
+
+}  // namespace
+
+int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first,
+                          {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy"}, {"replace-ek", "json"}});
+  if (!args.ok()) return UsageError(kEnrollHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kEnrollHelp, stdout), kExitOk;
+  if (Status s = args->Require({"hostname", "pool"}); !s.ok()) return UsageError(kEnrollHelp, s.message());
+  if (!args->Get("ek-cert") && !args->Get("ek-public")) {
+    return UsageError(kEnrollHelp, "give --ek-cert or --ek-public");
+  }
+  json body = {{"hostname", *args->Get("hostname")}, {"pool", *args->Get("pool")},
+               {"replace_ek", args->Has("replace-ek")}, {"addresses", json::array()}};
+  if (auto p = args->Get("ek-cert")) {
+    auto b = FileBase64(*p);
+    if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
+    body["ek_certificate"] = *b;
+  }
+  if (auto p = args->Get("ek-public")) {
+    auto b = FileBase64(*p);
+    if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
+    body["ek_public"] = *b;
+  }
+  for (const auto& a : args->GetAll("address")) {
+    auto addr = ParseAddress(a);
+    if (!addr.ok()) return UsageError(kEnrollHelp, addr.status().message());
+    body["addresses"].push_back(*addr);
+  }
+  if (auto p = args->Get("policy")) {
+    auto policy = ReadJsonFile(*p, 1 << 20);
+    if (!policy.ok()) return UsageError(kEnrollHelp, policy.status().message());
+    body["policy"] = *policy;
+  }
+  int code = kExitOk;
+  auto m = Send(socket, "POST", "/v1/admin/machines", body, &code);
+  if (!m.ok()) return code;
+  if (args->Has("json")) {
+    PrintJson(*m);
+  } else {
+    std::printf("enrolled %s: pool %s, state %s, EK %s\n", Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(),
+                Str(*m, "state").c_str(), Str(*m, "ek_hash").c_str());
+  }
+  return kExitOk;
+}
+
+namespace {
+
+// One inventory row into an enrollment body; `base` resolves relative paths.
+Result<json> InventoryRow(const std::string& hostname, const std::string& pool, const std::string& cert,
+                          const std::string& ek_public, const std::vector<std::string>& addresses,
+                          const std::filesystem::path& base) {
+  if (hostname.empty() || pool.empty()) return Status::InvalidArgument("usage", "hostname and pool are required");
+  json body = {{"hostname", hostname}, {"pool", pool}, {"addresses", json::array()}};
+  auto field = [&](const std::string& value, const char* key) -> Status {
+    if (value.empty()) return Status::Ok();
+    std::filesystem::path p = value;
+    if (p.is_relative()) p = base / p;
+    if (std::filesystem::is_regular_file(p)) {
+      auto b = FileBase64(p.string());
+      if (!b.ok()) return b.status();
+      body[key] = *b;
+    } else if (daemon::Base64Decode(value, kMaxCertFile)) {
+      body[key] = value;
+    } else {
+      return Status::InvalidArgument("usage", std::string(key) + " is neither a file nor base64");
+    }
+    return Status::Ok();
+  };
+  if (Status s = field(cert, "ek_certificate"); !s.ok()) return s;
+  if (Status s = field(ek_public, "ek_public"); !s.ok()) return s;
+  if (!body.contains("ek_certificate") && !body.contains("ek_public")) {
+    return Status::InvalidArgument("usage", "an EK certificate or EK public area is required");
+  }
+  for (const auto& a : addresses) {
+    if (a.empty()) continue;
+    auto addr = ParseAddress(a);
+    if (!addr.ok()) return addr.status();
+    body["addresses"].push_back(*addr);
+  }
+  return body;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
+}
+
+}  // namespace
+
+int RunImport(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
+  if (!args.ok()) return UsageError(kImportHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kImportHelp, stdout), kExitOk;
+  if (args->positional().size() != 1) return UsageError(kImportHelp, "give one inventory FILE");
+  const std::filesystem::path file = args->positional()[0];
+  auto data = ReadFile(file.string(), kMaxInventory);
+  if (!data.ok()) return UsageError(kImportHelp, data.status().message());
+  const std::string text(data->begin(), data->end());
+  const auto base = file.parent_path();
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  json machines = json::array();
+  auto progress = [&](size_t done, size_t total) {
+    if (tty && (done % 50 == 0 || done == total)) std::fprintf(stderr, "\rimport: read %zu/%zu machines", done, total);
+  };
+  auto bad_row = [&](size_t row, const std::string& host, const Status& s) {
+    if (tty) std::fputc('\n', stderr);
+    std::fprintf(stderr, "rackgatectl import: row %zu (%s): %s\n", row, host.c_str(), s.message().c_str());
+    return kExitUnusable;
+  };
+  if (file.extension() == ".json") {
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("machines") || !doc.at("machines").is_array()) {
+      return UsageError(kImportHelp, file.string() + ": expected {\"machines\": [...]}");
+    }
+    const json& list = doc.at("machines");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& r = list.at(i);
+      std::vector<std::string> addrs;
+      if (r.is_object() && r.contains("addresses") && r.at("addresses").is_array()) {
+        for (const json& a : r.at("addresses")) addrs.push_back(a.is_string() ? a.get<std::string>() : "?");
+      }
+      auto row = InventoryRow(Str(r, "hostname", ""), Str(r, "pool", ""), Str(r, "ek_certificate", ""),
+                              Str(r, "ek_public", ""), addrs, base);
+      if (!row.ok()) return bad_row(i + 1, Str(r, "hostname"), row.status());
+      machines.push_back(*row);
+      progress(i + 1, list.size());
+    }
+  } else {
+    auto lines = Split(text, '\n');
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    if (lines.empty() || lines[0].rfind("hostname,pool,ek_certificate", 0) != 0) {
+      return UsageError(kImportHelp, file.string() + ": the first line must be hostname,pool,ek_certificate,addresses");
+    }
+    for (size_t i = 1; i < lines.size(); ++i) {
+      std::string line = lines[i];
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      auto cols = Split(line, ',');
+      if (cols.size() < 3 || cols.size() > 4) {
+        return bad_row(i + 1, cols.empty() ? "-" : cols[0],
+                       Status::InvalidArgument("usage", "expected 3 or 4 columns"));
+      }
+      auto row = InventoryRow(cols[0], cols[1], cols[2], "", cols.size() == 4 ? Split(cols[3], ';') : std::vector<std::string>{},
+                              base);
+      if (!row.ok()) return bad_row(i + 1, cols[0], row.status());
+      machines.push_back(*row);
+      progress(i, lines.size() - 1);
+    }
+  }
+  if (tty) std::fprintf(stderr, "\nimport: sending %zu machines; the daemon validates and commits them in one transaction\n",
+                        machines.size());
+  int code = kExitOk;
+  auto r = Send(socket, "POST", "/v1/admin/import", json{{"machines", machines}}, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) {
+    PrintJson(*r);
+  } else {
+    std::printf("imported %lld machines\n", static_cast<long long>(r->value("imported", 0)));
+  }
+  return kExitOk;
+}
+
+int RunList(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"pool", "state"}, {"json"}});
+  if (!args.ok()) return UsageError(kListHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kListHelp, stdout), kExitOk;
+  std::string path = "/v1/admin/machines";
+  std::string sep = "?";
+  for (const char* f : {"pool", "state"}) {
+    if (auto v = args->Get(f)) {
+      path += sep + f + "=" + *v;
+      sep = "&";
+    }
+  }
+  int code = kExitOk;
+  auto r = Send(socket, "GET", path, nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("%-20s %-12s %-12s %-18s %-21s %s\n", "HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED", "ADDRESSES");
+  if (r->contains("machines") && r->at("machines").is_array()) {
+    for (const json& m : r->at("machines")) PrintMachineLine(m);
+  }
+  return kExitOk;
+}
+
+int RunShow(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
+  if (!args.ok()) return UsageError(kShowHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kShowHelp, stdout), kExitOk;
+  if (args->positional().size() != 1) return UsageError(kShowHelp, "give one HOSTNAME");
+  int code = kExitOk;
+  auto m = Send(socket, "GET", "/v1/admin/machines/" + args->positional()[0], nullptr, &code);
+  if (!m.ok()) return code;
+  if (args->Has("json")) return PrintJson(*m), kExitOk;
+  std::printf("hostname:      %s\npool:          %s\nstate:         %s\nEK:            %s\n",
+              Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(), Str(*m, "state").c_str(),
+              Str(*m, "ek_hash").c_str());
+  std::printf("TPM:           %s %s %s\naddresses:     %s\nenrolled:      %s\nlast attested: %s\n",
+              Str(*m, "tpm_manufacturer").c_str(), Str(*m, "tpm_model").c_str(), Str(*m, "tpm_version").c_str(),
+              Addresses(*m).c_str(), FormatTime(*m, "created_at").c_str(),
+              FormatTime(*m, "last_attested_at").c_str());
+  return kExitOk;
+}
+
+int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"reason"}, {"json"}});
+  if (!args.ok()) return UsageError(kActionHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kActionHelp, stdout), kExitOk;
+  if (args->positional().size() != 1) return UsageError(kActionHelp, "give one HOSTNAME");
+  json body = {{"reason", args->Get("reason").value_or("")}};
+  int code = kExitOk;
+  auto m = Send(socket, "POST", "/v1/admin/machines/" + args->positional()[0] + "/" + verb, body, &code);
+  if (!m.ok()) return code;
+  if (args->Has("json")) return PrintJson(*m), kExitOk;
+  std::printf("%s %s: state %s\n", verb.c_str(), Str(*m, "hostname").c_str(), Str(*m, "state").c_str());
+  return kExitOk;
+}
+
+int RunAudit(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}});
+  if (!args.ok()) return UsageError(kAuditHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kAuditHelp, stdout), kExitOk;
+  std::string path = "/v1/admin/audit?limit=" + args->Get("limit").value_or("50");
+  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  int code = kExitOk;
+  auto r = Send(socket, "GET", path, nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("%-21s %-24s %-16s %-20s %-24s %s\n", "TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY");
+  if (r->contains("entries") && r->at("entries").is_array()) {
+    for (const json& e : r->at("entries")) {
+      std::string states = Str(e, "from_state", "") + (e.contains("to_state") ? " -> " + Str(e, "to_state") : "");
+      std::printf("%-21s %-24s %-16s %-20s %-24s %s\n", FormatTime(e, "at").c_str(), Str(e, "actor").c_str(),
+                  Str(e, "action").c_str(), Str(e, "hostname").c_str(), states.empty() ? "-" : states.c_str(),
+                  Str(e, "why", "").c_str());
+    }
+  }
+  return kExitOk;
+}
+
+int RunStatus(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
+  if (!args.ok()) return UsageError(kStatusHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kStatusHelp, stdout), kExitOk;
+  int code = kExitOk;
+  auto r = Send(socket, "GET", "/v1/admin/status", nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("machines by state:\n");
+  if (r->contains("machines_by_state") && r->at("machines_by_state").is_object()) {
+    for (const auto& [state, n] : r->at("machines_by_state").items()) {
+      std::printf("  %-12s %s\n", state.c_str(), n.dump().c_str());
+    }
+  }
+  std::printf("recent attestation failures:\n");
+  if (r->contains("recent_failures") && r->at("recent_failures").is_array()) {
+    for (const json& f : r->at("recent_failures")) {
+      std::printf("  %-21s %-20s %s\n", FormatTime(f, "at").c_str(), Str(f, "hostname").c_str(),
+                  Str(f, "reason").c_str());
+    }
+  }
+  return kExitOk;
+}
+
+int RunPool(const std::string& socket, int argc, char** argv, int first) {
+  if (first >= argc) return UsageError(kPoolHelp, "give put or show");
+  const std::string sub = argv[first];
+  auto args = Args::Parse(argc, argv, first + 1, {{"settings", "policy"}, {"json"}});
+  if (!args.ok()) return UsageError(kPoolHelp, args.status().message());
+  if (args->Has("help") || sub == "--help") return std::fputs(kPoolHelp, stdout), kExitOk;
+  int code = kExitOk;
+  if (sub == "put") {
+    if (args->positional().size() != 1) return UsageError(kPoolHelp, "give one pool NAME");
+    json body = json::object();
+    if (auto p = args->Get("settings")) {
+      auto s = ReadJsonFile(*p, 1 << 20);
+      if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
+      body["settings"] = *s;
+    }
+    if (auto p = args->Get("policy")) {
+      auto s = ReadJsonFile(*p, 1 << 20);
+      if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
+      body["boot_policy"] = *s;
+    }
+    auto r = Send(socket, "PUT", "/v1/admin/pools/" + args->positional()[0], body, &code);
+    if (!r.ok()) return code;
+    if (args->Has("json")) return PrintJson(*r), kExitOk;
+    std::printf("pool %s stored\n", Str(*r, "name").c_str());
+    return kExitOk;
+  }
+  if (sub == "show") {
+    std::string path = "/v1/admin/pools";
+    if (!args->positional().empty()) path += "/" + args->positional()[0];
+    auto r = Send(socket, "GET", path, nullptr, &code);
+    if (!r.ok()) return code;
+    PrintJson(*r);
+    return kExitOk;
+  }
+  return UsageError(kPoolHelp, "unknown pool command '" + sub + "'");
+}
+
+}  // namespace rackgate::ctl

@@ -1,0 +1,26 @@
+// rackgatectl's commands that talk to rackgated's admin API (docs/operations.md):
+// enroll, import, list, show, approve, revoke, reset, audit, status, pool.
+// Each returns the exit code: 0 done, 1 refused by the daemon (reason on
+// stderr), 2 unusable input or daemon unreachable.
+#ifndef RACKGATE_DAEMON_CTL_ADMIN_COMMANDS_H_
+#define RACKGATE_DAEMON_CTL_ADMIN_COMMANDS_H_
+
+#include <string>
+
+namespace rackgate::ctl {
+
+// `socket` is the admin socket path (--socket, default /run/rackgate/admin.sock).
+// argv[first] is the first argument after the command word(s).
+int RunEnroll(const std::string& socket, int argc, char** argv, int first);
+int RunImport(const std::string& socket, int argc, char** argv, int first);
+int RunList(const std::string& socket, int argc, char** argv, int first);
+int RunShow(const std::string& socket, int argc, char** argv, int first);
+// approve, revoke, reset: `verb` is the command word.
+int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first);
+int RunAudit(const std::string& socket, int argc, char** argv, int first);
+int RunStatus(const std::string& socket, int argc, char** argv, int first);
+int RunPool(const std::string& socket, int argc, char** argv, int first);
+
+}  // namespace rackgate::ctl
+
+#endif  // RACKGATE_DAEMON_CTL_ADMIN_COMMANDS_H_

@@ -1,0 +1,913 @@
+// rackgated's listeners on libmicrohttpd 0.9.75 + GnuTLS: accept, TLS,
+// limits, dispatch to Routers, access log, metrics, graceful stop and
+// certificate reload.
+#include "daemon/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// TLS 1.2 and 1.3 only, GnuTLS's NORMAL cipher suites otherwise.
+constexpr char kTlsPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+// The fixed answer to a handler's exception (CWE-209: the cause stays in the
+// log).
+constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message":"internal error"}})";
+// After the limit, an upload is read and dropped up to this much more so the
+// client can still be told 413; past that the connection is closed.
+constexpr uint64_t kOversizeDrainBytes = 1 << 20;
+constexpr size_t kMaxPemBytes = 1 << 20;
+constexpr unsigned kMaxCertificateChain = 16;
+constexpr unsigned kAdminConnectionLimit = 64;
+constexpr int kDrainRetryAfterSeconds = 5;
+constexpr int kListenBacklog = 511;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("http");
+  return log;
+}
+
+std::string Errno(int e) { return std::strerror(e); }
+
+struct FdCloser {
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int release() { return std::exchange(fd_, -1); }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+struct MhdResponseDeleter {
+  void operator()(MHD_Response* r) const { MHD_destroy_response(r); }
+};
+using MhdResponse = std::unique_ptr<MHD_Response, MhdResponseDeleter>;
+
+// ---------------------------------------------------------------------------
+// TLS credentials: the certificate chain and key GnuTLS serves, swapped
+// whole on reload. GnuTLS borrows the pointers the retrieve callback returns
+// for the session's lifetime, so each connection pins the generation it was
+// given (ConnectionContext::credentials) until MHD reports it closed, which
+// happens after gnutls_deinit.
+
+struct TlsCredentials {
+  std::vector<gnutls_pcert_st> chain;
+  gnutls_privkey_t key = nullptr;
+
+  TlsCredentials() = default;
+  TlsCredentials(const TlsCredentials&) = delete;
+  TlsCredentials& operator=(const TlsCredentials&) = delete;
+  ~TlsCredentials() {
+    for (auto& c : chain) gnutls_pcert_deinit(&c);
+    if (key != nullptr) gnutls_privkey_deinit(key);
+  }
+};
+
+Result<std::string> ReadSmallFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IoError("tls_credentials_unreadable", path + ": " + Errno(errno));
+  }
+  FdCloser closer(fd);
+  std::string out;
+  char buf[8192];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("tls_credentials_unreadable", path + ": " + Errno(errno));
+    }
+    if (n == 0) break;
+    if (out.size() > kMaxPemBytes - static_cast<size_t>(n)) {
+      return Status::InvalidArgument("tls_credentials_invalid", path + ": larger than 1 MiB");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+gnutls_datum_t Datum(const std::string& s) {
+  gnutls_datum_t d;
+  d.data = reinterpret_cast<unsigned char*>(const_cast<char*>(s.data()));
+  d.size = static_cast<unsigned int>(s.size());
+  return d;
+}
+
+// The DER SubjectPublicKeyInfo of a public key, or empty.
+std::string SpkiDer(gnutls_pubkey_t pub) {
+  gnutls_datum_t out{nullptr, 0};
+  if (gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &out) < 0) return "";
+  std::string der(reinterpret_cast<const char*>(out.data), out.size);
+  gnutls_free(out.data);
+  return der;
+}
+
+Result<std::shared_ptr<const TlsCredentials>> LoadTlsCredentials(const std::string& cert_path,
+                                                                 const std::string& key_path) {
+  auto cert_pem = ReadSmallFile(cert_path);
+  if (!cert_pem.ok()) return cert_pem.status();
+  auto key_pem = ReadSmallFile(key_path);
+  if (!key_pem.ok()) return key_pem.status();
+  auto creds = std::make_shared<TlsCredentials>();
+
+  std::vector<gnutls_pcert_st> chain(kMaxCertificateChain);
+  unsigned int n = kMaxCertificateChain;
+  gnutls_datum_t cert_datum = Datum(*cert_pem);
+  int rc = gnutls_pcert_list_import_x509_raw(chain.data(), &n, &cert_datum, GNUTLS_X509_FMT_PEM, 0);
+  if (rc < 0 || n == 0) {
+    return Status::InvalidArgument("tls_credentials_invalid",
+                                   cert_path + ": no usable PEM certificate chain (" +
+                                       (rc < 0 ? gnutls_strerror(rc) : "empty") + ")");
+  }
+  chain.resize(n);
+  creds->chain = std::move(chain);
+
+  if ((rc = gnutls_privkey_init(&creds->key)) < 0) {
+    creds->key = nullptr;
+    throw std::bad_alloc();
+  }
+  gnutls_datum_t key_datum = Datum(*key_pem);
+  rc = gnutls_privkey_import_x509_raw(creds->key, &key_datum, GNUTLS_X509_FMT_PEM, nullptr, 0);
+  // The key text sits in a std::string that is about to be freed; wipe it.
+  std::fill(key_pem->begin(), key_pem->end(), '\0');
+  if (rc < 0) {
+    return Status::InvalidArgument("tls_credentials_invalid",
+                                   key_path + ": not a usable unencrypted PEM private key (" +
+                                       gnutls_strerror(rc) + ")");
+  }
+
+  // SECURITY: a key that does not belong to the leaf certificate would make
+  // every handshake fail; refuse it here so a bad reload keeps the old pair.
+  gnutls_pubkey_t from_key = nullptr;
+  if (gnutls_pubkey_init(&from_key) < 0) throw std::bad_alloc();
+  std::string key_spki;
+  if (gnutls_pubkey_import_privkey(from_key, creds->key, 0, 0) >= 0) key_spki = SpkiDer(from_key);
+  gnutls_pubkey_deinit(from_key);
+  const std::string cert_spki = SpkiDer(creds->chain[0].pubkey);
+  if (key_spki.empty() || key_spki != cert_spki) {
+    return Status::InvalidArgument("tls_credentials_invalid",
+                                   key_path + " does not match the certificate in " + cert_path);
+  }
+  return std::shared_ptr<const TlsCredentials>(std::move(creds));
+}
+
+// ---------------------------------------------------------------------------
+// Sockets.
+
+Result<int> BindTcp(const std::string& address, uint16_t port, uint16_t* bound_port) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof(sockaddr_in6);
+  } else {
+    return Status::InvalidArgument("listen_address_invalid",
+                                   "not an IPv4 or IPv6 address literal: " + address);
+  }
+  FdCloser fd(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return Status::IoError("listen_failed", "socket: " + Errno(errno));
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ss.ss_family == AF_INET6) {
+    // An explicit IPv6 address never silently takes IPv4 traffic too.
+    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    return Status::IoError("listen_failed", "bind " + address + " port " + std::to_string(port) +
+                                                ": " + Errno(errno));
+  }
+  if (listen(fd.get(), kListenBacklog) != 0) {
+    return Status::IoError("listen_failed", "listen " + address + ": " + Errno(errno));
+  }
+  sockaddr_storage got{};
+  socklen_t got_len = sizeof got;
+  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&got), &got_len) != 0) {
+    return Status::IoError("listen_failed", "getsockname: " + Errno(errno));
+  }
+  *bound_port = ntohs(got.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&got)->sin_port
+                                               : reinterpret_cast<sockaddr_in6*>(&got)->sin6_port);
+  return fd.release();
+}
+
+std::optional<gid_t> LookupGroup(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  std::vector<char> buf(16384);
+  group gr{};
+  group* found = nullptr;
+  while (true) {
+    const int rc = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (rc != 0 || found == nullptr) return std::nullopt;
+    return found->gr_gid;
+  }
+}
+
+struct UnixSocket {
+  int fd = -1;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+Result<UnixSocket> BindUnix(const std::string& path, std::optional<gid_t> gid) {
+  sockaddr_un sa{};
+  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
+    return Status::InvalidArgument("admin_socket_invalid", "admin socket path too long: " + path);
+  }
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::IoError("admin_socket_invalid", path + " exists and is not a socket");
+    }
+    // A socket file someone still answers on belongs to a running daemon;
+    // only a dead one's is removed.
+    FdCloser probe(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (probe.get() >= 0 &&
+        connect(probe.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+      return Status::IoError("admin_socket_in_use", path + " is in use by another process");
+    }
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return Status::IoError("admin_socket_invalid", "remove stale " + path + ": " + Errno(errno));
+    }
+    Log()->info("removed stale admin socket {}", path);
+  }
+
+  FdCloser fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return Status::IoError("listen_failed", "socket: " + Errno(errno));
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    return Status::IoError("listen_failed", "bind " + path + ": " + Errno(errno));
+  }
+  // SECURITY: ownership and mode are set between bind() and listen(): until
+  // listen() every connect() is refused, so the socket is never reachable
+  // with the umask's mode.
+  auto fail = [&](const std::string& what) {
+    const int e = errno;
+    unlink(path.c_str());
+    return Status::IoError("listen_failed", what + " " + path + ": " + Errno(e));
+  };
+  if (gid.has_value() && chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
+    return fail("chown");
+  }
+  if (chmod(path.c_str(), 0660) != 0) return fail("chmod");
+  if (listen(fd.get(), kListenBacklog) != 0) return fail("listen");
+  if (lstat(path.c_str(), &st) != 0) return fail("stat");
+  UnixSocket out;
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  out.fd = fd.release();
+  return out;
+}
+
+std::string FormatPeer(const sockaddr* sa) {
+  if (sa == nullptr) return "?";
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  if (sa->sa_family == AF_UNIX) return "unix";
+  return "?";
+}
+
+// A client-chosen path, made safe for one log line: control bytes escaped,
+// length capped.
+std::string LogSafe(const std::string& s) {
+  constexpr size_t kMax = 256;
+  std::string out;
+  for (size_t i = 0; i < s.size() && out.size() < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (out.size() >= kMax) out += "...";
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+
+struct Listener {
+  HttpServer::Impl* server = nullptr;
+  bool admin = false;
+  std::string name;  // "127.0.0.1:22623", "unix:/run/rackgate/admin.sock"
+  const Router* router = nullptr;
+  MHD_Daemon* daemon = nullptr;
+  int quiesced_fd = -1;  // ours to close after MHD_stop_daemon
+};
+
+// Per connection (MHD's socket_context).
+struct ConnectionContext {
+  Listener* listener = nullptr;
+  std::shared_ptr<const TlsCredentials> credentials;  // pinned at handshake
+};
+
+// Per request (MHD's con_cls).
+struct RequestState {
+  Listener* listener = nullptr;
+  Clock::time_point start;
+  std::string method;
+  std::string path;
+  std::string peer;
+  std::string body;
+  bool too_large = false;
+  uint64_t dropped = 0;
+  unsigned status = 0;  // 0 until a response is queued
+  std::string route = "unmatched";
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  uint16_t port = 0;
+  std::optional<gid_t> admin_gid;
+  std::optional<UnixSocket> admin_socket;
+  std::vector<std::unique_ptr<Listener>> listeners;
+
+  mutable std::mutex credentials_mu;
+  std::shared_ptr<const TlsCredentials> credentials;
+
+  std::atomic<bool> draining{false};
+  mutable std::mutex flight_mu;
+  std::condition_variable flight_cv;
+  size_t in_flight = 0;
+
+  std::mutex stop_mu;
+  bool started = false;  // every listener came up
+  bool stopped = false;
+
+  std::shared_ptr<const TlsCredentials> CurrentCredentials() const {
+    std::lock_guard lock(credentials_mu);
+    return credentials;
+  }
+
+  void BeginRequest() {
+    std::lock_guard lock(flight_mu);
+    ++in_flight;
+  }
+  void EndRequest() {
+    {
+      std::lock_guard lock(flight_mu);
+      --in_flight;
+    }
+    flight_cv.notify_all();
+  }
+
+  Status StartListener(std::unique_ptr<Listener> listener, int fd);
+  void Shutdown();
+  ~Impl() { Shutdown(); }
+};
+
+namespace {
+
+// Connections of TLS listeners, so that the certificate callback, which
+// GnuTLS calls with nothing but the session, can find its connection's
+// context. MHD 0.9.75 stores its MHD_Connection* as the GnuTLS session
+// pointer (daemon.c, new_connection_prepare_); looking it up here instead of
+// casting it blindly keeps a different MHD from crashing us: an unknown
+// pointer fails the handshake.
+std::mutex g_tls_connections_mu;
+std::unordered_map<const void*, ConnectionContext*> g_tls_connections;
+
+void MhdLogger(void* cls, const char* format, va_list ap) {
+  (void)cls;
+  try {
+    char buf[512];
+    va_list copy;
+    va_copy(copy, ap);
+    const int n = std::vsnprintf(buf, sizeof buf, format, copy);
+    va_end(copy);
+    if (n < 0) return;
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    Log()->info("mhd: {}", line);
+  } catch (...) {
+  }
+}
+
+void NotifyConnection(void* cls, MHD_Connection* connection, void** socket_context,
+                      MHD_ConnectionNotificationCode code) {
+  auto* listener = static_cast<Listener*>(cls);
+  try {
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      auto context = std::make_unique<ConnectionContext>();
+      context->listener = listener;
+      if (!listener->admin) {
+        std::lock_guard lock(g_tls_connections_mu);
+        g_tls_connections[connection] = context.get();
+      }
+      *socket_context = context.release();
+      return;
+    }
+    std::unique_ptr<ConnectionContext> context(static_cast<ConnectionContext*>(*socket_context));
+    *socket_context = nullptr;
+    if (!listener->admin) {
+      std::lock_guard lock(g_tls_connections_mu);
+      g_tls_connections.erase(connection);
+    }
+  } catch (const std::exception& e) {
+    Log()->error("connection bookkeeping failed: {}", e.what());
+  } catch (...) {
+  }
+}
+
+// gnutls_certificate_retrieve_function2: the current chain and key.
+int RetrieveCertificate(gnutls_session_t session, const gnutls_datum_t* req_ca_dn, int nreqs,
+                        const gnutls_pk_algorithm_t* pk_algos, int pk_algos_length,
+                        gnutls_pcert_st** pcert, unsigned int* pcert_length,
+                        gnutls_privkey_t* privkey) {
+  (void)req_ca_dn;
+  (void)nreqs;
+  (void)pk_algos;
+  (void)pk_algos_length;
+  try {
+    const void* connection = gnutls_session_get_ptr(session);
+    ConnectionContext* context = nullptr;
+    {
+      std::lock_guard lock(g_tls_connections_mu);
+      auto it = g_tls_connections.find(connection);
+      if (it != g_tls_connections.end()) context = it->second;
+    }
+    if (context == nullptr) {
+      Log()->error("TLS handshake on an unknown connection refused");
+      return -1;
+    }
+    if (!context->credentials) context->credentials = context->listener->server->CurrentCredentials();
+    const TlsCredentials& c = *context->credentials;
+    *pcert = const_cast<gnutls_pcert_st*>(c.chain.data());
+    *pcert_length = static_cast<unsigned int>(c.chain.size());
+    *privkey = c.key;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+MHD_Result CollectHeader(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
+  (void)kind;
+  auto* headers = static_cast<Headers*>(cls);
+  const std::string v = value != nullptr ? value : "";
+  auto [it, inserted] = headers->emplace(key, v);
+  // A repeated field is a comma-separated list (RFC 9110 §5.3).
+  if (!inserted) it->second += ", " + v;
+  return MHD_YES;
+}
+
+MHD_Result CollectQuery(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
+  (void)kind;
+  // The first occurrence of a repeated argument wins.
+  static_cast<std::map<std::string, std::string>*>(cls)->emplace(key, value != nullptr ? value : "");
+  return MHD_YES;
+}
+
+// Builds the MHD response; null when MHD refuses a header (a handler bug) or
+// memory runs out.
+MhdResponse BuildResponse(const Response& response, bool close) {
+  MhdResponse r(MHD_create_response_from_buffer(response.body.size(),
+                                                const_cast<char*>(response.body.data()),
+                                                MHD_RESPMEM_MUST_COPY));
+  if (!r) return nullptr;
+  if (!response.content_type.empty() &&
+      MHD_add_response_header(r.get(), MHD_HTTP_HEADER_CONTENT_TYPE,
+                              response.content_type.c_str()) != MHD_YES) {
+    return nullptr;
+  }
+  for (const auto& [name, value] : response.headers) {
+    if (MHD_add_response_header(r.get(), name.c_str(), value.c_str()) != MHD_YES) return nullptr;
+  }
+  if (close && MHD_add_response_header(r.get(), MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES) {
+    return nullptr;
+  }
+  return r;
+}
+
+Response InternalError() { return Response::Json(500, kInternalErrorBody); }
+
+MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response& response) {
+  const bool close = state->listener->server->draining.load();
+  Response sane = response;
+  if (response.status < 200 || response.status > 599) {
+    Log()->error("handler for {} answered status {}", state->route, response.status);
+    sane = InternalError();
+  }
+  MhdResponse r = BuildResponse(sane, close);
+  if (!r) {
+    Log()->error("response of {} refused by MHD (invalid header?)", state->route);
+    sane = InternalError();
+    r = BuildResponse(sane, close);
+    if (!r) return MHD_NO;
+  }
+  state->status = static_cast<unsigned>(sane.status);
+  // MHD keeps its own reference to a queued response; ours goes at scope
+  // exit.
+  return MHD_queue_response(connection, state->status, r.get());
+}
+
+std::optional<PeerCred> PeerCredentials(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info == nullptr) return std::nullopt;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      len != sizeof cred) {
+    return std::nullopt;
+  }
+  return PeerCred{cred.pid, cred.uid, cred.gid};
+}
+
+MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
+  if (state->too_large) {
+    return Queue(connection, state,
+                 Response::Error(413, "body_too_large", "request body too large"));
+  }
+  Request request;
+  request.method = state->method;
+  request.path = state->path;
+  MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectHeader, &request.headers);
+  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &CollectQuery, &request.query);
+  request.body = std::move(state->body);
+  request.peer_address = state->listener->admin ? "unix" : state->peer;
+  request.admin = state->listener->admin;
+  if (request.admin) request.peer_cred = PeerCredentials(connection);
+
+  Response response;
+  try {
+    response = state->listener->router->Dispatch(std::move(request), &state->route);
+  } catch (const std::exception& e) {
+    Log()->error("{} {} ({}) failed: {}", state->method, LogSafe(state->path), state->route,
+                 e.what());
+    response = InternalError();
+  } catch (...) {
+    Log()->error("{} {} ({}) failed: unknown exception", state->method, LogSafe(state->path),
+                 state->route);
+    response = InternalError();
+  }
+  return Queue(connection, state, response);
+}
+
+MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
+                         const char* method, const char* version, const char* upload_data,
+                         size_t* upload_data_size, void** con_cls) {
+  (void)version;
+  auto* listener = static_cast<Listener*>(cls);
+  try {
+    auto* state = static_cast<RequestState*>(*con_cls);
+    if (state == nullptr) {
+      // Headers are in; no body has been read yet.
+      auto owned = std::make_unique<RequestState>();
+      owned->listener = listener;
+      owned->start = Clock::now();
+      owned->method = method;
+      owned->path = url;
+      if (listener->admin) {
+        const std::optional<PeerCred> cred = PeerCredentials(connection);
+        owned->peer = cred.has_value() ? "unix:uid=" + std::to_string(cred->uid) +
+                                             ",pid=" + std::to_string(cred->pid)
+                                       : "unix";
+      } else {
+        const MHD_ConnectionInfo* info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        owned->peer = FormatPeer(info != nullptr ? info->client_addr : nullptr);
+      }
+      state = owned.release();
+      *con_cls = state;
+      listener->server->BeginRequest();
+
+      if (listener->server->draining.load()) {
+        return Queue(connection, state,
+                     Response::Error(503, "shutting_down", "the appliance is restarting",
+                                     kDrainRetryAfterSeconds));
+      }
+      // A declared length over the limit is refused before its body is read
+      // (and before a 100 Continue is sent).
+      const char* length =
+          MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+      if (length != nullptr) {
+        uint64_t n = 0;
+        const char* end = length + std::strlen(length);
+        auto [ptr, ec] = std::from_chars(length, end, n);
+        if (ec == std::errc::result_out_of_range ||
+            (ec == std::errc() && ptr == end && n > listener->server->options.max_body_bytes)) {
+          state->too_large = true;
+          return Respond(connection, state);
+        }
+      }
+      return MHD_YES;
+    }
+
+    if (*upload_data_size > 0) {
+      const size_t n = *upload_data_size;
+      *upload_data_size = 0;
+      if (state->status != 0) return MHD_YES;  // answered early: drop the rest
+      if (!state->too_large && state->body.size() + n > listener->server->options.max_body_bytes) {
+        // SECURITY: checked on every piece of a chunked upload, not only
+        // against Content-Length; what was stored is released at once.
+        state->too_large = true;
+        state->dropped = state->body.size();
+        std::string().swap(state->body);
+      }
+      if (state->too_large) {
+        state->dropped += n;
+        if (state->dropped > listener->server->options.max_body_bytes + kOversizeDrainBytes) {
+          Log()->info("{} {} from {}: oversized upload still streaming, connection closed",
+                      state->method, LogSafe(state->path), state->peer);
+          return MHD_NO;
+        }
+        return MHD_YES;
+      }
+      state->body.append(upload_data, n);
+      return MHD_YES;
+    }
+
+    if (state->status != 0) return MHD_YES;
+    return Respond(connection, state);
+  } catch (const std::exception& e) {
+    // Only allocation or MHD bookkeeping can get here (handlers are caught
+    // in Respond); closing the connection is all that is left.
+    Log()->error("request handling failed: {}", e.what());
+    return MHD_NO;
+  } catch (...) {
+    return MHD_NO;
+  }
+}
+
+const char* TerminationName(MHD_RequestTerminationCode code) {
+  switch (code) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+      return "ok";
+    case MHD_REQUEST_TERMINATED_WITH_ERROR:
+      return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+      return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+      return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR:
+      return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+      return "client_abort";
+  }
+  return "unknown";
+}
+
+void RequestCompleted(void* cls, MHD_Connection* connection, void** con_cls,
+                      MHD_RequestTerminationCode code) {
+  (void)connection;
+  auto* listener = static_cast<Listener*>(cls);
+  std::unique_ptr<RequestState> state(static_cast<RequestState*>(*con_cls));
+  *con_cls = nullptr;
+  if (!state) return;
+  try {
+    const double seconds = std::chrono::duration<double>(Clock::now() - state->start).count();
+    const std::string status = state->status != 0 ? std::to_string(state->status) : "-";
+    if (code == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+      Log()->info("{} {} {} {} {:.2f}ms peer={}", listener->admin ? "admin" : "public",
+                  state->method, LogSafe(state->path), status, seconds * 1000, state->peer);
+    } else {
+      Log()->info("{} {} {} {} {:.2f}ms peer={} terminated={}", listener->admin ? "admin" : "public",
+                  state->method, LogSafe(state->path), status, seconds * 1000, state->peer,
+                  TerminationName(code));
+    }
+    Metrics* metrics = listener->server->options.metrics;
+    if (metrics != nullptr) {
+      // A response that was never fully delivered counts as "aborted".
+      const bool delivered = code == MHD_REQUEST_TERMINATED_COMPLETED_OK && state->status != 0;
+      metrics->CounterInc("rackgate_http_requests_total",
+                          "HTTP requests by route and status (\"aborted\": not delivered).",
+                          {{"route", state->route}, {"status", delivered ? status : "aborted"}});
+      metrics->HistogramObserve("rackgate_http_request_duration_seconds",
+                                "Time from request headers to the last byte of the response.",
+                                {{"route", state->route}}, seconds);
+    }
+  } catch (const std::exception& e) {
+    Log()->error("request accounting failed: {}", e.what());
+  } catch (...) {
+  }
+  listener->server->EndRequest();
+}
+
+}  // namespace
+
+Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int fd) {
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  std::vector<MHD_OptionItem> items;
+  items.push_back({MHD_OPTION_LISTEN_SOCKET, fd, nullptr});
+  items.push_back({MHD_OPTION_CONNECTION_TIMEOUT, options.connection_timeout_seconds, nullptr});
+  if (listener->admin) {
+    items.push_back({MHD_OPTION_CONNECTION_LIMIT, kAdminConnectionLimit, nullptr});
+  } else {
+    flags |= MHD_USE_TLS;
+    items.push_back({MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr});
+    if (options.per_client_connections > 0) {
+      items.push_back({MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_client_connections, nullptr});
+    }
+    if (options.threads > 1) {
+      items.push_back({MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr});
+    }
+    items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
+    gnutls_certificate_retrieve_function2* retrieve = &RetrieveCertificate;
+    items.push_back({MHD_OPTION_HTTPS_CERT_CALLBACK, 0, reinterpret_cast<void*>(retrieve)});
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+
+  Listener* l = listener.get();
+  listeners.push_back(std::move(listener));
+  // From here the listening socket is MHD's: it closes it on most of its own
+  // failure paths, so it is never closed here on failure (at worst one
+  // socket leaks on a start that fails anyway).
+  l->daemon = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &AccessHandler, l,
+      MHD_OPTION_EXTERNAL_LOGGER, &MhdLogger, l,
+      MHD_OPTION_NOTIFY_COMPLETED, &RequestCompleted, l,
+      MHD_OPTION_NOTIFY_CONNECTION, &NotifyConnection, l,
+      MHD_OPTION_ARRAY, items.data(),
+      MHD_OPTION_END);
+  if (l->daemon == nullptr) {
+    return Status::IoError("listen_failed", "libmicrohttpd could not start on " + l->name);
+  }
+  return Status::Ok();
+}
+
+void HttpServer::Impl::Shutdown() {
+  std::lock_guard stop_lock(stop_mu);
+  if (stopped) return;
+  stopped = true;
+  draining = true;
+  for (auto& l : listeners) {
+    if (l->daemon != nullptr) {
+      const MHD_socket fd = MHD_quiesce_daemon(l->daemon);
+      if (fd != MHD_INVALID_SOCKET) l->quiesced_fd = fd;
+    }
+  }
+  {
+    std::unique_lock lock(flight_mu);
+    if (!flight_cv.wait_for(lock, options.drain_timeout, [this] { return in_flight == 0; })) {
+      Log()->warn("drain timeout: {} request(s) still in flight are cut off", in_flight);
+    }
+  }
+  for (auto& l : listeners) {
+    if (l->daemon != nullptr) MHD_stop_daemon(l->daemon);
+    l->daemon = nullptr;
+    if (l->quiesced_fd >= 0) close(l->quiesced_fd);
+    l->quiesced_fd = -1;
+  }
+  if (admin_socket.has_value()) {
+    // Only our own socket file: a successor may already have replaced it.
+    struct stat st {};
+    if (lstat(options.admin_socket_path.c_str(), &st) == 0 && st.st_dev == admin_socket->dev &&
+        st.st_ino == admin_socket->ino) {
+      unlink(options.admin_socket_path.c_str());
+    }
+    admin_socket.reset();
+  }
+  if (started) Log()->info("stopped");
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options) {
+  if (options.listen_addresses.empty()) {
+    return Status::InvalidArgument("listen_address_invalid", "no listen address configured");
+  }
+  if (options.threads == 0) {
+    return Status::InvalidArgument("threads_invalid", "threads must be at least 1");
+  }
+  if (options.tls_certificate_path.empty() || options.tls_key_path.empty()) {
+    return Status::InvalidArgument("tls_credentials_invalid",
+                                   "a TLS certificate and key are required");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  const HttpServerOptions& o = impl->options;
+
+  auto credentials = LoadTlsCredentials(o.tls_certificate_path, o.tls_key_path);
+  if (!credentials.ok()) return credentials.status();
+  impl->credentials = *credentials;
+
+  uint16_t port = o.port;
+  for (const auto& address : o.listen_addresses) {
+    uint16_t bound = 0;
+    auto fd = BindTcp(address, port, &bound);
+    if (!fd.ok()) return fd.status();
+    port = bound;  // with port 0, every address gets the first one's port
+    auto listener = std::make_unique<Listener>();
+    listener->server = impl.get();
+    listener->router = &impl->options.router;
+    listener->name = (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" +
+                     std::to_string(bound);
+    Status s = impl->StartListener(std::move(listener), *fd);
+    if (!s.ok()) return s;
+  }
+  impl->port = port;
+
+  if (!o.admin_socket_path.empty()) {
+    impl->admin_gid = LookupGroup(o.admin_group);
+    if (!impl->admin_gid.has_value() && !o.admin_group.empty()) {
+      Log()->warn("group '{}' does not exist: admin socket {} keeps the daemon's group",
+                  o.admin_group, o.admin_socket_path);
+    }
+    auto sock = BindUnix(o.admin_socket_path, impl->admin_gid);
+    if (!sock.ok()) return sock.status();
+    impl->admin_socket = *sock;
+    auto listener = std::make_unique<Listener>();
+    listener->server = impl.get();
+    listener->admin = true;
+    listener->router = &impl->options.admin_router;
+    listener->name = "unix:" + o.admin_socket_path;
+    Status s = impl->StartListener(std::move(listener), sock->fd);
+    if (!s.ok()) return s;
+  }
+
+  impl->started = true;
+  std::string names;
+  for (const auto& l : impl->listeners) names += (names.empty() ? "" : ", ") + l->name;
+  Log()->info("listening on {} ({} threads, body limit {} bytes, idle timeout {} s)", names,
+              o.threads, o.max_body_bytes, o.connection_timeout_seconds);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+std::optional<gid_t> HttpServer::admin_group_id() const { return impl_->admin_gid; }
+
+Status HttpServer::ReloadCertificates() {
+  auto credentials =
+      LoadTlsCredentials(impl_->options.tls_certificate_path, impl_->options.tls_key_path);
+  if (!credentials.ok()) {
+    Log()->error("certificate reload failed, keeping the current certificate: {}",
+                 credentials.status().ToString());
+    return credentials.status();
+  }
+  {
+    std::lock_guard lock(impl_->credentials_mu);
+    impl_->credentials = *credentials;
+  }
+  Log()->info("certificate reloaded from {}", impl_->options.tls_certificate_path);
+  return Status::Ok();
+}
+
+void HttpServer::Stop() { impl_->Shutdown(); }
+
+size_t HttpServer::requests_in_flight() const {
+  std::lock_guard lock(impl_->flight_mu);
+  return impl_->in_flight;
+}
+
+}  // namespace rackgate::daemon

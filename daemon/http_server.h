@@ -1,0 +1,129 @@
+// rackgated's listeners: the public HTTPS server and the admin API's Unix
+// socket, serving Routers (daemon/http.h) over libmicrohttpd.
+//
+// What the server guarantees to handlers and operators:
+//  - A handler sees a complete body no larger than max_body_bytes. A larger
+//    Content-Length is refused with 413 before any body is read; a chunked
+//    upload that grows past the limit stops being stored at once and is
+//    answered 413 when it ends (a client that keeps sending more than
+//    another MiB past the limit is disconnected instead: MHD 0.9.75 cannot
+//    queue a response in the middle of an upload).
+//  - Every exception out of a handler becomes a 500 with the fixed body
+//    {"error":{"reason":"internal","message":"internal error"}}; the
+//    exception's text goes to the log only.
+//  - One access log line per request (logger "http", info): listener,
+//    method, path, status, duration, peer. Never a body, a query string or a
+//    header value.
+//  - Time limits: a connection idle (or trickling nothing) for
+//    connection_timeout_seconds is closed, which bounds slow and silent
+//    clients, TLS handshakes included. A handler that runs long cannot be
+//    interrupted: it occupies one of `threads` worker threads until it
+//    returns, so handlers must bound their own work.
+#ifndef RACKGATE_DAEMON_HTTP_SERVER_H_
+#define RACKGATE_DAEMON_HTTP_SERVER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attest/status.h"
+#include "daemon/http.h"
+
+namespace rackgate::daemon {
+
+class Metrics;
+
+struct HttpServerOptions {
+  // The public HTTPS listener. IPv4 or IPv6 literals ("192.0.2.10", "::1");
+  // at least one, and no default: the server never binds every interface by
+  // accident. IPv6 sockets are IPV6_V6ONLY.
+  std::vector<std::string> listen_addresses;
+  // 0 binds an ephemeral port (the same one on every address; see port()).
+  uint16_t port = 22623;
+  // PEM files: the certificate chain (leaf first) and its unencrypted key.
+  // TLS 1.2 and 1.3 only.
+  std::string tls_certificate_path;
+  std::string tls_key_path;
+
+  size_t max_body_bytes = 1 << 20;
+  // Connections from one IP address beyond this are closed at accept; 0
+  // means no limit.
+  unsigned per_client_connections = 32;
+  // Open connections per listener. MHD splits it evenly over the threads.
+  unsigned max_connections = 2048;
+  // A connection with no traffic for this long is closed (0: never).
+  unsigned connection_timeout_seconds = 30;
+  // Worker threads of the public listener (MHD's thread pool, epoll).
+  unsigned threads = 2;
+  // How long Stop() waits for in-flight requests to finish and be sent.
+  std::chrono::milliseconds drain_timeout{20000};
+  Router router;
+
+  // The admin listener: plain HTTP on a Unix socket (empty path: none).
+  // The socket is created mode 0660, group `admin_group` when that group
+  // exists (else the process's group, with a warning); a stale socket file
+  // is replaced, a live one (another daemon answering) or a non-socket file
+  // is an error. Requests carry admin=true and the peer's SO_PEERCRED.
+  std::string admin_socket_path;
+  std::string admin_group;
+  Router admin_router;
+
+  // BORROWED, may be null: outlives the server. The server records
+  // rackgate_http_requests_total{route,status} and
+  // rackgate_http_request_duration_seconds{route}.
+  Metrics* metrics = nullptr;
+};
+
+// Thread-safe. Destroying a running server Stop()s it.
+class HttpServer {
+ public:
+  // Binds every listener and starts serving. kInvalidArgument for unusable
+  // options or certificate/key files (reason "tls_credentials_invalid"),
+  // kIoError when a socket cannot be bound (the address is named). On
+  // failure nothing is left listening.
+  static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options);
+
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The public listener's bound port.
+  uint16_t port() const;
+  // The group the admin socket was given; nullopt when admin_group does not
+  // exist (or there is no admin socket).
+  std::optional<gid_t> admin_group_id() const;
+
+  // Re-reads the certificate and key files; connections accepted afterwards
+  // use them, open ones keep what they negotiated. On any error (unreadable,
+  // malformed, key not matching the certificate) the current credentials
+  // stay in use and the error is returned.
+  Status ReloadCertificates();
+
+  // Graceful stop: stops accepting, answers new requests on kept-alive
+  // connections with 503 + Retry-After + Connection: close, waits up to
+  // drain_timeout for in-flight requests to be answered and sent, then shuts
+  // the listeners down and removes the admin socket. A handler still running
+  // after the drain timeout is waited for (threads cannot be killed), but its
+  // response is dropped. Idempotent. Must not be called from a handler (it
+  // would wait for itself).
+  void Stop();
+
+  // Requests received and not yet answered and sent.
+  size_t requests_in_flight() const;
+
+  struct Impl;  // opaque: holds the MHD daemons
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_HTTP_SERVER_H_

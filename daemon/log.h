@@ -1,0 +1,40 @@
+// rackgated's logging: one named spdlog logger per module ("http",
+// "protocol", ...) sharing one sink, configured once at start-up.
+#ifndef RACKGATE_DAEMON_LOG_H_
+#define RACKGATE_DAEMON_LOG_H_
+
+#include <memory>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "attest/status.h"
+
+namespace rackgate::daemon {
+
+struct LogOptions {
+  // "trace", "debug", "info", "warn" (or "warning"), "error", "critical", "off".
+  std::string level = "info";
+  enum class Style {
+    kAuto,      // kJournal when stderr is not a terminal, else kTerminal
+    kTerminal,  // "2024-05-01 12:00:00.123 info [http] message", colours
+    kJournal,   // "<6>[http] message": journald reads the <N> priority
+                // prefix (sd-daemon(3)) and adds its own timestamp
+  };
+  Style style = Style::kAuto;
+};
+
+// The module's logger, created on first use with the configured level. May be
+// called before ConfigureLogging (the logger then follows the later
+// configuration) and from any thread; the pointer stays valid for the
+// process's lifetime. Messages go to stderr.
+std::shared_ptr<spdlog::logger> Logger(const std::string& name);
+
+// Sets the level and format of every logger, existing and future. An unknown
+// level is kInvalidArgument ("log_level_invalid") and changes nothing. Safe
+// to call again (e.g. on SIGHUP).
+Status ConfigureLogging(const LogOptions& options);
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_LOG_H_

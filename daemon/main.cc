@@ -1,0 +1,245 @@
+// rackgated: the appliance daemon. Loads its config, opens the enrollment
+// store, serves the attestation protocol over HTTPS and the admin API on a
+// Unix socket, talks to systemd (READY, WATCHDOG, STOPPING), reloads
+// certificates and trust anchors on SIGHUP, and drains on SIGTERM.
+#include <grp.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "attest/ek_cert.h"
+#include "daemon/admin.h"
+#include "daemon/attestation.h"
+#include "daemon/config.h"
+#include "daemon/http_server.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/notify.h"
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+namespace {
+
+constexpr char kHelp[] =
+    "Usage: rackgated --config FILE [--check-config]\n"
+    "\n"
+    "The rackgate appliance: machines prove their identity with their TPM\n"
+    "(docs/protocol.md) before they get anything that matters. Serves HTTPS on\n"
+    "the configured addresses (port 22623 by default) and the admin API on a\n"
+    "Unix socket for rackgatectl. The config file is JSON; every key is in\n"
+    "docs/operations.md. `rackgatectl init --state-dir DIR` prepares the state\n"
+    "directory first.\n"
+    "\n"
+    "  --check-config   load and validate the config and trust anchors, then exit\n"
+    "\n"
+    "Signals: SIGHUP reloads the TLS certificate, the EK trust anchors and the\n"
+    "log level; SIGTERM or SIGINT stops accepting, lets requests in flight\n"
+    "finish (drain_timeout_seconds), and exits 0.\n";
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("rackgated");
+  return log;
+}
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The EK trust anchors the config names. No roots at all is allowed (a lab
+// that enrolls by EK public area only) but every certificate then fails.
+Result<attest::EkTrustStore> LoadAnchors(const Config& c) {
+  if (c.ek_roots.empty()) {
+    Log()->warn("no ek_roots configured: every EK certificate will be refused");
+    return attest::EkTrustStore();
+  }
+  return attest::EkTrustStore::Load(c.ek_roots, c.ek_intermediates);
+}
+
+std::optional<gid_t> GroupId(const std::string& name) {
+  if (struct group* g = ::getgrnam(name.c_str())) return g->gr_gid;
+  return std::nullopt;
+}
+
+int Run(const std::string& config_path, bool check_only) {
+  auto config = LoadConfig(config_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "rackgated: %s\n", config.status().ToString().c_str());
+    return 2;
+  }
+  if (Status s = ConfigureLogging({config->log_level}); !s.ok()) {
+    std::fprintf(stderr, "rackgated: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  auto anchors_loaded = LoadAnchors(*config);
+  if (!anchors_loaded.ok()) {
+    Log()->critical("EK trust anchors: {}", anchors_loaded.status().ToString());
+    return 2;
+  }
+  if (check_only) {
+    std::printf("config ok: %s\n", config_path.c_str());
+    return 0;
+  }
+  auto store = storage::Store::Open(config->database_path());
+  if (!store.ok()) {
+    Log()->critical("cannot open the store {}: {}", config->database_path(), store.status().ToString());
+    return 1;
+  }
+  TrustAnchors anchors(std::move(anchors_loaded).value());
+  Metrics metrics;
+  AttestationOptions ao;
+  ao.session_ttl_seconds = config->session_ttl_seconds;
+  ao.token_ttl_seconds = config->token_ttl_seconds;
+  ao.retry_after_seconds = config->retry_after_seconds;
+  ao.default_pcr_selection = *attest::ParsePcrSelectionList(config->default_pcr_selection);
+  ao.require_ek_certificate = config->require_ek_certificate;
+  ao.discovery = config->discovery;
+  ao.discovery_pool = config->discovery_pool;
+  AttestationService attestation(store->get(), &anchors, ao, &metrics);
+  AdminApi admin(store->get(), &attestation, GroupId(config->admin_group));
+
+  HttpServerOptions o;
+  o.listen_addresses = config->listen_addresses;
+  o.port = config->port;
+  o.tls_certificate_path = config->tls_certificate_path();
+  o.tls_key_path = config->tls_key_path();
+  o.max_body_bytes = config->max_body_bytes;
+  o.per_client_connections = static_cast<unsigned>(config->per_client_connections);
+  o.max_connections = static_cast<unsigned>(config->max_connections);
+  o.connection_timeout_seconds = static_cast<unsigned>(config->connection_timeout_seconds);
+  o.threads = static_cast<unsigned>(config->threads);
+  o.drain_timeout = std::chrono::seconds(config->drain_timeout_seconds);
+  o.metrics = &metrics;
+  storage::Store* db = store->get();
+  o.router.Add("POST", "/v1/attest/challenge", [&](const Request& r) { return attestation.Challenge(r); });
+  o.router.Add("POST", "/v1/attest/evidence", [&](const Request& r) { return attestation.Evidence(r); });
+  o.router.Add("GET", "/v1/machine", [&](const Request& r) { return attestation.WhoAmI(r); });
+  o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
+  o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
+    auto counts = db->CountByState();
+    if (counts.ok()) return Response::Text(200, "ready\n");
+    metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    return Response::Error(503, "db_unavailable", "the database does not answer", 5);
+  });
+  o.router.Add("GET", "/metrics", [&metrics](const Request&) {
+    return Response::Text(200, metrics.Render(), kMetricsContentType);
+  });
+  o.admin_socket_path = config->admin_socket;
+  o.admin_group = config->admin_group;
+  admin.Register(&o.admin_router);
+
+  // Signals are taken synchronously by this thread; block them before the
+  // server's threads start so that they inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto server = HttpServer::Start(std::move(o));
+  if (!server.ok()) {
+    Log()->critical("cannot serve: {}", server.status().ToString());
+    return 1;
+  }
+  Notifier notifier;
+  notifier.Ready("serving on port " + std::to_string((*server)->port()));
+  notifier.StartWatchdog([db] { return db->CountByState().ok(); });
+  Log()->info("rackgated {} serving on port {}, admin socket {}", RACKGATE_VERSION, (*server)->port(),
+              config->admin_socket);
+
+  int64_t next_purge = Now() + 60;
+  for (;;) {
+    timespec wait{5, 0};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
+      Log()->error("sigtimedwait: {}", std::strerror(errno));
+    }
+    if (sig == SIGTERM || sig == SIGINT) {
+      Log()->info("{}: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      notifier.Stopping();
+      notifier.StopWatchdog();
+      (*server)->Stop();
+      Log()->info("stopped");
+      return 0;
+    }
+    if (sig == SIGHUP) {
+      notifier.Reloading();
+      auto fresh = LoadConfig(config_path);
+      if (!fresh.ok()) {
+        Log()->error("reload: config refused, keeping the running one: {}", fresh.status().ToString());
+      } else {
+        if (Status s = ConfigureLogging({fresh->log_level}); !s.ok()) Log()->error("reload: {}", s.ToString());
+        auto next = LoadAnchors(*fresh);
+        if (next.ok()) {
+          anchors.Set(std::move(next).value());
+          Log()->info("reload: EK trust anchors reloaded");
+        } else {
+          Log()->error("reload: EK trust anchors refused, keeping the running ones: {}", next.status().ToString());
+        }
+        if (Status s = (*server)->ReloadCertificates(); !s.ok()) {
+          Log()->error("reload: TLS certificate refused, keeping the running one: {}", s.ToString());
+        } else {
+          Log()->info("reload: TLS certificate reloaded");
+        }
+        Log()->info("reload: addresses, port, limits and protocol timings take effect at restart");
+      }
+      notifier.Ready("reloaded");
+    }
+    if (Now() >= next_purge) {
+      next_purge = Now() + 60;
+      auto purged = db->PurgeExpired(Now());
+      if (!purged.ok()) {
+        metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+        Log()->warn("purge of expired sessions failed: {}", purged.status().ToString());
+      } else if (purged->sessions > 0 || purged->tokens > 0) {
+        Log()->debug("purged {} expired sessions and {} tokens", purged->sessions, purged->tokens);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rackgate::daemon
+
+int main(int argc, char** argv) {
+  std::string config;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(rackgate::daemon::kHelp, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::puts("rackgated " RACKGATE_VERSION);
+      return 0;
+    } else if (a == "--config" && i + 1 < argc) {
+      config = argv[++i];
+    } else if (a.rfind("--config=", 0) == 0) {
+      config = a.substr(9);
+    } else if (a == "--check-config") {
+      check = true;
+    } else {
+      std::fprintf(stderr, "rackgated: unknown argument '%s'\n\n%s", a.c_str(), rackgate::daemon::kHelp);
+      return 2;
+    }
+  }
+  if (config.empty()) {
+    std::fprintf(stderr, "rackgated: --config FILE is required\n\n%s", rackgate::daemon::kHelp);
+    return 2;
+  }
+  // No exception may end the process silently: log it and exit non-zero so
+  // systemd restarts the appliance.
+  try {
+    return rackgate::daemon::Run(config, check);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rackgated: fatal: %s\n", e.what());
+    return 1;
+  }
+}

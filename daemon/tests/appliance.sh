@@ -1,0 +1,94 @@
+# appliance.sh — starts a real rackgated on loopback for integration tests,
+# with a fresh state dir made by `rackgatectl init`, and talks to it over
+# HTTPS (curl, pinned to the appliance CA) and the admin socket
+# (rackgatectl). Source it after firmware-tests/lab.sh and lab_init.
+#
+#   rg_init RACKGATED RACKGATECTL      # init state, write config, no daemon yet
+#   rg_config KEY JSON                 # change one config key before rg_start
+#   rg_start / rg_stop                 # start (waits for /readyz) / SIGTERM
+#   rg_post PATH BODYFILE OUT          # prints the HTTP status, body to OUT
+#   rg_get PATH OUT [TOKEN]            # likewise, optional bearer token
+#   rg_ctl ARGS...                     # rackgatectl against this daemon
+
+RG_DIR="" RG_D="" RG_CTL="" RG_PORT="" RG_PID="" RG_WIRE=""
+
+rg_init() {
+  RG_D="$(realpath "$1")"; RG_CTL="$(realpath "$2")"
+  RG_DIR="$LAB_DIR/appliance"
+  RG_WIRE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../firmware-tests" && pwd)/wire.py"
+  mkdir -p "$RG_DIR/roots" "$RG_DIR/intermediates"
+  "$RG_CTL" init --state-dir "$RG_DIR/state" --name localhost --address 127.0.0.1 >"$RG_DIR/init.log" 2>&1 \
+    || { cat "$RG_DIR/init.log" >&2; return 1; }
+  RG_PORT="$(lab_python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  cat > "$RG_DIR/config.json" <<JSON
+{
+  "state_dir": "$RG_DIR/state",
+  "listen_addresses": ["127.0.0.1"],
+  "port": $RG_PORT,
+  "admin_socket": "$RG_DIR/admin.sock",
+  "ek_roots": ["$RG_DIR/roots"],
+  "ek_intermediates": ["$RG_DIR/intermediates"],
+  "log_level": "debug"
+}
+JSON
+}
+
+# rg_trust CA: trust a lab CA's root (and its intermediate) for EK certificates.
+rg_trust() {
+  cp "$(lab_ca_root "$1")" "$RG_DIR/roots/$1.pem"
+  cp "$(lab_ca_intermediate "$1")" "$RG_DIR/intermediates/$1.pem"
+}
+
+rg_config() {
+  lab_python - "$RG_DIR/config.json" "$1" "$2" <<'PY'
+import json, sys
+p, k, v = sys.argv[1:]
+c = json.load(open(p)); c[k] = json.loads(v); json.dump(c, open(p, "w"), indent=1)
+PY
+}
+
+rg_start() {
+  "$RG_D" --config "$RG_DIR/config.json" >>"$RG_DIR/rackgated.log" 2>&1 &
+  RG_PID=$!
+  echo "$RG_PID" >> "$LAB_DIR/pids"
+  local i
+  for i in $(seq 1 100); do
+    if [[ "$(rg_get /readyz /dev/null)" == 200 ]]; then return 0; fi
+    kill -0 "$RG_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "# rackgated did not become ready:" >&2
+  tail -n 30 "$RG_DIR/rackgated.log" | sed 's/^/#   /' >&2
+  return 1
+}
+
+rg_stop() {
+  [[ -n "$RG_PID" ]] || return 0
+  kill -TERM "$RG_PID" 2>/dev/null || true
+  wait "$RG_PID" 2>/dev/null || true
+  RG_PID=""
+}
+
+rg_url() { echo "https://127.0.0.1:$RG_PORT$1"; }
+
+rg_post() {
+  curl -sS -o "$3" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+    -H 'Content-Type: application/json' --data-binary "@$2" "$(rg_url "$1")" || echo 000
+}
+
+rg_get() {
+  local auth=()
+  [[ -n "${3:-}" ]] && auth=(-H "Authorization: Bearer $3")
+  curl -sS -o "$2" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+    "${auth[@]}" "$(rg_url "$1")" 2>/dev/null || echo 000
+}
+
+rg_ctl() { "$RG_CTL" --socket "$RG_DIR/admin.sock" "$@"; }
+
+rg_wire() { lab_python "$RG_WIRE" "$@"; }
+
+# rg_state HOSTNAME: the machine's state as the admin API reports it.
+rg_state() { rg_ctl show "$1" --json | lab_python -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+
+# rg_log_tail: the daemon's last log lines, for a failing check.
+rg_log_tail() { tail -n "${1:-15}" "$RG_DIR/rackgated.log" | sed 's/^/#   /' >&2; }

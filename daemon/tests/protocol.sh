@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Integration: a real rackgated on loopback, swtpm machines driven with
+# tpm2-tools as the client (docs/protocol.md). A machine enrolls, attests and
+# receives a token; then the refusal matrix: each case with its expected status
+# and reason code, and the machine's state unchanged where nothing should
+# change.
+#   protocol.sh RACKGATED RACKGATECTL
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+RACKGATED="$(realpath "$1")"; RACKGATECTL="$(realpath "$2")"
+source "$HERE/../../firmware-tests/lab.sh"
+source "$HERE/appliance.sh"
+lab_skip_unless_tools
+command -v curl >/dev/null || { echo "# curl missing"; exit 77; }
+lab_init protocol
+rg_init "$RACKGATED" "$RACKGATECTL"
+lab_ca lab
+lab_ca foreign
+rg_config session_ttl_seconds 5
+rg_config connection_timeout_seconds 2
+rg_config max_body_bytes 65536
+
+SEL=sha256:0,1,2,3,4,5,6,7
+
+# --- a client built from tpm2-tools ---------------------------------------
+
+# challenge NAME EK AKPREFIX [extra wire args]: POST the challenge; leaves
+# $W/NAME.ch.json and prints the status.
+challenge() {
+  local name="$1" ek="$2" ak="$3" m; m="$(lab_dir "$name")"
+  local cert=()
+  [[ -s "$m/ek-$ek.der" && "${NO_CERT:-0}" != 1 ]] && cert=(--ek-cert "$m/ek-$ek.der")
+  rg_wire challenge --ek-public "$m/ek-$ek.pub" --ak-public "$ak.pub" "${cert[@]}" > "$m/ch.req"
+  rg_post /v1/attest/challenge "$m/ch.req" "$m/ch.json"
+}
+
+# activate_and_quote NAME EK AKPREFIX [PCRLIST] [NONCE]: recover the secret,
+# quote over the session nonce (or NONCE); writes $m/ev.req.
+activate_and_quote() {
+  local name="$1" ek="$2" ak="$3" list="${4:-}" nonce="${5:-}" m; m="$(lab_dir "$name")"
+  rg_wire get "$m/ch.json" credential --b64-out "$m/cred"
+  [[ -n "$list" ]] || list="$(rg_wire get "$m/ch.json" pcr_selection)"
+  [[ -n "$nonce" ]] || nonce="$(rg_wire get "$m/ch.json" nonce)"
+  lab_activate "$name" "$ek" "$ak" "$m/cred" "$m/secret"
+  lab_quote "$name" "$ak" "$nonce" "$list" "$m/q" values
+  rg_wire evidence --session "$(rg_wire get "$m/ch.json" session)" --secret "$m/secret" \
+    --quote "$m/q.msg" --signature "$m/q.sig" --pcr-values "$m/q.pcrs" --selection "$list" > "$m/ev.req"
+}
+
+evidence() { local m; m="$(lab_dir "$1")"; rg_post /v1/attest/evidence "$m/ev.req" "$m/ev.json"; }
+
+reason_of() { rg_wire get "$1" error.reason 2>/dev/null || echo "?"; }
+
+# expect WHAT WANT_STATUS WANT_REASON GOT_STATUS BODYFILE
+expect() {
+  local what="$1" want="$2" want_reason="$3" got="$4" body="$5" reason
+  reason="$(reason_of "$body")"
+  if [[ "$got" == "$want" && ( -z "$want_reason" || "$reason" == "$want_reason" ) ]]; then
+    lab_ok "$what ($got${want_reason:+ $reason})"
+  else
+    lab_not_ok "$what: want $want $want_reason, got $got $reason: $(head -c 300 "$body")"
+    rg_log_tail
+  fi
+}
+
+expect_state() {
+  local got; got="$(rg_state "$1" 2>/dev/null || echo '?')"
+  lab_check "$1 is $2 ($3)" test "$got" == "$2"
+}
+
+# A machine with an RSA EK whose certificate chains to the lab root.
+new_machine() {  # NAME CA [ecc384]
+  local ek="${3:-rsa}"
+  lab_machine "$1" "$2"
+  if [[ "$ek" == rsa ]]; then lab_ek_rsa "$1"; else lab_ek_ecc384 "$1"; fi
+  lab_pcr_extend "$1"
+  lab_ak "$1" "$ek" rsassa "$(lab_dir "$1")/ak"
+}
+
+# --- start -------------------------------------------------------------------
+
+new_machine m1 lab                   # also creates the lab CA files
+rg_trust lab
+rg_start
+lab_check "readyz answers 200" test "$(rg_get /readyz /dev/null)" == 200
+lab_check "healthz answers 200" test "$(rg_get /healthz /dev/null)" == 200
+
+M1="$(lab_dir m1)"
+lab_check "enroll node-1 from its EK certificate" \
+  rg_ctl enroll --hostname node-1 --pool default --ek-cert "$M1/ek-rsa.der" --address InternalIP=10.0.0.11
+expect_state node-1 enrolled "after enroll"
+
+# --- the happy path ----------------------------------------------------------
+
+st="$(challenge m1 rsa "$M1/ak")"
+expect "challenge of an enrolled machine" 200 "" "$st" "$M1/ch.json"
+activate_and_quote m1 rsa "$M1/ak"
+st="$(evidence m1)"
+expect "evidence of an enrolled machine" 200 "" "$st" "$M1/ev.json"
+TOKEN="$(rg_wire get "$M1/ev.json" token)"
+expect_state node-1 attested "after a good attestation"
+st="$(rg_get /v1/machine "$LAB_DIR/me.json" "$TOKEN")"
+expect "token authenticates as node-1" 200 "" "$st" "$LAB_DIR/me.json"
+lab_check "token names node-1" test "$(rg_wire get "$LAB_DIR/me.json" hostname)" == node-1
+expect "a wrong token is refused" 401 token_unknown "$(rg_get /v1/machine "$LAB_DIR/x.json" AAAA)" "$LAB_DIR/x.json"
+expect "no token is refused" 401 token_missing "$(rg_get /v1/machine "$LAB_DIR/x.json")" "$LAB_DIR/x.json"
+
+# Re-attestation after a reboot keeps the state and issues a new token.
+swtpm_ioctl --tcp "127.0.0.1:$(cat "$M1/ctrlport")" -i >/dev/null && lab_tpm m1 tpm2_startup -c >/dev/null
+lab_ak m1 rsa rsassa "$M1/ak"
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak"
+expect "rebooted machine re-attests" 200 "" "$(evidence m1)" "$M1/ev.json"
+
+# --- the refusal matrix ------------------------------------------------------
+
+# Session reused: the same evidence again.
+expect "session reused" 403 session_used "$(evidence m1)" "$M1/ev.json"
+expect_state node-1 attested "session reuse changes nothing"
+
+# Wrong activation proof.
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak"
+rg_wire set "$M1/ev.req" secret "\"$(head -c 32 /dev/urandom | xxd -p -c 64)\""
+expect "wrong activation proof" 403 activation_failed "$(evidence m1)" "$M1/ev.json"
+
+# Quote over another session's nonce.
+challenge m1 rsa "$M1/ak" >/dev/null; cp "$M1/ch.json" "$LAB_DIR/ch-a.json"
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak" "" "$(rg_wire get "$LAB_DIR/ch-a.json" nonce)"
+expect "quote with another session's nonce" 403 quote_nonce_mismatch "$(evidence m1)" "$M1/ev.json"
+
+# Required PCR missing: quote over fewer PCRs than the selection.
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak" sha256:0,1,2
+expect "required PCR missing from the quote" 403 quote_pcr_not_selected "$(evidence m1)" "$M1/ev.json"
+
+# PCR values that do not match the quote.
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak"
+lab_python - "$M1/ev.req" <<'PY'
+import json, sys
+p = sys.argv[1]; d = json.load(open(p))
+v = d["pcrs"]["sha256"]["7"]; d["pcrs"]["sha256"]["7"] = ("0" if v[0] != "0" else "1") + v[1:]
+json.dump(d, open(p, "w"))
+PY
+expect "PCR values not matching the quote" 403 quote_pcr_digest_mismatch "$(evidence m1)" "$M1/ev.json"
+
+# An event log that does not replay to the quoted PCRs.
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak"
+rg_wire set "$M1/ev.req" event_log "\"$(base64 -w0 "${RACKGATE_TESTDATA_DIR:-$HERE/../../../shared/testdata}/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin")\""
+expect "event log not matching the quote" 403 eventlog_pcr_mismatch "$(evidence m1)" "$M1/ev.json"
+
+# Session expired (session_ttl_seconds is 5 here).
+challenge m1 rsa "$M1/ak" >/dev/null
+activate_and_quote m1 rsa "$M1/ak"
+sleep 6
+expect "session expired" 403 session_expired "$(evidence m1)" "$M1/ev.json"
+expect_state node-1 attested "refusals change nothing"
+
+# Reset counter going backwards: attest after a reboot, then bring back the
+# TPM's state from before it.
+lab_machine_stop m1
+cp -a "$M1/tpm" "$LAB_DIR/m1-tpm-before"
+lab_machine_start m1
+swtpm_ioctl --tcp "127.0.0.1:$(cat "$M1/ctrlport")" -i >/dev/null && lab_tpm m1 tpm2_startup -c >/dev/null
+lab_ek_rsa m1; lab_ak m1 rsa rsassa "$M1/ak"
+challenge m1 rsa "$M1/ak" >/dev/null; activate_and_quote m1 rsa "$M1/ak"
+expect "attestation after a reboot" 200 "" "$(evidence m1)" "$M1/ev.json"
+lab_machine_stop m1
+rm -rf "$M1/tpm"; cp -a "$LAB_DIR/m1-tpm-before" "$M1/tpm"
+lab_machine_start m1
+lab_ek_rsa m1; lab_ak m1 rsa rsassa "$M1/ak"
+challenge m1 rsa "$M1/ak" >/dev/null; activate_and_quote m1 rsa "$M1/ak"
+expect "reset counter going backwards" 403 reset_count_regressed "$(evidence m1)" "$M1/ev.json"
+
+# AK without fixedTPM: a duplicable restricted signing key.
+lab_tpm m1 tpm2_createprimary -C o -c "$M1/srk.ctx" >/dev/null; lab_flush m1
+lab_tpm m1 tpm2_create -C "$M1/srk.ctx" -G rsa2048:rsassa-sha256:null -g sha256 \
+  -a 'sensitivedataorigin|userwithauth|restricted|sign' -u "$M1/dup.pub" -r "$M1/dup.priv" >/dev/null
+lab_flush m1
+expect "AK without fixedTPM" 403 ak_not_fixed_tpm "$(challenge m1 rsa "$M1/dup")" "$M1/ch.json"
+
+# Unknown EK: a machine nobody enrolled waits (503 + Retry-After).
+new_machine m2 lab
+M2="$(lab_dir m2)"
+st="$(challenge m2 rsa "$M2/ak")"
+expect "unknown EK waits" 503 machine_not_enrolled "$st" "$M2/ch.json"
+ra="$(curl -sS -D - -o /dev/null --cacert "$RG_DIR/state/ca/ca.crt" -H 'Content-Type: application/json' \
+      --data-binary "@$M2/ch.req" "$(rg_url /v1/attest/challenge)" | tr -d '\r' | sed -n 's/^[Rr]etry-[Aa]fter: //p')"
+lab_check "503 carries Retry-After ($ra)" test -n "$ra"
+
+# Revoked machine.
+rg_ctl enroll --hostname node-2 --pool default --ek-cert "$M2/ek-rsa.der" >/dev/null
+rg_ctl revoke node-2 --reason "integration test" >/dev/null
+expect "revoked machine" 403 machine_revoked "$(challenge m2 rsa "$M2/ak")" "$M2/ch.json"
+expect_state node-2 revoked "refused machine stays revoked"
+
+# EK certificate from a foreign CA: enrolled by its EK public area (the
+# operator vouched for the key), but the certificate it presents chains to
+# nobody we trust.
+new_machine m3 foreign
+M3="$(lab_dir m3)"
+rg_ctl enroll --hostname node-3 --pool default --ek-public "$M3/ek-rsa.pub" >/dev/null
+st="$(challenge m3 rsa "$M3/ak")"
+r="$(reason_of "$M3/ch.json")"
+lab_check "EK certificate from a foreign CA refused ($st $r)" \
+  bash -c "[[ $st == 403 && ( $r == ek_cert_untrusted || $r == ek_cert_missing_intermediate ) ]]"
+expect_state node-3 enrolled "foreign certificate changes nothing"
+
+# Malformed JSON and oversized bodies.
+echo '{"ek_public": ' > "$LAB_DIR/bad.json"
+expect "malformed JSON" 400 bad_json "$(rg_post /v1/attest/challenge "$LAB_DIR/bad.json" "$LAB_DIR/bad.out")" "$LAB_DIR/bad.out"
+head -c 70000 /dev/zero | tr '\0' 'a' > "$LAB_DIR/big.json"
+st="$(rg_post /v1/attest/challenge "$LAB_DIR/big.json" "$LAB_DIR/big.out")"
+lab_check "oversized body refused with 413 ($st)" test "$st" == 413
+
+# A client that sends nothing is dropped (connection_timeout_seconds is 2).
+lab_check "an idle client is disconnected" lab_python - "$RG_PORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+start = time.time()
+data = s.recv(1)
+sys.exit(0 if data == b"" and time.time() - start < 8 else 1)
+PY
+
+# The audit log names every state change.
+lab_check "audit has enroll, attest and revoke" \
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q revoke"
+
+rg_stop
+lab_finish

@@ -48,7 +48,10 @@ PY
 }
 
 rg_start() {
-  "$RG_D" --config "$RG_DIR/config.json" >>"$RG_DIR/rackgated.log" 2>&1 &
+  # No inherited descriptors: a daemon left holding the test's output would
+  # keep meson waiting.
+  "$RG_D" --config "$RG_DIR/config.json" </dev/null >>"$RG_DIR/rackgated.log" 2>&1 \
+    {LAB_STDOUT}>&- {LAB_STDERR}>&- &
   RG_PID=$!
   echo "$RG_PID" >> "$LAB_DIR/pids"
   local i

@@ -95,3 +95,43 @@ rg_state() { rg_ctl show "$1" --json | lab_python -c 'import json,sys; print(jso
 
 # rg_log_tail: the daemon's last log lines, for a failing check.
 rg_log_tail() { tail -n "${1:-15}" "$RG_DIR/rackgated.log" | sed 's/^/#   /' >&2; }
+
+# --- a client built from tpm2-tools (docs/protocol.md) ---------------------
+
+# challenge NAME EK AKPREFIX: POST the challenge (with the EK certificate
+# unless NO_CERT=1); leaves the answer in $(lab_dir NAME)/ch.json and prints
+# the status.
+challenge() {
+  local name="$1" ek="$2" ak="$3" m; m="$(lab_dir "$name")"
+  local cert=()
+  [[ -s "$m/ek-$ek.der" && "${NO_CERT:-0}" != 1 ]] && cert=(--ek-cert "$m/ek-$ek.der")
+  rg_wire challenge --ek-public "$m/ek-$ek.pub" --ak-public "$ak.pub" "${cert[@]}" > "$m/ch.req"
+  rg_post /v1/attest/challenge "$m/ch.req" "$m/ch.json"
+}
+
+# activate_and_quote NAME EK AKPREFIX [PCRLIST] [NONCE]: recover the secret,
+# quote over the session nonce (or NONCE); writes $m/ev.req.
+activate_and_quote() {
+  local name="$1" ek="$2" ak="$3" list="${4:-}" nonce="${5:-}" m; m="$(lab_dir "$name")"
+  rg_wire get "$m/ch.json" credential --b64-out "$m/cred"
+  [[ -n "$list" ]] || list="$(rg_wire get "$m/ch.json" pcr_selection)"
+  [[ -n "$nonce" ]] || nonce="$(rg_wire get "$m/ch.json" nonce)"
+  # A TPM that does not hold the EK the credential was made for cannot
+  # activate it; such a client (a clone) can only send a guess.
+  lab_activate "$name" "$ek" "$ak" "$m/cred" "$m/secret" || head -c 32 /dev/urandom > "$m/secret"
+  lab_quote "$name" "$ak" "$nonce" "$list" "$m/q" values
+  rg_wire evidence --session "$(rg_wire get "$m/ch.json" session)" --secret "$m/secret" \
+    --quote "$m/q.msg" --signature "$m/q.sig" --pcr-values "$m/q.pcrs" --selection "$list" > "$m/ev.req"
+}
+
+evidence() { local m; m="$(lab_dir "$1")"; rg_post /v1/attest/evidence "$m/ev.req" "$m/ev.json"; }
+
+
+# attest NAME EK AKPREFIX: the whole path; prints the evidence status.
+attest() {
+  local st
+  st="$(challenge "$1" "$2" "$3")"
+  if [[ "$st" != 200 ]]; then echo "$st"; return 0; fi
+  activate_and_quote "$1" "$2" "$3"
+  evidence "$1"
+}

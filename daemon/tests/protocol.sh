@@ -20,34 +20,6 @@ rg_config session_ttl_seconds 5
 rg_config connection_timeout_seconds 2
 rg_config max_body_bytes 65536
 
-SEL=sha256:0,1,2,3,4,5,6,7
-
-# --- a client built from tpm2-tools ---------------------------------------
-
-# challenge NAME EK AKPREFIX [extra wire args]: POST the challenge; leaves
-# $W/NAME.ch.json and prints the status.
-challenge() {
-  local name="$1" ek="$2" ak="$3" m; m="$(lab_dir "$name")"
-  local cert=()
-  [[ -s "$m/ek-$ek.der" && "${NO_CERT:-0}" != 1 ]] && cert=(--ek-cert "$m/ek-$ek.der")
-  rg_wire challenge --ek-public "$m/ek-$ek.pub" --ak-public "$ak.pub" "${cert[@]}" > "$m/ch.req"
-  rg_post /v1/attest/challenge "$m/ch.req" "$m/ch.json"
-}
-
-# activate_and_quote NAME EK AKPREFIX [PCRLIST] [NONCE]: recover the secret,
-# quote over the session nonce (or NONCE); writes $m/ev.req.
-activate_and_quote() {
-  local name="$1" ek="$2" ak="$3" list="${4:-}" nonce="${5:-}" m; m="$(lab_dir "$name")"
-  rg_wire get "$m/ch.json" credential --b64-out "$m/cred"
-  [[ -n "$list" ]] || list="$(rg_wire get "$m/ch.json" pcr_selection)"
-  [[ -n "$nonce" ]] || nonce="$(rg_wire get "$m/ch.json" nonce)"
-  lab_activate "$name" "$ek" "$ak" "$m/cred" "$m/secret"
-  lab_quote "$name" "$ak" "$nonce" "$list" "$m/q" values
-  rg_wire evidence --session "$(rg_wire get "$m/ch.json" session)" --secret "$m/secret" \
-    --quote "$m/q.msg" --signature "$m/q.sig" --pcr-values "$m/q.pcrs" --selection "$list" > "$m/ev.req"
-}
-
-evidence() { local m; m="$(lab_dir "$1")"; rg_post /v1/attest/evidence "$m/ev.req" "$m/ev.json"; }
 
 reason_of() { rg_wire get "$1" error.reason 2>/dev/null || echo "?"; }
 

@@ -123,15 +123,6 @@ std::string HexU64(uint64_t v) {
   return buf;
 }
 
-std::string HexBytes(std::span<const uint8_t> b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
 
 // Text of a logged string: UTF-16LE when it looks like it (even length,
 // second byte zero), else ASCII; up to the first NUL. Nullopt when the bytes
@@ -846,8 +837,8 @@ std::string DescribeEvent(const Event& ev) {
         char buf[16];
         std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x", data[0], data[1], data[2], data[3]);
         s = buf;
-        if (HexBytes(data) == "00000000") s += " (normal)";
-        if (HexBytes(data) == "01000000") s += " (error)";
+        if (HexString(data) == "00000000") s += " (normal)";
+        if (HexString(data) == "01000000") s += " (error)";
       } else {
         s = "separator of " + size;
       }

@@ -45,15 +45,4 @@ Result<Bytes> EkKeyHashFromCertificate(std::span<const uint8_t> der) {
   return SpkiHash(key);
 }
 
-std::string HexString(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    s += kDigits[b >> 4];
-    s += kDigits[b & 15];
-  }
-  return s;
-}
-
 }  // namespace rackgate::attest

@@ -22,9 +22,6 @@ Result<Bytes> EkKeyHash(const TpmPublic& ek);
 // ("ek_cert_malformed") when `der` is not one DER certificate.
 Result<Bytes> EkKeyHashFromCertificate(std::span<const uint8_t> der);
 
-// Lower-case hex of `hash`, as logs and rackgatectl print an EK identity.
-std::string HexString(std::span<const uint8_t> bytes);
-
 }  // namespace rackgate::attest
 
 #endif  // RACKGATE_ATTEST_EK_IDENTITY_H_

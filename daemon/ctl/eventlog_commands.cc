@@ -93,57 +93,10 @@ constexpr char kPolicyCheckHelp[] =
     "Exit status: 0 the policy passes; 1 it does not (every violation on\n"
     "stderr); 2 unusable input (malformed policy, log, PCR or quote file).\n";
 
-int Usage(const char* text, const Status& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), text);
-  return kExitUnusable;
-}
-
-int Fail(const char* command, const Status& s, int code) {
-  std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
-               code == kExitRefused ? "refused" : "error", s.ToString().c_str());
-  return code;
-}
-
-std::string Hex(std::span<const uint8_t> b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
-
-// Reads at most `max_bytes` from `path`, to end of file. Unlike ReadFile it
-// trusts no st_size: securityfs reports 0 for binary_bios_measurements.
-Result<Bytes> ReadLogFile(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IoError("file_unreadable", path + ": " + std::strerror(errno));
-  Bytes out;
-  uint8_t buf[64 * 1024];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return Status::IoError("file_unreadable", path + ": " + std::strerror(e));
-    }
-    if (n == 0) break;
-    // SECURITY: stop at the limit instead of growing without bound.
-    if (static_cast<size_t>(n) > max_bytes - out.size()) {
-      ::close(fd);
-      return Status::InvalidArgument("file_too_large", path + ": larger than " +
-                                                           std::to_string(max_bytes) + " bytes");
-    }
-    out.insert(out.end(), buf, buf + n);
-  }
-  ::close(fd);
-  return out;
-}
+std::string Hex(std::span<const uint8_t> b) { return attest::HexString(b); }
 
 Result<attest::EventLog> LoadEventLog(const std::string& path) {
-  auto bytes = ReadLogFile(path, attest::kMaxEventLogSize);
+  auto bytes = ReadFile(path, attest::kMaxEventLogSize);
   if (!bytes.ok()) return bytes.status();
   auto log = attest::ParseEventLog(*bytes);
   if (!log.ok()) return log.status().Annotate(path);

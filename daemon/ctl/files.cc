@@ -31,21 +31,23 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t max_bytes)
   if (f.fd < 0) return Errno("file_unreadable", path);
   struct stat st;
   if (::fstat(f.fd, &st) != 0) return Errno("file_unreadable", path);
-  if (!S_ISREG(st.st_mode)) return Status::IoError("file_unreadable", path + ": not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return Status::InvalidArgument("file_too_large", path + ": larger than " +
-                                                         std::to_string(max_bytes) + " bytes");
-  }
-  std::vector<uint8_t> out(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::read(f.fd, out.data() + done, out.size() - done);
+  if (S_ISDIR(st.st_mode)) return Status::IoError("file_unreadable", path + ": is a directory");
+  // To end of file, never trusting st_size: securityfs reports 0 for
+  // binary_bios_measurements, and a file may grow while we read it.
+  std::vector<uint8_t> out;
+  uint8_t buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Errno("file_unreadable", path);
-    if (n == 0) break;  // the file shrank while we read it
-    done += static_cast<size_t>(n);
+    if (n == 0) break;
+    // Stop at the limit instead of growing without bound.
+    if (static_cast<size_t>(n) > max_bytes - out.size()) {
+      return Status::InvalidArgument("file_too_large", path + ": larger than " +
+                                                           std::to_string(max_bytes) + " bytes");
+    }
+    out.insert(out.end(), buf, buf + n);
   }
-  out.resize(done);
   return out;
 }
 

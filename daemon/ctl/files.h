@@ -11,8 +11,9 @@
 
 namespace rackgate::ctl {
 
-// Reads a whole regular file, refusing one larger than `max_bytes` before
-// reading it. kIoError ("file_unreadable") or kInvalidArgument ("file_too_large").
+// Reads a whole file to its end (not trusting its reported size: securityfs
+// files report 0), refusing one larger than `max_bytes` as soon as it is.
+// kIoError ("file_unreadable") or kInvalidArgument ("file_too_large").
 Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t max_bytes);
 
 // Writes `data` to `path` through a temporary file in the same directory and

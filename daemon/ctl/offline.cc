@@ -11,6 +11,7 @@
 #include "attest/pcr_file.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
+#include "daemon/codec.h"
 #include "daemon/ctl/args.h"
 #include "daemon/ctl/files.h"
 
@@ -23,17 +24,6 @@ using attest::Bytes;
 // Inputs are TPM structures and certificates: a few KiB at most.
 constexpr size_t kMaxInputFile = 64 * 1024;
 
-int Usage(const char* text, const Status& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), text);
-  return kExitUnusable;
-}
-
-int Fail(const char* command, const Status& s, int code) {
-  std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
-               code == kExitRefused ? "refused" : "error", s.ToString().c_str());
-  return code;
-}
-
 // Refusals of well-formed evidence exit 1; input we cannot use exits 2.
 int CodeFor(const Status& s) {
   return s.code() == Status::Code::kVerificationFailed || s.code() == Status::Code::kUnsupported
@@ -42,34 +32,12 @@ int CodeFor(const Status& s) {
 }
 
 Result<Bytes> ParseHex(const std::string& hex, size_t max_bytes) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string h = hex.rfind("0x", 0) == 0 ? hex.substr(2) : hex;
-  if (h.empty() || h.size() % 2 != 0 || h.size() / 2 > max_bytes) {
+  auto b = daemon::HexDecode(hex.rfind("0x", 0) == 0 ? std::string_view(hex).substr(2) : hex, max_bytes);
+  if (!b || b->empty()) {
     return Status::InvalidArgument("hex_malformed", "expected 1.." + std::to_string(max_bytes) +
                                                         " bytes of hex");
   }
-  Bytes out;
-  for (size_t i = 0; i < h.size(); i += 2) {
-    int hi = nibble(h[i]), lo = nibble(h[i + 1]);
-    if (hi < 0 || lo < 0) return Status::InvalidArgument("hex_malformed", "not hex");
-    out.push_back(static_cast<uint8_t>(hi << 4 | lo));
-  }
-  return out;
-}
-
-std::string Hex(std::span<const uint8_t> b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
+  return std::move(*b);
 }
 
 std::string FormatTime(int64_t t) {
@@ -124,6 +92,17 @@ constexpr char kEkVerifyHelp[] =
 
 }  // namespace
 
+int Usage(const char* help, const Status& why) {
+  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), help);
+  return kExitUnusable;
+}
+
+int Fail(const char* command, const Status& s, int code) {
+  std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
+               code == kExitRefused ? "refused" : "error", s.ToString().c_str());
+  return code;
+}
+
 int RunVerifyQuote(int argc, char** argv, int first) {
   FlagSpec spec{{"ak-public", "message", "signature", "pcrs", "nonce", "pcr-list"}, {}};
   auto args = Args::Parse(argc, argv, first, spec);
@@ -170,7 +149,7 @@ int RunVerifyQuote(int argc, char** argv, int first) {
     return Fail(cmd, v.status(), unusable ? kExitUnusable : kExitRefused);
   }
   std::printf("quote ok: ak %s, pcrs %s, sig hash %s, reset %u, restart %u, clock %llu\n",
-              Hex(attest::ObjectName(*ak)).c_str(),
+              attest::HexString(attest::ObjectName(*ak)).c_str(),
               attest::FormatPcrSelectionList(v->selection).c_str(),
               attest::HashAlgName(v->hash_alg).c_str(), v->clock.reset_count, v->clock.restart_count,
               static_cast<unsigned long long>(v->clock.clock));

@@ -4,11 +4,19 @@
 #ifndef RACKGATE_DAEMON_CTL_OFFLINE_H_
 #define RACKGATE_DAEMON_CTL_OFFLINE_H_
 
+#include "attest/status.h"
+
 namespace rackgate::ctl {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRefused = 1;
 inline constexpr int kExitUnusable = 2;
+
+// Prints `why` and the command's help on stderr; returns kExitUnusable.
+int Usage(const char* help, const Status& why);
+// Prints "rackgatectl COMMAND: refused|error: reason: message" on stderr;
+// returns `code`.
+int Fail(const char* command, const Status& s, int code);
 
 // rackgatectl verify-quote ... (argv[first] is the first flag)
 int RunVerifyQuote(int argc, char** argv, int first);

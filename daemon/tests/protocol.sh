@@ -200,6 +200,28 @@ while s.recv(64):
 sys.exit(0 if time.time() - start < 8 else 1)
 PY
 
+# Import: all or nothing. A bad row in the middle leaves nothing behind and
+# the error names it; the good inventory enrolls every machine.
+new_machine m4 lab
+new_machine m5 lab
+M4="$(lab_dir m4)"; M5="$(lab_dir m5)"
+printf 'hostname,pool,ek_certificate,addresses\nnode-4,default,%s,InternalIP=10.0.0.14\nNODE 5,default,%s,\n' \
+  "$M4/ek-rsa.der" "$M5/ek-rsa.der" > "$LAB_DIR/bad.csv"
+lab_expect 1 "row 1 \\(NODE 5\\)" "import with a bad row is refused and names it" \
+  "$RG_CTL" --socket "$RG_DIR/admin.sock" import "$LAB_DIR/bad.csv"
+lab_check "a refused import enrolls nothing" bash -c "! '$RG_CTL' --socket '$RG_DIR/admin.sock' show node-4"
+printf 'hostname,pool,ek_certificate,addresses\nnode-4,default,%s,InternalIP=10.0.0.14\nnode-5,default,%s,\n' \
+  "$M4/ek-rsa.der" "$M5/ek-rsa.der" > "$LAB_DIR/good.csv"
+lab_check "import enrolls a CSV inventory" rg_ctl import "$LAB_DIR/good.csv"
+expect_state node-5 enrolled "after import"
+expect "an imported machine attests" 200 "" "$(attest m5 rsa "$M5/ak")" "$M5/ev.json"
+
+# Reset: an attested machine goes back to enrolled, audited, and may attest
+# again (its counter baseline starts over).
+lab_check "reset node-5" rg_ctl reset node-5 --reason "reinstall"
+expect_state node-5 enrolled "after reset"
+expect "a reset machine attests again" 200 "" "$(attest m5 rsa "$M5/ak")" "$M5/ev.json"
+
 # The audit log names every state change.
 lab_check "audit has enroll, attest and revoke" \
   bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q revoke"

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -33,8 +35,11 @@ fs::path EventLogDir() {
   return env ? fs::path(env) / "eventlogs" : fs::path("../shared/testdata/eventlogs");
 }
 
+// Throws when the log is missing: gtest reports that as a failure, where an
+// empty log would let later indexing run past the end.
 Bytes ReadLog(const std::string& name) {
   std::ifstream in(EventLogDir() / name, std::ios::binary);
+  if (!in) throw std::runtime_error("test data missing: " + (EventLogDir() / name).string());
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 

@@ -227,7 +227,6 @@ Response AttestationService::Challenge(const Request& request) {
     Log()->error("session for {} not stored: {}", who, s.ToString());
     return Response::Error(503, "busy", "try again later", options_.retry_after_seconds);
   }
-  if (metrics_ != nullptr) metrics_->GaugeAdd("rackgate_sessions_in_flight", "Sessions issued and not yet used.", {}, 1);
   Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
   json body = {{"session", session.id},
                {"nonce", HexEncode(session.nonce)},
@@ -252,7 +251,6 @@ Response AttestationService::Evidence(const Request& request) {
     }
     return Refuse(403, session.status().reason(), session.status().message(), who);
   }
-  if (metrics_ != nullptr) metrics_->GaugeAdd("rackgate_sessions_in_flight", "Sessions issued and not yet used.", {}, -1);
   auto machine = store_->GetMachineById(session->machine_id);
   if (!machine.ok()) return Refuse(403, "machine_unknown", "the session's machine is gone", who);
   who = Who(*machine);

@@ -128,7 +128,16 @@ int Run(const std::string& config_path, bool check_only) {
     metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
     return Response::Error(503, "db_unavailable", "the database does not answer", 5);
   });
-  o.router.Add("GET", "/metrics", [&metrics](const Request&) {
+  o.router.Add("GET", "/metrics", [db, &metrics](const Request&) {
+    // Counted at scrape time: a running sum would drift with every session
+    // that expires unused.
+    auto open = db->CountOpenSessions(Now());
+    if (open.ok()) {
+      metrics.GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
+                       static_cast<double>(*open));
+    } else {
+      metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    }
     return Response::Text(200, metrics.Render(), kMetricsContentType);
   });
   o.admin_socket_path = config->admin_socket;

@@ -1200,6 +1200,16 @@ Result<std::map<std::string, int64_t>> Store::CountByState() {
   });
 }
 
+Result<int64_t> Store::CountOpenSessions(int64_t now) {
+  return Guard([&]() -> Result<int64_t> {
+    return impl_->Read([&](Connection& c) -> int64_t {
+      Stmt s = c.Prepare("SELECT count(*) FROM sessions WHERE used_at IS NULL AND expires_at > ?1");
+      s.BindInt(1, now);
+      return s.Step() ? s.Int(0) : 0;
+    });
+  });
+}
+
 Status Store::Backup(const std::string& dest_path) {
   return Guard([&]() -> Status {
     if (dest_path.empty()) return Status::InvalidArgument("field_invalid", "the backup needs a file path");

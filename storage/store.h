@@ -333,6 +333,8 @@ class Store {
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {});
   // Machines per state; every state is present (0 when none).
   Result<std::map<std::string, int64_t>> CountByState();
+  // Sessions issued and neither used nor expired at `now` (a metric).
+  Result<int64_t> CountOpenSessions(int64_t now);
 
   // A consistent copy of the live database at `dest_path` (VACUUM INTO),
   // while other threads keep working. Fails when dest_path exists.

@@ -621,6 +621,19 @@ TEST_F(StoreTest, SessionsAreSingleUse) {
                 "session_expired");
 }
 
+// Open = issued, unused and unexpired: what rackgate_sessions_in_flight shows.
+TEST_F(StoreTest, CountOpenSessions) {
+  Machine m = Enroll("node-1", "a");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "s1", 1000, 120)).ok());
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "s2", 1000, 60)).ok());
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "s3", 1000, 120)).ok());
+  EXPECT_EQ(*store_->CountOpenSessions(1010), 3);
+  ASSERT_TRUE(store_->ConsumeSession("s1", 1020).ok());
+  EXPECT_EQ(*store_->CountOpenSessions(1020), 2);
+  EXPECT_EQ(*store_->CountOpenSessions(1060), 1);  // s2 expired unused
+  EXPECT_EQ(*store_->CountOpenSessions(1120), 0);
+}
+
 TEST_F(StoreTest, SessionRefusals) {
   Machine m = Enroll("node-1", "a");
   ASSERT_TRUE(store_->CreateSession(MakeSession(m, "dup")).ok());

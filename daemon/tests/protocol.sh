@@ -222,6 +222,14 @@ lab_check "reset node-5" rg_ctl reset node-5 --reason "reinstall"
 expect_state node-5 enrolled "after reset"
 expect "a reset machine attests again" 200 "" "$(attest m5 rsa "$M5/ak")" "$M5/ev.json"
 
+# Metrics: decisions by verdict and reason, and open sessions counted from
+# the store (one challenge left unanswered here).
+challenge m5 rsa "$M5/ak" >/dev/null
+rg_get /metrics "$LAB_DIR/metrics.txt" >/dev/null
+lab_check "metrics count attestations by verdict" grep -q 'rackgate_attestations_total{reason="",verdict="ok"}' "$LAB_DIR/metrics.txt"
+lab_check "metrics count refusals by reason" grep -q 'reason="session_used",verdict="refused"' "$LAB_DIR/metrics.txt"
+lab_check "metrics show the open session" grep -Eq '^rackgate_sessions_in_flight [1-9]' "$LAB_DIR/metrics.txt"
+
 # The audit log names every state change.
 lab_check "audit has enroll, attest and revoke" \
   bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q revoke"

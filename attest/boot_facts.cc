@@ -95,9 +95,9 @@ std::string Utf16ToUtf8(std::span<const uint8_t> data) {
   return out;
 }
 
-// Printable ASCII only: anything else as \xNN, so that log data can never
-// carry terminal escape sequences to an operator's screen. Cut at `max`.
-std::string Printable(std::string_view s, size_t max = kMaxDescriptionChars) {
+}  // namespace
+
+std::string PrintableAscii(std::string_view s, size_t max) {
   std::string out;
   for (char c : s) {
     const auto b = static_cast<uint8_t>(c);
@@ -116,6 +116,8 @@ std::string Printable(std::string_view s, size_t max = kMaxDescriptionChars) {
   }
   return out;
 }
+
+namespace {
 
 std::string HexU64(uint64_t v) {
   char buf[24];
@@ -489,7 +491,7 @@ bool Extractor::SecureBootConfig(const Event& ev, bool verified) {
   // GUID is part of the variable's identity.
   if (var->vendor != SecureBootVariableVendor(var->name)) {
     Anomalous(ev, "secure_boot_variable_bad_vendor",
-              Printable(var->name) + " with vendor " + var->vendor.ToString());
+              PrintableAscii(var->name) + " with vendor " + var->vendor.ToString());
     return true;
   }
   for (const SecureBootVariable& v : facts_.secure_boot_variables) {
@@ -608,13 +610,13 @@ BootFacts Extractor::Run(const EventLog& log) {
         }
       } else if (ev.type == kEvEfiAction && verified) {
         if (Equals(ev.data, kUefiDebugMode)) facts_.uefi_debug_mode = true;
-        Anomalous(ev, "pcr7_action", "\"" + Printable(TextOf(ev.data).value_or("?")) + "\"");
+        Anomalous(ev, "pcr7_action", "\"" + PrintableAscii(TextOf(ev.data).value_or("?")) + "\"");
       }
     } else if (ev.type == kEvEfiVariableDriverConfig) {
       auto var = ParseUefiVariableData(ev.data);
       if (var.ok() && IsSecureBootVariableName(var->name)) {
         Anomalous(ev, "secure_boot_variable_outside_pcr7",
-                  Printable(var->name) + " is Secure Boot state only on PCR 7");
+                  PrintableAscii(var->name) + " is Secure Boot state only on PCR 7");
       }
     }
 
@@ -893,7 +895,7 @@ std::string DescribeEvent(const Event& ev) {
       if (s.empty() && !data.empty()) s = size;
       break;
   }
-  return Printable(s);
+  return PrintableAscii(s);
 }
 
 }  // namespace rackgate::attest

@@ -261,6 +261,11 @@ struct BootFacts {
 // Throws only on OpenSSL resource failure.
 BootFacts ExtractBootFacts(const EventLog& log);
 
+// Printable ASCII only, anything else as \xNN, so that log data can never
+// carry terminal escape sequences to an operator's screen or a log; cut to
+// at most `max` characters, ending in "..." when cut.
+std::string PrintableAscii(std::string_view s, size_t max = kMaxDescriptionChars);
+
 // A one-line description of an event's data for people: the variable name,
 // the application's path, the separator value, the logged string, ... .
 // Printable ASCII only (anything else escaped), at most

@@ -138,22 +138,6 @@ const char* SeparatorKindName(attest::SeparatorKind k) {
   return "?";
 }
 
-// Up to `max` printable ASCII characters of UTF-8 text; the rest escaped.
-std::string PrintableText(const std::string& s, size_t max) {
-  std::string out;
-  for (char c : s) {
-    const auto b = static_cast<uint8_t>(c);
-    if (b >= 0x20 && b < 0x7f) {
-      out.push_back(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
-      out += buf;
-    }
-    if (out.size() >= max) return out + "...";
-  }
-  return out;
-}
 
 void PrintFacts(const attest::BootFacts& f) {
   std::printf("\nboot facts (from the log alone):\n");
@@ -177,7 +161,7 @@ void PrintFacts(const attest::BootFacts& f) {
   for (const attest::KernelCmdline& k : f.kernel_cmdlines) {
     std::printf("  kernel command line (event %u, PCR %u, %s, %s): %s\n", k.event_index, k.pcr,
                 k.source.c_str(), k.verified ? "verified" : "DOES NOT MATCH ITS DIGEST",
-                PrintableText(k.text, 400).c_str());
+                attest::PrintableAscii(k.text, 400).c_str());
   }
   std::printf("  events whose data does not match their digest: %zu\n", f.data_mismatches.size());
   std::printf("  anomalies: %zu\n", f.anomalies.size());

@@ -35,6 +35,18 @@ expect() {
   fi
 }
 
+# must_challenge NAME EK AK: a challenge that must succeed, so that the step
+# after it tests what it means to; otherwise say why and stop.
+must_challenge() {
+  local st m; m="$(lab_dir "$1")"
+  st="$(challenge "$@")"
+  if [[ "$st" != 200 ]]; then
+    lab_not_ok "challenge of $1 before the next check: got $st $(head -c 300 "$m/ch.json")"
+    rg_log_tail 25
+    exit 1
+  fi
+}
+
 expect_state() {
   local got; got="$(rg_state "$1" 2>/dev/null || echo '?')"
   lab_check "$1 is $2 ($3)" test "$got" == "$2"
@@ -80,7 +92,7 @@ expect "no token is refused" 401 token_missing "$(rg_get /v1/machine "$LAB_DIR/x
 # Re-attestation after a reboot keeps the state and issues a new token.
 swtpm_ioctl --tcp "127.0.0.1:$(cat "$M1/ctrlport")" -i >/dev/null && lab_tpm m1 tpm2_startup -c >/dev/null
 lab_ek_rsa m1; lab_ak m1 rsa rsassa "$M1/ak"   # saved contexts die with a reset
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
 expect "rebooted machine re-attests" 200 "" "$(evidence m1)" "$M1/ev.json"
 
@@ -91,24 +103,24 @@ expect "session reused" 403 session_used "$(evidence m1)" "$M1/ev.json"
 expect_state node-1 attested "session reuse changes nothing"
 
 # Wrong activation proof.
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
 rg_wire set "$M1/ev.req" secret "\"$(head -c 32 /dev/urandom | xxd -p -c 64)\""
 expect "wrong activation proof" 403 activation_failed "$(evidence m1)" "$M1/ev.json"
 
 # Quote over another session's nonce.
-challenge m1 rsa "$M1/ak" >/dev/null; cp "$M1/ch.json" "$LAB_DIR/ch-a.json"
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"; cp "$M1/ch.json" "$LAB_DIR/ch-a.json"
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak" "" "$(rg_wire get "$LAB_DIR/ch-a.json" nonce)"
 expect "quote with another session's nonce" 403 quote_nonce_mismatch "$(evidence m1)" "$M1/ev.json"
 
 # Required PCR missing: quote over fewer PCRs than the selection.
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak" sha256:0,1,2
 expect "required PCR missing from the quote" 403 quote_pcr_not_selected "$(evidence m1)" "$M1/ev.json"
 
 # PCR values that do not match the quote.
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
 lab_python - "$M1/ev.req" <<'PY'
 import json, sys
@@ -119,13 +131,13 @@ PY
 expect "PCR values not matching the quote" 403 quote_pcr_digest_mismatch "$(evidence m1)" "$M1/ev.json"
 
 # An event log that does not replay to the quoted PCRs.
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
 rg_wire set "$M1/ev.req" event_log "\"$(base64 -w0 "${RACKGATE_TESTDATA_DIR:-$HERE/../../../shared/testdata}/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin")\""
 expect "event log not matching the quote" 403 eventlog_pcr_mismatch "$(evidence m1)" "$M1/ev.json"
 
 # Session expired (session_ttl_seconds is 5 here).
-challenge m1 rsa "$M1/ak" >/dev/null
+must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
 sleep 6
 expect "session expired" 403 session_expired "$(evidence m1)" "$M1/ev.json"
@@ -138,13 +150,13 @@ cp -a "$M1/state" "$LAB_DIR/m1-tpm-before"
 lab_machine_start m1
 swtpm_ioctl --tcp "127.0.0.1:$(cat "$M1/ctrlport")" -i >/dev/null && lab_tpm m1 tpm2_startup -c >/dev/null
 lab_ek_rsa m1; lab_ak m1 rsa rsassa "$M1/ak"
-challenge m1 rsa "$M1/ak" >/dev/null; activate_and_quote m1 rsa "$M1/ak"
+must_challenge m1 rsa "$M1/ak"; activate_and_quote m1 rsa "$M1/ak"
 expect "attestation after a reboot" 200 "" "$(evidence m1)" "$M1/ev.json"
 lab_machine_stop m1
 rm -rf "$M1/state"; cp -a "$LAB_DIR/m1-tpm-before" "$M1/state"
 lab_machine_start m1
 lab_ek_rsa m1; lab_ak m1 rsa rsassa "$M1/ak"
-challenge m1 rsa "$M1/ak" >/dev/null; activate_and_quote m1 rsa "$M1/ak"
+must_challenge m1 rsa "$M1/ak"; activate_and_quote m1 rsa "$M1/ak"
 expect "reset counter going backwards" 403 reset_count_regressed "$(evidence m1)" "$M1/ev.json"
 
 # AK without fixedTPM: a duplicable restricted signing key.
@@ -224,7 +236,7 @@ expect "a reset machine attests again" 200 "" "$(attest m5 rsa "$M5/ak")" "$M5/e
 
 # Metrics: decisions by verdict and reason, and open sessions counted from
 # the store (one challenge left unanswered here).
-challenge m5 rsa "$M5/ak" >/dev/null
+must_challenge m5 rsa "$M5/ak"
 rg_get /metrics "$LAB_DIR/metrics.txt" >/dev/null
 lab_check "metrics count attestations by verdict" grep -q 'rackgate_attestations_total{reason="",verdict="ok"}' "$LAB_DIR/metrics.txt"
 lab_check "metrics count refusals by reason" grep -q 'reason="session_used",verdict="refused"' "$LAB_DIR/metrics.txt"

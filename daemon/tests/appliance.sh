@@ -120,7 +120,7 @@ activate_and_quote() {
   # activate it; such a client (a clone) can only send a guess.
   lab_activate "$name" "$ek" "$ak" "$m/cred" "$m/secret" || head -c 32 /dev/urandom > "$m/secret"
   lab_quote "$name" "$ak" "$nonce" "$list" "$m/q" values
-  rg_wire evidence --session "$(rg_wire get "$m/ch.json" session)" --secret "$m/secret" \
+  rg_wire evidence --session="$(rg_wire get "$m/ch.json" session)" --secret "$m/secret" \
     --quote "$m/q.msg" --signature "$m/q.sig" --pcr-values "$m/q.pcrs" --selection "$list" > "$m/ev.req"
 }
 

@@ -92,6 +92,12 @@ Result<std::optional<attest::BootPolicy>> PolicyFor(storage::Store* store, const
   return std::optional<attest::BootPolicy>(std::move(p).value());
 }
 
+// PCR values as stored (attestation records, TOFU values): the document
+// `rackgatectl policy check --tofu-recorded` reads, {"pcrs": {...}}.
+std::string PcrDocument(const attest::PcrValues& pcrs) {
+  return "{\"pcrs\": " + attest::FormatPcrValuesJson(pcrs) + "}";
+}
+
 json MachineJson(const storage::Machine& m) {
   return json{{"hostname", m.hostname}, {"pool", m.pool}, {"state", m.state}};
 }
@@ -299,7 +305,7 @@ Response AttestationService::Evidence(const Request& request) {
   record.restart_count = quote->clock.restart_count;
   record.clock = quote->clock.clock;
   record.firmware_version = quote->firmware_version;
-  record.pcrs_json = PcrValuesToJson(quote->pcrs);
+  record.pcrs_json = PcrDocument(quote->pcrs);
 
   // The TPM's counters only go forward: a lower resetCount means an old
   // TPM state (a restored snapshot, a clone) is answering.
@@ -343,7 +349,7 @@ Response AttestationService::Evidence(const Request& request) {
     evidence.log = log ? &*log : nullptr;
     evidence.quoted = quote->pcrs;
     if (machine->tofu_pcrs_json && !machine->tofu_pcrs_json->empty()) {
-      auto recorded = PcrValuesFromJson(*machine->tofu_pcrs_json);
+      auto recorded = attest::ParsePcrValuesJson(*machine->tofu_pcrs_json);
       if (recorded.ok()) evidence.tofu_recorded = std::move(recorded).value();
     }
     attest::BootFacts facts = log ? attest::ExtractBootFacts(*log) : attest::BootFacts{};
@@ -371,7 +377,7 @@ Response AttestationService::Evidence(const Request& request) {
   row.expires_at = row.issued_at + options_.token_ttl_seconds;
   record.verdict = "ok";
   std::optional<std::string> tofu_json;
-  if (tofu_to_record) tofu_json = PcrValuesToJson(*tofu_to_record);
+  if (tofu_to_record) tofu_json = PcrDocument(*tofu_to_record);
   auto updated = store_->RecordAttestationSuccess(record, row, tofu_json);
   if (!updated.ok()) {
     Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());

@@ -139,20 +139,4 @@ Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body) {
   return r;
 }
 
-Result<attest::PcrValues> PcrValuesFromJson(std::string_view text) {
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded()) return Status::InvalidArgument("bad_json", "PCR values are not JSON");
-  return PcrsFromJson(doc);
-}
-
-std::string PcrValuesToJson(const attest::PcrValues& pcrs) {
-  json out = json::object();
-  for (const auto& [alg, bank] : pcrs) {
-    json b = json::object();
-    for (const auto& [pcr, value] : bank) b[std::to_string(pcr)] = HexEncode(value);
-    out[attest::HashAlgName(alg)] = std::move(b);
-  }
-  return out.dump();
-}
-
 }  // namespace rackgate::daemon

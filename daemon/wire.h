@@ -47,10 +47,6 @@ struct EvidenceRequest {
 Result<ChallengeRequest> ParseChallengeRequest(std::string_view body);
 Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body);
 
-// {"sha256": {"0": "<hex>", ...}, ...} both ways. Banks sha1/sha256/sha384/
-// sha512, PCRs 0..23, values of the bank's digest size.
-Result<attest::PcrValues> PcrValuesFromJson(std::string_view json_object_text);
-std::string PcrValuesToJson(const attest::PcrValues& pcrs);
 
 }  // namespace rackgate::daemon
 

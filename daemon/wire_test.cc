@@ -54,15 +54,6 @@ TEST(EvidenceRequest, ParsesPcrsStrictly) {
   EXPECT_FALSE(long_session.ok());
 }
 
-TEST(PcrValuesJson, RoundTrip) {
-  attest::PcrValues v;
-  v[attest::kAlgSha256][7] = Bytes(32, 0xab);
-  v[attest::kAlgSha1][0] = Bytes(20, 0x01);
-  auto back = PcrValuesFromJson(PcrValuesToJson(v));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, v);
-}
-
 TEST(Config, DefaultsAndRefusals) {
   auto c = ParseConfig("{}");
   ASSERT_TRUE(c.ok());

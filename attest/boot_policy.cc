@@ -22,16 +22,6 @@ constexpr uint32_t kPcrBootApplications = 4;
 constexpr uint32_t kPcrSecureBoot = 7;
 constexpr uint32_t kMaxSeparatorPcr = 7;
 
-std::string Hex(std::span<const uint8_t> b) {
-  static const char* d = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s += d[c >> 4];
-    s += d[c & 15];
-  }
-  return s;
-}
-
 std::optional<Bytes> FromHex(std::string_view h) {
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -454,7 +444,7 @@ std::string Name(const std::map<uint16_t, Bytes>& digests) {
   if (digests.empty()) return "no digest";
   auto it = digests.find(kAlgSha256);
   if (it == digests.end()) it = std::prev(digests.end());
-  return HashAlgName(it->first) + ":" + Hex(it->second);
+  return HashAlgName(it->first) + ":" + HexString(it->second);
 }
 
 void Evaluator::CheckDigests(const char* rule, const char* what,
@@ -591,7 +581,7 @@ std::string FormatPcrValuesJson(const PcrValues& pcrs) {
     for (const auto& [pcr, value] : bank->second) {
       if (!first) out += ", ";
       first = false;
-      out += "\"" + std::to_string(pcr) + "\": \"" + Hex(value) + "\"";
+      out += "\"" + std::to_string(pcr) + "\": \"" + HexString(value) + "\"";
     }
     out += "}";
   }

@@ -375,6 +375,10 @@ Response AttestationService::Evidence(const Request& request) {
   row.session_id = session->id;
   row.issued_at = clock_();
   row.expires_at = row.issued_at + options_.token_ttl_seconds;
+  // A TPM2_Certify of a kubelet key, made later with this session's nonce by
+  // this AK, is checked against these.
+  row.nonce = session->nonce;
+  row.ak_public = session->ak_public;
   record.verdict = "ok";
   std::optional<std::string> tofu_json;
   if (tofu_to_record) tofu_json = PcrDocument(*tofu_to_record);
@@ -397,7 +401,7 @@ Response AttestationService::Evidence(const Request& request) {
   return Response::Json(200, body.dump());
 }
 
-std::variant<storage::Machine, Response> AttestationService::Authenticate(const Request& request) {
+std::variant<storage::Bearer, Response> AttestationService::Authenticate(const Request& request) {
   auto header = request.Header("Authorization");
   static constexpr std::string_view kBearer = "Bearer ";
   if (!header || header->size() <= kBearer.size() || header->compare(0, kBearer.size(), kBearer) != 0) {
@@ -405,22 +409,22 @@ std::variant<storage::Machine, Response> AttestationService::Authenticate(const 
   }
   const std::string_view token = std::string_view(*header).substr(kBearer.size());
   if (token.size() > 128) return Response::Error(401, "token_unknown", "unknown token");
-  auto machine = store_->LookupToken(
+  auto bearer = store_->LookupToken(
       Sha256(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(token.data()), token.size())), clock_());
-  if (!machine.ok()) {
-    const std::string& reason = machine.status().reason();
-    if (machine.status().code() == Status::Code::kIoError) {
+  if (!bearer.ok()) {
+    const std::string& reason = bearer.status().reason();
+    if (bearer.status().code() == Status::Code::kIoError) {
       return Response::Error(503, "busy", "try again later", options_.retry_after_seconds);
     }
-    return Response::Error(reason == "token_revoked" ? 403 : 401, reason, machine.status().message());
+    return Response::Error(reason == "token_revoked" ? 403 : 401, reason, bearer.status().message());
   }
-  return std::move(machine).value();
+  return std::move(bearer).value();
 }
 
 Response AttestationService::WhoAmI(const Request& request) {
   auto auth = Authenticate(request);
   if (auto* r = std::get_if<Response>(&auth)) return std::move(*r);
-  return Response::Json(200, MachineJson(std::get<storage::Machine>(auth)).dump());
+  return Response::Json(200, MachineJson(std::get<storage::Bearer>(auth).machine).dump());
 }
 
 }  // namespace rackgate::daemon

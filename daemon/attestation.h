@@ -68,9 +68,10 @@ class AttestationService {
   // GET /v1/machine: the token's own machine.
   Response WhoAmI(const Request& request);
 
-  // The machine a request's bearer token belongs to, or the 401/403 response
-  // to send. For every endpoint that takes the attestation token.
-  std::variant<storage::Machine, Response> Authenticate(const Request& request);
+  // The machine a request's bearer token belongs to (with the token's
+  // session nonce and AK), or the 401/403 response to send. For every
+  // endpoint that takes the attestation token.
+  std::variant<storage::Bearer, Response> Authenticate(const Request& request);
 
   // Verifies an EK certificate against the current anchors and the EK public
   // area when given; shared with enrollment. Fills the machine's EK facts.

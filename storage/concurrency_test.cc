@@ -94,7 +94,7 @@ TEST_F(ConcurrencyTest, ProtocolRoundsFromManyThreads) {
       if (after.ok() && after->state != "attested") ADD_FAILURE() << after->state;
       auto who = store_->LookupToken(B("tok" + id), now);
       check(who.status(), "lookup");
-      if (who.ok() && who->id != ids[t]) ADD_FAILURE() << "token resolved to another machine";
+      if (who.ok() && who->machine.id != ids[t]) ADD_FAILURE() << "token resolved to another machine";
       check(store_->GetMachine("node-" + std::to_string((t + 1) % kThreads)).status(), "get");
       check(store_->ListMachines().status(), "list");
       check(store_->LastSuccessfulAttestation(ids[t]).status(), "last");

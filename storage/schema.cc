@@ -132,9 +132,58 @@ constexpr char kV2[] = R"sql(
 ALTER TABLE machines ADD COLUMN client_cert_issued_at INTEGER;
 )sql";
 
+// Version 3: Ignition serving and CSR vouching.
+//  - pools carry a public and an attested Ignition template, and whether
+//    /config/{pool} needs a provisioning token. Pools that existed before v3
+//    served no config and had no token, so they start with the token off
+//    (new pools get it on: the daemon decides).
+//  - pool_tokens: provisioning tokens by hash; expires_at NULL marks the
+//    current one, a set expires_at the previous one's grace period.
+//  - machines.vars_json: operator-set values for template rendering.
+//  - tokens remember the session's nonce and AK, for a TPM2_Certify made
+//    with them after the attestation (TPM-resident kubelet keys).
+//  - certificates: every certificate signed for a machine. machine_id is no
+//    foreign key: the record outlives what it names, as the audit log does.
+constexpr char kV3[] = R"sql(
+ALTER TABLE pools ADD COLUMN public_template TEXT;
+ALTER TABLE pools ADD COLUMN attested_template TEXT;
+ALTER TABLE pools ADD COLUMN token_required INTEGER NOT NULL DEFAULT 0 CHECK (token_required IN (0, 1));
+
+CREATE TABLE pool_tokens (
+  hash       BLOB PRIMARY KEY NOT NULL,
+  pool       TEXT NOT NULL REFERENCES pools(name) ON UPDATE RESTRICT ON DELETE CASCADE,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX pool_tokens_current ON pool_tokens(pool) WHERE expires_at IS NULL;
+CREATE INDEX pool_tokens_pool ON pool_tokens(pool);
+
+ALTER TABLE machines ADD COLUMN vars_json TEXT NOT NULL DEFAULT '{}';
+
+ALTER TABLE tokens ADD COLUMN nonce BLOB NOT NULL DEFAULT x'';
+ALTER TABLE tokens ADD COLUMN ak_public BLOB NOT NULL DEFAULT x'';
+
+CREATE TABLE certificates (
+  serial            TEXT PRIMARY KEY NOT NULL,
+  machine_id        INTEGER NOT NULL,
+  hostname          TEXT NOT NULL,
+  kind              TEXT NOT NULL CHECK (kind IN ('client', 'serving')),
+  subject           TEXT NOT NULL,
+  sans_json         TEXT NOT NULL DEFAULT '[]',
+  public_key_sha256 BLOB NOT NULL,
+  tpm_resident      INTEGER NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
+  not_before        INTEGER NOT NULL,
+  not_after         INTEGER NOT NULL,
+  issued_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX certificates_machine ON certificates(machine_id, issued_at);
+CREATE INDEX certificates_hostname ON certificates(hostname, issued_at);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
+    {3, "Ignition templates, provisioning tokens, machine vars, certificates", kV3},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -162,7 +162,7 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
 
     auto token = store->LookupToken(Bytes{0xca, 0xfe}, 500);
     ASSERT_TRUE(token.ok()) << token.status().ToString();
-    EXPECT_EQ(token->hostname, "node-1");
+    EXPECT_EQ(token->machine.hostname, "node-1");
 
     auto last = store->LastSuccessfulAttestation(7);
     ASSERT_TRUE(last.ok());
@@ -181,9 +181,19 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
     EXPECT_EQ(session->pcr_selection, "sha256:0,7");
 
     // The upgraded database takes new writes, including the newer columns.
-    auto marked = store->MarkClientCertIssued(7, Op(), 600);
+    IssuedCertificate cert;
+    cert.serial = "0a";
+    cert.machine_id = 7;
+    cert.kind = "client";
+    cert.subject = "O=system:nodes, CN=system:node:node-1";
+    cert.public_key_sha256 = Bytes{1, 2, 3};
+    auto marked = store->RecordCertificate(cert, Op(), 600);
     ASSERT_TRUE(marked.ok()) << marked.status().ToString();
     EXPECT_EQ(marked->client_cert_issued_at, 600);
+    EXPECT_EQ(marked->state, "joined");
+    EXPECT_EQ(marked->vars_json, "{}");
+    auto pool_after = store->GetPool("workers");
+    EXPECT_FALSE(pool_after->token_required);  // pools from before v3 keep serving without a token
   }
 }
 

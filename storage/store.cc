@@ -166,6 +166,7 @@ void CheckEnrollment(const Enrollment& e) {
   CheckSize("tpm_version", e.tpm_version.size(), 0, kMaxFact);
   CheckAddresses(e.addresses);
   CheckOptJson("policy_json", e.policy_json);
+  CheckSize("vars_json", e.vars_json.size(), 2, kMaxJson);
 }
 
 void CheckRecord(const AttestationRecord& r) {
@@ -180,8 +181,8 @@ void CheckRecord(const AttestationRecord& r) {
 
 constexpr char kMachineSelect[] =
     "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
-    "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, client_cert_issued_at "
-    "FROM machines ";
+    "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, client_cert_issued_at, "
+    "vars_json FROM machines ";
 
 Machine ReadMachine(const Stmt& s) {
   Machine m;
@@ -201,6 +202,7 @@ Machine ReadMachine(const Stmt& s) {
   m.updated_at = s.Int(13);
   m.last_attested_at = s.OptInt(14);
   m.client_cert_issued_at = s.OptInt(15);
+  m.vars_json = s.Text(16);
   return m;
 }
 
@@ -287,12 +289,18 @@ Pool ReadPool(const Stmt& s) {
   p.boot_policy_json = s.OptText(2);
   p.created_at = s.Int(3);
   p.updated_at = s.Int(4);
+  p.token_required = s.Int(5) != 0;
+  p.public_template = s.OptText(6);
+  p.attested_template = s.OptText(7);
   return p;
 }
 
+constexpr char kPoolSelect[] =
+    "SELECT name, settings_json, boot_policy_json, created_at, updated_at, token_required, public_template, "
+    "attested_template FROM pools ";
+
 std::optional<Pool> LoadPool(Connection& c, const std::string& name) {
-  Stmt s = c.Prepare(
-      "SELECT name, settings_json, boot_policy_json, created_at, updated_at FROM pools WHERE name = ?1");
+  Stmt s = c.Prepare(std::string(kPoolSelect) + "WHERE name = ?1");
   s.BindText(1, name);
   if (!s.Step()) return std::nullopt;
   return ReadPool(s);
@@ -422,8 +430,8 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
     {
       Stmt s = c.Prepare(
           "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, "
-          "tpm_model, tpm_version, policy_json, created_at, updated_at) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)");
+          "tpm_model, tpm_version, policy_json, created_at, updated_at, vars_json) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)");
       s.BindText(1, in.hostname)
           .BindText(2, in.pool)
           .BindText(3, in.state)
@@ -435,6 +443,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
           .BindText(9, in.tpm_version)
           .BindOptText(10, in.policy_json)
           .BindInt(11, now)
+          .BindText(12, in.vars_json)
           .Run();
     }
     const int64_t id = c.LastInsertRowid();
@@ -462,7 +471,8 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
       Stmt s = c.Prepare(
           "UPDATE machines SET pool = ?2, state = ?3, ek_public = ?4, ek_hash = ?5, ek_certificate = ?6, "
           "tpm_manufacturer = ?7, tpm_model = ?8, tpm_version = ?9, policy_json = ?10, tofu_pcrs_json = NULL, "
-          "client_cert_issued_at = NULL, attest_epoch = attest_epoch + 1, updated_at = ?11 WHERE id = ?1");
+          "client_cert_issued_at = NULL, attest_epoch = attest_epoch + 1, updated_at = ?11, vars_json = ?12 "
+          "WHERE id = ?1");
       s.BindInt(1, old.id)
           .BindText(2, in.pool)
           .BindText(3, in.state)
@@ -474,6 +484,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
           .BindText(9, in.tpm_version)
           .BindOptText(10, in.policy_json)
           .BindInt(11, now)
+          .BindText(12, in.vars_json)
           .Run();
     }
     ReplaceAddresses(c, old.id, addresses);
@@ -495,6 +506,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
   if (old.pool != in.pool) what.push_back("pool");
   if (old.addresses != addresses) what.push_back("addresses");
   if (old.policy_json != in.policy_json) what.push_back("policy");
+  if (old.vars_json != in.vars_json) what.push_back("vars");
   const bool new_cert = in.ek_certificate.has_value();
   if (new_cert && (old.ek_certificate != in.ek_certificate || old.tpm_manufacturer != in.tpm_manufacturer ||
                    old.tpm_model != in.tpm_model || old.tpm_version != in.tpm_version)) {
@@ -513,7 +525,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
         "tpm_manufacturer = CASE WHEN ?5 THEN ?7 ELSE tpm_manufacturer END, "
         "tpm_model = CASE WHEN ?5 THEN ?8 ELSE tpm_model END, "
         "tpm_version = CASE WHEN ?5 THEN ?9 ELSE tpm_version END, "
-        "updated_at = ?10 WHERE id = ?1");
+        "updated_at = ?10, vars_json = ?11 WHERE id = ?1");
     s.BindInt(1, old.id)
         .BindText(2, in.pool)
         .BindText(3, state)
@@ -524,6 +536,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
         .BindText(8, in.tpm_model)
         .BindText(9, in.tpm_version)
         .BindInt(10, now)
+        .BindText(11, in.vars_json)
         .Run();
   }
   if (old.addresses != addresses) ReplaceAddresses(c, old.id, addresses);
@@ -698,26 +711,60 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
 
 // --- Pools -------------------------------------------------------------------
 
-Result<Pool> Store::PutPool(const Pool& pool, const Actor& actor, int64_t now) {
+// The pool's current provisioning token's hash, if any.
+std::optional<Bytes> CurrentPoolToken(Connection& c, const std::string& pool) {
+  Stmt s = c.Prepare("SELECT hash FROM pool_tokens WHERE pool = ?1 AND expires_at IS NULL");
+  s.BindText(1, pool);
+  if (!s.Step()) return std::nullopt;
+  return s.Blob(0);
+}
+
+void InsertPoolToken(Connection& c, const std::string& pool, const Bytes& hash, int64_t now) {
+  {
+    Stmt s = c.Prepare("SELECT 1 FROM pool_tokens WHERE hash = ?1");
+    s.BindBlob(1, hash);
+    if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
+  }
+  Stmt s = c.Prepare("INSERT INTO pool_tokens (hash, pool, created_at, expires_at) VALUES (?1, ?2, ?3, NULL)");
+  s.BindBlob(1, hash).BindText(2, pool).BindInt(3, now).Run();
+}
+
+Result<Pool> Store::PutPool(const Pool& pool, const Actor& actor, int64_t now,
+                            const std::optional<Bytes>& first_token_hash) {
   return Guard([&]() -> Result<Pool> {
     CheckPoolName(pool.name);
     CheckActor(actor);
     CheckSize("settings_json", pool.settings_json.size(), 0, kMaxJson);
     CheckOptJson("boot_policy_json", pool.boot_policy_json);
+    if (first_token_hash) CheckSize("token hash", first_token_hash->size(), 1, kMaxHash);
     const std::string settings = pool.settings_json.empty() ? "{}" : pool.settings_json;
     return impl_->Write([&](Connection& c) {
       std::optional<Pool> old = LoadPool(c, pool.name);
-      if (old && old->settings_json == settings && old->boot_policy_json == pool.boot_policy_json) return *old;
+      const bool add_token = first_token_hash && !CurrentPoolToken(c, pool.name);
+      if (old && old->settings_json == settings && old->boot_policy_json == pool.boot_policy_json &&
+          old->token_required == pool.token_required && !add_token) {
+        return *old;
+      }
       {
         Stmt s = c.Prepare(
-            "INSERT INTO pools (name, settings_json, boot_policy_json, created_at, updated_at) "
-            "VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (name) DO UPDATE SET settings_json = excluded.settings_json, "
-            "boot_policy_json = excluded.boot_policy_json, updated_at = excluded.updated_at");
-        s.BindText(1, pool.name).BindText(2, settings).BindOptText(3, pool.boot_policy_json).BindInt(4, now).Run();
+            "INSERT INTO pools (name, settings_json, boot_policy_json, created_at, updated_at, token_required) "
+            "VALUES (?1, ?2, ?3, ?4, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+            "settings_json = excluded.settings_json, boot_policy_json = excluded.boot_policy_json, "
+            "token_required = excluded.token_required, updated_at = excluded.updated_at");
+        s.BindText(1, pool.name)
+            .BindText(2, settings)
+            .BindOptText(3, pool.boot_policy_json)
+            .BindInt(4, now)
+            .BindInt(5, pool.token_required ? 1 : 0)
+            .Run();
       }
+      if (add_token) InsertPoolToken(c, pool.name, *first_token_hash, now);
       // The settings' content stays out of the audit log: they may carry
       // token settings.
-      json detail = {{"pool", pool.name}, {"created", !old.has_value()}};
+      json detail = {{"pool", pool.name},
+                     {"created", !old.has_value()},
+                     {"token_required", pool.token_required},
+                     {"token_created", add_token}};
       if (old) {
         detail["settings_changed"] = old->settings_json != settings;
         detail["boot_policy_changed"] = old->boot_policy_json != pool.boot_policy_json;
@@ -743,10 +790,84 @@ Result<Pool> Store::GetPool(const std::string& name) {
 Result<std::vector<Pool>> Store::ListPools() {
   return Guard([&]() -> Result<std::vector<Pool>> {
     return impl_->Read([&](Connection& c) {
-      Stmt s = c.Prepare(
-          "SELECT name, settings_json, boot_policy_json, created_at, updated_at FROM pools ORDER BY name");
+      Stmt s = c.Prepare(std::string(kPoolSelect) + "ORDER BY name");
       std::vector<Pool> out;
       while (s.Step()) out.push_back(ReadPool(s));
+      return out;
+    });
+  });
+}
+
+Result<Pool> Store::SetPoolTemplate(const std::string& pool, std::string_view which,
+                                    const std::optional<std::string>& template_json, const std::string& digest,
+                                    const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Pool> {
+    CheckActor(actor);
+    CheckOptJson("template", template_json);
+    CheckSize("digest", digest.size(), 0, 128);
+    const char* column = which == kTemplatePublic     ? "public_template"
+                         : which == kTemplateAttested ? "attested_template"
+                                                      : nullptr;
+    if (column == nullptr) {
+      return Status::InvalidArgument("field_invalid", "a template is public or attested");
+    }
+    return impl_->Write([&](Connection& c) {
+      std::optional<Pool> old = LoadPool(c, pool);
+      if (!old) Fail(Status::NotFound("pool_unknown", "no pool named '" + pool + "'"));
+      const auto& current = which == kTemplatePublic ? old->public_template : old->attested_template;
+      if (current == template_json) return *old;
+      {
+        Stmt s = c.Prepare(std::string("UPDATE pools SET ") + column + " = ?2, updated_at = ?3 WHERE name = ?1");
+        s.BindText(1, pool).BindOptText(2, template_json).BindInt(3, now).Run();
+      }
+      json detail = {{"pool", pool}, {"template", std::string(which)}, {"removed", !template_json.has_value()}};
+      if (template_json) detail["sha256"] = digest;
+      WriteAudit(c, actor, now, {"pool_template_put", nullptr, std::nullopt, std::nullopt, detail});
+      return *LoadPool(c, pool);
+    });
+  });
+}
+
+Status Store::RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
+                              const Actor& actor, int64_t now) {
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    CheckSize("token hash", new_hash.size(), 1, kMaxHash);
+    impl_->Write([&](Connection& c) {
+      if (!PoolExists(c, pool)) Fail(Status::NotFound("pool_unknown", "no pool named '" + pool + "'"));
+      // Only one previous token lives at a time: the one being replaced now.
+      {
+        Stmt s = c.Prepare("DELETE FROM pool_tokens WHERE pool = ?1 AND expires_at IS NOT NULL");
+        s.BindText(1, pool).Run();
+      }
+      const bool had_current = CurrentPoolToken(c, pool).has_value();
+      const bool keep_previous = had_current && previous_valid_until > now;
+      {
+        Stmt s = c.Prepare(keep_previous
+                               ? "UPDATE pool_tokens SET expires_at = ?2 WHERE pool = ?1 AND expires_at IS NULL"
+                               : "DELETE FROM pool_tokens WHERE pool = ?1 AND expires_at IS NULL");
+        s.BindText(1, pool);
+        if (keep_previous) s.BindInt(2, previous_valid_until);
+        s.Run();
+      }
+      InsertPoolToken(c, pool, new_hash, now);
+      json detail = {{"pool", pool}, {"previous_valid_until", keep_previous ? json(previous_valid_until) : json()}};
+      WriteAudit(c, actor, now, {"token_rotate", nullptr, std::nullopt, std::nullopt, detail});
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<PoolToken>> Store::ValidPoolTokens(const std::string& pool, int64_t now) {
+  return Guard([&]() -> Result<std::vector<PoolToken>> {
+    return impl_->Read([&](Connection& c) {
+      Stmt s = c.Prepare(
+          "SELECT hash, pool, created_at, expires_at FROM pool_tokens "
+          "WHERE pool = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY expires_at IS NOT NULL");
+      s.BindText(1, pool).BindInt(2, now);
+      std::vector<PoolToken> out;
+      while (s.Step()) out.push_back({s.Blob(0), s.Text(1), s.Int(2), s.OptInt(3)});
       return out;
     });
   });
@@ -915,27 +1036,6 @@ Result<Machine> Store::Transition(int64_t machine_id, const std::vector<std::str
   });
 }
 
-Result<Machine> Store::MarkClientCertIssued(int64_t machine_id, const Actor& actor, int64_t now) {
-  return Guard([&]() -> Result<Machine> {
-    CheckActor(actor);
-    return impl_->Write([&](Connection& c) {
-      Machine m = MustMachineById(c, machine_id);
-      if (m.client_cert_issued_at) {
-        Fail(Status::InvalidArgument("client_cert_already_issued",
-                                     "a client certificate was already issued to '" + m.hostname +
-                                         "' since its last reset"));
-      }
-      {
-        Stmt s = c.Prepare("UPDATE machines SET client_cert_issued_at = ?2, updated_at = ?2 WHERE id = ?1");
-        s.BindInt(1, m.id).BindInt(2, now).Run();
-      }
-      Machine after = MustMachineById(c, m.id);
-      WriteAudit(c, actor, now, {"client_cert_issued", &after, m.state, m.state});
-      return after;
-    });
-  });
-}
-
 // --- Sessions and tokens -----------------------------------------------------
 
 Status Store::CreateSession(const Session& session) {
@@ -1020,27 +1120,27 @@ Result<Session> Store::ConsumeSession(const std::string& id, int64_t now) {
   });
 }
 
-Result<Machine> Store::LookupToken(const Bytes& token_hash, int64_t now) {
-  return Guard([&]() -> Result<Machine> {
+Result<Bearer> Store::LookupToken(const Bytes& token_hash, int64_t now) {
+  return Guard([&]() -> Result<Bearer> {
     if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
     // The lookup is by the hash of a random token: timing reveals nothing
     // about a valid token.
-    return impl_->Read([&](Connection& c) -> Machine {
-      int64_t machine_id = 0;
-      int64_t expires_at = 0;
+    return impl_->Read([&](Connection& c) -> Bearer {
+      Token t;
       {
-        Stmt s = c.Prepare("SELECT machine_id, expires_at FROM tokens WHERE hash = ?1");
+        Stmt s = c.Prepare(
+            "SELECT hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public FROM tokens "
+            "WHERE hash = ?1");
         s.BindBlob(1, token_hash);
         if (!s.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
-        machine_id = s.Int(0);
-        expires_at = s.Int(1);
+        t = Token{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6)};
       }
-      auto m = MachineById(c, machine_id);
+      auto m = MachineById(c, t.machine_id);
       if (!m) Fail(Status::NotFound("token_unknown", "unknown token"));
       // SECURITY: revocation wins over everything, at once.
       if (m->state == kStateRevoked) Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
-      if (now >= expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
-      return std::move(*m);
+      if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
+      return Bearer{std::move(*m), std::move(t)};
     });
   });
 }
@@ -1074,6 +1174,8 @@ Result<Machine> Store::RecordAttestationSuccess(const AttestationRecord& record,
       return Status::InvalidArgument("field_invalid", "a successful attestation has verdict ok");
     }
     CheckSize("token hash", token.hash.size(), 1, kMaxHash);
+    CheckSize("token nonce", token.nonce.size(), 0, kMaxHash);
+    CheckSize("token ak_public", token.ak_public.size(), 0, kMaxTpmBlob);
     CheckOptJson("tofu_pcrs_json", tofu_pcrs_json);
     if (token.machine_id != record.machine_id) {
       return Status::InvalidArgument("field_invalid", "the token is for another machine than the attestation");
@@ -1099,12 +1201,15 @@ Result<Machine> Store::RecordAttestationSuccess(const AttestationRecord& record,
       }
       {
         Stmt s = c.Prepare(
-            "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)");
+            "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
         s.BindBlob(1, token.hash)
             .BindInt(2, token.machine_id)
             .BindText(3, token.session_id)
             .BindInt(4, token.issued_at)
             .BindInt(5, token.expires_at)
+            .BindBlob(6, token.nonce)
+            .BindBlob(7, token.ak_public)
             .Run();
       }
       Machine after = MustMachineById(c, m.id);
@@ -1161,6 +1266,135 @@ Result<std::vector<AttestationRecord>> Store::RecentFailures(int limit) {
       s.BindInt(1, std::clamp(limit, 1, 10000));
       std::vector<AttestationRecord> out;
       while (s.Step()) out.push_back(ReadAttestation(s));
+      return out;
+    });
+  });
+}
+
+// --- Config and certificates -------------------------------------------------
+
+Result<Machine> Store::RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
+                                          const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckSize("digest", digest.size(), 1, 128);
+    CheckSize("version", version.size(), 0, 32);
+    return impl_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, machine_id);
+      if (m.state != kStateAttested && m.state != kStateProvisioned && m.state != kStateJoined) {
+        Fail(Status::InvalidArgument("state_conflict",
+                                     "'" + m.hostname + "' is " + m.state + "; a config is served after attestation"));
+      }
+      if (m.state == kStateAttested) {
+        Stmt s = c.Prepare("UPDATE machines SET state = ?2, updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, kStateProvisioned).BindInt(3, now).Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"config_served", &after, m.state, after.state, json{{"sha256", digest}, {"version", version}}});
+      return after;
+    });
+  });
+}
+
+Result<Machine> Store::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckSize("serial", cert.serial.size(), 1, 64);
+    CheckSize("subject", cert.subject.size(), 1, 1024);
+    CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
+    for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
+    CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
+    const bool client = cert.kind == kCertClient;
+    if (!client && cert.kind != kCertServing) {
+      return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
+    }
+    return impl_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, cert.machine_id);
+      std::string to = m.state;
+      if (client) {
+        if (m.client_cert_issued_at) {
+          Fail(Status::InvalidArgument("client_cert_already_issued",
+                                       "a client certificate was already issued to '" + m.hostname +
+                                           "' since its last reset"));
+        }
+        if (m.state != kStateAttested && m.state != kStateProvisioned) {
+          Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + m.state +
+                                                             "; a client certificate needs attested or provisioned"));
+        }
+        to = std::string(kStateJoined);
+      } else if (m.state != kStateProvisioned && m.state != kStateJoined) {
+        Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + m.state +
+                                                           "; a serving certificate needs provisioned or joined"));
+      }
+      {
+        Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");
+        s.BindText(1, cert.serial);
+        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
+      }
+      {
+        Stmt s = c.Prepare(
+            "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
+            "tpm_resident, not_before, not_after, issued_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        s.BindText(1, cert.serial)
+            .BindInt(2, m.id)
+            .BindText(3, m.hostname)
+            .BindText(4, cert.kind)
+            .BindText(5, cert.subject)
+            .BindText(6, Dump(json(cert.sans)))
+            .BindBlob(7, cert.public_key_sha256)
+            .BindInt(8, cert.tpm_resident ? 1 : 0)
+            .BindInt(9, cert.not_before)
+            .BindInt(10, cert.not_after)
+            .BindInt(11, now)
+            .Run();
+      }
+      if (client) {
+        Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, to).BindInt(3, now).Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"certificate_issued", &after, m.state, to,
+                  json{{"serial", cert.serial},
+                       {"kind", cert.kind},
+                       {"not_after", cert.not_after},
+                       {"tpm_resident", cert.tpm_resident},
+                       {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+      return after;
+    });
+  });
+}
+
+Result<std::vector<IssuedCertificate>> Store::ListCertificates(const std::string& hostname, int limit) {
+  return Guard([&]() -> Result<std::vector<IssuedCertificate>> {
+    return impl_->Read([&](Connection& c) {
+      Stmt s = c.Prepare(
+          "SELECT serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, tpm_resident, "
+          "not_before, not_after, issued_at FROM certificates WHERE (?1 = '' OR hostname = ?1) "
+          "ORDER BY issued_at DESC, rowid DESC LIMIT ?2");
+      s.BindText(1, hostname).BindInt(2, std::clamp(limit, 1, 100000));
+      std::vector<IssuedCertificate> out;
+      while (s.Step()) {
+        IssuedCertificate cert;
+        cert.serial = s.Text(0);
+        cert.machine_id = s.Int(1);
+        cert.hostname = s.Text(2);
+        cert.kind = s.Text(3);
+        cert.subject = s.Text(4);
+        json sans = json::parse(s.Text(5), nullptr, false);
+        if (sans.is_array()) {
+          for (const auto& x : sans) {
+            if (x.is_string()) cert.sans.push_back(x.get<std::string>());
+          }
+        }
+        cert.public_key_sha256 = s.Blob(6);
+        cert.tpm_resident = s.Int(7) != 0;
+        cert.not_before = s.Int(8);
+        cert.not_after = s.Int(9);
+        cert.issued_at = s.Int(10);
+        out.push_back(std::move(cert));
+      }
       return out;
     });
   });

@@ -90,6 +90,12 @@ struct Pool {
   std::string name;  // [A-Za-z0-9._-], 1..63 chars, starts with a letter or digit
   std::string settings_json = "{}";           // opaque to storage
   std::optional<std::string> boot_policy_json;  // opaque; nullopt: no pool policy
+  // Whether GET /config/{pool} needs the pool's provisioning token.
+  bool token_required = true;
+  // Ignition templates (opaque JSON texts); set with SetPoolTemplate only,
+  // PutPool keeps them.
+  std::optional<std::string> public_template;
+  std::optional<std::string> attested_template;
   int64_t created_at = 0;  // set by storage
   int64_t updated_at = 0;  // set by storage
 };
@@ -107,6 +113,8 @@ struct Enrollment {
   std::vector<Address> addresses;
   std::optional<std::string> policy_json;  // per-machine boot policy, opaque
   std::string state = std::string(kStateEnrolled);  // "enrolled" or "pending"
+  // Operator-set values for template rendering: a JSON object, opaque here.
+  std::string vars_json = "{}";
 };
 
 struct Machine {
@@ -123,6 +131,7 @@ struct Machine {
   std::vector<Address> addresses;  // sorted by (kind, value)
   std::optional<std::string> policy_json;
   std::optional<std::string> tofu_pcrs_json;  // PCR values recorded on first use
+  std::string vars_json = "{}";
   int64_t created_at = 0;
   int64_t updated_at = 0;
   std::optional<int64_t> last_attested_at;
@@ -152,6 +161,47 @@ struct Token {
   std::string session_id;  // the session it was issued for (informational)
   int64_t issued_at = 0;
   int64_t expires_at = 0;
+  // The session's nonce and AK (TPM2B_PUBLIC): a TPM2_Certify made after the
+  // attestation is checked against them. Empty for tokens issued before v3.
+  Bytes nonce;
+  Bytes ak_public;
+};
+
+// What a bearer token resolves to.
+struct Bearer {
+  Machine machine;
+  Token token;
+};
+
+// A provisioning token of a pool, by its hash. expires_at nullopt: the
+// current token; set: the previous one, valid until then.
+struct PoolToken {
+  Bytes hash;
+  std::string pool;
+  int64_t created_at = 0;
+  std::optional<int64_t> expires_at;
+};
+
+inline constexpr std::string_view kTemplatePublic = "public";
+inline constexpr std::string_view kTemplateAttested = "attested";
+
+inline constexpr std::string_view kCertClient = "client";
+inline constexpr std::string_view kCertServing = "serving";
+
+// A certificate signed for a machine (its content is not stored: serial,
+// names and the key's hash are what an operator looks for).
+struct IssuedCertificate {
+  std::string serial;  // lower-case hex
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by storage from the machine
+  std::string kind;      // kCertClient or kCertServing
+  std::string subject;
+  std::vector<std::string> sans;
+  Bytes public_key_sha256;
+  bool tpm_resident = false;
+  int64_t not_before = 0;
+  int64_t not_after = 0;
+  int64_t issued_at = 0;
 };
 
 inline constexpr std::string_view kVerdictOk = "ok";
@@ -237,9 +287,29 @@ class Store {
   // --- Pools -----------------------------------------------------------------
   // Creates or replaces the pool's settings and boot policy (audited as
   // pool_put; the audit row names the pool, never the settings' content).
-  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now);
+  // `first_token_hash`, when given, becomes the pool's current provisioning
+  // token if it has none (a new pool gets its first token in the same
+  // transaction). token_required and templates of an existing pool: PutPool
+  // writes token_required as given and keeps the templates.
+  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now,
+                       const std::optional<Bytes>& first_token_hash = std::nullopt);
   Result<Pool> GetPool(const std::string& name);  // pool_unknown
   Result<std::vector<Pool>> ListPools();
+  // Sets (or, with nullopt, removes) the pool's kTemplatePublic or
+  // kTemplateAttested template. Audited as pool_template_put with the
+  // caller's digest of the text, never the text. field_invalid for another
+  // `which`; pool_unknown.
+  Result<Pool> SetPoolTemplate(const std::string& pool, std::string_view which,
+                               const std::optional<std::string>& template_json, const std::string& digest,
+                               const Actor& actor, int64_t now);
+  // Makes `new_hash` the pool's current provisioning token. The current one
+  // becomes the previous one, valid until `previous_valid_until` (dropped at
+  // once when that is <= now); an older previous token is dropped. Audited
+  // as token_rotate. pool_unknown; field_invalid when the hash is taken.
+  Status RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
+                         const Actor& actor, int64_t now);
+  // The pool's tokens still valid at `now`: the current one first.
+  Result<std::vector<PoolToken>> ValidPoolTokens(const std::string& pool, int64_t now);
 
   // --- Enrollment ------------------------------------------------------------
   // Enrolls a machine; the EK is its identity and is immutable:
@@ -289,9 +359,6 @@ class Store {
   // `to` and `to` is in `from`, it is a no-op (no audit row).
   Result<Machine> Transition(int64_t machine_id, const std::vector<std::string>& from, const std::string& to,
                              const Actor& actor, const std::string& action, int64_t now);
-  // Sets the client-certificate mark; client_cert_already_issued when it is
-  // set (only Reset clears it). Audited as client_cert_issued.
-  Result<Machine> MarkClientCertIssued(int64_t machine_id, const Actor& actor, int64_t now);
 
   // --- Sessions and tokens ---------------------------------------------------
   // field_invalid when the id is empty, not printable ASCII or taken;
@@ -301,9 +368,9 @@ class Store {
   // Single use: atomically marks the session used and returns it.
   // session_unknown, session_used, session_expired.
   Result<Session> ConsumeSession(const std::string& id, int64_t now);
-  // The machine a token belongs to: token_unknown, token_expired, and
-  // token_revoked when its machine is revoked.
-  Result<Machine> LookupToken(const Bytes& token_hash, int64_t now);
+  // The machine a token belongs to, and the token: token_unknown,
+  // token_expired, and token_revoked when its machine is revoked.
+  Result<Bearer> LookupToken(const Bytes& token_hash, int64_t now);
   // Deletes up to `batch` sessions and up to `batch` tokens with
   // expires_at <= now. Call repeatedly until both counts are below `batch`.
   Result<PurgeCounts> PurgeExpired(int64_t now, int batch = 1000);
@@ -328,6 +395,22 @@ class Store {
   Result<AttestationRecord> LastSuccessfulAttestation(int64_t machine_id);
   // The newest refused records over all machines, newest first.
   Result<std::vector<AttestationRecord>> RecentFailures(int limit = 50);
+
+  // --- Config and certificates ---------------------------------------------
+  // One audit row (config_served) per attested config served, with the
+  // caller's digest of the bytes; attested -> provisioned on the first one,
+  // later ones keep the state. state_conflict for pending, enrolled, revoked.
+  Result<Machine> RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
+                                     const Actor& actor, int64_t now);
+  // Records a signed certificate, in one transaction with its audit row
+  // (certificate_issued). For kCertClient also sets the client-certificate
+  // mark (client_cert_already_issued when set: only Reset clears it) and
+  // moves attested/provisioned -> joined. For kCertServing the machine must
+  // be provisioned or joined (state_conflict). field_invalid when the serial
+  // is taken.
+  Result<Machine> RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now);
+  // Newest first; hostname "" for every machine.
+  Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit = 1000);
 
   // --- Audit and status ------------------------------------------------------
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {});

@@ -80,6 +80,19 @@ class StoreTest : public ::testing::Test {
     return Token{B("tokhash-" + tag), m.id, "s", issued, issued + ttl};
   }
 
+  IssuedCertificate Cert(const Machine& m, const std::string& serial, const std::string& kind = "client") {
+    IssuedCertificate c;
+    c.serial = serial;
+    c.machine_id = m.id;
+    c.kind = kind;
+    c.subject = "O=system:nodes, CN=system:node:" + m.hostname;
+    if (kind == "serving") c.sans = {m.hostname, "10.0.0.7"};
+    c.public_key_sha256 = B("spki-" + serial);
+    c.not_before = 1000;
+    c.not_after = 1000 + 86400;
+    return c;
+  }
+
   // An enrolled machine that attested once.
   Machine Attested(const std::string& hostname, const std::string& tag) {
     Machine m = Enroll(hostname, tag);
@@ -329,7 +342,7 @@ TEST_F(StoreTest, SameEkUnderAnotherHostnameIsRefused) {
 TEST_F(StoreTest, ReplacingTheEkIsAuditedAndStartsOver) {
   Machine m = Attested("node-1", "a");
   ASSERT_TRUE(store_->CreateSession(MakeSession(m, "open")).ok());
-  ASSERT_TRUE(store_->MarkClientCertIssued(m.id, Op(), 1100).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "01"), Op(), 1100).ok());
   ASSERT_TRUE(store_->LastSuccessfulAttestation(m.id).ok());
 
   Enrollment e = MakeEnrollment("node-1", "new");
@@ -346,7 +359,7 @@ TEST_F(StoreTest, ReplacingTheEkIsAuditedAndStartsOver) {
   const AuditEntry& a = audit.back();
   EXPECT_EQ(a.action, "replace_ek");
   EXPECT_EQ(a.why, "motherboard swap");
-  EXPECT_EQ(a.from_state, "attested");
+  EXPECT_EQ(a.from_state, "joined");  // the client certificate joined it
   EXPECT_EQ(a.to_state, "enrolled");
   EXPECT_NE(a.detail_json.find("\"old_ek_hash\":\"656b686173683a61\""), std::string::npos) << a.detail_json;
   EXPECT_NE(a.detail_json.find("\"new_ek_hash\":\"656b686173683a6e6577\""), std::string::npos) << a.detail_json;
@@ -518,8 +531,9 @@ TEST_F(StoreTest, ResetClearsMarksCredentialsAndBaseline) {
                                                    std::string("{\"tofu\":1}"));
   ASSERT_TRUE(attested.ok());
   ASSERT_TRUE(store_->Transition(m.id, {"attested"}, "provisioned", Op(), "config_fetched", 1010).ok());
-  ASSERT_TRUE(store_->MarkClientCertIssued(m.id, Op(), 1020).ok());
-  ASSERT_TRUE(store_->Transition(m.id, {"provisioned"}, "joined", Op(), "client_csr_signed", 1020).ok());
+  auto joined = store_->RecordCertificate(Cert(m, "01"), Op(), 1020);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->state, "joined");
   ASSERT_TRUE(store_->CreateSession(MakeSession(m, "s1", 1030)).ok());
 
   auto reset = store_->Reset("node-1", Op("reinstall"), 1100);
@@ -539,10 +553,10 @@ TEST_F(StoreTest, ResetClearsMarksCredentialsAndBaseline) {
   ExpectFailure(store_->ConsumeSession("s1", 1101).status(), Status::Code::kNotFound, "session_unknown");
   // A new counter baseline (e.g. after a TPM clear).
   ExpectFailure(store_->LastSuccessfulAttestation(m.id).status(), Status::Code::kNotFound, "attestation_unknown");
-  // A client certificate may be issued once more.
-  EXPECT_TRUE(store_->MarkClientCertIssued(m.id, Op(), 1200).ok());
-
   ExpectFailure(store_->Reset("node-1", Op(), 1300).status(), Status::Code::kInvalidArgument, "state_conflict");
+  // A client certificate may be issued once more, after a new attestation.
+  ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1350), MakeToken(m, "b", 1350), std::nullopt).ok());
+  EXPECT_TRUE(store_->RecordCertificate(Cert(m, "02"), Op(), 1360).ok());
   Enroll("node-2", "b", "pending");
   ExpectFailure(store_->Reset("node-2", Op(), 1300).status(), Status::Code::kInvalidArgument, "state_conflict");
   ExpectFailure(store_->Reset("ghost", Op(), 1300).status(), Status::Code::kNotFound, "hostname_unknown");
@@ -583,12 +597,186 @@ TEST_F(StoreTest, TransitionChecksTheStateInTheSameTransaction) {
 
 TEST_F(StoreTest, ClientCertificateMarkIsSetOnce) {
   Machine m = Attested("node-1", "a");
-  auto marked = store_->MarkClientCertIssued(m.id, Op(), 1100);
+  auto marked = store_->RecordCertificate(Cert(m, "01"), Op(), 1100);
   ASSERT_TRUE(marked.ok());
   EXPECT_EQ(marked->client_cert_issued_at, 1100);
-  ExpectFailure(store_->MarkClientCertIssued(m.id, Op(), 1200).status(), Status::Code::kInvalidArgument,
+  EXPECT_EQ(marked->state, "joined");
+  const size_t before = AuditCount();
+  ExpectFailure(store_->RecordCertificate(Cert(m, "02"), Op(), 1200).status(), Status::Code::kInvalidArgument,
                 "client_cert_already_issued");
   EXPECT_EQ(store_->GetMachineById(m.id)->client_cert_issued_at, 1100);
+  EXPECT_EQ(AuditCount(), before);
+  auto certs = store_->ListCertificates("node-1");
+  ASSERT_TRUE(certs.ok());
+  ASSERT_EQ(certs->size(), 1u);
+  EXPECT_EQ((*certs)[0].serial, "01");
+}
+
+TEST_F(StoreTest, CertificatesAreRecordedListedAndAudited) {
+  Machine m = Attested("node-1", "a");
+  // A serving certificate needs a provisioned or joined machine.
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s0", "serving"), Op(), 1050).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+  ASSERT_TRUE(store_->RecordConfigServed(m.id, "abcd", "3.3.0", Op(), 1060).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
+  IssuedCertificate serving = Cert(m, "s1", "serving");
+  serving.tpm_resident = true;
+  ASSERT_TRUE(store_->RecordCertificate(serving, Op(), 1200).ok());
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s1", "serving"), Op(), 1300).status(),
+                Status::Code::kInvalidArgument, "field_invalid");
+  IssuedCertificate odd = Cert(m, "x1", "other");
+  ExpectFailure(store_->RecordCertificate(odd, Op(), 1300).status(), Status::Code::kInvalidArgument,
+                "field_invalid");
+
+  auto certs = store_->ListCertificates("");
+  ASSERT_TRUE(certs.ok());
+  ASSERT_EQ(certs->size(), 2u);
+  EXPECT_EQ((*certs)[0].serial, "s1");  // newest first
+  EXPECT_EQ((*certs)[0].kind, "serving");
+  EXPECT_EQ((*certs)[0].hostname, "node-1");
+  EXPECT_TRUE((*certs)[0].tpm_resident);
+  EXPECT_EQ((*certs)[0].sans, (std::vector<std::string>{"node-1", "10.0.0.7"}));
+  EXPECT_EQ((*certs)[0].issued_at, 1200);
+  EXPECT_EQ((*certs)[1].serial, "c1");
+  EXPECT_TRUE(store_->ListCertificates("node-2")->empty());
+
+  auto audit = Audit("node-1");
+  EXPECT_EQ(audit.back().action, "certificate_issued");
+  EXPECT_NE(audit.back().detail_json.find("\"serial\":\"s1\""), std::string::npos) << audit.back().detail_json;
+  // A revoked machine gets nothing recorded.
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 1400).ok());
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s2", "serving"), Op(), 1500).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+}
+
+TEST_F(StoreTest, ConfigServedMovesAttestedToProvisionedAndAuditsTheDigest) {
+  Machine enrolled = Enroll("node-2", "b");
+  ExpectFailure(store_->RecordConfigServed(enrolled.id, "abcd", "3.3.0", Op(), 1000).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+  Machine m = Attested("node-1", "a");
+  auto first = store_->RecordConfigServed(m.id, "d1g3st", "3.3.0", Op(), 1100);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->state, "provisioned");
+  auto again = store_->RecordConfigServed(m.id, "d1g3st", "3.1.0", Op(), 1200);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state, "provisioned");
+  auto audit = Audit("node-1");
+  ASSERT_GE(audit.size(), 2u);
+  EXPECT_EQ(audit[audit.size() - 2].to_state, "provisioned");
+  EXPECT_EQ(audit.back().action, "config_served");
+  EXPECT_EQ(audit.back().from_state, "provisioned");
+  EXPECT_EQ(audit.back().detail_json, "{\"sha256\":\"d1g3st\",\"version\":\"3.1.0\"}");
+}
+
+TEST_F(StoreTest, PoolTemplatesAreKeptByPutPoolAndAuditedByDigest) {
+  auto set = store_->SetPoolTemplate("workers", kTemplatePublic, std::string("{\"ignition\":{}}"), "feed", Op(),
+                                     20);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->public_template, "{\"ignition\":{}}");
+  EXPECT_FALSE(set->attested_template.has_value());
+  ASSERT_TRUE(store_->SetPoolTemplate("workers", kTemplateAttested, std::string("{\"a\":1}"), "beef", Op(), 21).ok());
+  // PutPool changes settings, not templates.
+  Pool p{"workers"};
+  p.settings_json = "{\"x\":1}";
+  auto put = store_->PutPool(p, Op(), 30);
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->public_template, "{\"ignition\":{}}");
+  EXPECT_EQ(put->attested_template, "{\"a\":1}");
+  auto audit = Audit();
+  bool found = false;
+  for (const auto& a : audit) {
+    if (a.action != "pool_template_put") continue;
+    found = true;
+    EXPECT_EQ(a.detail_json.find("ignition"), std::string::npos) << "template text leaked into the audit log";
+  }
+  EXPECT_TRUE(found);
+  // Removing.
+  auto removed = store_->SetPoolTemplate("workers", kTemplatePublic, std::nullopt, "", Op(), 40);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_FALSE(removed->public_template.has_value());
+  ExpectFailure(store_->SetPoolTemplate("workers", "secret", std::nullopt, "", Op(), 40).status(),
+                Status::Code::kInvalidArgument, "field_invalid");
+  ExpectFailure(store_->SetPoolTemplate("nope", kTemplatePublic, std::nullopt, "", Op(), 40).status(),
+                Status::Code::kNotFound, "pool_unknown");
+}
+
+TEST_F(StoreTest, PoolTokensRotateWithOneGracePeriod) {
+  Pool p{"edge"};
+  ASSERT_TRUE(p.token_required);  // on by default for new pools
+  auto created = store_->PutPool(p, Op(), 100, B("t1"));
+  ASSERT_TRUE(created.ok());
+  EXPECT_TRUE(created->token_required);
+  auto tokens = store_->ValidPoolTokens("edge", 100);
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->size(), 1u);
+  EXPECT_EQ((*tokens)[0].hash, B("t1"));
+  EXPECT_FALSE((*tokens)[0].expires_at.has_value());
+  // A second put does not add a token when one exists.
+  ASSERT_TRUE(store_->PutPool(p, Op(), 110, B("t-ignored")).ok());
+  EXPECT_EQ(store_->ValidPoolTokens("edge", 110)->size(), 1u);
+
+  // Rotate with a grace period: the old one lives until 500.
+  ASSERT_TRUE(store_->RotatePoolToken("edge", B("t2"), 500, Op(), 200).ok());
+  tokens = store_->ValidPoolTokens("edge", 499);
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0].hash, B("t2"));
+  EXPECT_EQ((*tokens)[1].hash, B("t1"));
+  EXPECT_EQ((*tokens)[1].expires_at, 500);
+  tokens = store_->ValidPoolTokens("edge", 500);
+  ASSERT_EQ(tokens->size(), 1u);
+  EXPECT_EQ((*tokens)[0].hash, B("t2"));
+
+  // Rotating again drops t1 at once, whatever its grace, and t2 gets one.
+  ASSERT_TRUE(store_->RotatePoolToken("edge", B("t3"), 900, Op(), 300).ok());
+  tokens = store_->ValidPoolTokens("edge", 301);
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0].hash, B("t3"));
+  EXPECT_EQ((*tokens)[1].hash, B("t2"));
+  // No grace: only the new one.
+  ASSERT_TRUE(store_->RotatePoolToken("edge", B("t4"), 400, Op(), 400).ok());
+  tokens = store_->ValidPoolTokens("edge", 401);
+  ASSERT_EQ(tokens->size(), 1u);
+  EXPECT_EQ((*tokens)[0].hash, B("t4"));
+
+  ExpectFailure(store_->RotatePoolToken("edge", B("t4"), 9999, Op(), 500), Status::Code::kInvalidArgument,
+                "field_invalid");
+  ExpectFailure(store_->RotatePoolToken("nope", B("t9"), 0, Op(), 500), Status::Code::kNotFound, "pool_unknown");
+  auto audit = Audit();
+  EXPECT_EQ(audit.back().action, "token_rotate");
+  // Switching the token off is a pool setting.
+  p.token_required = false;
+  auto off = store_->PutPool(p, Op(), 600);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->token_required);
+}
+
+TEST_F(StoreTest, MachineVarsAreEnrolledAndUpdated) {
+  Enrollment e = MakeEnrollment("node-1", "a");
+  e.vars_json = "{\"rack\":\"r12\"}";
+  auto m = store_->Enroll(e, Op(), false, 100);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->vars_json, "{\"rack\":\"r12\"}");
+  e.vars_json = "{\"rack\":\"r13\"}";
+  auto updated = store_->Enroll(e, Op(), false, 200);
+  ASSERT_TRUE(updated.ok());
+  EXPECT_EQ(updated->vars_json, "{\"rack\":\"r13\"}");
+  EXPECT_NE(Audit("node-1").back().detail_json.find("vars"), std::string::npos);
+  e.vars_json = "";
+  ExpectFailure(store_->Enroll(e, Op(), false, 300).status(), Status::Code::kInvalidArgument, "field_invalid");
+}
+
+TEST_F(StoreTest, TokensKeepTheSessionNonceAndAk) {
+  Machine m = Enroll("node-1", "a");
+  Token t = MakeToken(m, "a");
+  t.nonce = B("the-nonce");
+  t.ak_public = B("the-ak");
+  ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1000), t, std::nullopt).ok());
+  auto bearer = store_->LookupToken(B("tokhash-a"), 1001);
+  ASSERT_TRUE(bearer.ok());
+  EXPECT_EQ(bearer->machine.hostname, "node-1");
+  EXPECT_EQ(bearer->token.nonce, B("the-nonce"));
+  EXPECT_EQ(bearer->token.ak_public, B("the-ak"));
+  EXPECT_EQ(bearer->token.expires_at, 1900);
 }
 
 // --- Sessions and tokens -----------------------------------------------------
@@ -653,8 +841,8 @@ TEST_F(StoreTest, TokenLookup) {
   Machine m = Attested("node-1", "a");  // token issued 1000, expires 1900
   auto found = store_->LookupToken(B("tokhash-a"), 1899);
   ASSERT_TRUE(found.ok());
-  EXPECT_EQ(found->hostname, "node-1");
-  EXPECT_EQ(found->state, "attested");
+  EXPECT_EQ(found->machine.hostname, "node-1");
+  EXPECT_EQ(found->machine.state, "attested");
   ExpectFailure(store_->LookupToken(B("tokhash-a"), 1900).status(), Status::Code::kVerificationFailed,
                 "token_expired");
   ExpectFailure(store_->LookupToken(B("tokhash-zz"), 1000).status(), Status::Code::kNotFound, "token_unknown");

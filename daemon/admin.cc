@@ -13,6 +13,7 @@
 #include "attest/ek_identity.h"
 #include "daemon/codec.h"
 #include "daemon/log.h"
+#include "daemon/secrets.h"
 #include "daemon/wire.h"
 
 namespace rackgate::daemon {
@@ -43,7 +44,8 @@ json MachineJson(const storage::Machine& m) {
             {"addresses", addrs},
             {"created_at", m.created_at},
             {"updated_at", m.updated_at},
-            {"has_policy", m.policy_json.has_value()}};
+            {"has_policy", m.policy_json.has_value()},
+            {"vars", json::parse(m.vars_json, nullptr, false)}};
   if (m.last_attested_at) j["last_attested_at"] = *m.last_attested_at;
   if (m.client_cert_issued_at) j["client_cert_issued_at"] = *m.client_cert_issued_at;
   return j;
@@ -87,8 +89,9 @@ std::vector<gid_t> Groups(pid_t pid) {
 
 }  // namespace
 
-AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, std::optional<gid_t> admin_gid)
-    : store_(store), attestation_(attestation), admin_gid_(admin_gid) {}
+AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
+                   std::optional<gid_t> admin_gid)
+    : store_(store), attestation_(attestation), ignition_(ignition), admin_gid_(admin_gid) {}
 
 std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& request) const {
   if (!request.admin || !request.peer_cred) {
@@ -126,6 +129,10 @@ void AdminApi::Register(Router* router) {
   router->Add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
   router->Add("GET", "/v1/admin/pools/{name}", [this](const Request& r) { return GetPools(r); });
   router->Add("PUT", "/v1/admin/pools/{name}", [this](const Request& r) { return PutPool(r); });
+  router->Add("PUT", "/v1/admin/pools/{name}/templates/{which}", [this](const Request& r) { return PutTemplate(r); });
+  router->Add("DELETE", "/v1/admin/pools/{name}/templates/{which}",
+              [this](const Request& r) { return PutTemplate(r); });
+  router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
 }
 
 namespace {
@@ -179,6 +186,22 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
     auto policy = attest::ParseBootPolicy(text);
     if (!policy.ok()) return policy.status().Annotate("policy");
     e.policy_json = text;
+  }
+  // Operator-set values for templates ({{machine.NAME}}): strings by name.
+  if (j.contains("vars") && !j.at("vars").is_null()) {
+    const json& vars = j.at("vars");
+    if (!vars.is_object() || vars.size() > 64) {
+      return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
+    }
+    for (const auto& [k, v] : vars.items()) {
+      const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+      if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
+        return Status::InvalidArgument("field_invalid",
+                                       "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
+      }
+    }
+    e.vars_json = vars.dump();
   }
   return e;
 }
@@ -338,6 +361,13 @@ Response AdminApi::PutPool(const Request& request) {
     if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
     pool.settings_json = body->at("settings").dump();
   }
+  const bool created = !store_->GetPool(pool.name).ok();
+  if (body->contains("token_required")) {
+    if (!body->at("token_required").is_boolean()) {
+      return Response::Error(400, "field_invalid", "token_required must be true or false");
+    }
+    pool.token_required = body->at("token_required").get<bool>();
+  }
   if (body->contains("boot_policy")) {
     if (body->at("boot_policy").is_null()) {
       pool.boot_policy_json.reset();
@@ -350,10 +380,98 @@ Response AdminApi::PutPool(const Request& request) {
   }
   auto a = std::get<storage::Actor>(actor);
   a.why = "pool stored by an operator";
-  auto stored = store_->PutPool(pool, a, attestation_->Now());
+  // A new pool that needs a token gets its first one now, shown only in this
+  // answer (only its hash is stored).
+  std::optional<std::string> first_token;
+  if (created && pool.token_required) first_token = NewToken();
+  auto stored = store_->PutPool(pool, a, attestation_->Now(),
+                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt);
   if (!stored.ok()) return StoreError(stored.status());
-  json j = {{"name", stored->name}, {"settings", json::parse(stored->settings_json, nullptr, false)}};
-  if (stored->boot_policy_json) j["boot_policy"] = json::parse(*stored->boot_policy_json, nullptr, false);
+  Log()->info("{} stored pool {} (provisioning token {})", a.name, stored->name,
+              stored->token_required ? "required" : "off");
+  json j = PoolJson(*stored);
+  if (first_token) j["provisioning_token"] = *first_token;
+  return Response::Json(created ? 201 : 200, j.dump());
+}
+
+json AdminApi::PoolJson(const storage::Pool& p) {
+  json j = {{"name", p.name},
+            {"settings", json::parse(p.settings_json, nullptr, false)},
+            {"token_required", p.token_required},
+            {"created_at", p.created_at},
+            {"updated_at", p.updated_at}};
+  if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);
+  json templates = json::object();
+  if (p.public_template) templates["public"] = json::parse(*p.public_template, nullptr, false);
+  if (p.attested_template) templates["attested"] = json::parse(*p.attested_template, nullptr, false);
+  j["templates"] = templates;
+  // Tokens by age, never by value or hash.
+  json tokens = json::array();
+  if (auto valid = store_->ValidPoolTokens(p.name, attestation_->Now()); valid.ok()) {
+    for (const auto& t : *valid) {
+      json tj = {{"created_at", t.created_at}, {"current", !t.expires_at.has_value()}};
+      if (t.expires_at) tj["valid_until"] = *t.expires_at;
+      tokens.push_back(tj);
+    }
+  }
+  j["provisioning_tokens"] = tokens;
+  return j;
+}
+
+Response AdminApi::PutTemplate(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  const std::string& pool = request.path_params.at("name");
+  const std::string& which = request.path_params.at("which");
+  if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
+    return Response::Error(404, "template_unknown", "a template is public or attested");
+  }
+  std::optional<std::string> text;
+  std::string digest;
+  if (request.method != "DELETE") {
+    auto t = ignition_->CheckTemplate(request.body, which == storage::kTemplatePublic
+                                                        ? ignition::TemplateKind::kPublic
+                                                        : ignition::TemplateKind::kAttested);
+    if (!t.ok()) {
+      const int status = t.status().code() == Status::Code::kIoError ? 503 : 400;
+      return Response::Error(status, t.status().reason(), t.status().message());
+    }
+    // Stored as the operator wrote it, less insignificant whitespace.
+    text = ignition::Serialize(t->config);
+    digest = Sha256Hex(*text);
+  }
+  auto a = std::get<storage::Actor>(actor);
+  a.why = text ? "template stored by an operator" : "template removed by an operator";
+  auto stored = store_->SetPoolTemplate(pool, which, text, digest, a, attestation_->Now());
+  if (!stored.ok()) return StoreError(stored.status());
+  Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
+              text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
+  return Response::Json(200, PoolJson(*stored).dump());
+}
+
+Response AdminApi::RotateToken(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  int64_t grace = 0;
+  if (body->contains("grace_seconds")) {
+    const json& g = body->at("grace_seconds");
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
+      return Response::Error(400, "field_invalid", "grace_seconds is 0 to 30 days");
+    }
+    grace = g.get<int64_t>();
+  }
+  const std::string& pool = request.path_params.at("name");
+  const std::string token = NewToken();
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "provisioning token rotated by an operator";
+  const int64_t now = attestation_->Now();
+  if (Status s = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now); !s.ok()) return StoreError(s);
+  Log()->info("{} rotated the provisioning token of pool {}; the previous one stays valid for {} s", a.name, pool,
+              grace);
+  json j = {{"pool", pool}, {"provisioning_token", token}};
+  if (grace > 0) j["previous_valid_until"] = now + grace;
   return Response::Json(200, j.dump());
 }
 
@@ -366,10 +484,7 @@ Response AdminApi::GetPools(const Request& request) {
   json out = json::array();
   for (const auto& p : *pools) {
     if (one != request.path_params.end() && p.name != one->second) continue;
-    json j = {{"name", p.name}, {"settings", json::parse(p.settings_json, nullptr, false)},
-              {"created_at", p.created_at}, {"updated_at", p.updated_at}};
-    if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);
-    out.push_back(std::move(j));
+    out.push_back(PoolJson(p));
   }
   if (one != request.path_params.end()) {
     if (out.empty()) return Response::Error(404, "pool_unknown", "no pool " + one->second);

@@ -1,5 +1,6 @@
 // The admin API on the Unix socket (docs/operations.md): enrollment, import,
-// listing, approve/revoke/reset, audit, status and pools, for rackgatectl.
+// listing, approve/revoke/reset, audit, status, pools with their Ignition
+// templates and provisioning tokens, for rackgatectl.
 // Every request is checked against the peer's credentials, and every change
 // is audited with the peer's user and the operator's reason.
 #ifndef RACKGATE_DAEMON_ADMIN_H_
@@ -7,11 +8,13 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "daemon/attestation.h"
 #include "daemon/http.h"
+#include "daemon/ignition_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -21,7 +24,8 @@ class AdminApi {
   // BORROWED: store and attestation outlive the API. `admin_gid` is the group
   // whose members may call it (besides root and the daemon's own user);
   // nullopt when the group does not exist.
-  AdminApi(storage::Store* store, AttestationService* attestation, std::optional<gid_t> admin_gid);
+  AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
+           std::optional<gid_t> admin_gid);
 
   // Adds the /v1/admin/... routes.
   void Register(Router* router);
@@ -39,9 +43,13 @@ class AdminApi {
   Response StatusReport(const Request& request);
   Response PutPool(const Request& request);
   Response GetPools(const Request& request);
+  Response PutTemplate(const Request& request);  // PUT and DELETE
+  Response RotateToken(const Request& request);
+  nlohmann::json PoolJson(const storage::Pool& pool);
 
   storage::Store* store_;
   AttestationService* attestation_;
+  IgnitionService* ignition_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -20,6 +20,7 @@
 #include "attest/quote.h"
 #include "daemon/codec.h"
 #include "daemon/log.h"
+#include "daemon/secrets.h"
 #include "daemon/metrics.h"
 #include "daemon/wire.h"
 
@@ -33,21 +34,6 @@ using nlohmann::json;
 std::shared_ptr<spdlog::logger> Log() {
   static const auto log = Logger("protocol");
   return log;
-}
-
-Bytes RandomBytes(size_t n) {
-  Bytes b(n);
-  if (RAND_bytes(b.data(), static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes failed");
-  return b;
-}
-
-Bytes Sha256(std::span<const uint8_t> data) {
-  Bytes out(32);
-  unsigned int n = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("EVP_Digest failed");
-  }
-  return out;
 }
 
 std::string Short(std::span<const uint8_t> ek_hash) { return attest::HexString(ek_hash).substr(0, 16); }
@@ -282,8 +268,7 @@ Response AttestationService::Evidence(const Request& request) {
   // Proof that the AK lives in the TPM holding the enrolled EK. Compared as
   // hashes in constant time; the message never says how it differed.
   const Bytes got = Sha256(req->secret);
-  if (got.size() != session->secret_hash.size() ||
-      CRYPTO_memcmp(got.data(), session->secret_hash.data(), got.size()) != 0) {
+  if (!ConstantTimeEquals(got, session->secret_hash)) {
     return fail(403, "activation_failed", "the credential was not activated by the enrolled TPM");
   }
 
@@ -367,10 +352,9 @@ Response AttestationService::Evidence(const Request& request) {
     if (!verdict.tofu_to_record.empty()) tofu_to_record = verdict.tofu_to_record;
   }
 
-  const Bytes token = RandomBytes(32);
-  const std::string token_text = Base64UrlEncode(token);
+  const std::string token_text = NewToken();
   storage::Token row;
-  row.hash = Sha256(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(token_text.data()), token_text.size()));
+  row.hash = TokenHash(token_text);
   row.machine_id = machine->id;
   row.session_id = session->id;
   row.issued_at = clock_();
@@ -402,15 +386,10 @@ Response AttestationService::Evidence(const Request& request) {
 }
 
 std::variant<storage::Bearer, Response> AttestationService::Authenticate(const Request& request) {
-  auto header = request.Header("Authorization");
-  static constexpr std::string_view kBearer = "Bearer ";
-  if (!header || header->size() <= kBearer.size() || header->compare(0, kBearer.size(), kBearer) != 0) {
-    return Response::Error(401, "token_missing", "send Authorization: Bearer <token>");
-  }
-  const std::string_view token = std::string_view(*header).substr(kBearer.size());
-  if (token.size() > 128) return Response::Error(401, "token_unknown", "unknown token");
-  auto bearer = store_->LookupToken(
-      Sha256(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(token.data()), token.size())), clock_());
+  const auto token = request.BearerToken();
+  if (!token) return Response::Error(401, "token_missing", "send Authorization: Bearer <token>");
+  if (token->size() > 128) return Response::Error(401, "token_unknown", "unknown token");
+  auto bearer = store_->LookupToken(TokenHash(*token), clock_());
   if (!bearer.ok()) {
     const std::string& reason = bearer.status().reason();
     if (bearer.status().code() == Status::Code::kIoError) {

@@ -110,6 +110,33 @@ const std::map<std::string, KeyReader>& Readers() {
        [](const json& v, Config* c) {
          return ReadInt(v, "drain_timeout_seconds", 0, 600, &c->drain_timeout_seconds);
        }},
+      {"public_url", [](const json& v, Config* c) { return ReadString(v, "public_url", &c->public_url); }},
+      {"ignition_validate",
+       [](const json& v, Config* c) { return ReadString(v, "ignition_validate", &c->ignition_validate); }},
+      {"cluster_ca_certificate",
+       [](const json& v, Config* c) { return ReadString(v, "cluster_ca_certificate", &c->cluster_ca_certificate); }},
+      {"cluster_ca_key",
+       [](const json& v, Config* c) { return ReadString(v, "cluster_ca_key", &c->cluster_ca_key); }},
+      {"client_csr_window_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "client_csr_window_seconds", 60, 30 * 86400, &c->client_csr_window_seconds);
+       }},
+      {"client_certificate_validity_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "client_certificate_validity_seconds", 3600, 10 * 365 * 86400,
+                        &c->client_certificate_validity_seconds);
+       }},
+      {"serving_certificate_validity_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "serving_certificate_validity_seconds", 3600, 10 * 365 * 86400,
+                        &c->serving_certificate_validity_seconds);
+       }},
+      {"max_csrs_in_flight",
+       [](const json& v, Config* c) { return ReadInt(v, "max_csrs_in_flight", 1, 100000, &c->max_csrs_in_flight); }},
+      {"max_csrs_in_flight_per_machine",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "max_csrs_in_flight_per_machine", 1, 64, &c->max_csrs_in_flight_per_machine);
+       }},
       {"log_level", [](const json& v, Config* c) { return ReadString(v, "log_level", &c->log_level); }},
   };
   return *readers;
@@ -129,6 +156,9 @@ Result<Config> ParseConfig(std::string_view json_text) {
   }
   if (c.listen_addresses.empty()) return Invalid("listen_addresses", "needs at least one address");
   if (c.state_dir.empty()) return Invalid("state_dir", "must not be empty");
+  if (!c.public_url.empty() && c.public_url.rfind("https://", 0) != 0) {
+    return Invalid("public_url", "must start with https://");
+  }
   if (auto sel = attest::ParsePcrSelectionList(c.default_pcr_selection); !sel.ok()) {
     return Invalid("default_pcr_selection", sel.status().message());
   }

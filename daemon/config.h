@@ -53,6 +53,24 @@ struct Config {
   int threads = 2;
   int drain_timeout_seconds = 20;
 
+  // Ignition serving (docs/ignition.md). public_url is how machines reach
+  // the appliance ({{appliance.url}} in templates); empty: https://<first
+  // listen address>:<port>. ignition_validate: the validator run on every
+  // uploaded template when the file exists; "" turns it off.
+  std::string public_url;
+  std::string ignition_validate = "/usr/bin/ignition-validate";
+
+  // CSR vouching (docs/csr.md). The cluster CA's files; empty: <state_dir>/
+  // cluster-ca/ca.crt and ca.key. Without them, CSRs are refused with
+  // 503 signer_unavailable.
+  std::string cluster_ca_certificate;
+  std::string cluster_ca_key;
+  int client_csr_window_seconds = 7200;  // after the attestation
+  int client_certificate_validity_seconds = 365 * 86400;
+  int serving_certificate_validity_seconds = 365 * 86400;
+  int max_csrs_in_flight = 64;             // over all machines
+  int max_csrs_in_flight_per_machine = 2;
+
   std::string log_level = "info";
 
   std::string database_path() const { return state_dir + "/rackgate.db"; }
@@ -63,6 +81,12 @@ struct Config {
   }
   std::string tls_key_path() const {
     return tls_key.empty() ? state_dir + "/tls/server.key" : tls_key;
+  }
+  std::string cluster_ca_certificate_path() const {
+    return cluster_ca_certificate.empty() ? state_dir + "/cluster-ca/ca.crt" : cluster_ca_certificate;
+  }
+  std::string cluster_ca_key_path() const {
+    return cluster_ca_key.empty() ? state_dir + "/cluster-ca/ca.key" : cluster_ca_key;
   }
 };
 

@@ -1,6 +1,8 @@
 // The HTTP seam's values: header lookup, response helpers and the router.
 #include "daemon/http.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -73,6 +75,12 @@ std::optional<std::string> Request::Header(const std::string& name) const {
   auto it = headers.find(name);
   if (it == headers.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<std::string> Request::BearerToken() const {
+  auto h = Header("Authorization");
+  if (!h || h->size() <= 7 || strncasecmp(h->c_str(), "Bearer ", 7) != 0) return std::nullopt;
+  return h->substr(7);
 }
 
 Response Response::Error(int status, const std::string& reason, const std::string& message,

@@ -43,6 +43,9 @@ struct Request {
 
   // The header's value, or nullopt.
   std::optional<std::string> Header(const std::string& name) const;
+  // The credentials of `Authorization: Bearer <token>` (scheme matched
+  // without case, RFC 9110 §11.1); nullopt when absent or another scheme.
+  std::optional<std::string> BearerToken() const;
 };
 
 struct Response {

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "attest/ek_cert.h"
@@ -19,6 +21,7 @@
 #include "daemon/attestation.h"
 #include "daemon/config.h"
 #include "daemon/http_server.h"
+#include "daemon/ignition_service.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
@@ -63,6 +66,26 @@ Result<attest::EkTrustStore> LoadAnchors(const Config& c) {
   return attest::EkTrustStore::Load(c.ek_roots, c.ek_intermediates);
 }
 
+// What templates may say about the appliance: its URL and its CA, which
+// `rackgatectl init` wrote.
+Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
+  IgnitionOptions o;
+  o.appliance_url = c.public_url;
+  if (o.appliance_url.empty()) {
+    const std::string& host = c.listen_addresses.front();
+    const bool v6 = host.find(':') != std::string::npos;
+    o.appliance_url = "https://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(c.port);
+  }
+  std::ifstream f(c.ca_certificate_path());
+  if (!f) return Status::IoError("config_invalid", "cannot read the appliance CA " + c.ca_certificate_path());
+  std::ostringstream pem;
+  pem << f.rdbuf();
+  o.appliance_ca_pem = pem.str();
+  o.validator = c.ignition_validate;
+  o.retry_after_seconds = c.retry_after_seconds;
+  return o;
+}
+
 std::optional<gid_t> GroupId(const std::string& name) {
   if (struct group* g = ::getgrnam(name.c_str())) return g->gr_gid;
   return std::nullopt;
@@ -103,7 +126,13 @@ int Run(const std::string& config_path, bool check_only) {
   ao.discovery = config->discovery;
   ao.discovery_pool = config->discovery_pool;
   AttestationService attestation(store->get(), &anchors, ao, &metrics);
-  AdminApi admin(store->get(), &attestation, GroupId(config->admin_group));
+  auto ignition_options = IgnitionFromConfig(*config);
+  if (!ignition_options.ok()) {
+    Log()->critical("{}", ignition_options.status().ToString());
+    return 2;
+  }
+  IgnitionService ignition(store->get(), &attestation, std::move(ignition_options).value(), &metrics);
+  AdminApi admin(store->get(), &attestation, &ignition, GroupId(config->admin_group));
 
   HttpServerOptions o;
   o.listen_addresses = config->listen_addresses;
@@ -121,6 +150,8 @@ int Run(const std::string& config_path, bool check_only) {
   o.router.Add("POST", "/v1/attest/challenge", [&](const Request& r) { return attestation.Challenge(r); });
   o.router.Add("POST", "/v1/attest/evidence", [&](const Request& r) { return attestation.Evidence(r); });
   o.router.Add("GET", "/v1/machine", [&](const Request& r) { return attestation.WhoAmI(r); });
+  o.router.Add("GET", "/v1/machine/config", [&](const Request& r) { return ignition.AttestedConfig(r); });
+  o.router.Add("GET", "/config/{pool}", [&](const Request& r) { return ignition.PublicConfig(r); });
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
   o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
     auto counts = db->CountByState();

@@ -1,8 +1,10 @@
 // rackgatectl's admin API commands.
 #include "daemon/ctl/admin_commands.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -112,14 +114,17 @@ Result<json> ReadJsonFile(const std::string& path, size_t max) {
 constexpr char kEnrollHelp[] =
     "Usage: rackgatectl enroll --hostname NAME --pool POOL\n"
     "         (--ek-cert EK.der|EK.pem | --ek-public EK.pub) [--ek-cert ... --ek-public ...]\n"
-    "         [--address KIND=VALUE]... [--policy POLICY.json] [--replace-ek] [--json]\n"
+    "         [--address KIND=VALUE]... [--var NAME=VALUE]... [--policy POLICY.json]\n"
+    "         [--replace-ek] [--json]\n"
     "\n"
     "Enrolls a machine: its identity is its EK (the hash of the EK's public key,\n"
     "the same from the certificate or the TPM2B_PUBLIC). The daemon validates an\n"
     "EK certificate against its configured manufacturer roots before it records\n"
     "it. KIND is InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.\n"
     "An enrolled EK is immutable: enrolling the hostname again with another EK\n"
-    "is refused (ek_conflict) unless --replace-ek is given, which is audited.\n";
+    "is refused (ek_conflict) unless --replace-ek is given, which is audited.\n"
+    "--var sets a value for the pool's attested template ({{machine.NAME}});\n"
+    "enrolling again replaces the whole set.\n";
 
 constexpr char kImportHelp[] =
     "Usage: rackgatectl import FILE [--json]\n"
@@ -151,7 +156,30 @@ constexpr char kAuditHelp[] = "Usage: rackgatectl audit [--hostname NAME] [--lim
 constexpr char kStatusHelp[] = "Usage: rackgatectl status [--json]\n";
 constexpr char kPoolHelp[] =
     "Usage: rackgatectl pool put NAME [--settings SETTINGS.json] [--policy POLICY.json]\n"
-    "       rackgatectl pool show [NAME] [--json]\n";
+    "         [--public-template PUBLIC.ign] [--attested-template ATTESTED.ign]\n"
+    "         [--token-required yes|no] [--json]\n"
+    "       rackgatectl pool show [NAME] [--template public|attested] [--json]\n"
+    "       rackgatectl pool diff NAME (--public-template FILE | --attested-template FILE)\n"
+    "       rackgatectl pool remove-template NAME public|attested\n"
+    "\n"
+    "A pool groups machines that share a boot policy and Ignition templates\n"
+    "(docs/ignition.md). The public template is served to anyone holding the\n"
+    "pool's provisioning token at /config/NAME and must carry no secret; the\n"
+    "attested template is merged on top of it for a machine that attested.\n"
+    "Templates are validated when stored (the spec, rackgate's secret rules and\n"
+    "ignition-validate on the appliance). A new pool needs a provisioning token\n"
+    "unless --token-required no: its first token is printed once. Rotate it\n"
+    "with `rackgatectl token rotate`.\n"
+    "diff compares the stored template with FILE (exit 0 same, 1 different).\n";
+
+constexpr char kTokenHelp[] =
+    "Usage: rackgatectl token rotate --pool POOL [--grace DURATION] [--out FILE] [--json]\n"
+    "\n"
+    "Makes a new provisioning token for POOL and prints it once (or writes it to\n"
+    "FILE, mode 0600). The previous token stays valid for DURATION (e.g. 30m,\n"
+    "2h, 1d, 1h30m; default 0: it stops at once); a token older than that is\n"
+    "dropped. Machines send the token as `Authorization: Bearer` through the\n"
+    "pointer config's httpHeaders (`rackgatectl pointer`).\n";
 
 void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
@@ -165,7 +193,7 @@ void PrintMachineLine(const json& m) {
 
 int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first,
-                          {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy"}, {"replace-ek", "json"}});
+                          {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy", "var"}, {"replace-ek", "json"}});
   if (!args.ok()) return UsageError(kEnrollHelp, args.status().message());
   if (args->Has("help")) return std::fputs(kEnrollHelp, stdout), kExitOk;
   if (Status s = args->Require({"hostname", "pool"}); !s.ok()) return UsageError(kEnrollHelp, s.message());
@@ -193,6 +221,11 @@ int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
     auto policy = ReadJsonFile(*p, 1 << 20);
     if (!policy.ok()) return UsageError(kEnrollHelp, policy.status().message());
     body["policy"] = *policy;
+  }
+  for (const auto& v : args->GetAll("var")) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) return UsageError(kEnrollHelp, "--var takes NAME=VALUE");
+    body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
   }
   int code = kExitOk;
   auto m = Send(socket, "POST", "/v1/admin/machines", body, &code);
@@ -429,16 +462,91 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   return kExitOk;
 }
 
+namespace {
+
+// The pool's stored template, pretty-printed, or "" when it has none.
+std::string StoredTemplate(const json& pool, const std::string& which) {
+  if (!pool.contains("templates") || !pool.at("templates").contains(which)) return "";
+  return pool.at("templates").at(which).dump(2) + "\n";
+}
+
+// `diff -u` of two texts; its exit status (0 same, 1 different).
+int ShowDiff(const std::string& a, const std::string& a_label, const std::string& b, const std::string& b_label) {
+  char dir[] = "/tmp/rackgatectl-diff-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return kExitUnusable;
+  const std::string pa = std::string(dir) + "/a", pb = std::string(dir) + "/b";
+  int rc = kExitUnusable;
+  if (WriteFileAtomic(pa, std::span(reinterpret_cast<const uint8_t*>(a.data()), a.size())).ok() &&
+      WriteFileAtomic(pb, std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size())).ok()) {
+    std::fflush(stdout);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execlp("diff", "diff", "-u", "--label", a_label.c_str(), "--label", b_label.c_str(), pa.c_str(), pb.c_str(),
+               static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    if (pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
+      rc = WEXITSTATUS(status) <= 1 ? WEXITSTATUS(status) : kExitUnusable;
+    }
+  }
+  ::unlink(pa.c_str());
+  ::unlink(pb.c_str());
+  ::rmdir(dir);
+  return rc;
+}
+
+}  // namespace
+
 int RunPool(const std::string& socket, int argc, char** argv, int first) {
-  if (first >= argc) return UsageError(kPoolHelp, "give put or show");
+  if (first >= argc) return UsageError(kPoolHelp, "give put, show, diff or remove-template");
   const std::string sub = argv[first];
-  auto args = Args::Parse(argc, argv, first + 1, {{"settings", "policy"}, {"json"}});
+  auto args = Args::Parse(argc, argv, first + 1,
+                          {{"settings", "policy", "public-template", "attested-template", "token-required", "template"},
+                           {"json"}});
   if (!args.ok()) return UsageError(kPoolHelp, args.status().message());
   if (args->Has("help") || sub == "--help") return std::fputs(kPoolHelp, stdout), kExitOk;
   int code = kExitOk;
+  // Template files by kind, as the operator named them.
+  std::vector<std::pair<std::string, std::string>> templates;
+  for (const char* which : {"public", "attested"}) {
+    if (auto f = args->Get(std::string(which) + "-template")) templates.emplace_back(which, *f);
+  }
+  if (sub == "diff") {
+    if (args->positional().size() != 1 || templates.size() != 1) {
+      return UsageError(kPoolHelp, "give one pool NAME and one of --public-template or --attested-template");
+    }
+    auto file = ReadJsonFile(templates[0].second, 4 << 20);
+    if (!file.ok()) return UsageError(kPoolHelp, file.status().message());
+    auto r = Send(socket, "GET", "/v1/admin/pools/" + args->positional()[0], nullptr, &code);
+    if (!r.ok()) return code;
+    return ShowDiff(StoredTemplate(*r, templates[0].first),
+                    "stored " + templates[0].first + " template of " + args->positional()[0], file->dump(2) + "\n",
+                    templates[0].second);
+  }
+  if (sub == "remove-template") {
+    if (args->positional().size() != 2) return UsageError(kPoolHelp, "give NAME and public or attested");
+    auto r = Send(socket, "DELETE", "/v1/admin/pools/" + args->positional()[0] + "/templates/" + args->positional()[1],
+                  nullptr, &code);
+    if (!r.ok()) return code;
+    std::printf("pool %s: %s template removed\n", args->positional()[0].c_str(), args->positional()[1].c_str());
+    return kExitOk;
+  }
   if (sub == "put") {
     if (args->positional().size() != 1) return UsageError(kPoolHelp, "give one pool NAME");
+    const std::string name = args->positional()[0];
+    // Read everything first: a bad file changes nothing on the appliance.
+    std::vector<std::pair<std::string, json>> template_docs;
+    for (const auto& [which, file] : templates) {
+      auto doc = ReadJsonFile(file, 4 << 20);
+      if (!doc.ok()) return UsageError(kPoolHelp, doc.status().message());
+      template_docs.emplace_back(which, std::move(doc).value());
+    }
     json body = json::object();
+    if (auto t = args->Get("token-required")) {
+      if (*t != "yes" && *t != "no") return UsageError(kPoolHelp, "--token-required is yes or no");
+      body["token_required"] = *t == "yes";
+    }
     if (auto p = args->Get("settings")) {
       auto s = ReadJsonFile(*p, 1 << 20);
       if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
@@ -449,10 +557,24 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
       if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
       body["boot_policy"] = *s;
     }
-    auto r = Send(socket, "PUT", "/v1/admin/pools/" + args->positional()[0], body, &code);
+    auto r = Send(socket, "PUT", "/v1/admin/pools/" + name, body, &code);
     if (!r.ok()) return code;
-    if (args->Has("json")) return PrintJson(*r), kExitOk;
-    std::printf("pool %s stored\n", Str(*r, "name").c_str());
+    const std::string token = Str(*r, "provisioning_token", "");
+    for (const auto& [which, doc] : template_docs) {
+      r = Send(socket, "PUT", "/v1/admin/pools/" + name + "/templates/" + which, doc, &code);
+      if (!r.ok()) return code;
+    }
+    if (args->Has("json")) {
+      if (!token.empty()) (*r)["provisioning_token"] = token;
+      return PrintJson(*r), kExitOk;
+    }
+    std::printf("pool %s stored; provisioning token %s\n", Str(*r, "name").c_str(),
+                r->value("token_required", false) ? "required" : "off");
+    for (const auto& [which, doc] : template_docs) std::printf("  %s template stored\n", which.c_str());
+    if (!token.empty()) {
+      std::printf("provisioning token (shown once; `rackgatectl pointer --pool %s --token-file FILE` uses it):\n%s\n",
+                  name.c_str(), token.c_str());
+    }
     return kExitOk;
   }
   if (sub == "show") {
@@ -460,10 +582,103 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
     if (!args->positional().empty()) path += "/" + args->positional()[0];
     auto r = Send(socket, "GET", path, nullptr, &code);
     if (!r.ok()) return code;
-    PrintJson(*r);
+    if (auto which = args->Get("template")) {
+      if (args->positional().empty()) return UsageError(kPoolHelp, "--template needs a pool NAME");
+      const std::string text = StoredTemplate(*r, *which);
+      if (text.empty()) {
+        std::fprintf(stderr, "rackgatectl: pool %s has no %s template\n", args->positional()[0].c_str(),
+                     which->c_str());
+        return kExitRefused;
+      }
+      std::fputs(text.c_str(), stdout);
+      return kExitOk;
+    }
+    if (args->Has("json") || args->positional().empty()) return PrintJson(*r), kExitOk;
+    std::printf("pool:             %s\n", Str(*r, "name").c_str());
+    std::printf("token required:   %s\n", r->value("token_required", false) ? "yes" : "no");
+    if (r->contains("provisioning_tokens")) {
+      for (const json& t : r->at("provisioning_tokens")) {
+        std::printf("  token:          %s since %s%s\n", t.value("current", false) ? "current" : "previous",
+                    FormatTime(t, "created_at").c_str(),
+                    t.contains("valid_until") ? (", valid until " + FormatTime(t, "valid_until")).c_str() : "");
+      }
+    }
+    std::printf("public template:  %s\n", StoredTemplate(*r, "public").empty() ? "none" : "yes");
+    std::printf("attested template:%s\n", StoredTemplate(*r, "attested").empty() ? " none" : " yes");
+    std::printf("boot policy:      %s\n", r->contains("boot_policy") ? "yes" : "none");
+    std::printf("settings:         %s\n", r->contains("settings") ? r->at("settings").dump().c_str() : "{}");
     return kExitOk;
   }
   return UsageError(kPoolHelp, "unknown pool command '" + sub + "'");
+}
+
+namespace {
+
+// "90s", "30m", "2h", "1d", "1h30m" or "0" as seconds; nullopt otherwise.
+std::optional<int64_t> ParseDuration(const std::string& text) {
+  if (text == "0") return 0;
+  int64_t total = 0;
+  size_t i = 0;
+  if (text.empty()) return std::nullopt;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i || j == text.size() || j - i > 7) return std::nullopt;
+    const int64_t n = std::stoll(text.substr(i, j - i));
+    switch (text[j]) {
+      case 's': total += n; break;
+      case 'm': total += n * 60; break;
+      case 'h': total += n * 3600; break;
+      case 'd': total += n * 86400; break;
+      default: return std::nullopt;
+    }
+    i = j + 1;
+  }
+  return total;
+}
+
+}  // namespace
+
+int RunToken(const std::string& socket, int argc, char** argv, int first) {
+  if (first >= argc) return UsageError(kTokenHelp, "give rotate");
+  const std::string sub = argv[first];
+  auto args = Args::Parse(argc, argv, first + 1, {{"pool", "grace", "out"}, {"json"}});
+  if (!args.ok()) return UsageError(kTokenHelp, args.status().message());
+  if (args->Has("help") || sub == "--help") return std::fputs(kTokenHelp, stdout), kExitOk;
+  if (sub != "rotate") return UsageError(kTokenHelp, "unknown token command '" + sub + "'");
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kTokenHelp, s.message());
+  json body = json::object();
+  if (auto g = args->Get("grace")) {
+    auto seconds = ParseDuration(*g);
+    if (!seconds) return UsageError(kTokenHelp, "--grace takes a duration such as 30m, 2h or 1d");
+    body["grace_seconds"] = *seconds;
+  }
+  int code = kExitOk;
+  auto r = Send(socket, "POST", "/v1/admin/pools/" + *args->Get("pool") + "/token/rotate", body, &code);
+  if (!r.ok()) return code;
+  const std::string token = Str(*r, "provisioning_token", "");
+  if (auto out = args->Get("out")) {
+    const std::string line = token + "\n";
+    if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
+        !s.ok()) {
+      std::fprintf(stderr, "rackgatectl: the new token is active but could not be written: %s\n",
+                   s.message().c_str());
+      return kExitUnusable;
+    }
+    r->erase("provisioning_token");
+  }
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  if (auto out = args->Get("out")) {
+    std::printf("pool %s: new provisioning token written to %s\n", args->Get("pool")->c_str(), out->c_str());
+  } else {
+    std::printf("%s\n", token.c_str());
+  }
+  if (r->contains("previous_valid_until")) {
+    std::fprintf(stderr, "the previous token stays valid until %s\n", FormatTime(*r, "previous_valid_until").c_str());
+  } else {
+    std::fprintf(stderr, "the previous token no longer works\n");
+  }
+  return kExitOk;
 }
 
 }  // namespace rackgate::ctl

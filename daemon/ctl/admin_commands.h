@@ -20,6 +20,7 @@ int RunMachineAction(const std::string& verb, const std::string& socket, int arg
 int RunAudit(const std::string& socket, int argc, char** argv, int first);
 int RunStatus(const std::string& socket, int argc, char** argv, int first);
 int RunPool(const std::string& socket, int argc, char** argv, int first);
+int RunToken(const std::string& socket, int argc, char** argv, int first);
 
 }  // namespace rackgate::ctl
 

@@ -11,6 +11,7 @@
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
 #include "daemon/ctl/offline.h"
+#include "daemon/ctl/pointer_command.h"
 
 namespace {
 
@@ -26,10 +27,13 @@ constexpr char kHelp[] =
     "                   change a machine's state (audited)\n"
     "  audit            the audit log\n"
     "  status           machines by state, recent attestation failures\n"
-    "  pool put|show    pools and their boot policies\n"
+    "  pool put|show|diff\n"
+    "                   pools: boot policies, Ignition templates\n"
+    "  token rotate     a pool's provisioning token, with a grace period\n"
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
+    "  pointer          print a pool's pointer Ignition config\n"
     "\n"
     "Offline commands (no daemon needed):\n"
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
@@ -78,6 +82,8 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "audit") return RunAudit(socket, argc, argv, 2);
   if (cmd == "status") return RunStatus(socket, argc, argv, 2);
   if (cmd == "pool") return RunPool(socket, argc, argv, 2);
+  if (cmd == "token") return RunToken(socket, argc, argv, 2);
+  if (cmd == "pointer") return RunPointer(argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

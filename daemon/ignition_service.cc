@@ -1,0 +1,285 @@
+#include "daemon/ignition_service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/secrets.h"
+
+extern char** environ;
+
+namespace rackgate::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("ignition");
+  return log;
+}
+
+constexpr char kIgnitionType[] = "application/vnd.coreos.ignition+json; version=";
+
+// Sample values for the upload check: a template must render, and its
+// rendering must pass ignition-validate, before any machine asks for it.
+ignition::Values SampleValues(const ignition::Values& base, const ignition::Template& t) {
+  ignition::Values v = base;
+  for (const auto& name : t.placeholders) {
+    if (v.values.count(name) == 0) v.values[name] = name.rfind("address.", 0) == 0 ? "192.0.2.1" : "example-0";
+  }
+  return v;
+}
+
+// Runs `validator FILE` on `text`; the first lines of its output on failure.
+Status RunValidator(const std::string& validator, const std::string& text) {
+  char path[] = "/tmp/rackgate-template-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) return Status::IoError("validator_failed", std::string("mkstemp: ") + std::strerror(errno));
+  struct Unlink {
+    const char* p;
+    ~Unlink() { ::unlink(p); }
+  } unlink_at_exit{path};
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return Status::IoError("validator_failed", "cannot write the template for the validator");
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return Status::IoError("validator_failed", "pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  std::string arg0 = validator;
+  std::string arg1 = path;
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, validator.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    return Status::IoError("validator_failed", "cannot run " + validator + ": " + std::strerror(rc));
+  }
+  // Bounded: 4 KiB of output and 10 seconds.
+  std::string output;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[1024];
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    if (output.size() < 4096) output.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return Status::IoError("validator_failed", validator + " did not finish within 10 s");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  // The temp file's random name means nothing to the operator.
+  for (size_t at; (at = output.find(path)) != std::string::npos;) output.replace(at, std::strlen(path), "template");
+  return Status::InvalidArgument("template_invalid", "ignition-validate: " + output.substr(0, 1024));
+}
+
+}  // namespace
+
+IgnitionService::IgnitionService(storage::Store* store, AttestationService* attestation, IgnitionOptions options,
+                                 Metrics* metrics)
+    : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
+
+Response IgnitionService::Refuse(int status, const std::string& reason, const std::string& message,
+                                 const std::string& who, bool waitable) const {
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
+                         {{"verdict", "refused"}, {"reason", reason}});
+  }
+  Log()->warn("config for {} refused: {} ({})", who, reason, message);
+  if (waitable) return Response::Error(status, reason, message, options_.retry_after_seconds);
+  return Response::Error(status, reason, message);
+}
+
+ignition::Values IgnitionService::PublicValues(const std::string& pool) const {
+  ignition::Values v;
+  v.values["pool"] = pool;
+  v.values["appliance.url"] = options_.appliance_url;
+  v.values["appliance.ca_pem"] = options_.appliance_ca_pem;
+  return v;
+}
+
+Result<ignition::Template> IgnitionService::CheckTemplate(std::string_view text, ignition::TemplateKind kind) const {
+  auto t = ignition::ParseTemplate(text, kind);
+  if (!t.ok()) return t.status();
+  auto rendered = ignition::Render(*t, SampleValues(PublicValues("example"), *t));
+  if (!rendered.ok()) return rendered.status();
+  if (!options_.validator.empty() && ::access(options_.validator.c_str(), X_OK) == 0) {
+    if (Status s = RunValidator(options_.validator, ignition::Serialize(*rendered)); !s.ok()) return s;
+  }
+  return t;
+}
+
+Response IgnitionService::PublicConfig(const Request& request) {
+  const std::string& pool_name = request.path_params.at("pool");
+  const std::string who = "pool " + pool_name + " from " + request.peer_address;
+  auto pool = store_->GetPool(pool_name);
+  if (!pool.ok()) {
+    if (pool.status().code() == Status::Code::kNotFound) {
+      return Refuse(404, "pool_unknown", "no such pool", who);
+    }
+    return Refuse(503, "busy", "try again later", who, true);
+  }
+  if (pool->token_required) {
+    // SECURITY: every valid token is compared, in constant time, so timing
+    // tells neither which one matched nor how much of one did.
+    const auto token = request.BearerToken();
+    if (!token) return Refuse(401, "token_missing", "this pool needs its provisioning token", who);
+    auto valid = store_->ValidPoolTokens(pool_name, attestation_->Now());
+    if (!valid.ok()) return Refuse(503, "busy", "try again later", who, true);
+    const auto hash = TokenHash(*token);
+    bool match = false;
+    for (const auto& t : *valid) match |= ConstantTimeEquals(hash, t.hash);
+    if (!match) return Refuse(403, "token_invalid", "the provisioning token is not valid for this pool", who);
+  }
+  if (!pool->public_template) {
+    return Refuse(503, "config_unavailable", "the pool has no config yet", who, true);
+  }
+  auto t = ignition::ParseTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
+  if (!t.ok()) {
+    Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
+    return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+  }
+  auto version = ignition::Negotiate(request.Header("Accept"), t->version);
+  if (!version.ok()) {
+    const bool malformed = version.status().reason() == "accept_malformed";
+    return Refuse(malformed ? 400 : 406, version.status().reason(), version.status().message(), who);
+  }
+  const std::string v = ignition::FormatSpecVersion(*version);
+  std::string body;
+  {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    auto it = cache_.find(pool_name);
+    if (it != cache_.end() && it->second.template_text == *pool->public_template) {
+      if (auto b = it->second.by_version.find(v); b != it->second.by_version.end()) body = b->second;
+    }
+  }
+  if (body.empty()) {
+    auto rendered = ignition::Render(*t, PublicValues(pool_name));
+    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
+    auto converted = ignition::ConvertToVersion(*rendered, *version);
+    if (!converted.ok()) return Refuse(406, converted.status().reason(), converted.status().message(), who);
+    body = ignition::Serialize(*converted);
+    std::lock_guard<std::mutex> l(cache_mu_);
+    Cached& c = cache_[pool_name];
+    if (c.template_text != *pool->public_template) c = Cached{*pool->public_template, {}};
+    c.by_version[v] = body;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
+                         {{"verdict", "public"}, {"reason", ""}});
+  }
+  Log()->info("public config of pool {} (spec {}) served to {}", pool_name, v, request.peer_address);
+  return Response::Text(200, std::move(body), kIgnitionType + v);
+}
+
+Response IgnitionService::AttestedConfig(const Request& request) {
+  auto auth = attestation_->Authenticate(request);
+  if (auto* r = std::get_if<Response>(&auth)) {
+    Log()->warn("attested config refused to {}: no valid attestation token", request.peer_address);
+    return std::move(*r);
+  }
+  const storage::Machine& m = std::get<storage::Bearer>(auth).machine;
+  const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return Refuse(503, "busy", "try again later", who, true);
+  if (!pool->public_template && !pool->attested_template) {
+    return Refuse(503, "config_unavailable", "the pool has no config yet", who, true);
+  }
+
+  ignition::Values values = PublicValues(m.pool);
+  values.values["hostname"] = m.hostname;
+  values.values["ek_hash"] = attest::HexString(m.ek_hash);
+  for (const auto& a : m.addresses) values.values.emplace("address." + a.kind, a.value);
+  const json vars = json::parse(m.vars_json, nullptr, false);
+  if (vars.is_object()) {
+    for (const auto& [k, val] : vars.items()) {
+      if (val.is_string()) values.values["machine." + k] = val.get<std::string>();
+    }
+  }
+
+  json merged;
+  ignition::SpecVersion own{};
+  for (const auto& [text, kind] :
+       {std::pair{pool->public_template, ignition::TemplateKind::kPublic},
+        std::pair{pool->attested_template, ignition::TemplateKind::kAttested}}) {
+    if (!text) continue;
+    auto t = ignition::ParseTemplate(*text, kind);
+    if (!t.ok()) {
+      Log()->error("stored template of pool {} no longer parses: {}", m.pool, t.status().ToString());
+      return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+    }
+    // Waitable: an operator fixes a missing machine value and the machine
+    // carries on, without a reboot.
+    auto rendered = ignition::Render(*t, values);
+    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
+    merged = merged.is_null() ? std::move(*rendered) : ignition::Merge(merged, *rendered);
+    if (own < t->version) own = t->version;
+  }
+  auto version = ignition::Negotiate(request.Header("Accept"), own);
+  if (!version.ok()) {
+    const bool malformed = version.status().reason() == "accept_malformed";
+    return Refuse(malformed ? 400 : 406, version.status().reason(), version.status().message(), who);
+  }
+  auto converted = ignition::ConvertToVersion(merged, *version);
+  if (!converted.ok()) return Refuse(406, converted.status().reason(), converted.status().message(), who);
+  std::string body = ignition::Serialize(*converted);
+  const std::string digest = Sha256Hex(body);
+  const std::string v = ignition::FormatSpecVersion(*version);
+  // Recorded before it is sent: the audit trail never misses a config that
+  // left the appliance.
+  auto served = store_->RecordConfigServed(m.id, digest, v, storage::Actor{"rackgated", "attested config"},
+                                           attestation_->Now());
+  if (!served.ok()) {
+    if (served.status().reason() == "state_conflict") {
+      return Refuse(403, "state_conflict", "this machine cannot be provisioned now", who);
+    }
+    Log()->error("config for {} not recorded: {}", who, served.status().ToString());
+    return Refuse(503, "busy", "try again later", who, true);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
+                         {{"verdict", "attested"}, {"reason", ""}});
+  }
+  Log()->info("attested config (spec {}, sha256 {}) served to {}; state {}", v, digest.substr(0, 16), who,
+              served->state);
+  return Response::Text(200, std::move(body), kIgnitionType + v);
+}
+
+}  // namespace rackgate::daemon

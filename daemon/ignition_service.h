@@ -1,0 +1,69 @@
+// Ignition serving (docs/ignition.md): the MCS-compatible public config at
+// GET/HEAD /config/{pool}, guarded by the pool's provisioning token, and the
+// attested config at GET /v1/machine/config for a machine holding an
+// attestation token. Also the template checks the admin API runs on upload.
+// Every decision logs one line naming the pool or machine and the reason.
+#ifndef RACKGATE_DAEMON_IGNITION_SERVICE_H_
+#define RACKGATE_DAEMON_IGNITION_SERVICE_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "attest/status.h"
+#include "daemon/attestation.h"
+#include "daemon/http.h"
+#include "daemon/ignition.h"
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+
+class Metrics;
+
+struct IgnitionOptions {
+  std::string appliance_url;     // {{appliance.url}}
+  std::string appliance_ca_pem;  // {{appliance.ca_pem}}
+  std::string validator;         // ignition-validate's path; "" or absent: skipped
+  int retry_after_seconds = 30;
+};
+
+class IgnitionService {
+ public:
+  // BORROWED: store, attestation and metrics (may be null) outlive the service.
+  IgnitionService(storage::Store* store, AttestationService* attestation, IgnitionOptions options, Metrics* metrics);
+
+  // GET (and HEAD) /config/{pool}.
+  Response PublicConfig(const Request& request);
+  // GET /v1/machine/config.
+  Response AttestedConfig(const Request& request);
+
+  // The upload check: the template parses and follows the rules for its kind,
+  // renders with sample values, and the rendering passes ignition-validate
+  // when it is installed (reason template_invalid with its first lines).
+  Result<ignition::Template> CheckTemplate(std::string_view text, ignition::TemplateKind kind) const;
+
+ private:
+  // The public values every template may use.
+  ignition::Values PublicValues(const std::string& pool) const;
+  Response Refuse(int status, const std::string& reason, const std::string& message, const std::string& who,
+                  bool waitable = false) const;
+
+  storage::Store* store_;
+  AttestationService* attestation_;
+  IgnitionOptions options_;
+  Metrics* metrics_;
+
+  // Rendered public configs by pool, valid while the pool row is unchanged.
+  struct Cached {
+    std::string template_text;
+    std::map<std::string, std::string> by_version;  // "3.3.0" -> bytes
+  };
+  std::mutex cache_mu_;
+  std::map<std::string, Cached> cache_;  // guarded by cache_mu_
+};
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_IGNITION_SERVICE_H_

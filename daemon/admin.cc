@@ -12,6 +12,7 @@
 #include "attest/boot_policy.h"
 #include "attest/ek_identity.h"
 #include "daemon/codec.h"
+#include "daemon/csr_service.h"
 #include "daemon/log.h"
 #include "daemon/secrets.h"
 #include "daemon/wire.h"
@@ -133,6 +134,7 @@ void AdminApi::Register(Router* router) {
   router->Add("DELETE", "/v1/admin/pools/{name}/templates/{which}",
               [this](const Request& r) { return PutTemplate(r); });
   router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
+  router->Add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
 }
 
 namespace {
@@ -360,6 +362,9 @@ Response AdminApi::PutPool(const Request& request) {
   if (body->contains("settings")) {
     if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
     pool.settings_json = body->at("settings").dump();
+    if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
+      return Response::Error(400, settings.status().reason(), settings.status().message());
+    }
   }
   const bool created = !store_->GetPool(pool.name).ok();
   if (body->contains("token_required")) {
@@ -447,6 +452,29 @@ Response AdminApi::PutTemplate(const Request& request) {
   Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
               text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
   return Response::Json(200, PoolJson(*stored).dump());
+}
+
+Response AdminApi::Certificates(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  std::string hostname;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
+  auto certs = store_->ListCertificates(hostname, static_cast<int>(QueryInt(request, "limit", 1000)));
+  if (!certs.ok()) return StoreError(certs.status());
+  json out = json::array();
+  for (const auto& c : *certs) {
+    out.push_back({{"serial", c.serial},
+                   {"hostname", c.hostname},
+                   {"kind", c.kind},
+                   {"subject", c.subject},
+                   {"sans", c.sans},
+                   {"public_key_sha256", attest::HexString(c.public_key_sha256)},
+                   {"tpm_resident", c.tpm_resident},
+                   {"not_before", c.not_before},
+                   {"not_after", c.not_after},
+                   {"issued_at", c.issued_at}});
+  }
+  return Response::Json(200, json{{"certificates", out}}.dump());
 }
 
 Response AdminApi::RotateToken(const Request& request) {

@@ -45,6 +45,7 @@ class AdminApi {
   Response GetPools(const Request& request);
   Response PutTemplate(const Request& request);  // PUT and DELETE
   Response RotateToken(const Request& request);
+  Response Certificates(const Request& request);
   nlohmann::json PoolJson(const storage::Pool& pool);
 
   storage::Store* store_;

@@ -205,7 +205,9 @@ Response IgnitionService::PublicConfig(const Request& request) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
                          {{"verdict", "public"}, {"reason", ""}});
   }
-  Log()->info("public config of pool {} (spec {}) served to {}", pool_name, v, request.peer_address);
+  // debug: anonymous and frequent (a rack booting); refusals and attested
+  // configs are the decisions an operator reads.
+  Log()->debug("public config of pool {} (spec {}) served to {}", pool_name, v, request.peer_address);
   return Response::Text(200, std::move(body), kIgnitionType + v);
 }
 

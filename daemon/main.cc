@@ -1,6 +1,6 @@
 // rackgated: the appliance daemon. Loads its config, opens the enrollment
-// store, serves the attestation protocol over HTTPS and the admin API on a
-// Unix socket, talks to systemd (READY, WATCHDOG, STOPPING), reloads
+// store, serves the attestation protocol, Ignition configs and CSR vouching
+// over HTTPS and the admin API on a Unix socket, talks to systemd (READY, WATCHDOG, STOPPING), reloads
 // certificates and trust anchors on SIGHUP, and drains on SIGTERM.
 #include <grp.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 #include "daemon/admin.h"
 #include "daemon/attestation.h"
 #include "daemon/config.h"
+#include "daemon/csr_service.h"
 #include "daemon/http_server.h"
 #include "daemon/ignition_service.h"
 #include "daemon/log.h"
@@ -132,6 +133,20 @@ int Run(const std::string& config_path, bool check_only) {
     return 2;
   }
   IgnitionService ignition(store->get(), &attestation, std::move(ignition_options).value(), &metrics);
+  CsrOptions co;
+  co.cluster_ca_certificate = config->cluster_ca_certificate_path();
+  co.cluster_ca_key = config->cluster_ca_key_path();
+  co.client_window_seconds = config->client_csr_window_seconds;
+  co.client_validity_seconds = config->client_certificate_validity_seconds;
+  co.serving_validity_seconds = config->serving_certificate_validity_seconds;
+  co.max_in_flight = config->max_csrs_in_flight;
+  co.max_in_flight_per_machine = config->max_csrs_in_flight_per_machine;
+  co.retry_after_seconds = config->retry_after_seconds;
+  CsrService csrs(store->get(), &attestation, co, &metrics);
+  if (Status s = csrs.Reload(); !s.ok()) {
+    Log()->warn("no cluster CA yet ({}): CSRs wait with 503 until `rackgatectl ca import` provides one",
+                s.ToString());
+  }
   AdminApi admin(store->get(), &attestation, &ignition, GroupId(config->admin_group));
 
   HttpServerOptions o;
@@ -152,6 +167,7 @@ int Run(const std::string& config_path, bool check_only) {
   o.router.Add("GET", "/v1/machine", [&](const Request& r) { return attestation.WhoAmI(r); });
   o.router.Add("GET", "/v1/machine/config", [&](const Request& r) { return ignition.AttestedConfig(r); });
   o.router.Add("GET", "/config/{pool}", [&](const Request& r) { return ignition.PublicConfig(r); });
+  o.router.Add("POST", "/v1/machine/csr", [&](const Request& r) { return csrs.Submit(r); });
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
   o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
     auto counts = db->CountByState();
@@ -222,6 +238,11 @@ int Run(const std::string& config_path, bool check_only) {
           Log()->info("reload: EK trust anchors reloaded");
         } else {
           Log()->error("reload: EK trust anchors refused, keeping the running ones: {}", next.status().ToString());
+        }
+        if (Status s = csrs.Reload(); !s.ok()) {
+          Log()->error("reload: cluster CA refused, keeping the running one: {}", s.ToString());
+        } else {
+          Log()->info("reload: cluster CA reloaded");
         }
         if (Status s = (*server)->ReloadCertificates(); !s.ok()) {
           Log()->error("reload: TLS certificate refused, keeping the running one: {}", s.ToString());

@@ -1366,6 +1366,23 @@ Result<Machine> Store::RecordCertificate(const IssuedCertificate& cert, const Ac
   });
 }
 
+Status Store::AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
+                                const Actor& actor, int64_t now) {
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    CheckSize("action", action.size(), 1, 64);
+    CheckSize("detail_json", detail_json.size(), 2, 64 * 1024);
+    json detail = json::parse(detail_json, nullptr, false);
+    if (!detail.is_object()) return Status::InvalidArgument("field_invalid", "detail_json must be a JSON object");
+    impl_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, machine_id);
+      WriteAudit(c, actor, now, {action, &m, m.state, m.state, detail});
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<IssuedCertificate>> Store::ListCertificates(const std::string& hostname, int limit) {
   return Guard([&]() -> Result<std::vector<IssuedCertificate>> {
     return impl_->Read([&](Connection& c) {

@@ -409,6 +409,11 @@ class Store {
   // be provisioned or joined (state_conflict). field_invalid when the serial
   // is taken.
   Result<Machine> RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now);
+  // One audit row for a decision that changes no state (e.g. a refused CSR),
+  // about `machine_id`. `detail_json` is a JSON object and never a secret.
+  // machine_unknown.
+  Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
+                           const Actor& actor, int64_t now);
   // Newest first; hostname "" for every machine.
   Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit = 1000);
 

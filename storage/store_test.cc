@@ -649,6 +649,20 @@ TEST_F(StoreTest, CertificatesAreRecordedListedAndAudited) {
                 Status::Code::kInvalidArgument, "state_conflict");
 }
 
+TEST_F(StoreTest, MachineEventsAreAuditedWithoutChangingState) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "csr_refused", "{\"reason\":\"csr_usages\"}", Op(), 1100).ok());
+  auto audit = Audit("node-1");
+  EXPECT_EQ(audit.back().action, "csr_refused");
+  EXPECT_EQ(audit.back().from_state, "attested");
+  EXPECT_EQ(audit.back().to_state, "attested");
+  EXPECT_EQ(audit.back().detail_json, "{\"reason\":\"csr_usages\"}");
+  EXPECT_EQ(store_->GetMachineById(m.id)->state, "attested");
+  ExpectFailure(store_->AuditMachineEvent(m.id, "x", "[]", Op(), 1100), Status::Code::kInvalidArgument,
+                "field_invalid");
+  ExpectFailure(store_->AuditMachineEvent(9999, "x", "{}", Op(), 1100), Status::Code::kNotFound, "machine_unknown");
+}
+
 TEST_F(StoreTest, ConfigServedMovesAttestedToProvisionedAndAuditsTheDigest) {
   Machine enrolled = Enroll("node-2", "b");
   ExpectFailure(store_->RecordConfigServed(enrolled.id, "abcd", "3.3.0", Op(), 1000).status(),

@@ -639,6 +639,30 @@ std::optional<int64_t> ParseDuration(const std::string& text) {
 
 }  // namespace
 
+int RunCerts(const std::string& socket, int argc, char** argv, int first) {
+  static constexpr char kHelp[] =
+      "Usage: rackgatectl certs [--hostname NAME] [--limit N] [--json]\n"
+      "\n"
+      "Every kubelet certificate rackgate signed, newest first: serial, machine,\n"
+      "kind (client or serving), whether its key is TPM-resident, and expiry.\n";
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}});
+  if (!args.ok()) return UsageError(kHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  std::string path = "/v1/admin/certificates?limit=" + args->Get("limit").value_or("1000");
+  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  int code = kExitOk;
+  auto r = Send(socket, "GET", path, nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("%-34s %-20s %-8s %-4s %-21s %s\n", "SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER");
+  for (const json& c : r->value("certificates", json::array())) {
+    std::printf("%-34s %-20s %-8s %-4s %-21s %s\n", Str(c, "serial").c_str(), Str(c, "hostname").c_str(),
+                Str(c, "kind").c_str(), c.value("tpm_resident", false) ? "yes" : "no",
+                FormatTime(c, "issued_at").c_str(), FormatTime(c, "not_after").c_str());
+  }
+  return kExitOk;
+}
+
 int RunToken(const std::string& socket, int argc, char** argv, int first) {
   if (first >= argc) return UsageError(kTokenHelp, "give rotate");
   const std::string sub = argv[first];

@@ -21,6 +21,7 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first);
 int RunStatus(const std::string& socket, int argc, char** argv, int first);
 int RunPool(const std::string& socket, int argc, char** argv, int first);
 int RunToken(const std::string& socket, int argc, char** argv, int first);
+int RunCerts(const std::string& socket, int argc, char** argv, int first);
 
 }  // namespace rackgate::ctl
 

@@ -8,6 +8,7 @@
 
 #include "daemon/ctl/admin_client.h"
 #include "daemon/ctl/admin_commands.h"
+#include "daemon/ctl/ca_command.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
 #include "daemon/ctl/offline.h"
@@ -30,10 +31,13 @@ constexpr char kHelp[] =
     "  pool put|show|diff\n"
     "                   pools: boot policies, Ignition templates\n"
     "  token rotate     a pool's provisioning token, with a grace period\n"
+    "  certs            kubelet certificates signed for machines\n"
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
     "  pointer          print a pool's pointer Ignition config\n"
+    "  ca import|generate --cluster\n"
+    "                   the cluster CA that signs kubelet certificates\n"
     "\n"
     "Offline commands (no daemon needed):\n"
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
@@ -84,6 +88,8 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "pool") return RunPool(socket, argc, argv, 2);
   if (cmd == "token") return RunToken(socket, argc, argv, 2);
   if (cmd == "pointer") return RunPointer(argc, argv, 2);
+  if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
+  if (cmd == "ca") return RunCa(argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

@@ -1,0 +1,274 @@
+#include "daemon/csr_service.h"
+
+#include <nlohmann/json.hpp>
+
+#include "attest/tpm.h"
+#include "daemon/codec.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/secrets.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("csr");
+  return log;
+}
+
+constexpr size_t kMaxCsrField = 64 * 1024;
+constexpr size_t kMaxTpmField = 4096;
+
+std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16); }
+
+// The machine's enrolled names and addresses, as the rules compare them.
+csr::MachineFacts Facts(const storage::Machine& m) {
+  csr::MachineFacts f;
+  f.hostname = m.hostname;
+  for (const auto& a : m.addresses) {
+    if (a.kind == storage::kAddressInternalIP || a.kind == storage::kAddressExternalIP) {
+      f.ip_addresses.push_back(a.value);
+    } else {
+      f.dns_names.push_back(a.value);
+    }
+  }
+  f.state = m.state;
+  f.last_attested_at = m.last_attested_at;
+  f.client_cert_issued_at = m.client_cert_issued_at;
+  return f;
+}
+
+std::optional<std::vector<uint8_t>> B64Field(const json& o, const char* key) {
+  if (!o.contains(key) || !o.at(key).is_string()) return std::nullopt;
+  return Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
+}
+
+// Holds a CSR slot for the request's lifetime.
+class Slot {
+ public:
+  Slot(std::mutex* mu, int* total, std::map<int64_t, int>* by_machine, int64_t machine)
+      : mu_(mu), total_(total), by_machine_(by_machine), machine_(machine) {}
+  ~Slot() {
+    std::lock_guard<std::mutex> l(*mu_);
+    --*total_;
+    if (--(*by_machine_)[machine_] == 0) by_machine_->erase(machine_);
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+ private:
+  std::mutex* mu_;
+  int* total_;
+  std::map<int64_t, int>* by_machine_;
+  int64_t machine_;
+};
+
+}  // namespace
+
+Result<PoolCsrSettings> ParsePoolSettings(const std::string& settings_json) {
+  const json j = json::parse(settings_json, nullptr, false);
+  if (!j.is_object()) return Status::InvalidArgument("settings_invalid", "pool settings must be a JSON object");
+  PoolCsrSettings s;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "require_tpm_key") {
+      if (!v.is_boolean()) return Status::InvalidArgument("settings_invalid", "require_tpm_key is true or false");
+      s.require_tpm_key = v.get<bool>();
+    } else if (k == "client_csr_window_seconds") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 60 || v.get<int64_t>() > 30 * 86400) {
+        return Status::InvalidArgument("settings_invalid", "client_csr_window_seconds is 60 s to 30 days");
+      }
+      s.client_window_seconds = v.get<int64_t>();
+    } else {
+      return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
+    }
+  }
+  return s;
+}
+
+CsrService::CsrService(storage::Store* store, AttestationService* attestation, CsrOptions options, Metrics* metrics)
+    : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
+
+Status CsrService::Reload() {
+  auto loaded = csr::LocalCaSigner::Load(options_.cluster_ca_certificate, options_.cluster_ca_key);
+  if (!loaded.ok()) return loaded.status();
+  std::lock_guard<std::mutex> l(mu_);
+  signer_ = std::shared_ptr<csr::Signer>(std::move(loaded).value());
+  return Status::Ok();
+}
+
+std::shared_ptr<csr::Signer> CsrService::CurrentSigner() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (signer_) return signer_;
+  }
+  if (Status s = Reload(); !s.ok()) {
+    Log()->error("cluster CA not loaded from {}: {}", options_.cluster_ca_certificate, s.ToString());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  return signer_;
+}
+
+Response CsrService::Refuse(const storage::Machine& m, int status, const std::string& reason,
+                            const std::string& message, const std::string& kind, bool waitable) {
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
+                         {{"verdict", "refused"}, {"kind", kind}, {"reason", reason}});
+  }
+  Log()->warn("{} CSR of {} refused: {} ({})", kind.empty() ? "a" : kind, Who(m), reason, message);
+  // Refusals the machine can wait out (busy) are not decisions about it.
+  if (!waitable) {
+    const json detail = {{"kind", kind}, {"reason", reason}, {"message", message}};
+    if (Status s = store_->AuditMachineEvent(m.id, "csr_refused", detail.dump(),
+                                             storage::Actor{"rackgated", "CSR vouching"}, attestation_->Now());
+        !s.ok()) {
+      Log()->error("CSR refusal of {} not audited: {}", Who(m), s.ToString());
+    }
+  }
+  return waitable ? Response::Error(status, reason, message, options_.retry_after_seconds)
+                  : Response::Error(status, reason, message);
+}
+
+Response CsrService::Submit(const Request& request) {
+  auto auth = attestation_->Authenticate(request);
+  if (auto* r = std::get_if<Response>(&auth)) return std::move(*r);
+  const storage::Machine& m = std::get<storage::Bearer>(auth).machine;
+  const storage::Token& token = std::get<storage::Bearer>(auth).token;
+
+  // Flood limits first, before any parsing or crypto: the approver's lesson
+  // is that an unbounded queue of pending CSRs takes the signer down.
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (in_flight_by_machine_[m.id] >= options_.max_in_flight_per_machine) {
+      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+      return Refuse(m, 429, "csr_flood_machine", "too many CSRs in flight from this machine", "", true);
+    }
+    if (in_flight_ >= options_.max_in_flight) {
+      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+      return Refuse(m, 503, "csr_flood", "too many CSRs in flight; come back later", "", true);
+    }
+    ++in_flight_;
+    ++in_flight_by_machine_[m.id];
+  }
+  Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
+
+  const json body = json::parse(request.body, nullptr, false);
+  if (!body.is_object()) return Response::Error(400, "bad_json", "body is not a JSON object");
+  if (!body.contains("signer") || !body.at("signer").is_string() || !body.contains("csr") ||
+      !body.at("csr").is_string()) {
+    return Response::Error(400, "field_missing", "signer and csr are required");
+  }
+  auto kind = csr::KindFromSigner(body.at("signer").get<std::string>());
+  if (!kind.ok()) return Response::Error(400, "signer_unknown", kind.status().message());
+  const std::string kind_name = *kind == csr::Kind::kClient ? "client" : "serving";
+  std::vector<std::string> usages;
+  if (body.contains("usages")) {
+    if (!body.at("usages").is_array() || body.at("usages").size() > 16) {
+      return Response::Error(400, "field_invalid", "usages must be a list of at most 16 strings");
+    }
+    for (const json& u : body.at("usages")) {
+      if (!u.is_string() || u.get<std::string>().size() > 64) {
+        return Response::Error(400, "field_invalid", "usages must be a list of short strings");
+      }
+      usages.push_back(u.get<std::string>());
+    }
+  } else {
+    // Kubelet's defaults for each signer.
+    usages = *kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
+                                         : std::vector<std::string>{"digital signature", "server auth"};
+  }
+  const std::string& pem = body.at("csr").get_ref<const std::string&>();
+  if (pem.size() > kMaxCsrField) return Response::Error(400, "csr_malformed", "the CSR is too large");
+  auto parsed = csr::ParseCsr(pem);
+  if (!parsed.ok()) return Refuse(m, 400, parsed.status().reason(), parsed.status().message(), kind_name);
+
+  // A TPM-resident key: the AK that attested certified it, over the nonce of
+  // the session this token was issued for.
+  bool tpm_key_proven = false;
+  if (body.contains("tpm_key")) {
+    const json& k = body.at("tpm_key");
+    auto pub = k.is_object() ? B64Field(k, "public") : std::nullopt;
+    auto info = k.is_object() ? B64Field(k, "certify_info") : std::nullopt;
+    auto sig = k.is_object() ? B64Field(k, "certify_signature") : std::nullopt;
+    if (!pub || !info || !sig) {
+      return Response::Error(400, "field_invalid", "tpm_key needs public, certify_info and certify_signature (base64)");
+    }
+    if (token.nonce.empty() || token.ak_public.empty()) {
+      return Refuse(m, 403, "csr_tpm_key_unprovable", "attest again: this token predates TPM key proofs", kind_name);
+    }
+    if (Status s = csr::CheckTpmKey(*pub, *info, *sig, token.ak_public, token.nonce, *parsed); !s.ok()) {
+      return Refuse(m, 403, s.reason(), s.message(), kind_name);
+    }
+    tpm_key_proven = true;
+  }
+
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return Refuse(m, 503, "busy", "try again later", kind_name, true);
+  auto settings = ParsePoolSettings(pool->settings_json);
+  if (!settings.ok()) {
+    Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
+    return Refuse(m, 503, "settings_invalid", "the pool's settings cannot be used", kind_name, true);
+  }
+  csr::RuleOptions rules;
+  rules.client_window_seconds = settings->client_window_seconds.value_or(options_.client_window_seconds);
+  rules.require_tpm_key = settings->require_tpm_key;
+  const int64_t now = attestation_->Now();
+  const auto refusals = csr::Check(*parsed, *kind, usages, Facts(m), rules, tpm_key_proven, now);
+  if (!refusals.empty()) {
+    std::string all;
+    for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
+    return Refuse(m, 403, refusals.front().reason, all, kind_name);
+  }
+
+  auto signer = CurrentSigner();
+  if (!signer) return Refuse(m, 503, "signer_unavailable", "the cluster CA is not configured", kind_name, true);
+  csr::Profile profile = csr::DefaultProfile(*kind);
+  profile.validity_seconds = *kind == csr::Kind::kClient ? options_.client_validity_seconds
+                                                        : options_.serving_validity_seconds;
+  auto issued = signer->Sign(*parsed, profile, now);
+  if (!issued.ok()) {
+    Log()->error("signing for {} failed: {}", Who(m), issued.status().ToString());
+    return Refuse(m, 503, "signer_unavailable", "the certificate could not be signed", kind_name, true);
+  }
+
+  // Recorded before it is sent: a certificate nobody knows of never leaves.
+  storage::IssuedCertificate rec;
+  rec.serial = issued->serial_hex;
+  rec.machine_id = m.id;
+  rec.kind = kind_name;
+  rec.subject = "O=system:nodes, CN=" + parsed->common_names.front();
+  if (*kind == csr::Kind::kServing) {
+    rec.sans = parsed->dns_names;
+    rec.sans.insert(rec.sans.end(), parsed->ip_addresses.begin(), parsed->ip_addresses.end());
+  }
+  rec.public_key_sha256 = Sha256(parsed->spki_der);
+  rec.tpm_resident = tpm_key_proven;
+  rec.not_before = issued->not_before;
+  rec.not_after = issued->not_after;
+  auto after = store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
+  if (!after.ok()) {
+    if (after.status().code() == Status::Code::kIoError) {
+      return Refuse(m, 503, "busy", "try again later", kind_name, true);
+    }
+    return Refuse(m, 403, after.status().reason(), after.status().message(), kind_name);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
+                         {{"verdict", "signed"}, {"kind", kind_name}, {"reason", ""}});
+  }
+  Log()->info("{} certificate {} signed for {}{}; until {}; state {}", kind_name, issued->serial_hex, Who(m),
+              tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, after->state);
+  const json out = {{"certificate", issued->certificate_pem},
+                    {"ca", issued->ca_pem},
+                    {"serial", issued->serial_hex},
+                    {"not_before", issued->not_before},
+                    {"not_after", issued->not_after},
+                    {"tpm_resident", tpm_key_proven},
+                    {"state", after->state}};
+  return Response::Json(200, out.dump());
+}
+
+}  // namespace rackgate::daemon

@@ -10,19 +10,31 @@ namespace rackgate::attest {
 
 namespace {
 
-Result<Bytes> SpkiHash(EVP_PKEY* key) {
+Result<Bytes> SpkiDer(EVP_PKEY* key) {
   unsigned char* der = nullptr;
   int n = i2d_PUBKEY(key, &der);
   if (n <= 0) {
     ossl::DrainErrors();
     return Status::InvalidArgument("key_invalid", "public key cannot be encoded");
   }
-  Bytes out = Hash(kAlgSha256, {std::span<const uint8_t>(der, static_cast<size_t>(n))});
+  Bytes out(der, der + n);
   OPENSSL_free(der);
   return out;
 }
 
+Result<Bytes> SpkiHash(EVP_PKEY* key) {
+  auto der = SpkiDer(key);
+  if (!der.ok()) return der.status();
+  return Hash(kAlgSha256, {std::span<const uint8_t>(*der)});
+}
+
 }  // namespace
+
+Result<Bytes> SubjectPublicKeyInfoFromTpmPublic(const TpmPublic& pub) {
+  auto pkey = PkeyFromTpmPublic(pub);
+  if (!pkey.ok()) return pkey.status();
+  return SpkiDer(pkey->get());
+}
 
 Result<Bytes> EkKeyHash(const TpmPublic& ek) {
   auto pkey = PkeyFromTpmPublic(ek);

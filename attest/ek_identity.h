@@ -1,5 +1,6 @@
 // A machine's identity: the hash of its EK's public key, the same whether the
-// machine was enrolled from its EK certificate or from its EK public area.
+// machine was enrolled from its EK certificate or from its EK public area; and
+// the DER SubjectPublicKeyInfo that hash is taken over, for any TPM key.
 #ifndef RACKGATE_ATTEST_EK_IDENTITY_H_
 #define RACKGATE_ATTEST_EK_IDENTITY_H_
 
@@ -10,6 +11,13 @@
 #include "attest/tpm.h"
 
 namespace rackgate::attest {
+
+// The DER SubjectPublicKeyInfo of an RSA or ECC (P-256/P-384) public area, as
+// `openssl pkey -pubin -outform DER` writes it: named curve, uncompressed
+// point. Lets code outside attest/ compare a TPM key with an X.509 or PKCS#10
+// key byte for byte. Fails like PkeyFromTpmPublic (key_invalid,
+// key_type_unsupported, key_curve_unsupported).
+Result<Bytes> SubjectPublicKeyInfoFromTpmPublic(const TpmPublic& pub);
 
 // SHA-256 over the DER SubjectPublicKeyInfo of the EK key: what
 //   openssl x509 -in ek.der -inform DER -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum

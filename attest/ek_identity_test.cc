@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "attest/digest.h"
 #include "attest/test_util.h"
 
 namespace rackgate::attest {
@@ -49,6 +50,21 @@ TEST(EkKeyHash, RefusesGarbage) {
   der.push_back(0);
   EXPECT_EQ(EkKeyHashFromCertificate(der).status().reason(), "ek_cert_malformed");
   EXPECT_FALSE(EkKeyHashFromCertificate({}).ok());
+}
+
+// The identity is the hash of exactly the SPKI that other modules compare
+// keys with, so the two can never drift apart.
+TEST(SubjectPublicKeyInfo, IsWhatTheIdentityHashes) {
+  for (const char* pub : {"ek-rsa2048.pub", "ek-ecc384.pub"}) {
+    auto tpm = ParseTpm2bPublic(ReadFixture(std::string("attest/testdata/ek/") + pub));
+    ASSERT_TRUE(tpm.ok()) << tpm.status().ToString();
+    auto spki = SubjectPublicKeyInfoFromTpmPublic(*tpm);
+    auto id = EkKeyHash(*tpm);
+    ASSERT_TRUE(spki.ok() && id.ok());
+    ASSERT_FALSE(spki->empty());
+    EXPECT_EQ(spki->front(), 0x30) << "a DER SEQUENCE";
+    EXPECT_EQ(Hash(kAlgSha256, {std::span<const uint8_t>(*spki)}), *id) << pub;
+  }
 }
 
 }  // namespace

@@ -16,19 +16,16 @@
 #include <stdexcept>
 
 #include "attest/ek_identity.h"
+#include "daemon/ossl.h"
 
 namespace rackgate::daemon {
 
 namespace {
 
-struct PkeyFree { void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); } };
-struct X509Free { void operator()(X509* p) const { X509_free(p); } };
-struct BioFree { void operator()(BIO* p) const { BIO_free_all(p); } };
-struct ExtFree { void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); } };
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using ExtPtr = std::unique_ptr<X509_EXTENSION, ExtFree>;
+using ossl::BioPtr;
+using ossl::ExtPtr;
+using ossl::PkeyPtr;
+using ossl::X509Ptr;
 
 void Check(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("pki: ") + what);

@@ -26,6 +26,8 @@ source "$HERE/../firmware-tests/lab.sh"
 source "$HERE/../daemon/tests/appliance.sh"
 lab_init config-serving
 rg_init "$RACKGATED" "$RACKGATECTL"
+rg_config ek_roots '[]'
+rg_config ek_intermediates '[]'
 rg_config log_level '"warn"'
 rg_config per_client_connections $((CONNECTIONS * 2))
 rg_start

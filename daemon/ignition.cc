@@ -3,7 +3,6 @@
 #include "daemon/ignition.h"
 
 #include <fnmatch.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -1598,14 +1597,5 @@ json Merge(const json& base, const json& overlay) {
 }
 
 std::string Serialize(const json& config) { return config.dump(); }
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("EVP_Digest(sha256) failed");
-  }
-  return HexEncode(std::span<const uint8_t>(md, len));
-}
 
 }  // namespace rackgate::daemon::ignition

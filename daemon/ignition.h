@@ -156,10 +156,6 @@ nlohmann::json Merge(const nlohmann::json& base, const nlohmann::json& overlay);
 // nlohmann::json::type_error otherwise.
 std::string Serialize(const nlohmann::json& config);
 
-// Lower-case hex SHA-256 of `data` (for `verification.hash: sha256-...` and
-// ETags). Throws std::runtime_error only if OpenSSL fails to allocate.
-std::string Sha256Hex(std::string_view data);
-
 }  // namespace rackgate::daemon::ignition
 
 #endif  // RACKGATE_DAEMON_IGNITION_H_

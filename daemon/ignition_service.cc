@@ -97,8 +97,14 @@ Status RunValidator(const std::string& validator, const std::string& text) {
     if (output.size() < 4096) output.append(buf, static_cast<size_t>(n));
   }
   ::close(out[0]);
+  // Its output ended; it may still be exiting. Wait for it within the same
+  // deadline.
   int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) == 0) {
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (done != pid) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
     return Status::IoError("validator_failed", validator + " did not finish within 10 s");
@@ -171,35 +177,42 @@ Response IgnitionService::PublicConfig(const Request& request) {
   if (!pool->public_template) {
     return Refuse(503, "config_unavailable", "the pool has no config yet", who, true);
   }
-  auto t = ignition::ParseTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
-  if (!t.ok()) {
-    Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
-    return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+  // The template is parsed and rendered once per (text, version); a request
+  // for a rendering already made costs a map lookup.
+  std::shared_ptr<const Cached> cached;
+  {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    auto it = cache_.find(pool_name);
+    if (it != cache_.end() && it->second->template_text == *pool->public_template) cached = it->second;
   }
-  auto version = ignition::Negotiate(request.Header("Accept"), t->version);
+  if (!cached) {
+    auto t = ignition::ParseTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
+    if (!t.ok()) {
+      Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
+      return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+    }
+    auto rendered = ignition::Render(*t, PublicValues(pool_name));
+    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
+    auto fresh = std::make_shared<Cached>();
+    fresh->template_text = *pool->public_template;
+    fresh->version = t->version;
+    for (ignition::SpecVersion v = ignition::kOldestSpec; v <= ignition::kNewestSpec; ++v.minor) {
+      auto converted = ignition::ConvertToVersion(*rendered, v);
+      if (converted.ok()) fresh->by_version[ignition::FormatSpecVersion(v)] = ignition::Serialize(*converted);
+    }
+    cached = fresh;
+    std::lock_guard<std::mutex> l(cache_mu_);
+    cache_[pool_name] = std::move(fresh);
+  }
+  auto version = ignition::Negotiate(request.Header("Accept"), cached->version);
   if (!version.ok()) {
     const bool malformed = version.status().reason() == "accept_malformed";
     return Refuse(malformed ? 400 : 406, version.status().reason(), version.status().message(), who);
   }
   const std::string v = ignition::FormatSpecVersion(*version);
-  std::string body;
-  {
-    std::lock_guard<std::mutex> l(cache_mu_);
-    auto it = cache_.find(pool_name);
-    if (it != cache_.end() && it->second.template_text == *pool->public_template) {
-      if (auto b = it->second.by_version.find(v); b != it->second.by_version.end()) body = b->second;
-    }
-  }
-  if (body.empty()) {
-    auto rendered = ignition::Render(*t, PublicValues(pool_name));
-    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
-    auto converted = ignition::ConvertToVersion(*rendered, *version);
-    if (!converted.ok()) return Refuse(406, converted.status().reason(), converted.status().message(), who);
-    body = ignition::Serialize(*converted);
-    std::lock_guard<std::mutex> l(cache_mu_);
-    Cached& c = cache_[pool_name];
-    if (c.template_text != *pool->public_template) c = Cached{*pool->public_template, {}};
-    c.by_version[v] = body;
+  auto body = cached->by_version.find(v);
+  if (body == cached->by_version.end()) {
+    return Refuse(406, "ignition_config_too_new", "the config uses fields newer than spec " + v, who);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
@@ -208,7 +221,7 @@ Response IgnitionService::PublicConfig(const Request& request) {
   // debug: anonymous and frequent (a rack booting); refusals and attested
   // configs are the decisions an operator reads.
   Log()->debug("public config of pool {} (spec {}) served to {}", pool_name, v, request.peer_address);
-  return Response::Text(200, std::move(body), kIgnitionType + v);
+  return Response::Text(200, body->second, kIgnitionType + v);
 }
 
 Response IgnitionService::AttestedConfig(const Request& request) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -55,13 +56,15 @@ class IgnitionService {
   IgnitionOptions options_;
   Metrics* metrics_;
 
-  // Rendered public configs by pool, valid while the pool row is unchanged.
+  // A pool's public config rendered in every version it converts to, valid
+  // while the stored template text is the same. Immutable once cached.
   struct Cached {
     std::string template_text;
+    ignition::SpecVersion version;
     std::map<std::string, std::string> by_version;  // "3.3.0" -> bytes
   };
   std::mutex cache_mu_;
-  std::map<std::string, Cached> cache_;  // guarded by cache_mu_
+  std::map<std::string, std::shared_ptr<const Cached>> cache_;  // guarded by cache_mu_
 };
 
 }  // namespace rackgate::daemon

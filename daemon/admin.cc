@@ -391,6 +391,7 @@ Response AdminApi::PutPool(const Request& request) {
   if (created && pool.token_required) first_token = NewToken();
   auto stored = store_->PutPool(pool, a, attestation_->Now(),
                                 first_token ? std::optional(TokenHash(*first_token)) : std::nullopt);
+  ignition_->Invalidate(pool.name);
   if (!stored.ok()) return StoreError(stored.status());
   Log()->info("{} stored pool {} (provisioning token {})", a.name, stored->name,
               stored->token_required ? "required" : "off");
@@ -448,6 +449,7 @@ Response AdminApi::PutTemplate(const Request& request) {
   auto a = std::get<storage::Actor>(actor);
   a.why = text ? "template stored by an operator" : "template removed by an operator";
   auto stored = store_->SetPoolTemplate(pool, which, text, digest, a, attestation_->Now());
+  ignition_->Invalidate(pool);
   if (!stored.ok()) return StoreError(stored.status());
   Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
               text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
@@ -495,7 +497,9 @@ Response AdminApi::RotateToken(const Request& request) {
   auto a = std::get<storage::Actor>(actor);
   a.why = "provisioning token rotated by an operator";
   const int64_t now = attestation_->Now();
-  if (Status s = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now); !s.ok()) return StoreError(s);
+  Status rotated = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now);
+  ignition_->Invalidate(pool);
+  if (!rotated.ok()) return StoreError(rotated);
   Log()->info("{} rotated the provisioning token of pool {}; the previous one stays valid for {} s", a.name, pool,
               grace);
   json j = {{"pool", pool}, {"provisioning_token", token}};

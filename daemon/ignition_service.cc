@@ -152,26 +152,55 @@ Result<ignition::Template> IgnitionService::CheckTemplate(std::string_view text,
   return t;
 }
 
+Result<std::shared_ptr<const IgnitionService::PoolEntry>> IgnitionService::PoolAndTokens(const std::string& pool,
+                                                                                         int64_t now) {
+  const auto fresh_until = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> l(pools_mu_);
+    auto it = pools_.find(pool);
+    if (it != pools_.end() && it->second->loaded_at + kPoolCacheTtl > fresh_until) return it->second;
+  }
+  auto loaded = store_->GetPoolWithTokens(pool, now);
+  if (!loaded.ok()) return loaded.status();
+  auto entry = std::make_shared<PoolEntry>();
+  entry->pool = std::move(loaded->first);
+  entry->tokens = std::move(loaded->second);
+  entry->loaded_at = fresh_until;
+  std::lock_guard<std::mutex> l(pools_mu_);
+  // Bounded: one entry per pool that exists.
+  pools_[pool] = entry;
+  return std::shared_ptr<const PoolEntry>(entry);
+}
+
+void IgnitionService::Invalidate(const std::string& pool) {
+  std::lock_guard<std::mutex> l(pools_mu_);
+  pools_.erase(pool);
+}
+
 Response IgnitionService::PublicConfig(const Request& request) {
   const std::string& pool_name = request.path_params.at("pool");
   const std::string who = "pool " + pool_name + " from " + request.peer_address;
-  auto pool = store_->GetPool(pool_name);
-  if (!pool.ok()) {
-    if (pool.status().code() == Status::Code::kNotFound) {
+  const int64_t now = attestation_->Now();
+  auto found = PoolAndTokens(pool_name, now);
+  if (!found.ok()) {
+    if (found.status().code() == Status::Code::kNotFound) {
       return Refuse(404, "pool_unknown", "no such pool", who);
     }
     return Refuse(503, "busy", "try again later", who, true);
   }
+  const storage::Pool* pool = &(*found)->pool;
   if (pool->token_required) {
     // SECURITY: every valid token is compared, in constant time, so timing
     // tells neither which one matched nor how much of one did.
     const auto token = request.BearerToken();
     if (!token) return Refuse(401, "token_missing", "this pool needs its provisioning token", who);
-    auto valid = store_->ValidPoolTokens(pool_name, attestation_->Now());
-    if (!valid.ok()) return Refuse(503, "busy", "try again later", who, true);
     const auto hash = TokenHash(*token);
     bool match = false;
-    for (const auto& t : *valid) match |= ConstantTimeEquals(hash, t.hash);
+    for (const auto& t : (*found)->tokens) {
+      // A previous token's grace period ends here, not when the cache does.
+      const bool valid = !t.expires_at || *t.expires_at > now;
+      match |= valid & ConstantTimeEquals(hash, t.hash);
+    }
     if (!match) return Refuse(403, "token_invalid", "the provisioning token is not valid for this pool", who);
   }
   if (!pool->public_template) {

@@ -6,12 +6,14 @@
 #ifndef RACKGATE_DAEMON_IGNITION_SERVICE_H_
 #define RACKGATE_DAEMON_IGNITION_SERVICE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attest/status.h"
 #include "daemon/attestation.h"
@@ -45,6 +47,10 @@ class IgnitionService {
   // when it is installed (reason template_invalid with its first lines).
   Result<ignition::Template> CheckTemplate(std::string_view text, ignition::TemplateKind kind) const;
 
+  // Drops what is cached of the pool; the admin API calls it after every
+  // change to a pool, its templates or its tokens.
+  void Invalidate(const std::string& pool);
+
  private:
   // The public values every template may use.
   ignition::Values PublicValues(const std::string& pool) const;
@@ -55,6 +61,20 @@ class IgnitionService {
   AttestationService* attestation_;
   IgnitionOptions options_;
   Metrics* metrics_;
+
+  // The pool row and its tokens, read once per kPoolCacheTtl at most: a boot
+  // storm asks for the same pool thousands of times a second. Changes made
+  // through the admin API invalidate at once; the TTL bounds what a change
+  // made behind the daemon's back (another process on the database) waits.
+  struct PoolEntry {
+    storage::Pool pool;
+    std::vector<storage::PoolToken> tokens;
+    std::chrono::steady_clock::time_point loaded_at;
+  };
+  static constexpr std::chrono::seconds kPoolCacheTtl{2};
+  Result<std::shared_ptr<const PoolEntry>> PoolAndTokens(const std::string& pool, int64_t now);
+  std::mutex pools_mu_;
+  std::map<std::string, std::shared_ptr<const PoolEntry>> pools_;  // guarded by pools_mu_
 
   // A pool's public config rendered in every version it converts to, valid
   // while the stored template text is the same. Immutable once cached.

@@ -859,16 +859,28 @@ Status Store::RotatePoolToken(const std::string& pool, const Bytes& new_hash, in
   });
 }
 
+std::vector<PoolToken> LoadValidPoolTokens(Connection& c, const std::string& pool, int64_t now) {
+  Stmt s = c.Prepare(
+      "SELECT hash, pool, created_at, expires_at FROM pool_tokens "
+      "WHERE pool = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY expires_at IS NOT NULL");
+  s.BindText(1, pool).BindInt(2, now);
+  std::vector<PoolToken> out;
+  while (s.Step()) out.push_back({s.Blob(0), s.Text(1), s.Int(2), s.OptInt(3)});
+  return out;
+}
+
 Result<std::vector<PoolToken>> Store::ValidPoolTokens(const std::string& pool, int64_t now) {
   return Guard([&]() -> Result<std::vector<PoolToken>> {
+    return impl_->Read([&](Connection& c) { return LoadValidPoolTokens(c, pool, now); });
+  });
+}
+
+Result<std::pair<Pool, std::vector<PoolToken>>> Store::GetPoolWithTokens(const std::string& name, int64_t now) {
+  return Guard([&]() -> Result<std::pair<Pool, std::vector<PoolToken>>> {
     return impl_->Read([&](Connection& c) {
-      Stmt s = c.Prepare(
-          "SELECT hash, pool, created_at, expires_at FROM pool_tokens "
-          "WHERE pool = ?1 AND (expires_at IS NULL OR expires_at > ?2) ORDER BY expires_at IS NOT NULL");
-      s.BindText(1, pool).BindInt(2, now);
-      std::vector<PoolToken> out;
-      while (s.Step()) out.push_back({s.Blob(0), s.Text(1), s.Int(2), s.OptInt(3)});
-      return out;
+      auto p = LoadPool(c, name);
+      if (!p) Fail(Status::NotFound("pool_unknown", "no pool named '" + name + "'"));
+      return std::pair{std::move(*p), LoadValidPoolTokens(c, name, now)};
     });
   });
 }

@@ -310,6 +310,9 @@ class Store {
                          const Actor& actor, int64_t now);
   // The pool's tokens still valid at `now`: the current one first.
   Result<std::vector<PoolToken>> ValidPoolTokens(const std::string& pool, int64_t now);
+  // GetPool and ValidPoolTokens in one read (one snapshot): what serving
+  // /config/{pool} needs per request.
+  Result<std::pair<Pool, std::vector<PoolToken>>> GetPoolWithTokens(const std::string& name, int64_t now);
 
   // --- Enrollment ------------------------------------------------------------
   // Enrolls a machine; the EK is its identity and is immutable:

@@ -739,6 +739,11 @@ TEST_F(StoreTest, PoolTokensRotateWithOneGracePeriod) {
   tokens = store_->ValidPoolTokens("edge", 500);
   ASSERT_EQ(tokens->size(), 1u);
   EXPECT_EQ((*tokens)[0].hash, B("t2"));
+  auto both = store_->GetPoolWithTokens("edge", 499);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->first.name, "edge");
+  EXPECT_EQ(both->second.size(), 2u);
+  ExpectFailure(store_->GetPoolWithTokens("nope", 499).status(), Status::Code::kNotFound, "pool_unknown");
 
   // Rotating again drops t1 at once, whatever its grace, and t2 gets one.
   ASSERT_TRUE(store_->RotatePoolToken("edge", B("t3"), 900, Op(), 300).ok());

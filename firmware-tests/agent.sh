@@ -64,6 +64,9 @@ json_get() { lab_python -c 'import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split("."): v=v[k]
 print(v)' "$1"; }
 state_is() { test "$(rg_state "$1" 2>/dev/null)" == "$2"; }
+# tpm_clean MACHINE: no transient object or session left behind (swtpm has
+# three slots and no resource manager).
+tpm_clean() { test -z "$(lab_tpm "$1" tpm2_getcap handles-transient)$(lab_tpm "$1" tpm2_getcap handles-loaded-session)"; }
 
 rg_ctl enroll --hostname node-1 --pool default --ek-cert "$M1/ek-rsa.der" >/dev/null
 rg_ctl enroll --hostname node-2 --pool default --ek-cert "$M2/ek-ecc384.der" >/dev/null
@@ -74,6 +77,7 @@ rg_ctl revoke node-4 --reason "agent lab test" >/dev/null
 
 lab_expect "$RC_OK" "$R_ATTESTED" "RSA EK, ECC AK: attests" agent m1
 lab_check "node-1 is attested" state_is node-1 attested
+lab_check "no TPM objects or sessions left loaded" tpm_clean m1
 lab_expect "$RC_OK" "$R_ATTESTED.* ek=rsa2048 ak=rsa " "RSA EK, RSA AK: attests" agent m1 --ak-alg rsa
 lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p384 ak=ecc " "P-384 EK (sha384 policy, PolicyOR): attests" \
   agent m2 --ek-alg ecc
@@ -109,6 +113,7 @@ grep -Eq "$R_ATTESTED" "$LAB_DIR/m3.err" || sed 's/^/#   /' "$LAB_DIR/m3.err"
 
 lab_expect "$RC_REFUSED" "$R_REVOKED" "revoked machine is refused" agent m4
 lab_check "node-4 stays revoked" state_is node-4 revoked
+lab_check "nothing left loaded after a refusal either" tpm_clean m4
 
 if [[ -r "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin" ]]; then
   lab_expect "$RC_REFUSED" "$R_EVENTLOG" "an event log that does not replay to the PCRs is refused" \
@@ -217,6 +222,7 @@ lab_expect "$RC_OK" "certificate=client key=tpm" "csr step with --tpm-key (P-384
   agent m2 --ek-alg ecc --ak-alg rsa --steps csr --tpm-key \
   --kubelet-dir "$S/m2/pki" --kubeconfig "$S/m2/kubeconfig" --apiserver https://api.lab:6443
 P2="$S/m2/pki"
+lab_check "nothing left loaded after the TPM key's certify and sign" tpm_clean m2
 lab_check "TPM key blobs saved with mode 0600" \
   bash -c "[[ \$(stat -c %a '$P2/kubelet-client-tpm.pub') == 600 && \$(stat -c %a '$P2/kubelet-client-tpm.priv') == 600 ]]"
 lab_check "no private key on disk for the TPM-resident client key" \

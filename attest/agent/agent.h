@@ -7,6 +7,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_AGENT_H_
 #define RACKGATE_ATTEST_AGENT_AGENT_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/agent.h is internal to rackgate-agent"
+#endif
+
 #include <chrono>
 #include <ctime>
 #include <functional>

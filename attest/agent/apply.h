@@ -10,6 +10,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_APPLY_H_
 #define RACKGATE_ATTEST_AGENT_APPLY_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/apply.h is internal to rackgate-agent"
+#endif
+
 #include <sys/types.h>
 
 #include <cstdint>

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "attest/agent/rootfs.h"
 
 namespace rackgate::agent {
 namespace {
@@ -252,13 +251,6 @@ TEST(ParseIgnition, ReportsWhatItDoesNotApply) {
   ASSERT_EQ(plan->not_applied.size(), 2u);
   EXPECT_EQ(plan->not_applied[0], "storage.filesystems (1)");
   EXPECT_EQ(plan->not_applied[1], "passwd.users (1)");
-}
-
-TEST(SplitCleanPath, Cases) {
-  EXPECT_EQ(SplitCleanPath("/etc/x")->size(), 2u);
-  for (const char* bad : {"", "/", "x", "/a//b", "/a/./b", "/a/../b", "/a/", "/.."}) {
-    EXPECT_FALSE(SplitCleanPath(bad).ok()) << bad;
-  }
 }
 
 }  // namespace

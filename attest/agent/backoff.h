@@ -5,6 +5,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_BACKOFF_H_
 #define RACKGATE_ATTEST_AGENT_BACKOFF_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/backoff.h is internal to rackgate-agent"
+#endif
+
 #include <chrono>
 #include <ctime>
 #include <optional>

@@ -5,6 +5,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_CLIENT_H_
 #define RACKGATE_ATTEST_AGENT_CLIENT_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/client.h is internal to rackgate-agent"
+#endif
+
 #include <cstddef>
 #include <optional>
 #include <string>

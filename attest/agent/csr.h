@@ -5,6 +5,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_CSR_H_
 #define RACKGATE_ATTEST_AGENT_CSR_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/csr.h is internal to rackgate-agent"
+#endif
+
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -4,6 +4,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_EK_H_
 #define RACKGATE_ATTEST_AGENT_EK_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/ek.h is internal to rackgate-agent"
+#endif
+
 #include <optional>
 #include <span>
 #include <string>

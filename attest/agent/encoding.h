@@ -6,6 +6,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_ENCODING_H_
 #define RACKGATE_ATTEST_AGENT_ENCODING_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/encoding.h is internal to rackgate-agent"
+#endif
+
 #include <cstdint>
 #include <optional>
 #include <span>

@@ -5,6 +5,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_FAILURE_H_
 #define RACKGATE_ATTEST_AGENT_FAILURE_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/failure.h is internal to rackgate-agent"
+#endif
+
 #include <cassert>
 #include <optional>
 #include <string>

@@ -6,6 +6,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_KUBELET_H_
 #define RACKGATE_ATTEST_AGENT_KUBELET_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/kubelet.h is internal to rackgate-agent"
+#endif
+
 #include <ctime>
 #include <optional>
 #include <string>

@@ -4,6 +4,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_PROTOCOL_H_
 #define RACKGATE_ATTEST_AGENT_PROTOCOL_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/protocol.h is internal to rackgate-agent"
+#endif
+
 #include <ctime>
 #include <optional>
 #include <string>

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attest/agent/kubelet.h"
 
 namespace rackgate::agent {
 namespace {
@@ -116,16 +115,6 @@ TEST(Csr, RequestAndAnswer) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->not_after, 1700000000);
   EXPECT_FALSE(ParseIssuedCertificate(R"({"certificate": "C"})").ok());
-}
-
-TEST(Kubeconfig, QuotesEveryValue) {
-  const std::string y = RenderKubeconfig("https://api:6443", "/pki/ca.crt", "/pki/c.pem", "/pki/c.pem");
-  EXPECT_NE(y.find("server: \"https://api:6443\"\n"), std::string::npos);
-  EXPECT_NE(y.find("client-key: \"/pki/c.pem\"\n"), std::string::npos);
-  EXPECT_EQ(RenderKubeconfig("https://api", "/ca", "/c", "").find("client-key"), std::string::npos);
-  EXPECT_TRUE(ValidApiserverUrl("https://api.example:6443"));
-  EXPECT_FALSE(ValidApiserverUrl("http://api"));
-  EXPECT_FALSE(ValidApiserverUrl("https://api\n  evil: 1"));
 }
 
 }  // namespace

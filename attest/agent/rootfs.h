@@ -14,6 +14,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_ROOTFS_H_
 #define RACKGATE_ATTEST_AGENT_ROOTFS_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/rootfs.h is internal to rackgate-agent"
+#endif
+
 #include <sys/types.h>
 
 #include <cstdint>

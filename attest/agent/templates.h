@@ -6,6 +6,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_TEMPLATES_H_
 #define RACKGATE_ATTEST_AGENT_TEMPLATES_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/templates.h is internal to rackgate-agent"
+#endif
+
 #include <tss2/tss2_tpm2_types.h>
 
 #include <cstdint>

@@ -7,6 +7,10 @@
 #ifndef RACKGATE_ATTEST_AGENT_TPM_H_
 #define RACKGATE_ATTEST_AGENT_TPM_H_
 
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "attest/agent/tpm.h is internal to rackgate-agent"
+#endif
+
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_tctildr.h>
 

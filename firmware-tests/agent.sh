@@ -47,6 +47,7 @@ lab_machine m1 lab   # attests with its RSA-2048 EK
 lab_machine m2 lab   # attests with its P-384 EK
 lab_machine m3 lab   # not enrolled at first
 lab_machine m4 lab   # revoked
+# (m6, below: no ECC EK certificate)
 M1="$(lab_dir m1)"; M2="$(lab_dir m2)"; M3="$(lab_dir m3)"; M4="$(lab_dir m4)"
 lab_pcr_extend m1
 rg_trust lab
@@ -114,6 +115,24 @@ grep -Eq "$R_ATTESTED" "$LAB_DIR/m3.err" || sed 's/^/#   /' "$LAB_DIR/m3.err"
 lab_expect "$RC_REFUSED" "$R_REVOKED" "revoked machine is refused" agent m4
 lab_check "node-4 stays revoked" state_is node-4 revoked
 lab_check "nothing left loaded after a refusal either" tpm_clean m4
+
+# A TPM without an ECC EK certificate: --ek-alg ecc falls back to the TCG
+# low-range P-256 template (L-2: sha256, PolicySecret only) and sends no
+# certificate. Enrolled by its EK public area, it is refused while the
+# appliance requires certificates, and attests once it does not.
+lab_machine m6 lab
+M6="$(lab_dir m6)"
+lab_tpm m6 tpm2_nvundefine -C p "$LAB_NV_EK_ECC384" >/dev/null
+lab_ek_ecc256 m6
+rg_ctl enroll --hostname node-6 --pool default --ek-public "$M6/ek-ecc256.pub" >/dev/null
+lab_expect "$RC_REFUSED" "reason=ek_cert_missing" "no EK certificate while the appliance requires one: refused" \
+  agent m6 --ek-alg ecc
+rg_stop
+rg_config require_ek_certificate false
+rg_start
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p256\\(no-cert\\) " "P-256 EK (L-2 template), no certificate: attests" \
+  agent m6 --ek-alg ecc
+lab_check "node-6 is attested" state_is node-6 attested
 
 if [[ -r "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin" ]]; then
   lab_expect "$RC_REFUSED" "$R_EVENTLOG" "an event log that does not replay to the PCRs is refused" \

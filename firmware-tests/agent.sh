@@ -154,6 +154,8 @@ lab_expect "$RC_USAGE" "--url is required" "no --url: usage" "$AGENT" --ca "$AGE
 lab_expect "$RC_USAGE" "https" "plain http: usage" agent m1 --url "http://127.0.0.1:1"
 lab_expect "$RC_USAGE" "unknown step" "unknown step: usage" agent m1 --steps attest,bogus
 lab_expect "$RC_USAGE" "apiserver" "csr without --apiserver: usage" agent m1 --steps csr
+lab_expect "$RC_USAGE" "node-ip" "a --node-ip that is no address: usage" \
+  agent m1 --steps csr --apiserver https://api.lab:6443 --node-ip 10.0.0.300
 lab_check "--help exits 0" "$AGENT" --help
 
 # --- config and csr (through machine_api_stub.py) ----------------------------

@@ -1,4 +1,5 @@
 // rackgate-agent: flags, the TPM and HTTPS client set-up, exit codes.
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -181,6 +182,12 @@ int Main(int argc, char** argv) {
     return Usage("--kubelet-dir and --kubeconfig must not be empty");
   }
   if (!o.step_csr && (o.tpm_key || !o.node_ips.empty())) return Usage("--tpm-key and --node-ip belong to the csr step");
+  for (const auto& ip : o.node_ips) {
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, ip.c_str(), buf) != 1 && inet_pton(AF_INET6, ip.c_str(), buf) != 1) {
+      return Usage("--node-ip: not an IPv4 or IPv6 address: " + ip);
+    }
+  }
 
   // tpm2-tss logs its own errors to stderr; the agent reports each failure
   // once, in its own line. TSS2_LOG set by the caller still wins.

@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# agent.sh — rackgate-agent, the node side, on swtpm machines against a real
+# rackgated on loopback: an RSA-EK machine and a P-384-EK machine attest
+# (ECC and RSA AKs); an unenrolled machine waits out 503s and gives up, or
+# attests once an operator enrolls it; a revoked machine is refused; a
+# rebooted machine attests again with a higher reset count; a wrong appliance
+# CA, a missing TPM and bad flags end with their exit codes. The config and
+# csr steps run against machine_api_stub.py (in front of the same rackgated)
+# until rackgated serves GET /v1/machine/config and POST /v1/machine/csr.
+# Usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL
+set -euo pipefail
+
+# Exit codes (attest/agent/failure.h) and what stderr must say (extended
+# regexes over the agent's one-line-per-step log).
+RC_OK=0
+RC_USAGE=2
+RC_REFUSED=3
+RC_UNREACHABLE=4
+RC_TPM=5
+R_ATTESTED='step=attest machine=[0-9a-f]{16} ok hostname='
+R_NOT_ENROLLED='step=attest machine=[0-9a-f]{16} wait status=503 reason=machine_not_enrolled .*gave_up'
+R_WAITING='wait status=503 reason=machine_not_enrolled .*retry_in='
+R_REVOKED='step=attest machine=[0-9a-f]{16} refused status=403 reason=machine_revoked'
+R_EVENTLOG='refused status=403 reason=eventlog_pcr_mismatch'
+R_UNTRUSTED_CA='unreachable reason=appliance_unreachable .*gave_up'
+R_NO_TPM='tpm-failure reason='
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+AGENT="$(realpath "${1:?usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL}")"
+RACKGATED="$(realpath "$2")"
+RACKGATECTL="$(realpath "$3")"
+TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../../shared/testdata}"
+# shellcheck source=lab.sh
+source "$HERE/lab.sh"
+# shellcheck source=../daemon/tests/appliance.sh
+source "$HERE/../daemon/tests/appliance.sh"
+
+lab_skip_unless_tools
+command -v curl >/dev/null || { echo "1..0 # SKIP curl missing"; exit 77; }
+lab_init agent
+rg_init "$RACKGATED" "$RACKGATECTL"
+lab_ca lab
+# Short waits: the wait-and-enroll case below should take seconds.
+rg_config retry_after_seconds 1
+
+lab_machine m1 lab   # attests with its RSA-2048 EK
+lab_machine m2 lab   # attests with its P-384 EK
+lab_machine m3 lab   # not enrolled at first
+lab_machine m4 lab   # revoked
+# (m6, below: no ECC EK certificate)
+M1="$(lab_dir m1)"; M2="$(lab_dir m2)"; M3="$(lab_dir m3)"; M4="$(lab_dir m4)"
+lab_pcr_extend m1
+rg_trust lab
+rg_start
+
+AGENT_URL="$(rg_url "")"
+AGENT_CA="$RG_DIR/state/ca/ca.crt"
+# agent MACHINE [ARGS...]: the agent against $AGENT_URL (rackgated unless a
+# check says otherwise), sending no event log unless told.
+agent() {
+  local m="$1"; shift
+  "$AGENT" --tcti "$(lab_tcti "$m")" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait 20 "$@"
+}
+json_get() { lab_python -c 'import json,sys; v=json.load(sys.stdin)
+for k in sys.argv[1].split("."): v=v[k]
+print(v)' "$1"; }
+state_is() { test "$(rg_state "$1" 2>/dev/null)" == "$2"; }
+# tpm_clean MACHINE: no transient object or session left behind (swtpm has
+# three slots and no resource manager).
+tpm_clean() { test -z "$(lab_tpm "$1" tpm2_getcap handles-transient)$(lab_tpm "$1" tpm2_getcap handles-loaded-session)"; }
+
+rg_ctl enroll --hostname node-1 --pool default --ek-cert "$M1/ek-rsa.der" >/dev/null
+rg_ctl enroll --hostname node-2 --pool default --ek-cert "$M2/ek-ecc384.der" >/dev/null
+rg_ctl enroll --hostname node-4 --pool default --ek-cert "$M4/ek-rsa.der" >/dev/null
+rg_ctl revoke node-4 --reason "agent lab test" >/dev/null
+
+# --- attest ------------------------------------------------------------------
+
+lab_expect "$RC_OK" "$R_ATTESTED" "RSA EK, ECC AK: attests" agent m1
+lab_check "node-1 is attested" state_is node-1 attested
+lab_check "no TPM objects or sessions left loaded" tpm_clean m1
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=rsa2048 ak=rsa " "RSA EK, RSA AK: attests" agent m1 --ak-alg rsa
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p384 ak=ecc " "P-384 EK (sha384 policy, PolicyOR): attests" \
+  agent m2 --ek-alg ecc
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p384 ak=rsa " "P-384 EK, RSA AK: attests" agent m2 --ek-alg ecc --ak-alg rsa
+lab_check "node-2 is attested" state_is node-2 attested
+# The same TPM's RSA EK is a machine nobody enrolled: by default (RSA first)
+# the agent waits, and gives up after --max-wait.
+lab_expect "$RC_UNREACHABLE" "$R_NOT_ENROLLED" "m2's RSA EK is not enrolled: waits, gives up after --max-wait" \
+  agent m2 --max-wait 2
+
+# A rebooted machine (TPM reset, transient objects gone) attests again.
+reset_before="$(rg_ctl show node-1 --json | json_get last_attestation.reset_count)"
+swtpm_ioctl --tcp "127.0.0.1:$(cat "$M1/ctrlport")" -i >/dev/null
+lab_tpm m1 tpm2_startup -c >/dev/null
+lab_expect "$RC_OK" "$R_ATTESTED" "rebooted machine attests again" agent m1
+reset_after="$(rg_ctl show node-1 --json | json_get last_attestation.reset_count)"
+lab_check "its reset count went up ($reset_before -> $reset_after)" test "$reset_after" -gt "$reset_before"
+
+# --- waiting, refusals, failures ----------------------------------------------
+
+# Unenrolled: the agent waits (503, Retry-After 1 s plus jitter) until an
+# operator enrolls the machine, then attests.
+timeout 60 "$AGENT" --tcti "$(lab_tcti m3)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait 50 \
+  2>"$LAB_DIR/m3.err" &
+m3_pid=$!
+for _ in $(seq 1 100); do grep -Eq "$R_WAITING" "$LAB_DIR/m3.err" 2>/dev/null && break; sleep 0.1; done
+lab_check "unenrolled machine waits (503 machine_not_enrolled)" grep -Eq "$R_WAITING" "$LAB_DIR/m3.err"
+rg_ctl enroll --hostname node-3 --pool default --ek-cert "$M3/ek-rsa.der" >/dev/null
+rc=0; wait "$m3_pid" || rc=$?
+lab_check "... and attests once enrolled (exit $rc)" test "$rc" == "$RC_OK"
+lab_check "node-3 is attested" state_is node-3 attested
+grep -Eq "$R_ATTESTED" "$LAB_DIR/m3.err" || sed 's/^/#   /' "$LAB_DIR/m3.err"
+
+lab_expect "$RC_REFUSED" "$R_REVOKED" "revoked machine is refused" agent m4
+lab_check "node-4 stays revoked" state_is node-4 revoked
+lab_check "nothing left loaded after a refusal either" tpm_clean m4
+
+# A TPM without an ECC EK certificate: --ek-alg ecc falls back to the TCG
+# low-range P-256 template (L-2: sha256, PolicySecret only) and sends no
+# certificate. Enrolled by its EK public area, it is refused while the
+# appliance requires certificates, and attests once it does not.
+lab_machine m6 lab
+M6="$(lab_dir m6)"
+lab_tpm m6 tpm2_nvundefine -C p "$LAB_NV_EK_ECC384" >/dev/null
+lab_ek_ecc256 m6
+rg_ctl enroll --hostname node-6 --pool default --ek-public "$M6/ek-ecc256.pub" >/dev/null
+lab_expect "$RC_REFUSED" "reason=ek_cert_missing" "no EK certificate while the appliance requires one: refused" \
+  agent m6 --ek-alg ecc
+rg_stop
+rg_config require_ek_certificate false
+rg_start
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p256\\(no-cert\\) " "P-256 EK (L-2 template), no certificate: attests" \
+  agent m6 --ek-alg ecc
+lab_check "node-6 is attested" state_is node-6 attested
+
+if [[ -r "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin" ]]; then
+  lab_expect "$RC_REFUSED" "$R_EVENTLOG" "an event log that does not replay to the PCRs is refused" \
+    agent m1 --eventlog "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin"
+fi
+lab_expect "$RC_OK" "note no event log at $LAB_DIR/none; sending none" "a missing event log file: none is sent" \
+  agent m1 --eventlog "$LAB_DIR/none"
+
+# TLS is verified against --ca only: another CA is a connection failure,
+# retried with backoff until --max-wait.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=other -days 1 \
+  -keyout "$LAB_DIR/other.key" -out "$LAB_DIR/other.crt" 2>/dev/null
+lab_expect "$RC_UNREACHABLE" "$R_UNTRUSTED_CA" "an appliance not signed by --ca is never trusted" \
+  agent m1 --ca "$LAB_DIR/other.crt" --max-wait 1
+lab_expect "$RC_TPM" "$R_NO_TPM" "no TPM behind the TCTI: exit 5" \
+  "$AGENT" --tcti "swtpm:host=127.0.0.1,port=$(lab_pick_ports | cut -d' ' -f1)" --url "$AGENT_URL" \
+  --ca "$AGENT_CA" --eventlog ""
+lab_expect "$RC_USAGE" "--url is required" "no --url: usage" "$AGENT" --ca "$AGENT_CA"
+lab_expect "$RC_USAGE" "https" "plain http: usage" agent m1 --url "http://127.0.0.1:1"
+lab_expect "$RC_USAGE" "unknown step" "unknown step: usage" agent m1 --steps attest,bogus
+lab_expect "$RC_USAGE" "apiserver" "csr without --apiserver: usage" agent m1 --steps csr
+lab_expect "$RC_USAGE" "node-ip" "a --node-ip that is no address: usage" \
+  agent m1 --steps csr --apiserver https://api.lab:6443 --node-ip 10.0.0.300
+lab_check "--help exits 0" "$AGENT" --help
+
+# --- config and csr (through machine_api_stub.py) ----------------------------
+
+S="$LAB_DIR/stub"
+mkdir -p "$S/records" "$S/m1/root" "$S/m2"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 -days 1 \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$S/tls.key" -out "$S/tls.crt" 2>/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=lab-cluster-ca -days 1 \
+  -keyout "$S/cluster-ca.key" -out "$S/cluster-ca.crt" 2>/dev/null
+cat > "$S/config.ign" <<'JSON'
+{"ignition": {"version": "3.3.0"},
+ "passwd": {"users": [{"name": "core"}]},
+ "storage": {
+  "directories": [{"path": "/var/lib/rackgate", "mode": 448}],
+  "files": [
+   {"path": "/etc/kubernetes/bootstrap.conf", "mode": 384, "contents": {"source": "data:,secret%20value%0A"}},
+   {"path": "/usr/local/bin/hello", "mode": 493, "contents": {"source": "data:;base64,IyEvYmluL3NoCmVjaG8gaGkK"}}],
+  "links": [{"path": "/etc/hello", "target": "/usr/local/bin/hello"}]},
+ "systemd": {"units": [{"name": "kubelet.service", "enabled": true, "contents": "[Unit]\nDescription=kubelet\n"}]}}
+JSON
+# Started directly (not through a function, which would fork a subshell to
+# wait for it): the stub exits when this script, its parent, is gone.
+python="$(command -v /usr/bin/python3 || command -v python3)"
+"$python" "$HERE/machine_api_stub.py" --upstream "$AGENT_URL" --upstream-ca "$AGENT_CA" \
+  --cert "$S/tls.crt" --key "$S/tls.key" --cluster-ca "$S/cluster-ca.crt" --cluster-ca-key "$S/cluster-ca.key" \
+  --config "$S/config.ign" --record "$S/records" --port-file "$S/port" --csr-busy-once \
+  </dev/null >"$S/stub.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
+stub_pid=$!
+for _ in $(seq 1 100); do [[ -s "$S/port" ]] && break; sleep 0.1; done
+AGENT_URL="https://127.0.0.1:$(cat "$S/port")"
+AGENT_CA="$S/tls.crt"
+mode_of() { stat -c %a "$1"; }
+# same_text A B: both non-empty and equal (a missing file is never "equal").
+same_text() { [[ -n "$1" && "$1" == "$2" ]]; }
+records() { ls "$S/records" | grep -c -- "-$1.json" || true; }
+
+# m1: software keys. The stub answers the first CSR with 503: the agent
+# attests again and carries on, without fetching the config twice.
+lab_expect "$RC_OK" "step=csr machine=[0-9a-f]{16} ok kubeconfig=" "config and csr steps (software keys)" \
+  agent m1 --steps attest,config,csr --config-out "$S/m1/config.ign" --apply-root "$S/m1/root" \
+  --kubelet-dir "$S/m1/pki" --kubeconfig "$S/m1/kubeconfig" --apiserver https://api.lab:6443 \
+  --node-ip 10.0.0.11 --node-ip fd00::11
+lab_check "a 503 on the CSR sent the agent back to the challenge (2 challenges)" test "$(records challenge)" == 2
+lab_check "... and the config was fetched once" test "$(records config)" == 1
+lab_check "config written as fetched" cmp "$S/m1/config.ign" "$S/config.ign"
+lab_check "config written with mode 0600" test "$(mode_of "$S/m1/config.ign")" == 600
+R1="$S/m1/root"
+lab_check "file applied (plain data: URL)" test "$(cat "$R1/etc/kubernetes/bootstrap.conf")" == "secret value"
+lab_check "file applied with mode 0600" test "$(mode_of "$R1/etc/kubernetes/bootstrap.conf")" == 600
+lab_check "file applied (base64 data: URL, mode 0755)" \
+  bash -c "[[ \"\$(cat '$R1/usr/local/bin/hello')\" == \$'#!/bin/sh\necho hi' && \$(stat -c %a '$R1/usr/local/bin/hello') == 755 ]]"
+lab_check "directory applied with mode 0700" test "$(mode_of "$R1/var/lib/rackgate")" == 700
+lab_check "link applied" test "$(readlink "$R1/etc/hello")" == /usr/local/bin/hello
+lab_check "unit written and enabled" \
+  test "$(readlink "$R1/etc/systemd/system/multi-user.target.wants/kubelet.service")" == /etc/systemd/system/kubelet.service
+P1="$S/m1/pki"
+lab_check "client pair: kubelet-client-current.pem -> kubelet-client-<time>.pem" \
+  bash -c "readlink '$P1/kubelet-client-current.pem' | grep -Eq '^kubelet-client-[0-9]{4}(-[0-9]{2}){5}\\.pem\$'"
+lab_check "client pair mode 0600" test "$(mode_of "$(realpath "$P1/kubelet-client-current.pem")")" == 600
+lab_check "client certificate subject O=system:nodes, CN=system:node:node-1" \
+  test "$(openssl x509 -in "$P1/kubelet-client-current.pem" -noout -subject)" == "subject=O = system:nodes, CN = system:node:node-1"
+lab_check "client certificate and key belong together" \
+  same_text "$(openssl x509 -in "$P1/kubelet-client-current.pem" -noout -pubkey 2>/dev/null)" \
+            "$(openssl pkey -in "$P1/kubelet-client-current.pem" -pubout 2>/dev/null)"
+client_req="$(grep -l 'kube-apiserver-client-kubelet' "$S"/records/*-csr.json 2>/dev/null | tail -1 || true)"
+[[ -n "$client_req" ]] || client_req=/dev/null
+json_get body.csr < "$client_req" > "$S/m1/client.csr" 2>/dev/null || true
+lab_check "client CSR: parses, subject exact, no extensions" \
+  bash -c "openssl req -in '$S/m1/client.csr' -noout -text > '$S/m1/client.csr.txt' &&
+           grep -q 'Subject: O = system:nodes, CN = system:node:node-1' '$S/m1/client.csr.txt' &&
+           grep -A1 'Attributes:' '$S/m1/client.csr.txt' | grep -q '(none)' &&
+           ! grep -q 'X509v3' '$S/m1/client.csr.txt'"
+lab_check "client CSR: signer and usages" \
+  test "$(json_get body.signer < "$client_req" 2>/dev/null) $(json_get body.usages < "$client_req" 2>/dev/null)" \
+    == "kubernetes.io/kube-apiserver-client-kubelet ['digital signature', 'client auth']"
+lab_check "serving certificate SANs are the hostname and --node-ip" \
+  bash -c "openssl x509 -in '$P1/kubelet-server-current.pem' -noout -ext subjectAltName | grep -q 'DNS:node-1, IP Address:10.0.0.11, IP Address:FD00:0:0:0:0:0:0:11'"
+lab_check "cluster CA written" cmp "$P1/ca.crt" "$S/cluster-ca.crt"
+lab_check "kubeconfig names the apiserver and the client pair" \
+  bash -c "grep -q 'server: \"https://api.lab:6443\"' '$S/m1/kubeconfig' && grep -q 'client-key: \"$P1/kubelet-client-current.pem\"' '$S/m1/kubeconfig'"
+
+# m2: P-384 EK, RSA AK, TPM-resident client key certified by the AK.
+lab_expect "$RC_OK" "certificate=client key=tpm" "csr step with --tpm-key (P-384 EK, RSA AK)" \
+  agent m2 --ek-alg ecc --ak-alg rsa --steps csr --tpm-key \
+  --kubelet-dir "$S/m2/pki" --kubeconfig "$S/m2/kubeconfig" --apiserver https://api.lab:6443
+P2="$S/m2/pki"
+lab_check "nothing left loaded after the TPM key's certify and sign" tpm_clean m2
+lab_check "TPM key blobs saved with mode 0600" \
+  bash -c "[[ \$(stat -c %a '$P2/kubelet-client-tpm.pub') == 600 && \$(stat -c %a '$P2/kubelet-client-tpm.priv') == 600 ]]"
+lab_check "no private key on disk for the TPM-resident client key" \
+  bash -c "! grep -q 'PRIVATE KEY' '$P2/kubelet-client-current.pem'"
+lab_check "the client certificate carries the TPM key" \
+  same_text "$(openssl x509 -in "$P2/kubelet-client-current.pem" -noout -pubkey 2>/dev/null)" \
+            "$(tpm2_print -t TPM2B_PUBLIC -f pem "$P2/kubelet-client-tpm.pub" 2>/dev/null)"
+lab_check "kubeconfig has no client-key with a TPM key" bash -c "! grep -q client-key '$S/m2/kubeconfig'"
+# The TPM2_Certify: by the session's AK, over the session's nonce, naming
+# the key in the CSR.
+tpm_req="$(grep -l 'tpm_key' "$S"/records/*-csr.json 2>/dev/null | tail -1 || true)"
+challenge="$(ls "$S"/records/*-challenge.json 2>/dev/null | tail -1 || true)"
+check_certify() {
+  lab_python - "$tpm_req" "$challenge" "$S/m2" <<'PY'
+import base64, hashlib, json, sys
+req = json.load(open(sys.argv[1]))["body"]["tpm_key"]
+ch = json.load(open(sys.argv[2]))
+out = sys.argv[3]
+pub = base64.b64decode(req["public"]); info = base64.b64decode(req["certify_info"])
+sig = base64.b64decode(req["certify_signature"])
+nonce = bytes.fromhex(ch["answer"]["nonce"])
+open(out + "/ak.pub", "wb").write(base64.b64decode(ch["body"]["ak_public"]))
+open(out + "/certify.msg", "wb").write(info)
+assert sig[:6] == bytes.fromhex("0014000b0100"), "RSASSA-SHA256 signature"
+open(out + "/certify.sig", "wb").write(sig[6:])
+def tpm2b(b, o):
+    n = int.from_bytes(b[o:o + 2], "big"); return b[o + 2:o + 2 + n], o + 2 + n
+assert info[:6] == bytes.fromhex("ff5443478017"), "TPM_GENERATED, TPM_ST_ATTEST_CERTIFY"
+_, o = tpm2b(info, 6); extra, o = tpm2b(info, o)
+assert extra == nonce, "qualifyingData is the session nonce"
+o += 17 + 8  # clockInfo, firmwareVersion
+name, o = tpm2b(info, o)
+assert name == bytes.fromhex("000b") + hashlib.sha256(pub[2:]).digest(), "certified name is the CSR key's"
+PY
+}
+lab_check "TPM2_Certify: TPM_GENERATED, session nonce, the CSR key's name" check_certify
+tpm2_print -t TPM2B_PUBLIC -f pem "$S/m2/ak.pub" > "$S/m2/ak.pem" 2>/dev/null || true
+lab_check "TPM2_Certify is signed by the attested AK" \
+  openssl dgst -sha256 -verify "$S/m2/ak.pem" -signature "$S/m2/certify.sig" "$S/m2/certify.msg"
+# The saved blobs load under the SRK docs/agent.md describes.
+lab_tpm m2 tpm2_createprimary -C o -g sha256 -G ecc256:null:aes128cfb \
+  -a 'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt' -c "$S/m2/srk.ctx" >/dev/null
+lab_check "TPM key blobs load under the documented SRK" \
+  lab_tpm m2 tpm2_load -C "$S/m2/srk.ctx" -u "$P2/kubelet-client-tpm.pub" -r "$P2/kubelet-client-tpm.priv" \
+  -c "$S/m2/key.ctx"
+lab_flush m2
+
+kill "$stub_pid" 2>/dev/null || true
+wait "$stub_pid" 2>/dev/null || true
+lab_finish

@@ -347,7 +347,6 @@ struct Listener {
   std::string name;  // "127.0.0.1:22623", "unix:/run/rackgate/admin.sock"
   const Router* router = nullptr;
   MHD_Daemon* daemon = nullptr;
-  int quiesced_fd = -1;  // ours to close after MHD_stop_daemon
 };
 
 // Per connection (MHD's socket_context).
@@ -601,6 +600,15 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   return Queue(connection, state, response);
 }
 
+// While draining, a new connection is closed as soon as it is accepted; the
+// ones in flight finish. (MHD_quiesce_daemon would stop the accepts instead,
+// but with a thread pool on epoll it races the workers, which take the listen
+// socket out of their epoll sets at the connection limit: MHD 0.9.75 then
+// panics with "Failed to remove listen FD from epoll set".)
+MHD_Result AcceptPolicy(void* cls, const sockaddr*, socklen_t) {
+  return static_cast<Listener*>(cls)->server->draining ? MHD_NO : MHD_YES;
+}
+
 MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
                          const char* method, const char* version, const char* upload_data,
                          size_t* upload_data_size, void** con_cls) {
@@ -771,7 +779,7 @@ Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int f
   // failure paths, so it is never closed here on failure (at worst one
   // socket leaks on a start that fails anyway).
   l->daemon = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &AccessHandler, l,
+      flags, 0, &AcceptPolicy, l, &AccessHandler, l,
       MHD_OPTION_EXTERNAL_LOGGER, &MhdLogger, l,
       MHD_OPTION_NOTIFY_COMPLETED, &RequestCompleted, l,
       MHD_OPTION_NOTIFY_CONNECTION, &NotifyConnection, l,
@@ -788,12 +796,6 @@ void HttpServer::Impl::Shutdown() {
   if (stopped) return;
   stopped = true;
   draining = true;
-  for (auto& l : listeners) {
-    if (l->daemon != nullptr) {
-      const MHD_socket fd = MHD_quiesce_daemon(l->daemon);
-      if (fd != MHD_INVALID_SOCKET) l->quiesced_fd = fd;
-    }
-  }
   {
     std::unique_lock lock(flight_mu);
     if (!flight_cv.wait_for(lock, options.drain_timeout, [this] { return in_flight == 0; })) {
@@ -803,8 +805,6 @@ void HttpServer::Impl::Shutdown() {
   for (auto& l : listeners) {
     if (l->daemon != nullptr) MHD_stop_daemon(l->daemon);
     l->daemon = nullptr;
-    if (l->quiesced_fd >= 0) close(l->quiesced_fd);
-    l->quiesced_fd = -1;
   }
   if (admin_socket.has_value()) {
     // Only our own socket file: a successor may already have replaced it.

@@ -1,13 +1,14 @@
-// OpenSSL handle ownership for attest/: one unique_ptr alias per owning type,
-// each with a stateless deleter. Wrap only what a `new`/`get1`/`dup` call
-// returns; `get0` results are BORROWED and must not be wrapped.
+// OpenSSL handle ownership, for every part of rackgate that calls OpenSSL
+// (attest/, the appliance's PKI and CSR signing, the agent): one unique_ptr
+// alias per owning type, each with a stateless deleter. Wrap only what a
+// `new`/`get1`/`dup`/`d2i`/`PEM_read` call returns; `get0` results are
+// BORROWED and must not be wrapped. OpenSSL is every module's own
+// dependency, so sharing this header leaks no module's types into another.
 #ifndef RACKGATE_ATTEST_OSSL_H_
 #define RACKGATE_ATTEST_OSSL_H_
 
-#if !defined(RACKGATE_ATTEST_INTERNAL)
-#error "attest/ossl.h is internal to attest/; include attest/attest.h instead"
-#endif
-
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -15,6 +16,7 @@
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 #include <memory>
 #include <string>
@@ -48,6 +50,16 @@ RACKGATE_OSSL_PTR(X509Ptr, X509, X509_free);
 RACKGATE_OSSL_PTR(X509StorePtr, X509_STORE, X509_STORE_free);
 RACKGATE_OSSL_PTR(X509StoreCtxPtr, X509_STORE_CTX, X509_STORE_CTX_free);
 RACKGATE_OSSL_PTR(BioPtr, BIO, BIO_free_all);
+RACKGATE_OSSL_PTR(X509ReqPtr, X509_REQ, X509_REQ_free);
+RACKGATE_OSSL_PTR(X509NamePtr, X509_NAME, X509_NAME_free);
+RACKGATE_OSSL_PTR(X509AlgorPtr, X509_ALGOR, X509_ALGOR_free);
+RACKGATE_OSSL_PTR(ExtPtr, X509_EXTENSION, X509_EXTENSION_free);
+RACKGATE_OSSL_PTR(GeneralNamesPtr, GENERAL_NAMES, GENERAL_NAMES_free);
+RACKGATE_OSSL_PTR(GeneralNamePtr, GENERAL_NAME, GENERAL_NAME_free);
+RACKGATE_OSSL_PTR(EkuPtr, EXTENDED_KEY_USAGE, EXTENDED_KEY_USAGE_free);
+RACKGATE_OSSL_PTR(BitStringPtr, ASN1_BIT_STRING, ASN1_BIT_STRING_free);
+RACKGATE_OSSL_PTR(OctetStringPtr, ASN1_OCTET_STRING, ASN1_OCTET_STRING_free);
+RACKGATE_OSSL_PTR(AuthorityKeyIdPtr, AUTHORITY_KEYID, AUTHORITY_KEYID_free);
 
 #undef RACKGATE_OSSL_PTR
 
@@ -56,6 +68,19 @@ struct X509StackFree {
   void operator()(STACK_OF(X509)* s) const { sk_X509_pop_free(s, X509_free); }
 };
 using X509StackPtr = std::unique_ptr<STACK_OF(X509), X509StackFree>;
+
+// Owns a STACK_OF(X509_EXTENSION) and the extensions in it (what
+// X509_REQ_get_extensions returns).
+struct ExtStackFree {
+  void operator()(STACK_OF(X509_EXTENSION)* s) const { sk_X509_EXTENSION_pop_free(s, X509_EXTENSION_free); }
+};
+using ExtStackPtr = std::unique_ptr<STACK_OF(X509_EXTENSION), ExtStackFree>;
+
+// Memory that OpenSSL allocated for us (i2d_* output, ASN1_STRING_to_UTF8).
+struct OpensslFree {
+  void operator()(unsigned char* p) const { OPENSSL_free(p); }
+};
+using BufferPtr = std::unique_ptr<unsigned char, OpensslFree>;
 
 // The text of the most recent OpenSSL errors on this thread, and clears them.
 // For logs only: it may name internals, so never send it to a client.

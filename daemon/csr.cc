@@ -19,7 +19,7 @@
 #include "attest/ek_identity.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
-#include "daemon/ossl.h"
+#include "attest/ossl.h"
 
 namespace rackgate::daemon::csr {
 

@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "attest/ek_identity.h"
-#include "daemon/ossl.h"
+#include "attest/ossl.h"
 
 namespace rackgate::daemon {
 

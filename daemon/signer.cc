@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "attest/tpm.h"
-#include "daemon/ossl.h"
+#include "attest/ossl.h"
 #include "daemon/pki.h"
 
 namespace rackgate::daemon::csr {

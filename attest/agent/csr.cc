@@ -14,35 +14,13 @@
 
 #include <stdexcept>
 
+#include "attest/ossl.h"
 #include "attest/quote.h"
 
 namespace rackgate::agent {
 
-void PkeyFree::operator()(evp_pkey_st* p) const { EVP_PKEY_free(p); }
-
 namespace {
 
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
-using ReqPtr = std::unique_ptr<X509_REQ, Deleter<X509_REQ, X509_REQ_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-using NamePtr = std::unique_ptr<X509_NAME, Deleter<X509_NAME, X509_NAME_free>>;
-using AlgorPtr = std::unique_ptr<X509_ALGOR, Deleter<X509_ALGOR, X509_ALGOR_free>>;
-using BitStringPtr = std::unique_ptr<ASN1_BIT_STRING, Deleter<ASN1_BIT_STRING, ASN1_BIT_STRING_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES, GENERAL_NAMES_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION, X509_EXTENSION_free>>;
-using EcdsaSigPtr = std::unique_ptr<ECDSA_SIG, Deleter<ECDSA_SIG, ECDSA_SIG_free>>;
-using BnPtr = std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>>;
-using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, Deleter<EVP_PKEY_CTX, EVP_PKEY_CTX_free>>;
-using ParamBldPtr = std::unique_ptr<OSSL_PARAM_BLD, Deleter<OSSL_PARAM_BLD, OSSL_PARAM_BLD_free>>;
-using ParamPtr = std::unique_ptr<OSSL_PARAM, Deleter<OSSL_PARAM, OSSL_PARAM_free>>;
-
-struct OpensslFree {
-  void operator()(unsigned char* p) const { OPENSSL_free(p); }
-};
 
 std::string BioToString(BIO* bio) {
   char* data = nullptr;
@@ -50,8 +28,8 @@ std::string BioToString(BIO* bio) {
   return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
 }
 
-BioPtr NewMemBio() {
-  BioPtr bio(BIO_new(BIO_s_mem()));
+ossl::BioPtr NewMemBio() {
+  ossl::BioPtr bio(BIO_new(BIO_s_mem()));
   if (!bio) throw std::bad_alloc();
   return bio;
 }
@@ -68,9 +46,9 @@ Bytes Sha256(std::span<const uint8_t> data) {
 }
 
 // The subjectAltName extension for `s`, or null when it names nothing.
-Result<ExtensionPtr> SanExtension(const CsrSubject& s) {
-  if (s.dns_names.empty() && s.ip_addresses.empty()) return ExtensionPtr();
-  GeneralNamesPtr names(GENERAL_NAMES_new());
+Result<ossl::ExtPtr> SanExtension(const CsrSubject& s) {
+  if (s.dns_names.empty() && s.ip_addresses.empty()) return ossl::ExtPtr();
+  ossl::GeneralNamesPtr names(GENERAL_NAMES_new());
   if (!names) throw std::bad_alloc();
   for (const auto& dns : s.dns_names) {
     if (dns.empty() || dns.size() > 253 || dns.find_first_of(" \t\r\n,/") != std::string::npos) {
@@ -112,7 +90,7 @@ Result<ExtensionPtr> SanExtension(const CsrSubject& s) {
       throw std::bad_alloc();
     }
   }
-  ExtensionPtr ext(X509V3_EXT_i2d(NID_subject_alt_name, 0, names.get()));
+  ossl::ExtPtr ext(X509V3_EXT_i2d(NID_subject_alt_name, 0, names.get()));
   if (!ext) throw std::runtime_error("X509V3_EXT_i2d failed");
   return ext;
 }
@@ -126,7 +104,7 @@ PkeyPtr GenerateP256Key() {
 }
 
 std::string PrivateKeyPem(evp_pkey_st* key) {
-  BioPtr bio = NewMemBio();
+  ossl::BioPtr bio = NewMemBio();
   if (PEM_write_bio_PrivateKey_traditional(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
     throw std::runtime_error("PEM_write_bio_PrivateKey_traditional failed");
   }
@@ -135,7 +113,7 @@ std::string PrivateKeyPem(evp_pkey_st* key) {
 
 DigestSigner SoftwareSigner(evp_pkey_st* key) {
   return [key](std::span<const uint8_t> digest) -> Result<Bytes> {
-    PkeyCtxPtr ctx(EVP_PKEY_CTX_new(key, nullptr));
+    ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new(key, nullptr));
     size_t n = 0;
     if (!ctx || EVP_PKEY_sign_init(ctx.get()) != 1 ||
         EVP_PKEY_CTX_set_signature_md(ctx.get(), EVP_sha256()) != 1 ||
@@ -163,13 +141,13 @@ Result<PkeyPtr> PublicKeyFromTpm2bPublic(std::span<const uint8_t> tpm2b_public) 
   point[0] = 0x04;
   std::copy(pub->ecc_x.begin(), pub->ecc_x.end(), point.begin() + 1 + (32 - pub->ecc_x.size()));
   std::copy(pub->ecc_y.begin(), pub->ecc_y.end(), point.begin() + 33 + (32 - pub->ecc_y.size()));
-  ParamBldPtr bld(OSSL_PARAM_BLD_new());
+  ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
   if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "P-256", 0) != 1 ||
       OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1) {
     throw std::bad_alloc();
   }
-  ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
-  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
   EVP_PKEY* raw = nullptr;
   if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
       EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
@@ -185,9 +163,9 @@ Result<Bytes> EcdsaDerFromTpmtSignature(std::span<const uint8_t> tpmt_signature)
   if (sig->sig_alg != attest::kAlgEcdsa || sig->hash_alg != attest::kAlgSha256) {
     return Status::Unsupported("signature_scheme_unsupported", "the TPM did not sign with ECDSA-SHA256");
   }
-  BnPtr r(BN_bin2bn(sig->ecc_r.data(), static_cast<int>(sig->ecc_r.size()), nullptr));
-  BnPtr s(BN_bin2bn(sig->ecc_s.data(), static_cast<int>(sig->ecc_s.size()), nullptr));
-  EcdsaSigPtr ecdsa(ECDSA_SIG_new());
+  ossl::BnPtr r(BN_bin2bn(sig->ecc_r.data(), static_cast<int>(sig->ecc_r.size()), nullptr));
+  ossl::BnPtr s(BN_bin2bn(sig->ecc_s.data(), static_cast<int>(sig->ecc_s.size()), nullptr));
+  ossl::EcdsaSigPtr ecdsa(ECDSA_SIG_new());
   if (!r || !s || !ecdsa) throw std::bad_alloc();
   if (ECDSA_SIG_set0(ecdsa.get(), r.get(), s.get()) != 1) throw std::runtime_error("ECDSA_SIG_set0 failed");
   (void)r.release();  // owned by ecdsa now
@@ -195,7 +173,7 @@ Result<Bytes> EcdsaDerFromTpmtSignature(std::span<const uint8_t> tpmt_signature)
   unsigned char* der = nullptr;
   const int n = i2d_ECDSA_SIG(ecdsa.get(), &der);
   if (n <= 0) throw std::runtime_error("i2d_ECDSA_SIG failed");
-  std::unique_ptr<unsigned char, OpensslFree> owned(der);
+  ossl::BufferPtr owned(der);
   return Bytes(der, der + n);
 }
 
@@ -204,8 +182,8 @@ Result<std::string> BuildCsrPem(const CsrSubject& subject, evp_pkey_st* public_k
       subject.organization.size() > 64) {
     return Invalid("subject O and CN must be 1..64 characters");
   }
-  ReqPtr req(X509_REQ_new());
-  NamePtr name(X509_NAME_new());
+  ossl::X509ReqPtr req(X509_REQ_new());
+  ossl::X509NamePtr name(X509_NAME_new());
   if (!req || !name) throw std::bad_alloc();
   // O before CN, as kubelet (Go's pkix.Name) orders them. UTF8String.
   auto add = [&name](const char* field, const std::string& value) {
@@ -239,17 +217,17 @@ Result<std::string> BuildCsrPem(const CsrSubject& subject, evp_pkey_st* public_k
   unsigned char* tbs = nullptr;
   const int tbs_len = i2d_re_X509_REQ_tbs(req.get(), &tbs);
   if (tbs_len <= 0) throw std::runtime_error("i2d_re_X509_REQ_tbs failed");
-  std::unique_ptr<unsigned char, OpensslFree> tbs_owned(tbs);
+  ossl::BufferPtr tbs_owned(tbs);
   const Bytes digest = Sha256(std::span<const uint8_t>(tbs, static_cast<size_t>(tbs_len)));
   auto sig = sign(digest);
   if (!sig.ok()) return sig.status();
 
-  AlgorPtr alg(X509_ALGOR_new());
+  ossl::X509AlgorPtr alg(X509_ALGOR_new());
   if (!alg || X509_ALGOR_set0(alg.get(), OBJ_nid2obj(NID_ecdsa_with_SHA256), V_ASN1_UNDEF, nullptr) != 1 ||
       X509_REQ_set1_signature_algo(req.get(), alg.get()) != 1) {
     throw std::runtime_error("signature algorithm setup failed");
   }
-  BitStringPtr bits(ASN1_BIT_STRING_new());
+  ossl::BitStringPtr bits(ASN1_BIT_STRING_new());
   if (!bits || ASN1_BIT_STRING_set(bits.get(), sig->data(), static_cast<int>(sig->size())) != 1) {
     throw std::bad_alloc();
   }
@@ -264,18 +242,18 @@ Result<std::string> BuildCsrPem(const CsrSubject& subject, evp_pkey_st* public_k
     ERR_clear_error();
     return Status::VerificationFailed("csr_signature_invalid", "the CSR's signature does not verify");
   }
-  BioPtr bio = NewMemBio();
+  ossl::BioPtr bio = NewMemBio();
   if (PEM_write_bio_X509_REQ(bio.get(), req.get()) != 1) throw std::runtime_error("PEM_write_bio_X509_REQ failed");
   return BioToString(bio.get());
 }
 
 Result<std::string> NormalizeCertificatesPem(std::string_view pem) {
-  BioPtr in(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  ossl::BioPtr in(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!in) throw std::bad_alloc();
-  BioPtr out = NewMemBio();
+  ossl::BioPtr out = NewMemBio();
   int count = 0;
   for (;;) {
-    X509Ptr cert(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
+    ossl::X509Ptr cert(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
     if (!cert) break;
     if (++count > 16 || PEM_write_bio_X509(out.get(), cert.get()) != 1) {
       return Status::InvalidArgument("certificate_invalid", "too many certificates");
@@ -294,9 +272,9 @@ Result<std::string> CheckIssuedCertificate(std::string_view pem, evp_pkey_st* pu
                                            std::string_view common_name) {
   auto normalized = NormalizeCertificatesPem(pem);
   if (!normalized.ok()) return normalized.status();
-  BioPtr in(BIO_new_mem_buf(normalized->data(), static_cast<int>(normalized->size())));
+  ossl::BioPtr in(BIO_new_mem_buf(normalized->data(), static_cast<int>(normalized->size())));
   if (!in) throw std::bad_alloc();
-  X509Ptr leaf(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
+  ossl::X509Ptr leaf(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
   if (!leaf) return Status::InvalidArgument("certificate_invalid", "no certificate");
   // Writing a certificate for another key would leave kubelet with a pair
   // that cannot work: refuse it here, where the reason is clear.

@@ -17,19 +17,15 @@
 #include <string_view>
 #include <vector>
 
+#include "attest/ossl.h"
 #include "attest/status.h"
 #include "attest/tpm.h"
-
-struct evp_pkey_st;
 
 namespace rackgate::agent {
 
 using attest::Bytes;
 
-struct PkeyFree {
-  void operator()(evp_pkey_st* p) const;
-};
-using PkeyPtr = std::unique_ptr<evp_pkey_st, PkeyFree>;
+using PkeyPtr = ossl::PkeyPtr;
 
 // What goes into a CSR. The kubelet client CSR has no SANs and so no
 // extensions at all; the serving CSR has exactly one, subjectAltName.

@@ -92,7 +92,12 @@ json MachineJson(const storage::Machine& m) {
 
 AttestationService::AttestationService(storage::Store* store, const TrustAnchors* anchors,
                                        AttestationOptions options, Metrics* metrics, Clock clock)
-    : store_(store), anchors_(anchors), options_(std::move(options)), metrics_(metrics), clock_(std::move(clock)) {
+    : store_(store),
+      anchors_(anchors),
+      options_(std::move(options)),
+      metrics_(metrics),
+      clock_(std::move(clock)),
+      gate_(std::max(1, options_.max_open_sessions), std::max(1, options_.max_open_sessions_per_client)) {
   if (!clock_) {
     clock_ = [] {
       return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -119,17 +124,66 @@ Response AttestationService::Refuse(int status, const std::string& reason, const
 Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<const uint8_t> cert,
                                                                  const std::vector<Bytes>& intermediates,
                                                                  const attest::TpmPublic* ek_public) const {
-  auto info = attest::VerifyEkCertificate(*anchors_->Get(), cert, clock_(), intermediates);
-  if (!info.ok()) return info.status();
+  const auto anchors = anchors_->Get();
+  const int64_t now = clock_();
+  std::string key(cert.begin(), cert.end());
+  for (const auto& i : intermediates) key.append(reinterpret_cast<const char*>(i.data()), i.size()).push_back('\0');
+  key = Sha256Hex(key);
+  std::optional<attest::EkCertInfo> info;
+  {
+    std::lock_guard<std::mutex> l(ek_cache_mu_);
+    auto it = ek_cache_.find(key);
+    if (it != ek_cache_.end() && it->second.anchors == anchors && now >= it->second.info.not_before &&
+        now < it->second.info.not_after) {
+      info = it->second.info;
+    }
+  }
+  if (!info) {
+    auto verified = attest::VerifyEkCertificate(*anchors, cert, now, intermediates);
+    if (!verified.ok()) return verified.status();
+    info = std::move(verified).value();
+    std::lock_guard<std::mutex> l(ek_cache_mu_);
+    // Bounded: a fleet's worth; past that, start over rather than track age.
+    if (ek_cache_.size() >= 100000) ek_cache_.clear();
+    ek_cache_[key] = EkVerdict{anchors, *info};
+  }
   if (ek_public != nullptr) {
     if (Status s = attest::CheckEkPublicMatchesCertificate(*ek_public, *info); !s.ok()) return s;
   }
-  return info;
+  return *info;
+}
+
+Response AttestationService::Busy(const std::string& reason, const std::string& who) {
+  Count("wait", reason);
+  Log()->debug("refused {}: {} (over the admission bound)", who, reason);
+  // Jitter, so that a rack told to come back does not come back at once.
+  const int base = options_.busy_retry_after_seconds;
+  const int wait = base + static_cast<int>(RandomBytes(1)[0] % static_cast<unsigned>(base + 1));
+  return Response::Error(503, reason, "the appliance is busy; come back after Retry-After", wait);
 }
 
 Response AttestationService::Challenge(const Request& request) {
   auto req = ParseChallengeRequest(request.body);
   if (!req.ok()) return Response::Error(400, req.status().reason(), req.status().message());
+  // Admission first: nothing below (database, EK chain, MakeCredential) runs
+  // for a challenge the appliance could not see through.
+  uint64_t ticket = 0;
+  const int64_t admitted_at = clock_();
+  switch (gate_.Admit(ClientAddress(request.peer_address), admitted_at,
+                      admitted_at + options_.session_ttl_seconds, &ticket)) {
+    case SessionGate::Verdict::kAdmitted: break;
+    case SessionGate::Verdict::kFull: return Busy("busy", request.peer_address);
+    case SessionGate::Verdict::kClientFull: return Busy("busy_client", request.peer_address);
+  }
+  struct Reservation {
+    SessionGate* gate;
+    uint64_t ticket;
+    bool bound = false;
+    ~Reservation() {
+      if (!bound) gate->Release(ticket);
+    }
+  } reservation{&gate_, ticket};
+
   auto ek = attest::ParseTpm2bPublic(req->ek_public);
   if (!ek.ok()) return Response::Error(400, "field_invalid", "ek_public: " + ek.status().message());
   auto ak = attest::ParseTpm2bPublic(req->ak_public);
@@ -219,6 +273,8 @@ Response AttestationService::Challenge(const Request& request) {
     Log()->error("session for {} not stored: {}", who, s.ToString());
     return Response::Error(503, "busy", "try again later", options_.retry_after_seconds);
   }
+  gate_.Bind(ticket, session.id);
+  reservation.bound = true;
   Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
   json body = {{"session", session.id},
                {"nonce", HexEncode(session.nonce)},
@@ -233,6 +289,8 @@ Response AttestationService::Evidence(const Request& request) {
   auto req = ParseEvidenceRequest(request.body);
   if (!req.ok()) return Response::Error(400, req.status().reason(), req.status().message());
   std::string who = "session " + req->session.substr(0, 8) + "… from " + request.peer_address;
+  // The session's place is free again whatever the verdict.
+  gate_.Finish(req->session);
 
   // Consumed first and whatever follows: a session answers one attempt.
   auto session = store_->ConsumeSession(req->session, clock_());

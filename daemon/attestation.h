@@ -11,11 +11,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "attest/ek_cert.h"
 #include "attest/tpm.h"
+#include "daemon/admission.h"
 #include "daemon/http.h"
 #include "storage/store.h"
 
@@ -52,6 +54,12 @@ struct AttestationOptions {
   bool require_ek_certificate = true;
   bool discovery = false;
   std::string discovery_pool = "default";
+  // Admission (daemon/admission.h): sessions open at once, overall and per
+  // client address; over the bound, 503 with Retry-After of
+  // busy_retry_after_seconds plus up to as much again of jitter.
+  int max_open_sessions = 4096;
+  int max_open_sessions_per_client = 256;
+  int busy_retry_after_seconds = 2;
 };
 
 class AttestationService {
@@ -84,6 +92,7 @@ class AttestationService {
  private:
   Response Refuse(int status, const std::string& reason, const std::string& message,
                   const std::string& who, bool waitable = false);
+  Response Busy(const std::string& reason, const std::string& who);
   void Count(const std::string& verdict, const std::string& reason);
 
   storage::Store* store_;
@@ -91,6 +100,18 @@ class AttestationService {
   AttestationOptions options_;
   Metrics* metrics_;
   Clock clock_;
+  SessionGate gate_;
+
+  // EK certificate verdicts by (certificate, intermediates), for the trust
+  // store they were reached with: a rack that attests again after a reboot
+  // does not rebuild the same chain. A new trust store (SIGHUP) starts over,
+  // and validity is checked against the clock on every use.
+  struct EkVerdict {
+    std::shared_ptr<const attest::EkTrustStore> anchors;
+    attest::EkCertInfo info;
+  };
+  mutable std::mutex ek_cache_mu_;
+  mutable std::unordered_map<std::string, EkVerdict> ek_cache_;  // guarded by ek_cache_mu_
 };
 
 }  // namespace rackgate::daemon

@@ -110,6 +110,16 @@ const std::map<std::string, KeyReader>& Readers() {
        [](const json& v, Config* c) {
          return ReadInt(v, "drain_timeout_seconds", 0, 600, &c->drain_timeout_seconds);
        }},
+      {"max_open_sessions",
+       [](const json& v, Config* c) { return ReadInt(v, "max_open_sessions", 1, 1000000, &c->max_open_sessions); }},
+      {"max_open_sessions_per_client",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "max_open_sessions_per_client", 1, 1000000, &c->max_open_sessions_per_client);
+       }},
+      {"busy_retry_after_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "busy_retry_after_seconds", 1, 300, &c->busy_retry_after_seconds);
+       }},
       {"public_url", [](const json& v, Config* c) { return ReadString(v, "public_url", &c->public_url); }},
       {"ignition_validate",
        [](const json& v, Config* c) { return ReadString(v, "ignition_validate", &c->ignition_validate); }},

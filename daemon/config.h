@@ -41,7 +41,12 @@ struct Config {
   // Protocol timing.
   int session_ttl_seconds = 120;
   int token_ttl_seconds = 900;
-  int retry_after_seconds = 30;  // for 503s: not enrolled, pending, busy
+  int retry_after_seconds = 30;  // for 503s: not enrolled, pending
+  // Admission control (docs/performance.md): sessions open at once, overall
+  // and per client address, and the Retry-After (plus jitter) of a refusal.
+  int max_open_sessions = 4096;
+  int max_open_sessions_per_client = 256;
+  int busy_retry_after_seconds = 2;
   // PCRs every quote must cover unless the machine's policy needs more.
   std::string default_pcr_selection = "sha256:0,1,2,3,4,5,6,7";
 

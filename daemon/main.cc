@@ -126,6 +126,9 @@ int Run(const std::string& config_path, bool check_only) {
   ao.require_ek_certificate = config->require_ek_certificate;
   ao.discovery = config->discovery;
   ao.discovery_pool = config->discovery_pool;
+  ao.max_open_sessions = config->max_open_sessions;
+  ao.max_open_sessions_per_client = config->max_open_sessions_per_client;
+  ao.busy_retry_after_seconds = config->busy_retry_after_seconds;
   AttestationService attestation(store->get(), &anchors, ao, &metrics);
   auto ignition_options = IgnitionFromConfig(*config);
   if (!ignition_options.ok()) {

@@ -246,5 +246,25 @@ lab_check "metrics show the open session" grep -Eq '^rackgate_sessions_in_flight
 lab_check "audit has enroll, attest and revoke" \
   bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q revoke"
 
+# Admission: at most two open sessions per client address. The third
+# challenge is refused before any work, with a jittered Retry-After; an
+# answered session frees its place.
+rg_stop
+rg_config max_open_sessions_per_client 2
+rg_config busy_retry_after_seconds 2
+rg_start
+must_challenge m5 rsa "$M5/ak"; cp "$M5/ch.json" "$LAB_DIR/ch-first.json"
+must_challenge m5 rsa "$M5/ak"
+curl -sS -D "$LAB_DIR/busy.h" -o "$LAB_DIR/busy.json" --cacert "$RG_DIR/state/ca/ca.crt" \
+  -H 'Content-Type: application/json' --data-binary "@$M5/ch.req" "$(rg_url /v1/attest/challenge)" >/dev/null
+expect "a third open session from one client waits" 503 busy_client \
+  "$(head -n1 "$LAB_DIR/busy.h" | awk '{print $2}')" "$LAB_DIR/busy.json"
+ra="$(tr -d '\r' < "$LAB_DIR/busy.h" | awk -F': ' 'tolower($1)=="retry-after"{print $2}')"
+lab_check "  with Retry-After between 2 and 4 ($ra)" test "${ra:-0}" -ge 2 -a "${ra:-0}" -le 4
+activate_and_quote m5 rsa "$M5/ak"
+expect "evidence of the second session" 200 "" "$(evidence m5)" "$M5/ev.json"
+must_challenge m5 rsa "$M5/ak"
+lab_ok "an answered session frees its place for the next challenge"
+
 rg_stop
 lab_finish

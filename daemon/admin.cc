@@ -73,21 +73,6 @@ std::string Str(const json& o, const char* k) {
   return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
 }
 
-// Supplementary groups of a process, from /proc (SO_PEERCRED gives only the
-// primary group).
-std::vector<gid_t> Groups(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  std::vector<gid_t> out;
-  while (std::getline(f, line)) {
-    if (line.rfind("Groups:", 0) != 0) continue;
-    std::istringstream in(line.substr(7));
-    long g;
-    while (in >> g) out.push_back(static_cast<gid_t>(g));
-  }
-  return out;
-}
-
 }  // namespace
 
 AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
@@ -105,7 +90,7 @@ std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& reques
   bool allowed = p.uid == 0 || p.uid == ::geteuid();
   if (!allowed && admin_gid_) {
     allowed = p.gid == *admin_gid_;
-    for (gid_t g : Groups(p.pid)) allowed = allowed || g == *admin_gid_;
+    for (gid_t g : p.groups) allowed = allowed || g == *admin_gid_;
   }
   std::string name = "uid " + std::to_string(p.uid);
   if (struct passwd* pw = ::getpwuid(p.uid)) name = pw->pw_name;

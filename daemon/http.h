@@ -28,6 +28,10 @@ struct PeerCred {
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
+  // Supplementary groups at connect time (SO_PEERGROUPS): from the socket,
+  // not /proc, so they hold under ProtectProc=invisible and cannot be
+  // swapped by a PID reused after the connect.
+  std::vector<gid_t> groups;
 };
 
 struct Request {

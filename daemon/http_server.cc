@@ -567,7 +567,20 @@ std::optional<PeerCred> PeerCredentials(MHD_Connection* connection) {
       len != sizeof cred) {
     return std::nullopt;
   }
-  return PeerCred{cred.pid, cred.uid, cred.gid};
+  PeerCred out{cred.pid, cred.uid, cred.gid, {}};
+  std::vector<gid_t> groups(64);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    socklen_t glen = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &glen) == 0) {
+      groups.resize(glen / sizeof(gid_t));
+      out.groups = std::move(groups);
+      break;
+    }
+    // ERANGE: glen says how much room it needs (NGROUPS_MAX bounds it).
+    if (errno != ERANGE || glen / sizeof(gid_t) > 65536) break;
+    groups.resize(glen / sizeof(gid_t));
+  }
+  return out;
 }
 
 MHD_Result Respond(MHD_Connection* connection, RequestState* state) {

@@ -205,6 +205,26 @@ Response CsrService::Submit(const Request& request) {
     tpm_key_proven = true;
   }
 
+  // A client whose answer was lost (the appliance crashed after recording
+  // the certificate, the connection was cut) asks again with the same key:
+  // it gets the same certificate, not client_cert_already_issued. Proof of
+  // possession is the CSR's self-signature; the token is the machine's.
+  if (*kind == csr::Kind::kClient && m.client_cert_issued_at) {
+    auto earlier = store_->FindClientCertificate(m.id, Sha256(parsed->spki_der));
+    if (earlier.ok() && !earlier->certificate_pem.empty()) {
+      auto signer = CurrentSigner();
+      Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
+      const json out = {{"certificate", earlier->certificate_pem},
+                        {"ca", signer ? signer->ca_pem() : std::string()},
+                        {"serial", earlier->serial},
+                        {"not_before", earlier->not_before},
+                        {"not_after", earlier->not_after},
+                        {"tpm_resident", earlier->tpm_resident},
+                        {"state", m.state}};
+      return Response::Json(200, out.dump());
+    }
+  }
+
   auto pool = store_->GetPool(m.pool);
   if (!pool.ok()) return Refuse(m, 503, "busy", "try again later", kind_name, true);
   auto settings = ParsePoolSettings(pool->settings_json);
@@ -248,6 +268,7 @@ Response CsrService::Submit(const Request& request) {
   rec.tpm_resident = tpm_key_proven;
   rec.not_before = issued->not_before;
   rec.not_after = issued->not_after;
+  rec.certificate_pem = issued->certificate_pem;
   auto after = store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
   if (!after.ok()) {
     if (after.status().code() == Status::Code::kIoError) {

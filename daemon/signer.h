@@ -47,6 +47,8 @@ class Signer {
   // seconds). REQUIRES: csr::Check passed for this request and kind; Sign
   // re-checks only what the certificate's shape depends on (one CN).
   virtual Result<Issued> Sign(const Csr& csr, const Profile& profile, int64_t now) = 0;
+  // The CA certificate (PEM) that issued certificates chain to.
+  virtual const std::string& ca_pem() const = 0;
 };
 
 // A cluster CA whose certificate and private key are PEM files on the
@@ -73,7 +75,7 @@ class LocalCaSigner : public Signer {
   // "csr_profile_invalid" for a non-positive validity or a negative backdate.
   Result<Issued> Sign(const Csr& csr, const Profile& profile, int64_t now) override;
 
-  const std::string& ca_pem() const;
+  const std::string& ca_pem() const override;
 
  private:
   struct Impl;

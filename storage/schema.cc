@@ -174,7 +174,8 @@ CREATE TABLE certificates (
   tpm_resident      INTEGER NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
   not_before        INTEGER NOT NULL,
   not_after         INTEGER NOT NULL,
-  issued_at         INTEGER NOT NULL
+  issued_at         INTEGER NOT NULL,
+  certificate_pem   TEXT NOT NULL DEFAULT ''
 ) STRICT;
 CREATE INDEX certificates_machine ON certificates(machine_id, issued_at);
 CREATE INDEX certificates_hostname ON certificates(hostname, issued_at);

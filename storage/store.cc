@@ -1317,6 +1317,7 @@ Result<Machine> Store::RecordCertificate(const IssuedCertificate& cert, const Ac
     CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
     for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
     CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
+    CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
     const bool client = cert.kind == kCertClient;
     if (!client && cert.kind != kCertServing) {
       return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
@@ -1347,7 +1348,8 @@ Result<Machine> Store::RecordCertificate(const IssuedCertificate& cert, const Ac
       {
         Stmt s = c.Prepare(
             "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
-            "tpm_resident, not_before, not_after, issued_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+            "tpm_resident, not_before, not_after, issued_at, certificate_pem) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
         s.BindText(1, cert.serial)
             .BindInt(2, m.id)
             .BindText(3, m.hostname)
@@ -1359,6 +1361,7 @@ Result<Machine> Store::RecordCertificate(const IssuedCertificate& cert, const Ac
             .BindInt(9, cert.not_before)
             .BindInt(10, cert.not_after)
             .BindInt(11, now)
+            .BindText(12, cert.certificate_pem)
             .Run();
       }
       if (client) {
@@ -1395,35 +1398,60 @@ Status Store::AuditMachineEvent(int64_t machine_id, const std::string& action, c
   });
 }
 
+namespace {
+
+constexpr char kCertificateSelect[] =
+    "SELECT serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, tpm_resident, "
+    "not_before, not_after, issued_at, certificate_pem FROM certificates ";
+
+IssuedCertificate ReadCertificate(const Stmt& s) {
+  IssuedCertificate cert;
+  cert.serial = s.Text(0);
+  cert.machine_id = s.Int(1);
+  cert.hostname = s.Text(2);
+  cert.kind = s.Text(3);
+  cert.subject = s.Text(4);
+  json sans = json::parse(s.Text(5), nullptr, false);
+  if (sans.is_array()) {
+    for (const auto& x : sans) {
+      if (x.is_string()) cert.sans.push_back(x.get<std::string>());
+    }
+  }
+  cert.public_key_sha256 = s.Blob(6);
+  cert.tpm_resident = s.Int(7) != 0;
+  cert.not_before = s.Int(8);
+  cert.not_after = s.Int(9);
+  cert.issued_at = s.Int(10);
+  cert.certificate_pem = s.Text(11);
+  return cert;
+}
+
+}  // namespace
+
+Result<IssuedCertificate> Store::FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) {
+  return Guard([&]() -> Result<IssuedCertificate> {
+    return impl_->Read([&](Connection& c) {
+      // Only since the mark was set: a reset clears the mark, and
+      // certificates from before it are history, not answers.
+      Stmt s = c.Prepare(std::string(kCertificateSelect) +
+                         "WHERE machine_id = ?1 AND kind = 'client' AND public_key_sha256 = ?2 AND "
+                         "issued_at >= (SELECT client_cert_issued_at FROM machines WHERE id = ?1) "
+                         "ORDER BY issued_at DESC, rowid DESC LIMIT 1");
+      s.BindInt(1, machine_id).BindBlob(2, public_key_sha256);
+      if (!s.Step()) Fail(Status::NotFound("certificate_unknown", "no such client certificate"));
+      return ReadCertificate(s);
+    });
+  });
+}
+
 Result<std::vector<IssuedCertificate>> Store::ListCertificates(const std::string& hostname, int limit) {
   return Guard([&]() -> Result<std::vector<IssuedCertificate>> {
     return impl_->Read([&](Connection& c) {
-      Stmt s = c.Prepare(
-          "SELECT serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, tpm_resident, "
-          "not_before, not_after, issued_at FROM certificates WHERE (?1 = '' OR hostname = ?1) "
-          "ORDER BY issued_at DESC, rowid DESC LIMIT ?2");
+      Stmt s = c.Prepare(std::string(kCertificateSelect) +
+                         "WHERE (?1 = '' OR hostname = ?1) ORDER BY issued_at DESC, rowid DESC LIMIT ?2");
       s.BindText(1, hostname).BindInt(2, std::clamp(limit, 1, 100000));
       std::vector<IssuedCertificate> out;
-      while (s.Step()) {
-        IssuedCertificate cert;
-        cert.serial = s.Text(0);
-        cert.machine_id = s.Int(1);
-        cert.hostname = s.Text(2);
-        cert.kind = s.Text(3);
-        cert.subject = s.Text(4);
-        json sans = json::parse(s.Text(5), nullptr, false);
-        if (sans.is_array()) {
-          for (const auto& x : sans) {
-            if (x.is_string()) cert.sans.push_back(x.get<std::string>());
-          }
-        }
-        cert.public_key_sha256 = s.Blob(6);
-        cert.tpm_resident = s.Int(7) != 0;
-        cert.not_before = s.Int(8);
-        cert.not_after = s.Int(9);
-        cert.issued_at = s.Int(10);
-        out.push_back(std::move(cert));
-      }
+      while (s.Step()) out.push_back(ReadCertificate(s));
       return out;
     });
   });

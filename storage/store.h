@@ -202,6 +202,10 @@ struct IssuedCertificate {
   int64_t not_before = 0;
   int64_t not_after = 0;
   int64_t issued_at = 0;
+  // The certificate itself (public): a client whose answer was lost (a crash,
+  // a cut connection) asks again with the same key and gets the same
+  // certificate instead of a refusal.
+  std::string certificate_pem;
 };
 
 inline constexpr std::string_view kVerdictOk = "ok";
@@ -417,6 +421,9 @@ class Store {
   // machine_unknown.
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                            const Actor& actor, int64_t now);
+  // The client certificate issued to the machine since its last reset for
+  // the key with this SHA-256, if any (certificate_unknown otherwise).
+  Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256);
   // Newest first; hostname "" for every machine.
   Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit = 1000);
 

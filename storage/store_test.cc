@@ -612,6 +612,22 @@ TEST_F(StoreTest, ClientCertificateMarkIsSetOnce) {
   EXPECT_EQ((*certs)[0].serial, "01");
 }
 
+TEST_F(StoreTest, ALostClientCertificateIsFoundByItsKeyUntilReset) {
+  Machine m = Attested("node-1", "a");
+  IssuedCertificate c = Cert(m, "c1");
+  c.certificate_pem = "-----BEGIN CERTIFICATE-----\nc1\n-----END CERTIFICATE-----\n";
+  ASSERT_TRUE(store_->RecordCertificate(c, Op(), 1100).ok());
+  auto found = store_->FindClientCertificate(m.id, B("spki-c1"));
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->serial, "c1");
+  EXPECT_EQ(found->certificate_pem, c.certificate_pem);
+  ExpectFailure(store_->FindClientCertificate(m.id, B("spki-other")).status(), Status::Code::kNotFound,
+                "certificate_unknown");
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200).ok());
+  ExpectFailure(store_->FindClientCertificate(m.id, B("spki-c1")).status(), Status::Code::kNotFound,
+                "certificate_unknown");
+}
+
 TEST_F(StoreTest, CertificatesAreRecordedListedAndAudited) {
   Machine m = Attested("node-1", "a");
   // A serving certificate needs a provisioned or joined machine.

@@ -128,6 +128,11 @@ lab_check "  the certificate's key is the CSR's key" \
 lab_check "node-1 is joined" test "$(rg_state node-1)" == joined
 csr second "/O=system:nodes/CN=system:node:node-1"
 expect "a second client CSR without reset" 403 client_cert_already_issued "$(submit second "$T1" "$CLIENT")" "$C/second.json"
+# The same CSR again (its answer lost to a crash or a cut connection): the
+# same certificate, not a refusal and not a second certificate.
+expect "the same key asks again (lost answer)" 200 "" "$(submit good "$T1" "$CLIENT")" "$C/good.json"
+rg_wire get "$C/good.json" certificate > "$C/good-again.crt"
+lab_check "  and gets the same certificate" cmp -s "$C/good.crt" "$C/good-again.crt"
 
 # --- serving -------------------------------------------------------------------
 csr serving "/O=system:nodes/CN=system:node:node-1" p256 "DNS:node-1,DNS:NODE-1.rack.example.,IP:10.0.0.11"

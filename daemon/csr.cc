@@ -532,8 +532,11 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
     }
   }
 
-  if (options.require_tpm_key && !tpm_key_proven) {
-    refuse("csr_tpm_key_required", "this pool requires a TPM-resident key with a TPM2_Certify proof");
+  // The client certificate is the machine's identity to the API server: that
+  // is the key a pool can require to live in the TPM. The serving key stays
+  // a file (kubelet's TLS server reads it from disk), so it is not asked.
+  if (kind == Kind::kClient && options.require_tpm_key && !tpm_key_proven) {
+    refuse("csr_tpm_key_required", "this pool requires a TPM-resident client key with a TPM2_Certify proof");
   }
   return out;
 }

@@ -572,6 +572,22 @@ TEST(Rules, TpmKeyRequiredButNotProven) {
   EXPECT_TRUE(Check(csr, Kind::kClient, kClientUsages, Facts(), options, true, kNow).empty());
 }
 
+// Serving keys stay files (kubelet's TLS server reads them): the pool's TPM
+// requirement is for the client key.
+TEST(Rules, TpmKeyRequirementIsForClientCsrsOnly) {
+  auto key = NewKey("EC", "P-256");
+  RuleOptions options;
+  options.require_tpm_key = true;
+  CsrSpec spec;
+  spec.san = "DNS:node-a,IP:10.0.0.5";
+  Csr serving = MustParse(MakeCsr(key.get(), spec));
+  EXPECT_TRUE(Check(serving, Kind::kServing, kServingUsages, Facts(), options, false, kNow).empty())
+      << Dump(Check(serving, Kind::kServing, kServingUsages, Facts(), options, false, kNow));
+  Csr client = MustParse(MakeCsr(key.get()));
+  EXPECT_EQ(Reasons(Check(client, Kind::kClient, kClientUsages, Facts(), options, false, kNow)),
+            Rs{"csr_tpm_key_required"});
+}
+
 // Every violation is reported, not just the first.
 TEST(Rules, ReportsEveryViolation) {
   auto key = NewKey("RSA", "1024");

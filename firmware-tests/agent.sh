@@ -271,14 +271,10 @@ lab_expect "$RC_REFUSED" "step=csr machine=[0-9a-f]{16} refused status=403 reaso
 lab_check "node-2 is still attested" state_is node-2 attested
 lab_check "... and no certificate was issued to it (the client CSR was the one refused)" \
   test "$(rg_ctl certs --hostname node-2 --json | boot_json - certificates)" == "[]"
-# rackgated applies require_tpm_key to serving CSRs as well (daemon/csr.cc),
-# while the agent always keeps the serving key in a file (kubelet's TLS
-# server reads it from there): in such a pool no machine gets a serving
-# certificate. Until one of them changes, the requirement is lifted again
-# for the --tpm-key run, which must then get both certificates.
-echo '{}' > "$S/no-settings.json"
-rg_ctl pool put default --settings "$S/no-settings.json" >/dev/null
-lab_expect "$RC_OK" "certificate=client key=tpm" "csr step with --tpm-key (P-384 EK, RSA AK)" \
+# The requirement is for the client key only: the serving key stays a file
+# (kubelet's TLS server reads it from disk), so in the same pool the
+# --tpm-key run gets both certificates.
+lab_expect "$RC_OK" "certificate=client key=tpm" "csr step with --tpm-key in the require_tpm_key pool" \
   agent m2 --ek-alg ecc --ak-alg rsa --steps csr --tpm-key \
   --kubelet-dir "$S/m2/pki" --kubeconfig "$S/m2/kubeconfig" --apiserver https://api.lab:6443
 P2="$S/m2/pki"

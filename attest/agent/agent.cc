@@ -2,6 +2,7 @@
 #include "attest/agent/agent.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -363,7 +364,9 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
     req.certify_info = std::move(certified->attest);
     req.certify_signature = std::move(certified->signature);
   } else {
-    public_key = GenerateP256Key();
+    if (!client_key_) client_key_ = GenerateP256Key();
+    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
+    public_key = PkeyPtr(client_key_.get());
     key_pem = PrivateKeyPem(public_key.get());
     auto csr = BuildCsrPem(subject, public_key.get(), SoftwareSigner(public_key.get()));
     if (!csr.ok()) return Failure::FromStatus(csr.status());

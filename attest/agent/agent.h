@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attest/agent/client.h"
+#include "attest/agent/csr.h"
 #include "attest/agent/ek.h"
 #include "attest/agent/failure.h"
 #include "attest/agent/protocol.h"
@@ -93,6 +94,10 @@ class Agent {
   bool serving_done_ = false;
   std::string client_cert_path_;
   std::string client_key_path_;
+  // The software client key, kept across retries within this run: when the
+  // answer to a client CSR is lost, the same key asks again and rackgated
+  // sends the same certificate (docs/csr.md) instead of refusing a second.
+  PkeyPtr client_key_;
 };
 
 }  // namespace rackgate::agent

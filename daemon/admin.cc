@@ -12,8 +12,8 @@
 #include "attest/boot_policy.h"
 #include "attest/ek_identity.h"
 #include "daemon/codec.h"
-#include "daemon/csr_service.h"
 #include "daemon/log.h"
+#include "daemon/pool_settings.h"
 #include "daemon/secrets.h"
 #include "daemon/wire.h"
 

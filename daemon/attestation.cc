@@ -20,6 +20,7 @@
 #include "attest/quote.h"
 #include "daemon/codec.h"
 #include "daemon/log.h"
+#include "daemon/pool_settings.h"
 #include "daemon/secrets.h"
 #include "daemon/metrics.h"
 #include "daemon/wire.h"
@@ -461,7 +462,15 @@ std::variant<storage::Bearer, Response> AttestationService::Authenticate(const R
 Response AttestationService::WhoAmI(const Request& request) {
   auto auth = Authenticate(request);
   if (auto* r = std::get_if<Response>(&auth)) return std::move(*r);
-  return Response::Json(200, MachineJson(std::get<storage::Bearer>(auth).machine).dump());
+  const storage::Machine& m = std::get<storage::Bearer>(auth).machine;
+  json body = MachineJson(m);
+  // What the machine's pool asks of it: the agent makes a TPM-resident
+  // client key when the pool requires one.
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return Response::Error(503, "busy", "try again later", options_.retry_after_seconds);
+  auto settings = ParsePoolSettings(pool->settings_json);
+  body["require_tpm_key"] = settings.ok() && settings->require_tpm_key;
+  return Response::Json(200, body.dump());
 }
 
 }  // namespace rackgate::daemon

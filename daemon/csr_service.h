@@ -17,6 +17,7 @@
 #include "attest/status.h"
 #include "daemon/attestation.h"
 #include "daemon/http.h"
+#include "daemon/pool_settings.h"
 #include "daemon/signer.h"
 #include "storage/store.h"
 
@@ -36,15 +37,6 @@ struct CsrOptions {
   int max_in_flight_per_machine = 2;
   int retry_after_seconds = 30;
 };
-
-// Per-pool CSR settings, from the pool's settings JSON (`rackgatectl pool put
-// --settings`): {"require_tpm_key": bool, "client_csr_window_seconds": int}.
-struct PoolCsrSettings {
-  bool require_tpm_key = false;
-  std::optional<int64_t> client_window_seconds;
-};
-// kInvalidArgument (settings_invalid) for an unknown key or a wrong type.
-Result<PoolCsrSettings> ParsePoolSettings(const std::string& settings_json);
 
 class CsrService {
  public:

@@ -302,7 +302,8 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   auto machine = ParseMachineRecord(resp->body);
   if (!machine.ok()) return machine.failure();
   if (!client_done_) {
-    auto c = ClientCertificate(a, machine->hostname);
+    // --tpm-key, or the pool asks for it.
+    auto c = ClientCertificate(a, machine->hostname, options_.tpm_key || machine->require_tpm_key);
     if (!c.ok()) return c.failure();
   }
   if (!serving_done_) {
@@ -320,7 +321,7 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   return Done{};
 }
 
-Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostname) {
+Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key) {
   const auto t0 = std::chrono::steady_clock::now();
   CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {}, {}};
   CsrRequest req;
@@ -329,7 +330,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
   PkeyPtr public_key;
   std::string key_pem;
   KeyBlobs blobs;
-  if (options_.tpm_key) {
+  if (tpm_key) {
     // The key is born in the TPM under a fresh SRK (owner hierarchy), and
     // the AK that just attested vouches for it with TPM2_Certify over the
     // session's nonce: the appliance learns the key is TPM-resident and
@@ -385,7 +386,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
     return Unusable(cert.ok() ? ca.status() : cert.status());
   }
   if (Status s = WriteInDir(options_.kubelet_dir, kCaFile, *ca, 0644); !s.ok()) return Failure::FromStatus(s);
-  if (options_.tpm_key) {
+  if (tpm_key) {
     const std::string_view pub(reinterpret_cast<const char*>(blobs.tpm2b_public.data()), blobs.tpm2b_public.size());
     const std::string_view priv(reinterpret_cast<const char*>(blobs.tpm2b_private.data()),
                                 blobs.tpm2b_private.size());
@@ -397,16 +398,16 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
     }
   }
   auto path = WriteKubeletPair(options_.kubelet_dir, kClientPrefix, *cert,
-                               options_.tpm_key ? std::nullopt : std::optional<std::string_view>(key_pem),
+                               tpm_key ? std::nullopt : std::optional<std::string_view>(key_pem),
                                clock_.now());
   Wipe(&key_pem);
   if (!path.ok()) return Failure::FromStatus(path.status());
   client_cert_path_ = *path;
   // With a TPM key there is no key file: kubelet needs a TPM-aware signer
   // (docs/agent.md).
-  client_key_path_ = options_.tpm_key ? "" : *path;
+  client_key_path_ = tpm_key ? "" : *path;
   step_ = "csr";
-  Log("ok", std::string("certificate=client key=") + (options_.tpm_key ? "tpm" : "software") +
+  Log("ok", std::string("certificate=client key=") + (tpm_key ? "tpm" : "software") +
                 " serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) + " path=" + *path +
                 " ms=" + std::to_string(MillisSince(t0)));
   client_done_ = true;

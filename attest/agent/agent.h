@@ -72,7 +72,7 @@ class Agent {
   Outcome<Attestation> Attest();
   Outcome<Done> Config(const Attestation& a);
   Outcome<Done> Csr(Attestation* a);
-  Outcome<Done> ClientCertificate(Attestation* a, const std::string& hostname);
+  Outcome<Done> ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key);
   Outcome<Done> ServingCertificate(const Attestation& a, const std::string& hostname);
   Outcome<IssuedCertificate> SubmitCsr(const Attestation& a, const CsrRequest& request);
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,

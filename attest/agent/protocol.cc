@@ -175,6 +175,8 @@ Outcome<MachineRecord> ParseMachineRecord(std::string_view body) {
   m.hostname = *hostname;
   m.pool = attest::PrintableAscii(Str(*doc, "pool").value_or(""), 64);
   m.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  m.require_tpm_key = doc->contains("require_tpm_key") && (*doc)["require_tpm_key"].is_boolean() &&
+                      (*doc)["require_tpm_key"].get<bool>();
   return m;
 }
 

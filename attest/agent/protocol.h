@@ -78,6 +78,8 @@ struct MachineRecord {
   std::string hostname;
   std::string pool;
   std::string state;
+  // The pool asks for a TPM-resident client key (docs/csr.md).
+  bool require_tpm_key = false;
 };
 // GET /v1/machine. The hostname must be a DNS name (it goes into the CSRs).
 Outcome<MachineRecord> ParseMachineRecord(std::string_view body);

@@ -156,6 +156,21 @@ rg_wire get "$C/rsa.json" certificate > "$C/rsa.crt"
 lab_check "  openssl verify" openssl verify -x509_strict -purpose sslclient -CAfile "$CA" "$C/rsa.crt"
 lab_check "  KU has key encipherment for RSA" sh -c "openssl x509 -in \"$C/rsa.crt\" -noout -ext keyUsage | grep -q 'Key Encipherment'"
 
+# --- a pool that requires TPM-resident client keys --------------------------------
+echo '{"require_tpm_key": true}' > "$LAB_DIR/tpm-only.json"
+rg_ctl pool put workers --settings "$LAB_DIR/tpm-only.json" >/dev/null
+rg_ctl reset node-2 --reason "tpm key test" >/dev/null
+lab_check "node-2 attests again after the reset" test "$(attest m2 rsa "$M2/ak")" == 200
+T2="$(rg_wire get "$M2/ev.json" token)"
+st="$(rg_get /v1/machine "$LAB_DIR/me2.json" "$T2")"
+lab_check "GET /v1/machine tells the agent the pool requires a TPM key" \
+  test "$st $(rg_wire get "$LAB_DIR/me2.json" require_tpm_key)" == "200 true"
+csr soft "/O=system:nodes/CN=system:node:node-2"
+expect "a software client key where the pool requires a TPM key" 403 csr_tpm_key_required \
+  "$(submit soft "$T2" "$CLIENT")" "$C/soft.json"
+echo '{}' > "$LAB_DIR/no-settings.json"
+rg_ctl pool put workers --settings "$LAB_DIR/no-settings.json" >/dev/null
+
 # --- the record ------------------------------------------------------------------
 rg_ctl certs --json > "$LAB_DIR/certs.json"
 lab_check "rackgatectl certs lists the three certificates" \

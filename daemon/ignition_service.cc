@@ -172,6 +172,24 @@ Result<std::shared_ptr<const IgnitionService::PoolEntry>> IgnitionService::PoolA
   return std::shared_ptr<const PoolEntry>(entry);
 }
 
+Result<std::shared_ptr<const ignition::Template>> IgnitionService::ParsedTemplate(const std::string& text,
+                                                                                 ignition::TemplateKind kind) {
+  const std::string key = (kind == ignition::TemplateKind::kPublic ? "p:" : "a:") + Sha256Hex(text);
+  {
+    std::lock_guard<std::mutex> l(templates_mu_);
+    if (auto it = templates_.find(key); it != templates_.end()) return it->second;
+  }
+  auto t = ignition::ParseTemplate(text, kind);
+  if (!t.ok()) return t.status();
+  auto parsed = std::make_shared<const ignition::Template>(std::move(t).value());
+  std::lock_guard<std::mutex> l(templates_mu_);
+  // Bounded: a few templates per pool are live at a time; old ones are
+  // dropped wholesale rather than tracked.
+  if (templates_.size() >= 256) templates_.clear();
+  templates_[key] = parsed;
+  return parsed;
+}
+
 void IgnitionService::Invalidate(const std::string& pool) {
   std::lock_guard<std::mutex> l(pools_mu_);
   pools_.erase(pool);
@@ -215,16 +233,16 @@ Response IgnitionService::PublicConfig(const Request& request) {
     if (it != cache_.end() && it->second->template_text == *pool->public_template) cached = it->second;
   }
   if (!cached) {
-    auto t = ignition::ParseTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
+    auto t = ParsedTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
     if (!t.ok()) {
       Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
       return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
     }
-    auto rendered = ignition::Render(*t, PublicValues(pool_name));
+    auto rendered = ignition::Render(**t, PublicValues(pool_name));
     if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
     auto fresh = std::make_shared<Cached>();
     fresh->template_text = *pool->public_template;
-    fresh->version = t->version;
+    fresh->version = (*t)->version;
     for (ignition::SpecVersion v = ignition::kOldestSpec; v <= ignition::kNewestSpec; ++v.minor) {
       auto converted = ignition::ConvertToVersion(*rendered, v);
       if (converted.ok()) fresh->by_version[ignition::FormatSpecVersion(v)] = ignition::Serialize(*converted);
@@ -284,17 +302,17 @@ Response IgnitionService::AttestedConfig(const Request& request) {
        {std::pair{pool->public_template, ignition::TemplateKind::kPublic},
         std::pair{pool->attested_template, ignition::TemplateKind::kAttested}}) {
     if (!text) continue;
-    auto t = ignition::ParseTemplate(*text, kind);
+    auto t = ParsedTemplate(*text, kind);
     if (!t.ok()) {
       Log()->error("stored template of pool {} no longer parses: {}", m.pool, t.status().ToString());
       return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
     }
     // Waitable: an operator fixes a missing machine value and the machine
     // carries on, without a reboot.
-    auto rendered = ignition::Render(*t, values);
+    auto rendered = ignition::Render(**t, values);
     if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
     merged = merged.is_null() ? std::move(*rendered) : ignition::Merge(merged, *rendered);
-    if (own < t->version) own = t->version;
+    if (own < (*t)->version) own = (*t)->version;
   }
   auto version = ignition::Negotiate(request.Header("Accept"), own);
   if (!version.ok()) {

@@ -76,6 +76,13 @@ class IgnitionService {
   std::mutex pools_mu_;
   std::map<std::string, std::shared_ptr<const PoolEntry>> pools_;  // guarded by pools_mu_
 
+  // Parsed templates by kind and digest of their text: an attested config is
+  // rendered per machine, but its templates are parsed once.
+  Result<std::shared_ptr<const ignition::Template>> ParsedTemplate(const std::string& text,
+                                                                   ignition::TemplateKind kind);
+  std::mutex templates_mu_;
+  std::map<std::string, std::shared_ptr<const ignition::Template>> templates_;  // guarded by templates_mu_
+
   // A pool's public config rendered in every version it converts to, valid
   // while the stored template text is the same. Immutable once cached.
   struct Cached {

@@ -10,6 +10,8 @@
 #include <tss2/tss2_mu.h>
 
 #include <cstring>
+#include <iterator>
+#include <string>
 #include <stdexcept>
 
 #include "attest/byte_reader.h"
@@ -97,15 +99,25 @@ SoftKey& SoftKey::operator=(SoftKey&&) noexcept = default;
 SoftKey::~SoftKey() = default;
 
 SoftKey SoftKey::Generate(const SoftKeySpec& spec) {
+  EVP_PKEY* key = spec.type == kAlgRsa
+                      ? EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(spec.rsa_bits))
+                      : EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", CurveName(spec.curve));
+  Check(key != nullptr, spec.type == kAlgRsa ? "rsa keygen" : "ec keygen");
+  return FromKey(key, spec);
+}
+
+SoftKey SoftKey::FromKey(EVP_PKEY* key, const SoftKeySpec& spec) {
   SoftKey k;
+  k.impl_->key.reset(key);
+  Check(key != nullptr, "no key");
   TPM2B_PUBLIC p = {};
   TPMT_PUBLIC& t = p.publicArea;
   t.type = spec.type;
   t.nameAlg = spec.name_alg;
   t.objectAttributes = spec.attributes;
+  CopyTo(&t.authPolicy, spec.auth_policy);
   if (spec.type == kAlgRsa) {
-    k.impl_->key.reset(EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(spec.rsa_bits)));
-    Check(k.impl_->key != nullptr, "rsa keygen");
+    Check(EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA && EVP_PKEY_get_bits(key) == spec.rsa_bits, "rsa key");
     TPMS_RSA_PARMS& r = t.parameters.rsaDetail;
     r.symmetric.algorithm = spec.symmetric_bits ? TPM2_ALG_AES : TPM2_ALG_NULL;
     if (spec.symmetric_bits) {
@@ -118,8 +130,12 @@ SoftKey SoftKey::Generate(const SoftKeySpec& spec) {
     r.exponent = 0;  // 65537, as TPMs send it
     CopyTo(&t.unique.rsa, BnParam(k.impl_->key.get(), OSSL_PKEY_PARAM_RSA_N, spec.rsa_bits / 8));
   } else {
-    k.impl_->key.reset(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", CurveName(spec.curve)));
-    Check(k.impl_->key != nullptr, "ec keygen");
+    char group[64] = {};
+    size_t group_len = 0;
+    Check(EVP_PKEY_get_base_id(key) == EVP_PKEY_EC &&
+              EVP_PKEY_get_group_name(key, group, sizeof(group), &group_len) == 1 &&
+              std::string(group) == (spec.curve == kEccNistP384 ? "secp384r1" : "prime256v1"),
+          "ec key");
     TPMS_ECC_PARMS& e = t.parameters.eccDetail;
     e.symmetric.algorithm = spec.symmetric_bits ? TPM2_ALG_AES : TPM2_ALG_NULL;
     if (spec.symmetric_bits) {
@@ -144,16 +160,68 @@ SoftKey SoftKey::Generate(const SoftKeySpec& spec) {
   return k;
 }
 
-SoftKey SoftKey::GenerateEk(uint16_t type, uint16_t curve) {
+Bytes TcgEkPolicyASha256() {
+  static const uint8_t k[] = {0x83, 0x71, 0x97, 0x67, 0x44, 0x84, 0xb3, 0xf8, 0x1a, 0x90, 0xcc,
+                              0x8d, 0x46, 0xa5, 0xd7, 0x24, 0xfd, 0x52, 0xd7, 0x6e, 0x06, 0x52,
+                              0x0b, 0x64, 0xf2, 0xa1, 0xda, 0x1b, 0x33, 0x14, 0x69, 0xaa};
+  return Bytes(std::begin(k), std::end(k));
+}
+
+Bytes TcgEkPolicyOrSha384() {
+  static const uint8_t k[] = {0xb2, 0x6e, 0x7d, 0x28, 0xd1, 0x1a, 0x50, 0xbc, 0x53, 0xd8, 0x82, 0xbc,
+                              0xf5, 0xfd, 0x3a, 0x1a, 0x07, 0x41, 0x48, 0xbb, 0x35, 0xd3, 0xb4, 0xe4,
+                              0xcb, 0x1c, 0x0a, 0xd9, 0xbd, 0xe4, 0x19, 0xca, 0xcb, 0x47, 0xba, 0x09,
+                              0x69, 0x96, 0x46, 0x15, 0x0f, 0x9f, 0xc0, 0x00, 0xf3, 0xf8, 0x0e, 0x12};
+  return Bytes(std::begin(k), std::end(k));
+}
+
+SoftKeySpec SoftKey::EkSpec(uint16_t type, uint16_t curve) {
   SoftKeySpec s;
   s.type = type;
   s.curve = curve;
-  s.name_alg = curve == kEccNistP384 && type == kAlgEcc ? kAlgSha384 : kAlgSha256;
+  const bool high = curve == kEccNistP384 && type == kAlgEcc;
+  s.name_alg = high ? kAlgSha384 : kAlgSha256;
   s.scheme = kAlgNull;
   s.attributes = kAttrFixedTpm | kAttrFixedParent | kAttrSensitiveDataOrigin |
                  kAttrAdminWithPolicy | kAttrRestricted | kAttrDecrypt;
-  s.symmetric_bits = s.name_alg == kAlgSha384 ? 256 : 128;
-  return Generate(s);
+  if (high) s.attributes |= kAttrUserWithAuth;
+  s.symmetric_bits = high ? 256 : 128;
+  s.auth_policy = high ? TcgEkPolicyOrSha384() : TcgEkPolicyASha256();
+  return s;
+}
+
+SoftKey SoftKey::GenerateEk(uint16_t type, uint16_t curve) { return Generate(EkSpec(type, curve)); }
+
+SoftKeySpec SoftKey::AkSpec(uint16_t type) {
+  SoftKeySpec s;  // the defaults are tpm2_createak's attributes
+  s.type = type;
+  s.rsa_bits = 2048;
+  s.curve = kEccNistP256;
+  s.name_alg = kAlgSha256;
+  s.scheme = type == kAlgRsa ? kAlgRsaSsa : kAlgEcdsa;
+  s.scheme_hash = kAlgSha256;
+  return s;
+}
+
+SoftKey SoftKey::GenerateAk(uint16_t type) { return Generate(AkSpec(type)); }
+
+Bytes QualifiedName(uint16_t name_alg, std::span<const uint8_t> parent_qn, std::span<const uint8_t> name) {
+  Bytes data(parent_qn.begin(), parent_qn.end());
+  data.insert(data.end(), name.begin(), name.end());
+  Bytes out = {static_cast<uint8_t>(name_alg >> 8), static_cast<uint8_t>(name_alg)};
+  Bytes d = Digest(name_alg, data);
+  out.insert(out.end(), d.begin(), d.end());
+  return out;
+}
+
+Bytes HierarchyQualifiedName(uint32_t handle) {
+  return {static_cast<uint8_t>(handle >> 24), static_cast<uint8_t>(handle >> 16),
+          static_cast<uint8_t>(handle >> 8), static_cast<uint8_t>(handle)};
+}
+
+Bytes AkQualifiedName(const SoftKey& ek, const SoftKey& ak) {
+  const Bytes ek_qn = QualifiedName(ek.pub().name_alg, HierarchyQualifiedName(kRhEndorsement), ek.name());
+  return QualifiedName(ak.pub().name_alg, ek_qn, ak.name());
 }
 
 Bytes SoftKey::Sign(std::span<const uint8_t> message, uint16_t scheme, uint16_t hash) const {
@@ -224,8 +292,16 @@ std::optional<Bytes> SoftKey::ActivateCredential(const Credential& cred,
     ByteReader r(cred.encrypted_secret);
     ByteReader x, y;
     if (!r.ReadU16BEPrefixed(&x) || !r.ReadU16BEPrefixed(&y) || !r.empty()) return std::nullopt;
+    // A TPM2B_ECC_PARAMETER may come without its leading zero bytes (as
+    // tpm2_makecredential sends a coordinate below 2^(8(n-1))); the TPM reads
+    // it as a number, so pad it back to the field size for the point. KDFe
+    // below takes the ephemeral x exactly as it was sent.
+    const size_t w = CurveBytes(pub_.ecc_curve);
+    if (x.remaining() > w || y.remaining() > w) return std::nullopt;
     Bytes point = {0x04};
+    point.insert(point.end(), w - x.remaining(), 0);
     point.insert(point.end(), x.rest().begin(), x.rest().end());
+    point.insert(point.end(), w - y.remaining(), 0);
     point.insert(point.end(), y.rest().begin(), y.rest().end());
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
@@ -289,11 +365,16 @@ Bytes MarshalAttest(const TPMS_ATTEST& a) {
 }
 
 void FillHeader(TPMS_ATTEST* a, uint32_t magic, uint16_t type, std::span<const uint8_t> nonce,
-                const ClockInfo& clock) {
+                const ClockInfo& clock, std::span<const uint8_t> qualified_signer = {},
+                uint64_t firmware_version = 0x2023000100000000ull) {
   a->magic = magic;
   a->type = type;
-  Bytes signer = {0x00, 0x0b};
-  signer.resize(34, 0x5a);
+  Bytes signer(qualified_signer.begin(), qualified_signer.end());
+  if (signer.empty()) {
+    signer = {0x00, 0x0b};
+    signer.resize(34, 0x5a);
+  }
+  Check(signer.size() <= sizeof(a->qualifiedSigner.name), "qualified signer size");
   a->qualifiedSigner.size = static_cast<uint16_t>(signer.size());
   std::memcpy(a->qualifiedSigner.name, signer.data(), signer.size());
   CopyTo(&a->extraData, Bytes(nonce.begin(), nonce.end()));
@@ -301,14 +382,14 @@ void FillHeader(TPMS_ATTEST* a, uint32_t magic, uint16_t type, std::span<const u
   a->clockInfo.resetCount = clock.reset_count;
   a->clockInfo.restartCount = clock.restart_count;
   a->clockInfo.safe = clock.safe ? TPM2_YES : TPM2_NO;
-  a->firmwareVersion = 0x2023000100000000ull;
+  a->firmwareVersion = firmware_version;
 }
 
 }  // namespace
 
 Bytes MakeQuoteMessage(const SoftQuoteSpec& spec, const PcrValues& pcrs, std::span<const uint8_t> nonce) {
   TPMS_ATTEST a = {};
-  FillHeader(&a, spec.magic, spec.type, nonce, spec.clock);
+  FillHeader(&a, spec.magic, spec.type, nonce, spec.clock, spec.qualified_signer, spec.firmware_version);
   FillSelection(&a.attested.quote.pcrSelect, spec.selection);
   auto digest = ComputePcrDigest(spec.hash_alg, spec.selection, pcrs);
   Check(digest.ok(), "pcr digest");

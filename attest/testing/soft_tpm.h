@@ -33,14 +33,37 @@ struct SoftKeySpec {
                         attest::kAttrRestricted | attest::kAttrSign;
   // For storage keys (EKs): AES-CFB with these key bits; 0 for none.
   uint16_t symmetric_bits = 0;
+  // TPMT_PUBLIC.authPolicy (EKs carry the TCG EK profile's policy).
+  Bytes auth_policy;
 };
+
+// TCG EK Credential Profile policy digests: PolicyA (PolicySecret of the
+// endorsement hierarchy) in sha256, the authPolicy of the low-range RSA-2048
+// (L-1) and ECC P-256 (L-2) templates; and PolicyOR(PolicyA, PolicyC) in
+// sha384, the authPolicy of the high-range P-384 template (H-3).
+Bytes TcgEkPolicyASha256();
+Bytes TcgEkPolicyOrSha384();
 
 // A key pair with its TPM public area.
 class SoftKey {
  public:
   static SoftKey Generate(const SoftKeySpec& spec);
-  // The standard RSA-2048 / ECC EK shape (restricted decrypt, AES-CFB).
+  // A SoftKey for an existing key pair (RSA or EC, matching spec.type and
+  // spec.rsa_bits / spec.curve). TAKES OWNERSHIP of `key`, also on failure.
+  static SoftKey FromKey(evp_pkey_st* key, const SoftKeySpec& spec);
+  // The TCG EK profile templates, as TPM2_CreatePrimary fills them: RSA-2048
+  // (L-1) or ECC P-256 (L-2): nameAlg sha256, attributes fixedTPM|fixedParent|
+  // sensitiveDataOrigin|adminWithPolicy|restricted|decrypt (0x000300b2),
+  // AES-128-CFB, PolicyA; ECC P-384 (H-3): nameAlg sha384, userWithAuth too
+  // (0x000300f2), AES-256-CFB, PolicyOR(PolicyA, PolicyC).
+  static SoftKeySpec EkSpec(uint16_t type, uint16_t curve = attest::kEccNistP256);
   static SoftKey GenerateEk(uint16_t type, uint16_t curve = attest::kEccNistP256);
+  // The template `tpm2_createak -G rsa|ecc -g sha256 -s rsassa|ecdsa` uses:
+  // nameAlg sha256, fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|
+  // restricted|sign (0x00050072), RSA-2048 RSASSA-SHA256 or P-256
+  // ECDSA-SHA256, no symmetric, no KDF, empty authPolicy.
+  static SoftKeySpec AkSpec(uint16_t type);
+  static SoftKey GenerateAk(uint16_t type);
 
   SoftKey(SoftKey&&) noexcept;
   SoftKey& operator=(SoftKey&&) noexcept;
@@ -78,7 +101,22 @@ struct SoftQuoteSpec {
   uint32_t magic = attest::kTpmGenerated;
   uint16_t type = attest::kStAttestQuote;
   attest::ClockInfo clock{1000, 1, 0, true};
+  // The signing key's qualified name (QualifiedName below); empty: a fixed
+  // placeholder of the right size (sha256).
+  Bytes qualified_signer;
+  uint64_t firmware_version = 0x2023000100000000ull;
 };
+
+// TPM 2.0 Part 1 §16: the qualified name of an object with name `name` and
+// name algorithm `name_alg` under a parent whose qualified name is
+// `parent_qn`: nameAlg || H_nameAlg(parent_qn || name). A hierarchy's
+// qualified name is its handle (HierarchyQualifiedName).
+Bytes QualifiedName(uint16_t name_alg, std::span<const uint8_t> parent_qn, std::span<const uint8_t> name);
+inline constexpr uint32_t kRhEndorsement = 0x4000000B;
+Bytes HierarchyQualifiedName(uint32_t handle);
+// The qualified name of an AK created under the EK `ek` (a primary of the
+// endorsement hierarchy): what TPM2_Quote puts in qualifiedSigner.
+Bytes AkQualifiedName(const SoftKey& ek, const SoftKey& ak);
 
 // A marshalled TPMS_ATTEST for a quote over `pcrs` with `nonce`.
 Bytes MakeQuoteMessage(const SoftQuoteSpec& spec, const attest::PcrValues& pcrs,

@@ -43,6 +43,8 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+
+#include "daemon/secrets.h"
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -90,6 +92,9 @@ constexpr char kUsage[] =
     "  --eventlog  a binary TCG event log every machine sends; its replay is the PCRs\n"
     "  --deadline  seconds after which unfinished machines count as failed (600)\n"
     "  --cores     cores the ceiling is scaled to (2)\n"
+    "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
+    "              SHA256, csr HOST SERIAL), written before the next step starts:\n"
+    "              the crash test checks each against the database\n"
     "Last line: boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms\n"
     "           ceiling=C/s ratio=Z peak_rss=M MiB\n";
 
@@ -109,6 +114,7 @@ struct Options {
   int cores = 2;
   bool keep = false;
   std::string workdir;
+  std::string ack_log;  // every 200 the appliance acknowledged, a line each
   bool managed() const { return !rackgated.empty(); }
 };
 
@@ -508,6 +514,7 @@ class Storm {
               break;
             }
             f->token = j["token"].get<std::string>();
+            Ack("evidence " + f->m->hostname);
             Start(f, kConfig);
             break;
           }
@@ -517,6 +524,7 @@ class Storm {
               finish(f, "config answer is not an Ignition config");
               break;
             }
+            Ack("config " + f->m->hostname + " " + daemon::Sha256Hex(f->response));
             Start(f, kCsr);
             break;
           }
@@ -526,6 +534,7 @@ class Storm {
               finish(f, "csr answer without a certificate");
               break;
             }
+            Ack("csr " + f->m->hostname + " " + j.value("serial", std::string()));
             finish(f, "");
             break;
           }
@@ -741,7 +750,18 @@ class Storm {
   }
 
   std::vector<SimMachine>* fleet_;
+  // One line per acknowledged step, flushed at once (the appliance, not this
+  // process, is what the crash test kills).
+  void Ack(const std::string& line) {
+    if (o_.ack_log.empty()) return;
+    if (!ack_) ack_ = std::fopen(o_.ack_log.c_str(), "a");
+    if (!ack_) Die("cannot open " + o_.ack_log);
+    std::fprintf(ack_, "%s\n", line.c_str());
+    std::fflush(ack_);
+  }
+
   const Options& o_;
+  std::FILE* ack_ = nullptr;
   const std::string base_;
   const std::string ca_;
   const attest::PcrValues pcrs_;
@@ -831,6 +851,8 @@ Options ParseArgs(int argc, char** argv) {
       o.keep = true;
     } else if (a == "--workdir") {
       o.workdir = fs::absolute(need(i)).string();
+    } else if (a == "--ack-log") {
+      o.ack_log = need(i);
     } else {
       std::fprintf(stderr, "boot-storm: unknown argument '%s'\n\n%s", a.c_str(), kUsage);
       std::exit(2);

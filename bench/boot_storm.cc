@@ -486,8 +486,17 @@ class Storm {
           retry(f, step <= kEvidence ? kChallenge : step, after > 0 ? static_cast<double>(after) : 1.0);
           continue;
         }
+        // A session used, expired or unknown (an evidence retried after its
+        // answer was lost) is no verdict on the machine: start again, as the
+        // agent does.
+        const std::string reason = ErrorReason(f->response);
+        if (status == 403 && step == kEvidence && reason.rfind("session_", 0) == 0) {
+          ++stats_.waits[std::string(kStepNames[step]) + " 403 " + reason];
+          retry(f, kChallenge, 0.1);
+          continue;
+        }
         if (status != 200) {
-          finish(f, std::string(kStepNames[step]) + " " + std::to_string(status) + " " + ErrorReason(f->response));
+          finish(f, std::string(kStepNames[step]) + " " + std::to_string(status) + " " + reason);
           continue;
         }
         stats_.step_ms[step].push_back(ms);

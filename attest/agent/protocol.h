@@ -25,8 +25,10 @@ using attest::Bytes;
 inline constexpr char kIgnitionAccept[] = "application/vnd.coreos.ignition+json;version=3.3.0";
 
 // Maps one exchange to the agent's next move: a 2xx answer is returned; a
-// 503 is kWait (with the parsed Retry-After); another 5xx or no answer is
-// kRetry; a 4xx is kRefused with the appliance's reason; an answer over the
+// 503 and 429 are kWait (with the parsed Retry-After); another 5xx, no
+// answer, or a 403 about the session (session_used, session_expired,
+// session_unknown: start again from the challenge) is kRetry; another 4xx is
+// kRefused with the appliance's reason; an answer over the
 // size limit or any other status is kRefused ("bad_response").
 Outcome<HttpResponse> Classify(Result<HttpResponse> exchange, std::time_t now);
 

@@ -33,6 +33,17 @@ TEST(Classify, MapsStatusesToTheNextMove) {
   EXPECT_EQ(refused.failure().http_status, 403);
 
   EXPECT_EQ(Classify(Answer(500, "x"), 0).failure().kind, Failure::Kind::kRetry);
+  // Too many CSRs in flight: wait, as for 503.
+  EXPECT_EQ(Classify(Answer(429, R"({"error": {"reason": "csr_flood_machine", "message": "m"}})", "3"), 0)
+                .failure()
+                .kind,
+            Failure::Kind::kWait);
+  // A used session (its evidence answered once, the answer lost) is no
+  // verdict on the machine: start again from the challenge.
+  for (const char* r : {"session_used", "session_expired", "session_unknown"}) {
+    auto again = Classify(Answer(403, std::string(R"({"error": {"reason": ")") + r + R"(", "message": "m"}})"), 0);
+    EXPECT_EQ(again.failure().kind, Failure::Kind::kRetry) << r;
+  }
   EXPECT_EQ(Classify(Answer(401, ""), 0).failure().reason, "http_401");
   EXPECT_EQ(Classify(Answer(302, ""), 0).failure().reason, "bad_response");
   EXPECT_EQ(Classify(Status::IoError("appliance_unreachable", "refused"), 0).failure().kind,

@@ -4,7 +4,8 @@
 # then rackgate-agent, on the machine's swtpm, attests, applies the attested
 # config into that same root and writes kubelet's certificates there — the
 # node's path of DESIGN.md, first boot to `joined`, with nothing stubbed.
-# Shared by firmware-tests/boot.sh, firmware-tests/agent.sh and script/demo.
+# Shared by firmware-tests/boot.sh, firmware-tests/agent.sh, script/demo and
+# daemon/tests/ignition.sh (boot_run_ignition).
 #
 # Source it after lab.sh and daemon/tests/appliance.sh, after lab_init and
 # rg_init:
@@ -170,18 +171,25 @@ boot_inventory_row() {
 # stage into the root. SELinux relabelling is stubbed out (LAB.md). Output
 # in $(lab_dir NAME)/ignition.log; fails with Ignition.
 boot_ignition() {
-  local name="$1" pool="$2" m R
-  m="$(lab_dir "$name")"; R="$m/ign"
-  rm -rf "$m/root" "$R"
-  mkdir -p "$m/root/etc/selinux" "$R/run" "$R/bin"
-  printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$m/root/etc/selinux/config"
+  local m; m="$(lab_dir "$1")"
+  boot_run_ignition "$m/root" "$m/ign" "$BOOT_DIR/$2.pointer.ign" "$m/ignition.log"
+}
+
+# boot_run_ignition ROOT WORK POINTER LOG: the real Ignition's fetch and
+# files stages with POINTER as its config, into a fresh ROOT (LAB.md: no
+# reboot, disks or systemd); WORK holds its state; its output goes to LOG.
+boot_run_ignition() {
+  local root="$1" R="$2" pointer="$3" log="$4"
+  rm -rf "$root" "$R"
+  mkdir -p "$root/etc/selinux" "$R/run" "$R/bin"
+  printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$root/etc/selinux/config"
   printf '#!/bin/sh\ncat >/dev/null\n' > "$R/bin/setfiles"; chmod +x "$R/bin/setfiles"
-  local C=(--platform file --log-to-stdout --root "$m/root" --config-cache "$R/run/ignition.json"
+  local C=(--platform file --log-to-stdout --root "$root" --config-cache "$R/run/ignition.json"
            --state-file "$R/run/state" --neednet "$R/run/neednet")
   # Always under timeout: Ignition retries 5xx and connection errors forever.
-  boot_spawn env IGNITION_CONFIG_FILE="$BOOT_DIR/$pool.pointer.ign" PATH="$R/bin:$PATH" \
-    timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage fetch --fetch-timeout 10s >"$m/ignition.log" 2>&1 || return 1
-  boot_spawn env PATH="$R/bin:$PATH" timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage files >>"$m/ignition.log" 2>&1
+  boot_spawn env IGNITION_CONFIG_FILE="$pointer" PATH="$R/bin:$PATH" \
+    timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage fetch --fetch-timeout 10s >"$log" 2>&1 || return 1
+  boot_spawn env PATH="$R/bin:$PATH" timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage files >>"$log" 2>&1
 }
 
 # boot_spawn CMD...: runs CMD (its output where the caller redirects this

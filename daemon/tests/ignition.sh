@@ -18,10 +18,9 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 RACKGATED="$(realpath "$1")"; RACKGATECTL="$(realpath "$2")"
 source "$HERE/../../firmware-tests/lab.sh"
 source "$HERE/appliance.sh"
+source "$HERE/../../firmware-tests/boot-lib.sh"
 lab_skip_unless_tools
-IGN=/usr/lib/dracut/modules.d/30ignition/ignition
-for t in curl ignition-validate; do command -v "$t" >/dev/null || { echo "# $t missing"; exit 77; }; done
-[[ -x "$IGN" ]] || { echo "# $IGN missing (apt-get install ignition)"; exit 77; }
+boot_skip_unless_ignition
 lab_init ignition
 rg_init "$RACKGATED" "$RACKGATECTL"
 lab_ca lab
@@ -64,17 +63,11 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
 
 # run_ignition NAME POINTER: the fetch and files stages into a fresh root
-# $LAB_DIR/ign/NAME/root; their output in .../log. Returns the first failure.
+# $LAB_DIR/ign/NAME/root; their output in .../log (firmware-tests/boot-lib.sh).
 run_ignition() {
   local R="$LAB_DIR/ign/$1"
-  rm -rf "$R"; mkdir -p "$R/run" "$R/root/etc/selinux" "$R/bin"
-  printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$R/root/etc/selinux/config"
-  printf '#!/bin/sh\ncat >/dev/null\n' > "$R/bin/setfiles"; chmod +x "$R/bin/setfiles"
-  local C=(--platform file --log-to-stdout --root "$R/root" --config-cache "$R/run/ignition.json"
-           --state-file "$R/run/state" --neednet "$R/run/neednet")
-  IGNITION_CONFIG_FILE="$2" PATH="$R/bin:$PATH" timeout 60 "$IGN" "${C[@]}" --stage fetch --fetch-timeout 10s \
-    >"$R/log" 2>&1 </dev/null || return 1
-  PATH="$R/bin:$PATH" timeout 60 "$IGN" "${C[@]}" --stage files >>"$R/log" 2>&1 </dev/null
+  mkdir -p "$R"
+  boot_run_ignition "$R/root" "$R/work" "$2" "$R/log"
 }
 ign_root() { echo "$LAB_DIR/ign/$1/root"; }
 ign_log_tail() { tail -n "${2:-8}" "$LAB_DIR/ign/$1/log" | sed 's/^/#   /' >&2; }

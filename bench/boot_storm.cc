@@ -43,8 +43,6 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-
-#include "daemon/secrets.h"
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -52,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/secrets.h"
 #include "attest/credential.h"
 #include "attest/eventlog.h"
 #include "attest/quote.h"

@@ -50,12 +50,12 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/secrets.h"
 #include "attest/credential.h"
 #include "attest/eventlog.h"
 #include "attest/quote.h"
 #include "attest/testing/soft_tpm.h"
 #include "bench/storm_pki.h"
+#include "daemon/secrets.h"
 
 extern char** environ;
 

@@ -71,7 +71,7 @@ constexpr char kUsage[] =
     "                  (--rackgated PATH --rackgatectl PATH\n"
     "                   | --url URL --ca FILE --rackgatectl PATH --socket ADMIN_SOCKET --ek-ca-dir DIR [--pid PID])\n"
     "                  [--ek rsa|ecc|ecc384] [--ak ecc|rsa] [--eventlog FILE] [--deadline SECONDS]\n"
-    "                  [--threads N] [--cores N] [--pool NAME] [--keep] [--workdir DIR]\n"
+    "                  [--threads N] [--cores N] [--pool NAME] [--set KEY=JSON] [--keep] [--workdir DIR]\n"
     "\n"
     "A boot storm: N simulated machines with software TPMs, C at a time, each running\n"
     "challenge, evidence, attested config and kubelet client CSR against rackgated.\n"
@@ -94,6 +94,8 @@ constexpr char kUsage[] =
     "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
     "              SHA256, csr HOST SERIAL), written before the next step starts:\n"
     "              the crash test checks each against the database\n"
+    "  --set       a rackgated config key for this run, e.g. --set max_open_sessions=100\n"
+    "  --keep      keep the working directory (state, logs, inventory) afterwards\n"
     "Last line: boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms\n"
     "           ceiling=C/s ratio=Z peak_rss=M MiB\n";
 
@@ -114,6 +116,7 @@ struct Options {
   bool keep = false;
   std::string workdir;
   std::string ack_log;  // every 200 the appliance acknowledged, a line each
+  std::vector<std::pair<std::string, std::string>> config_overrides;  // --set KEY=JSON
   bool managed() const { return !rackgated.empty(); }
 };
 
@@ -204,14 +207,24 @@ uint16_t FreePort() {
   return ntohs(a.sin_port);
 }
 
-// /proc/PID/status VmHWM (peak resident set), KiB.
-long PeakRssKib(pid_t pid) {
+// A /proc/PID/status field in KiB (VmHWM: peak resident set; VmRSS: now).
+long StatusKib(pid_t pid, const char* field) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  const std::string key = std::string(field) + ":";
   while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+    if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + key.size(), nullptr, 10);
   }
   return -1;
+}
+long PeakRssKib(pid_t pid) { return StatusKib(pid, "VmHWM"); }
+
+// Starts VmHWM over from the current RSS (proc(5), clear_refs "5").
+bool ResetPeakRss(pid_t pid) {
+  std::ofstream f("/proc/" + std::to_string(pid) + "/clear_refs");
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
 }
 
 // utime + stime of a process, seconds.
@@ -855,6 +868,14 @@ Options ParseArgs(int argc, char** argv) {
       o.threads = std::stoi(need(i));
     } else if (a == "--cores") {
       o.cores = std::stoi(need(i));
+    } else if (a == "--set") {
+      const std::string v = need(i);
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::fprintf(stderr, "boot-storm: --set KEY=JSON\n");
+        std::exit(2);
+      }
+      o.config_overrides.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--keep") {
       o.keep = true;
     } else if (a == "--workdir") {
@@ -960,6 +981,10 @@ int Main(int argc, char** argv) {
           "boot-storm: made a lab EK CA in %s. Add %s/root.pem to the appliance's ek_roots and\n"
           "%s/intermediate.pem to ek_intermediates, reload it (SIGHUP), and run this again.\n",
           o.ek_ca_dir.c_str(), o.ek_ca_dir.c_str(), o.ek_ca_dir.c_str());
+      if (o.workdir.empty()) {
+        std::error_code ec;
+        fs::remove_all(work, ec);
+      }
       return 0;
     }
     // Fresh hostnames: an earlier run's machines stay enrolled.
@@ -1039,6 +1064,11 @@ int Main(int argc, char** argv) {
         // The admin API shares the body limit: the inventory is one request.
         {"max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 1 << 20, 64u << 20)},
     };
+    for (const auto& [key, value] : o.config_overrides) {
+      json v = json::parse(value, nullptr, false);
+      if (v.is_discarded()) Die("--set " + key + ": not JSON: " + value);
+      config[key] = v;
+    }
     WriteFile(work + "/config.json", config.dump(1));
     daemon = Spawn({o.rackgated, "--config", work + "/config.json"}, work + "/rackgated.log");
     g_daemon = daemon;
@@ -1095,6 +1125,11 @@ int Main(int argc, char** argv) {
     std::string text = ReadFile(o.eventlog);
     eventlog = Bytes(text.begin(), text.end());
   }
+  // The import's peak (its whole inventory is one request body, parsed at
+  // once) is told apart from the storm's: VmHWM is read now and started over.
+  const long setup_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
+  const long start_rss_kib = daemon > 0 ? StatusKib(daemon, "VmRSS") : -1;
+  const bool hwm_reset = daemon > 0 && ResetPeakRss(daemon);
   const double daemon_cpu0 = daemon > 0 ? ProcessCpuSeconds(daemon) : 0;
   const auto sys0 = SystemCpuSeconds();
   Storm storm(&fleet, o, base_url, ca, FleetPcrs(eventlog), eventlog);
@@ -1108,7 +1143,9 @@ int Main(int argc, char** argv) {
   ceiling.quote_verify_per_s = std::max(ceiling.quote_verify_per_s, after.quote_verify_per_s);
   ceiling.csr_verify_per_s = std::max(ceiling.csr_verify_per_s, after.csr_verify_per_s);
   ceiling.cert_sign_per_s = std::max(ceiling.cert_sign_per_s, after.cert_sign_per_s);
-  const long rss_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
+  const long storm_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
+  // What VmHWM at the end would say had it never been started over.
+  const long rss_kib = std::max(storm_peak_kib, hwm_reset ? setup_peak_kib : -1);
 
   if (o.managed()) StopDaemon();
 
@@ -1137,6 +1174,15 @@ int Main(int argc, char** argv) {
                 daemon_cpu, s.seconds, daemon_cpu / s.seconds, daemon_cpu / static_cast<double>(s.ok) * 1e6,
                 s.client_cpu, s.client_cpu / s.seconds);
   }
+  if (daemon > 0) {
+    if (hwm_reset) {
+      std::printf("boot-storm: rackgated peak RSS: %.1f MiB through setup (import), %.1f MiB at the storm's start, "
+                  "%.1f MiB peak during the storm\n",
+                  setup_peak_kib / 1024.0, start_rss_kib / 1024.0, storm_peak_kib / 1024.0);
+    } else {
+      std::printf("boot-storm: rackgated peak RSS: %.1f MiB (setup and storm together)\n", storm_peak_kib / 1024.0);
+    }
+  }
   std::printf("boot-storm: machine: %ld cpus, busy %.2f cores during the storm, of which other processes %.2f\n",
               sysconf(_SC_NPROCESSORS_ONLN), sys_busy / s.seconds,
               std::max(0.0, sys_busy - daemon_cpu - s.client_cpu) / s.seconds);
@@ -1147,7 +1193,11 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
   if (!o.keep && o.workdir.empty() && s.failed == 0) {
     std::error_code ec;
-    fs::remove_all(work, ec);
+    for (int attempt = 0; attempt < 3 && fs::exists(work, ec); ++attempt) {
+      if (attempt > 0) usleep(200000);
+      fs::remove_all(work, ec);
+    }
+    if (ec) std::fprintf(stderr, "boot-storm: cannot remove %s: %s\n", work.c_str(), ec.message().c_str());
   } else {
     std::fprintf(stderr, "boot-storm: kept %s\n", work.c_str());
   }

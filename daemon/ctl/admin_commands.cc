@@ -251,7 +251,10 @@ Result<json> InventoryRow(const std::string& hostname, const std::string& pool, 
     if (value.empty()) return Status::Ok();
     std::filesystem::path p = value;
     if (p.is_relative()) p = base / p;
-    if (std::filesystem::is_regular_file(p)) {
+    // The non-throwing form: inline base64 of a real certificate is longer
+    // than a file name may be (ENAMETOOLONG), which is "not a file".
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) {
       auto b = FileBase64(p.string());
       if (!b.ok()) return b.status();
       body[key] = *b;

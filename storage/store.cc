@@ -311,6 +311,18 @@ constexpr char kAttestationSelect[] =
     "a.pcrs_json, a.reset_count, a.restart_count, a.clock, a.firmware_version "
     "FROM attestations a JOIN machines m ON m.id = a.machine_id ";
 
+// A stored JSON list of strings (written by this file); anything else reads
+// as empty.
+std::vector<std::string> StringList(const std::string& json_text) {
+  std::vector<std::string> out;
+  json list = json::parse(json_text, nullptr, false);
+  if (!list.is_array()) return out;
+  for (const auto& x : list) {
+    if (x.is_string()) out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
 AttestationRecord ReadAttestation(const Stmt& s) {
   AttestationRecord r;
   r.id = s.Int(0);
@@ -320,12 +332,7 @@ AttestationRecord ReadAttestation(const Stmt& s) {
   r.at = s.Int(4);
   r.verdict = s.Text(5);
   r.reason = s.Text(6);
-  json reasons = json::parse(s.Text(7), nullptr, false);
-  if (reasons.is_array()) {
-    for (const auto& x : reasons) {
-      if (x.is_string()) r.reasons.push_back(x.get<std::string>());
-    }
-  }
+  r.reasons = StringList(s.Text(7));
   r.pcrs_json = s.Text(8);
   r.reset_count = static_cast<uint32_t>(s.Int(9));
   r.restart_count = static_cast<uint32_t>(s.Int(10));
@@ -1411,12 +1418,7 @@ IssuedCertificate ReadCertificate(const Stmt& s) {
   cert.hostname = s.Text(2);
   cert.kind = s.Text(3);
   cert.subject = s.Text(4);
-  json sans = json::parse(s.Text(5), nullptr, false);
-  if (sans.is_array()) {
-    for (const auto& x : sans) {
-      if (x.is_string()) cert.sans.push_back(x.get<std::string>());
-    }
-  }
+  cert.sans = StringList(s.Text(5));
   cert.public_key_sha256 = s.Blob(6);
   cert.tpm_resident = s.Int(7) != 0;
   cert.not_before = s.Int(8);

@@ -60,16 +60,17 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 kills=0
+# Kill at evenly spaced points of the storm's progress (each machine
+# acknowledges three steps), measured in acknowledged steps rather than time so
+# that a fast machine cannot finish the storm before the kills are spent; a
+# random offset of up to 40 steps moves each kill off any fixed boundary.
+total=$((MACHINES * 3))
 while [[ $kills -lt $KILLS ]] && kill -0 "$storm" 2>/dev/null; do
-  # Let the storm make progress between kills (at least 40 more acknowledged
-  # steps, or 10 s), then kill at a random point within the next second.
-  base="$(wc -l < "$ACKS")"
-  for _ in $(seq 1 100); do
-    [[ $(wc -l < "$ACKS") -ge $((base + 40)) ]] && break
-    kill -0 "$storm" 2>/dev/null || break
-    sleep 0.1
+  target=$(( total * (kills + 1) / (KILLS + 1) + RANDOM % 40 ))
+  while [[ $(wc -l < "$ACKS") -lt $target ]] && kill -0 "$storm" 2>/dev/null; do
+    sleep 0.02
   done
-  sleep "0.$((RANDOM % 9 + 1))"
+  kill -0 "$storm" 2>/dev/null || break
   kill -KILL "$RG_PID" 2>/dev/null || true
   wait "$RG_PID" 2>/dev/null || true
   kills=$((kills + 1))

@@ -13,6 +13,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 
@@ -187,6 +188,18 @@ int Run(const std::string& config_path, bool check_only) {
                        static_cast<double>(*open));
     } else {
       metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    }
+    {
+      // The store counts since Open; the counters move by what is new.
+      static std::mutex mu;
+      static storage::Store::WriteStats seen;
+      std::lock_guard<std::mutex> lock(mu);
+      const storage::Store::WriteStats now = db->GetWriteStats();
+      metrics.CounterInc("rackgate_db_commits_total", "Write transactions committed, each with a group of writes.",
+                         {}, static_cast<double>(now.commits - seen.commits));
+      metrics.CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
+                         static_cast<double>(now.writes - seen.writes));
+      seen = now;
     }
     return Response::Text(200, metrics.Render(), kMetricsContentType);
   });

@@ -7,7 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <utility>
@@ -610,16 +616,34 @@ class Store::Impl {
     idle_readers_.reserve(static_cast<size_t>(std::max(0, options_.max_idle_readers)));
   }
 
-  // Runs f(Connection&) in a write transaction on the writer connection,
-  // serialized with every other write of this process. A StoreError thrown by
-  // f rolls everything back.
+  // Runs f(Connection&) on the writer connection, inside a savepoint of a
+  // write transaction, and returns once that transaction is durable. Writes
+  // are serialized, and committed in groups: whoever finds no commit under
+  // way runs every write queued so far (at most kMaxGroup) in one
+  // transaction, each in its own savepoint, and commits them with one
+  // fdatasync; the others wait for their group's commit. An exception from f
+  // (a StoreError, say) rolls back f's savepoint only and is rethrown to f's
+  // caller; a failed commit, or an error after which SQLite has rolled back
+  // the whole transaction, is rethrown to every write of the group. Nobody is
+  // told a write succeeded before its commit did.
   template <typename F>
   auto Write(F&& f) -> decltype(f(std::declval<Connection&>())) {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    Transaction txn(writer_.get(), Transaction::Kind::kWrite);
-    auto result = f(*writer_);
-    txn.Commit();
-    return result;
+    using R = decltype(f(std::declval<Connection&>()));
+    if constexpr (std::is_void_v<R>) {
+      Pending p([&](Connection& c) { f(c); });
+      Submit(&p);
+    } else {
+      std::optional<R> result;
+      Pending p([&](Connection& c) { result.emplace(f(c)); });
+      Submit(&p);
+      return std::move(*result);
+    }
+  }
+
+  // Write transactions committed, and writes in them, since Open (metrics).
+  std::pair<uint64_t, uint64_t> GroupCommitCounts() const {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    return {commits_, grouped_writes_};
   }
 
   // Runs f(Connection&) in a read transaction (one snapshot) on a pooled
@@ -672,10 +696,82 @@ class Store::Impl {
     if (idle_readers_.size() < idle_readers_.capacity()) idle_readers_.push_back(std::move(conn));
   }
 
+  static constexpr size_t kMaxGroup = 64;
+
+  struct Pending {
+    explicit Pending(std::function<void(Connection&)> r) : run(std::move(r)) {}
+    std::function<void(Connection&)> run;
+    std::exception_ptr error;
+    bool done = false;  // guarded by queue_mu_
+  };
+
+  // Queues p and returns once its group has committed (or failed); rethrows
+  // p's error.
+  void Submit(Pending* p) {
+    std::unique_lock<std::mutex> lock(queue_mu_);
+    queue_.push_back(p);
+    while (!p->done) {
+      if (committing_) {
+        queue_cv_.wait(lock);
+        continue;
+      }
+      committing_ = true;
+      std::vector<Pending*> group;
+      while (!queue_.empty() && group.size() < kMaxGroup) {
+        group.push_back(queue_.front());
+        queue_.pop_front();
+      }
+      lock.unlock();
+      RunGroup(group);
+      lock.lock();
+      for (Pending* g : group) g->done = true;
+      committing_ = false;
+      ++commits_;
+      grouped_writes_ += group.size();
+      queue_cv_.notify_all();
+    }
+    lock.unlock();
+    if (p->error) std::rethrow_exception(p->error);
+  }
+
+  // Runs a group on the writer connection: one transaction, a savepoint per
+  // write. Only the thread that set committing_ gets here.
+  void RunGroup(const std::vector<Pending*>& group) noexcept {
+    Connection& c = *writer_;
+    try {
+      Transaction txn(&c, Transaction::Kind::kWrite);
+      for (Pending* p : group) {
+        c.Exec("SAVEPOINT w");
+        try {
+          p->run(c);
+          c.Exec("RELEASE w");
+        } catch (...) {
+          p->error = std::current_exception();
+          // Some errors (SQLITE_FULL, IOERR, ...) roll back the whole
+          // transaction: then nothing of the group stands.
+          if (sqlite3_get_autocommit(c.db()) != 0) throw;
+          c.Exec("ROLLBACK TO w");
+          c.Exec("RELEASE w");
+        }
+      }
+      txn.Commit();
+    } catch (...) {
+      const std::exception_ptr batch_error = std::current_exception();
+      for (Pending* p : group) {
+        if (!p->error) p->error = batch_error;
+      }
+    }
+  }
+
   const std::string path_;
   const StoreOptions options_;
-  std::mutex write_mu_;
-  std::unique_ptr<Connection> writer_;  // guarded by write_mu_
+  std::unique_ptr<Connection> writer_;  // used only by the thread that set committing_
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Pending*> queue_;  // guarded by queue_mu_
+  bool committing_ = false;     // guarded by queue_mu_
+  uint64_t commits_ = 0;        // guarded by queue_mu_
+  uint64_t grouped_writes_ = 0; // guarded by queue_mu_
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
 };
@@ -683,6 +779,11 @@ class Store::Impl {
 // --- Store -------------------------------------------------------------------
 
 int Store::CurrentSchemaVersion() { return LatestSchemaVersion(); }
+
+Store::WriteStats Store::GetWriteStats() const {
+  const auto [commits, writes] = impl_->GroupCommitCounts();
+  return {commits, writes};
+}
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;

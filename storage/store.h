@@ -434,6 +434,14 @@ class Store {
   // Sessions issued and neither used nor expired at `now` (a metric).
   Result<int64_t> CountOpenSessions(int64_t now);
 
+  // Writes are committed in groups (docs/storage.md, "Group commit"): the
+  // write transactions committed since Open, and the writes they carried.
+  struct WriteStats {
+    uint64_t commits = 0;
+    uint64_t writes = 0;
+  };
+  WriteStats GetWriteStats() const;
+
   // A consistent copy of the live database at `dest_path` (VACUUM INTO),
   // while other threads keep working. Fails when dest_path exists.
   Status Backup(const std::string& dest_path);

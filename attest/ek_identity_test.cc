@@ -1,10 +1,13 @@
 #include "attest/ek_identity.h"
 
 #include <gtest/gtest.h>
+#include <openssl/crypto.h>
+#include <openssl/x509.h>
 
 #include <cstdio>
 
 #include "attest/digest.h"
+#include "attest/keys.h"
 #include "attest/test_util.h"
 
 namespace rackgate::attest {
@@ -65,6 +68,33 @@ TEST(SubjectPublicKeyInfo, IsWhatTheIdentityHashes) {
     EXPECT_EQ(spki->front(), 0x30) << "a DER SEQUENCE";
     EXPECT_EQ(Hash(kAlgSha256, {std::span<const uint8_t>(*spki)}), *id) << pub;
   }
+}
+
+// The SPKI is put together from the public area without OpenSSL's key
+// encoders; it must be byte for byte what i2d_PUBKEY makes of the same key:
+// RSA-2048 (EK), P-256 (AK), P-384 (EK), RSA (AK).
+TEST(SubjectPublicKeyInfo, IsWhatOpensslEncodes) {
+  for (const char* pub : {"ek/ek-rsa2048.pub", "tpm/ak_ecc.pub", "ek/ek-ecc384.pub", "tpm/ak_rsa.pub"}) {
+    auto tpm = ParseTpm2bPublic(ReadFixture(std::string("attest/testdata/") + pub));
+    ASSERT_TRUE(tpm.ok()) << pub << ": " << tpm.status().ToString();
+    auto spki = SubjectPublicKeyInfoFromTpmPublic(*tpm);
+    auto pkey = PkeyFromTpmPublic(*tpm);
+    ASSERT_TRUE(spki.ok() && pkey.ok()) << pub;
+    unsigned char* der = nullptr;
+    const int n = i2d_PUBKEY(pkey->get(), &der);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(*spki, Bytes(der, der + n)) << pub;
+    OPENSSL_free(der);
+  }
+}
+
+// A point off the curve has no identity.
+TEST(SubjectPublicKeyInfo, RefusesAPointOffTheCurve) {
+  auto tpm = ParseTpm2bPublic(ReadFixture("attest/testdata/tpm/ak_ecc.pub"));
+  ASSERT_TRUE(tpm.ok());
+  tpm->ecc_y.back() ^= 1;
+  EXPECT_EQ(SubjectPublicKeyInfoFromTpmPublic(*tpm).status().reason(), "key_invalid");
+  EXPECT_FALSE(EkKeyHash(*tpm).ok());
 }
 
 }  // namespace

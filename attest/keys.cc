@@ -93,9 +93,13 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
   ossl::PkeyPtr pkey(raw);
   if (pub.type == kAlgEcc) {
     // fromdata does not check that the point lies on the curve; an off-curve
-    // point would let an attacker run invalid-curve attacks on ECDH.
+    // point would let an attacker run invalid-curve attacks on ECDH. The
+    // partial check (SP 800-56A 5.6.2.3.4: in range, on the curve, not the
+    // point at infinity) is the whole check for P-256 and P-384, whose
+    // cofactor is 1; the full one adds a scalar multiplication by the order
+    // that cannot fail for them and costs as much as a signature check.
     ossl::PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey.get(), nullptr));
-    if (!check || EVP_PKEY_public_check(check.get()) != 1) {
+    if (!check || EVP_PKEY_public_check_quick(check.get()) != 1) {
       ossl::DrainErrors();
       return Status::InvalidArgument("key_invalid", "ECC point is not on the curve");
     }

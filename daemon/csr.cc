@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -293,9 +294,53 @@ Status DescribeKey(EVP_PKEY* key, Csr* csr) {
       break;
     }
   }
+  return Status::Ok();
+}
+
+// Whether the request's own SubjectPublicKeyInfo is already the one OpenSSL
+// would encode for its key: RSA with NULL parameters, or EC with a named
+// curve and an uncompressed point. DER leaves no other freedom in those.
+bool CanonicalSpki(const X509_PUBKEY* spki, const Csr& csr) {
+  ASN1_OBJECT* algorithm = nullptr;
+  const unsigned char* bits = nullptr;
+  int len = 0;
+  X509_ALGOR* alg = nullptr;
+  if (X509_PUBKEY_get0_param(&algorithm, &bits, &len, &alg, spki) != 1 || alg == nullptr) return false;
+  int param_type = 0;
+  const void* param = nullptr;
+  X509_ALGOR_get0(nullptr, &param_type, &param, alg);
+  switch (OBJ_obj2nid(algorithm)) {
+    case NID_rsaEncryption: return csr.key_algorithm == KeyAlgorithm::kRsa && param_type == V_ASN1_NULL;
+    case NID_X9_62_id_ecPublicKey:
+      return csr.key_algorithm == KeyAlgorithm::kEcdsa && param_type == V_ASN1_OBJECT && len > 0 && bits[0] == 0x04;
+    default: return false;
+  }
+}
+
+// Sets csr->spki and csr->spki_der. OpenSSL 3's key encoders (i2d_PUBKEY,
+// X509_set_pubkey) cost as much as the rest of a CSR's handling, so the
+// request's own SubjectPublicKeyInfo is kept when it is canonical; only
+// other encodings (a compressed point, say) are re-encoded from the key.
+Status KeepSpki(const std::shared_ptr<X509_REQ>& req, EVP_PKEY* key, Csr* csr) {
+  X509_PUBKEY* own = X509_REQ_get_X509_PUBKEY(req.get());  // BORROWED from req
   unsigned char* der = nullptr;
-  const int n = i2d_PUBKEY(key, &der);
-  if (n <= 0) return Malformed("public key cannot be encoded");
+  int n = 0;
+  if (own != nullptr && CanonicalSpki(own, *csr)) {
+    n = i2d_X509_PUBKEY(own, &der);
+    // The request stays alive as long as its public key is used.
+    if (n > 0) csr->spki = std::shared_ptr<X509_PUBKEY>(req, own);
+  } else {
+    n = i2d_PUBKEY(key, &der);
+    if (n > 0) {
+      const unsigned char* p = der;
+      X509_PUBKEY* decoded = d2i_X509_PUBKEY(nullptr, &p, n);
+      if (decoded != nullptr) csr->spki = std::shared_ptr<X509_PUBKEY>(decoded, X509_PUBKEY_free);
+    }
+  }
+  if (n <= 0 || !csr->spki) {
+    OPENSSL_free(der);
+    return Malformed("public key cannot be encoded");
+  }
   ossl::BufferPtr owned(der);
   csr->spki_der.assign(der, der + n);
   return Status::Ok();
@@ -342,6 +387,9 @@ Result<Csr> ParseCsr(std::string_view pem) {
   if (Status s = ParseSubject(req.get(), &csr); !s.ok()) return s;
   if (Status s = ParseExtensions(req.get(), &csr); !s.ok()) return s;
   if (Status s = DescribeKey(key.get(), &csr); !s.ok()) return s;
+  if (Status s = KeepSpki(std::shared_ptr<X509_REQ>(req.release(), X509_REQ_free), key.get(), &csr); !s.ok()) {
+    return s;
+  }
   csr.public_key = std::shared_ptr<evp_pkey_st>(key.release(), EVP_PKEY_free);
   return csr;
 }

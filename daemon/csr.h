@@ -17,6 +17,7 @@
 #include "attest/status.h"
 
 struct evp_pkey_st;
+struct X509_pubkey_st;
 
 namespace rackgate::daemon::csr {
 
@@ -85,6 +86,9 @@ struct Csr {
   // The public key. Shared and read-only: never modify it through this
   // pointer. EVP_PKEY is safe to read from several threads at once.
   std::shared_ptr<evp_pkey_st> public_key;
+  // The same key as an X509_PUBKEY whose DER is spki_der, for the signer to
+  // copy into a certificate without re-encoding the key. Read-only.
+  std::shared_ptr<X509_pubkey_st> spki;
 };
 
 // Parses one PEM "CERTIFICATE REQUEST" (PKCS#10 v1) and verifies its

@@ -892,6 +892,45 @@ TEST_F(SignerTest, RsaKeysAlsoGetKeyEncipherment) {
             static_cast<uint32_t>(KU_DIGITAL_SIGNATURE | KU_KEY_ENCIPHERMENT));
 }
 
+// The signer copies the request's SubjectPublicKeyInfo into the certificate
+// without re-encoding the key: the certificate's SPKI is byte for byte what
+// OpenSSL encodes for the key, for each accepted kind, and for a request that
+// sent a compressed point (re-encoded once, at parsing).
+TEST_F(SignerTest, CertificateCarriesTheCanonicalKey) {
+  auto der_of = [](auto&& encode) {
+    unsigned char* der = nullptr;
+    const int n = encode(&der);
+    Bytes out(der, der + std::max(n, 0));
+    OPENSSL_free(der);
+    return out;
+  };
+  std::vector<std::pair<std::string, ossl::PkeyPtr>> keys;
+  keys.emplace_back("P-256", NewKey("EC", "P-256"));
+  keys.emplace_back("P-384", NewKey("EC", "P-384"));
+  keys.emplace_back("RSA-2048", NewKey("RSA", "2048"));
+  keys.emplace_back("P-256 compressed", NewKey("EC", "P-256"));
+  ASSERT_EQ(EVP_PKEY_set_utf8_string_param(keys.back().second.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
+                                           OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_COMPRESSED),
+            1);
+  for (const auto& [name, key] : keys) {
+    Csr csr = MustParse(MakeCsr(key.get()));
+    auto cert = CertFromPem(MustSign(csr, Kind::kClient).certificate_pem);
+    ASSERT_TRUE(cert) << name;
+    const Bytes in_cert = der_of([&](unsigned char** out) { return i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert.get()), out); });
+    ossl::PkeyPtr uncompressed(EVP_PKEY_dup(key.get()));
+    if (name == "P-256 compressed") {
+      ASSERT_EQ(EVP_PKEY_set_utf8_string_param(uncompressed.get(), OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT,
+                                               OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_UNCOMPRESSED),
+                1);
+    }
+    const Bytes canonical = der_of([&](unsigned char** out) { return i2d_PUBKEY(uncompressed.get(), out); });
+    EXPECT_FALSE(canonical.empty()) << name;
+    EXPECT_EQ(csr.spki_der, canonical) << name;
+    EXPECT_EQ(in_cert, canonical) << name;
+    EXPECT_EQ(EVP_PKEY_eq(X509_get0_pubkey(cert.get()), key.get()), 1) << name;
+  }
+}
+
 TEST_F(SignerTest, NeverOutlivesTheCa) {
   auto key = NewKey("EC", "P-256");
   Csr csr = MustParse(MakeCsr(key.get()));

@@ -240,6 +240,38 @@ void AddSubjectEntry(X509_NAME* name, const char* field, const std::string& valu
         "subject");
 }
 
+// Puts the request's SubjectPublicKeyInfo into the certificate as it is:
+// algorithm, parameters and key bits copied, no key decoded or encoded
+// (X509_set_pubkey runs OpenSSL 3's encoder and decoder, as costly as the
+// signature). The SPKI is canonical (ParseCsr saw to it).
+void CopySpki(const X509_PUBKEY* from, X509* cert) {
+  ASN1_OBJECT* algorithm = nullptr;
+  const unsigned char* bits = nullptr;
+  int len = 0;
+  X509_ALGOR* alg = nullptr;
+  Check(X509_PUBKEY_get0_param(&algorithm, &bits, &len, &alg, from) == 1 && alg != nullptr && len > 0, "pubkey");
+  int param_type = 0;
+  const void* param = nullptr;
+  X509_ALGOR_get0(nullptr, &param_type, &param, alg);
+  void* param_copy = nullptr;
+  if (param_type == V_ASN1_OBJECT) {
+    param_copy = OBJ_dup(static_cast<const ASN1_OBJECT*>(param));
+    Check(param_copy != nullptr, "pubkey");
+  } else {
+    Check(param_type == V_ASN1_NULL || param_type == V_ASN1_UNDEF, "pubkey");
+  }
+  ASN1_OBJECT* algorithm_copy = OBJ_dup(algorithm);
+  auto* bits_copy = static_cast<unsigned char*>(OPENSSL_memdup(bits, static_cast<size_t>(len)));
+  if (algorithm_copy == nullptr || bits_copy == nullptr ||
+      X509_PUBKEY_set0_param(X509_get_X509_PUBKEY(cert), algorithm_copy, param_type, param_copy, bits_copy, len) !=
+          1) {
+    ASN1_OBJECT_free(algorithm_copy);
+    if (param_type == V_ASN1_OBJECT) ASN1_OBJECT_free(static_cast<ASN1_OBJECT*>(param_copy));
+    OPENSSL_free(bits_copy);
+    Check(false, "pubkey");
+  }
+}
+
 }  // namespace
 
 Profile DefaultProfile(Kind kind) {
@@ -320,7 +352,11 @@ Result<Issued> LocalCaSigner::Sign(const Csr& csr, const Profile& profile, int64
   for (const auto& o : csr.organizations) AddSubjectEntry(subject, "O", o);
   AddSubjectEntry(subject, "CN", csr.common_names.front());
   Check(X509_set_issuer_name(cert.get(), X509_get_subject_name(ca.cert.get())) == 1, "issuer");
-  Check(X509_set_pubkey(cert.get(), csr.public_key.get()) == 1, "pubkey");
+  if (csr.spki) {
+    CopySpki(csr.spki.get(), cert.get());
+  } else {
+    Check(X509_set_pubkey(cert.get(), csr.public_key.get()) == 1, "pubkey");
+  }
 
   X509* issuer = ca.cert.get();
   AddConfExtension(cert.get(), issuer, NID_basic_constraints, "critical,CA:FALSE");

@@ -106,6 +106,8 @@ const std::map<std::string, KeyReader>& Readers() {
       {"max_connections",
        [](const json& v, Config* c) { return ReadInt(v, "max_connections", 1, 1000000, &c->max_connections); }},
       {"threads", [](const json& v, Config* c) { return ReadInt(v, "threads", 1, 64, &c->threads); }},
+      {"handler_threads",
+       [](const json& v, Config* c) { return ReadInt(v, "handler_threads", 0, 256, &c->handler_threads); }},
       {"drain_timeout_seconds",
        [](const json& v, Config* c) {
          return ReadInt(v, "drain_timeout_seconds", 0, 600, &c->drain_timeout_seconds);

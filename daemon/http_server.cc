@@ -20,7 +20,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
+#include <thread>
+#include <vector>
 #include <unordered_map>
 
 #include <gnutls/abstract.h>
@@ -367,6 +371,63 @@ struct RequestState {
   uint64_t dropped = 0;
   unsigned status = 0;  // 0 until a response is queued
   std::string route = "unmatched";
+  // Handed to the handler pool: the connection is suspended until `ready`.
+  bool dispatched = false;
+  bool ready = false;
+  Response response;  // the handler's answer, once ready
+};
+
+// The handler threads (HttpServerOptions::handler_threads). Stop() runs
+// every task already posted, then joins.
+class HandlerPool {
+ public:
+  explicit HandlerPool(unsigned n) {
+    threads_.reserve(n);
+    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
+  }
+  ~HandlerPool() { Stop(); }
+  HandlerPool(const HandlerPool&) = delete;
+  HandlerPool& operator=(const HandlerPool&) = delete;
+
+  void Post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                     // guarded by mu_
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace
@@ -382,9 +443,12 @@ struct HttpServer::Impl {
   std::shared_ptr<const TlsCredentials> credentials;
 
   std::atomic<bool> draining{false};
+  std::atomic<bool> cut_off{false};  // the drain timed out: answers are no longer sent
   mutable std::mutex flight_mu;
   std::condition_variable flight_cv;
   size_t in_flight = 0;
+
+  std::unique_ptr<HandlerPool> handlers;  // null: handlers run on the event loop
 
   std::mutex stop_mu;
   bool started = false;  // every listener came up
@@ -583,6 +647,20 @@ std::optional<PeerCred> PeerCredentials(MHD_Connection* connection) {
   return out;
 }
 
+// Runs the route's handler; never throws.
+Response Dispatch(RequestState* state, Request request) {
+  try {
+    return state->listener->router->Dispatch(std::move(request), &state->route);
+  } catch (const std::exception& e) {
+    Log()->error("{} {} ({}) failed: {}", state->method, LogSafe(state->path), state->route,
+                 e.what());
+  } catch (...) {
+    Log()->error("{} {} ({}) failed: unknown exception", state->method, LogSafe(state->path),
+                 state->route);
+  }
+  return InternalError();
+}
+
 MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   if (state->too_large) {
     return Queue(connection, state,
@@ -598,19 +676,24 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   request.admin = state->listener->admin;
   if (request.admin) request.peer_cred = PeerCredentials(connection);
 
-  Response response;
-  try {
-    response = state->listener->router->Dispatch(std::move(request), &state->route);
-  } catch (const std::exception& e) {
-    Log()->error("{} {} ({}) failed: {}", state->method, LogSafe(state->path), state->route,
-                 e.what());
-    response = InternalError();
-  } catch (...) {
-    Log()->error("{} {} ({}) failed: unknown exception", state->method, LogSafe(state->path),
-                 state->route);
-    response = InternalError();
-  }
-  return Queue(connection, state, response);
+  HandlerPool* pool = state->listener->admin ? nullptr : state->listener->server->handlers.get();
+  if (pool == nullptr) return Queue(connection, state, Dispatch(state, std::move(request)));
+  // Off the event loop: suspended first, so that the resume cannot come
+  // before it; MHD calls AccessHandler again once resumed, and the answer is
+  // queued there.
+  state->dispatched = true;
+  MHD_suspend_connection(connection);
+  pool->Post([connection, state, request = std::move(request)]() mutable {
+    Response response = Dispatch(state, std::move(request));
+    // After the drain timeout an answer is not sent; the connection is
+    // resumed only to be closed.
+    if (!state->listener->server->cut_off.load()) {
+      state->response = std::move(response);
+      state->ready = true;
+    }
+    MHD_resume_connection(connection);
+  });
+  return MHD_YES;
 }
 
 // While draining, a new connection is closed as soon as it is accepted; the
@@ -696,6 +779,13 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       return MHD_YES;
     }
 
+    if (state->ready) {
+      // Back from the handler pool (MHD's resume orders the handler's writes
+      // before this read).
+      state->ready = false;
+      return Queue(connection, state, state->response);
+    }
+    if (state->dispatched) return listener->server->cut_off.load() ? MHD_NO : MHD_YES;
     if (state->status != 0) return MHD_YES;
     return Respond(connection, state);
   } catch (const std::exception& e) {
@@ -780,6 +870,7 @@ Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int f
     if (options.threads > 1) {
       items.push_back({MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr});
     }
+    if (options.handler_threads > 0) flags |= MHD_ALLOW_SUSPEND_RESUME;
     items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)});
     gnutls_certificate_retrieve_function2* retrieve = &RetrieveCertificate;
     items.push_back({MHD_OPTION_HTTPS_CERT_CALLBACK, 0, reinterpret_cast<void*>(retrieve)});
@@ -812,9 +903,13 @@ void HttpServer::Impl::Shutdown() {
   {
     std::unique_lock lock(flight_mu);
     if (!flight_cv.wait_for(lock, options.drain_timeout, [this] { return in_flight == 0; })) {
+      cut_off = true;
       Log()->warn("drain timeout: {} request(s) still in flight are cut off", in_flight);
     }
   }
+  // Handlers still running finish and resume their connections before MHD
+  // stops: a suspended connection must not outlive its daemon.
+  if (handlers) handlers->Stop();
   for (auto& l : listeners) {
     if (l->daemon != nullptr) MHD_stop_daemon(l->daemon);
     l->daemon = nullptr;
@@ -853,6 +948,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   auto credentials = LoadTlsCredentials(o.tls_certificate_path, o.tls_key_path);
   if (!credentials.ok()) return credentials.status();
   impl->credentials = *credentials;
+  if (o.handler_threads > 0) impl->handlers = std::make_unique<HandlerPool>(o.handler_threads);
 
   uint16_t port = o.port;
   for (const auto& address : o.listen_addresses) {
@@ -891,8 +987,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   impl->started = true;
   std::string names;
   for (const auto& l : impl->listeners) names += (names.empty() ? "" : ", ") + l->name;
-  Log()->info("listening on {} ({} threads, body limit {} bytes, idle timeout {} s)", names,
-              o.threads, o.max_body_bytes, o.connection_timeout_seconds);
+  Log()->info("listening on {} ({} threads, {} handler threads, body limit {} bytes, idle timeout {} s)", names,
+              o.threads, o.handler_threads, o.max_body_bytes, o.connection_timeout_seconds);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

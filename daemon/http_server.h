@@ -59,8 +59,15 @@ struct HttpServerOptions {
   unsigned max_connections = 2048;
   // A connection with no traffic for this long is closed (0: never).
   unsigned connection_timeout_seconds = 30;
-  // Worker threads of the public listener (MHD's thread pool, epoll).
+  // Event-loop threads of the public listener (MHD's thread pool, epoll):
+  // TLS, parsing, sending.
   unsigned threads = 2;
+  // Threads that run the public listener's handlers. A request, once read,
+  // is handed to them and its connection suspended until the answer is
+  // ready, so that a handler waiting on the disk (a commit's fdatasync)
+  // holds up no other connection, and writes of concurrent handlers share
+  // commits. 0: handlers run on the event loop.
+  unsigned handler_threads = 16;
   // How long Stop() waits for in-flight requests to finish and be sent.
   std::chrono::milliseconds drain_timeout{20000};
   Router router;

@@ -650,6 +650,41 @@ TEST_F(HttpServerTest, AdminSocketPathHoldingAFileIsRefused) {
   EXPECT_EQ(content, "keep me");
 }
 
+// Handlers run on the handler threads, not on the event loop: with one
+// event-loop thread, a handler that takes 1.5 s holds up no other request;
+// with handlers on the event loop (handler_threads 0) it holds up the next.
+TEST_F(HttpServerTest, ASlowHandlerHoldsUpNoOtherConnection) {
+  for (const unsigned handler_threads : {4u, 0u}) {
+    options_.threads = 1;
+    options_.handler_threads = handler_threads;
+    slow_started_ = false;
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    Client slow_client(server->port(), ca_path_);
+    Client client(server->port(), ca_path_);
+    Reply slow;
+    std::thread t([&] {
+      Call c;
+      c.path = "/slow";
+      slow = slow_client.Do(c);
+    });
+    while (!slow_started_) std::this_thread::sleep_for(10ms);
+    const auto start = std::chrono::steady_clock::now();
+    Call hello;
+    hello.path = "/hello";
+    Reply fast = client.Do(hello);
+    const auto took = std::chrono::steady_clock::now() - start;
+    t.join();
+    EXPECT_EQ(fast.status, 200) << handler_threads;
+    EXPECT_EQ(slow.status, 200) << handler_threads;
+    if (handler_threads > 0) {
+      EXPECT_LT(took, 1000ms) << "the event loop waited for the slow handler";
+    } else {
+      EXPECT_GE(took, 1000ms) << "handlers on the event loop: the second request waits";
+    }
+  }
+}
+
 TEST_F(HttpServerTest, GracefulStopLetsInFlightHandlerFinish) {
   auto server = StartServer();
   ASSERT_TRUE(server);

@@ -163,6 +163,7 @@ int Run(const std::string& config_path, bool check_only) {
   o.max_connections = static_cast<unsigned>(config->max_connections);
   o.connection_timeout_seconds = static_cast<unsigned>(config->connection_timeout_seconds);
   o.threads = static_cast<unsigned>(config->threads);
+  o.handler_threads = static_cast<unsigned>(config->handler_threads);
   o.drain_timeout = std::chrono::seconds(config->drain_timeout_seconds);
   o.metrics = &metrics;
   storage::Store* db = store->get();

@@ -164,6 +164,11 @@ Response AttestationService::Busy(const std::string& reason, const std::string& 
 }
 
 Response AttestationService::Challenge(const Request& request) {
+  // The appliance is behind (this request waited for a handler thread):
+  // put off a new machine before even parsing what it sent.
+  if (options_.busy_queue_delay_ms > 0 && request.queued > std::chrono::milliseconds(options_.busy_queue_delay_ms)) {
+    return Busy("busy", request.peer_address);
+  }
   auto req = ParseChallengeRequest(request.body);
   if (!req.ok()) return Response::Error(400, req.status().reason(), req.status().message());
   // Admission first: nothing below (database, EK chain, MakeCredential) runs

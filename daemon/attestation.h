@@ -60,6 +60,10 @@ struct AttestationOptions {
   int max_open_sessions = 4096;
   int max_open_sessions_per_client = 256;
   int busy_retry_after_seconds = 2;
+  // A challenge that waited longer than this for a handler thread is
+  // refused as busy before any work: the appliance is behind, and new
+  // machines are the load it can put off (0: off).
+  int busy_queue_delay_ms = 50;
 };
 
 class AttestationService {

@@ -118,6 +118,10 @@ const std::map<std::string, KeyReader>& Readers() {
        [](const json& v, Config* c) {
          return ReadInt(v, "max_open_sessions_per_client", 1, 1000000, &c->max_open_sessions_per_client);
        }},
+      {"busy_queue_delay_ms",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "busy_queue_delay_ms", 0, 60000, &c->busy_queue_delay_ms);
+       }},
       {"busy_retry_after_seconds",
        [](const json& v, Config* c) {
          return ReadInt(v, "busy_retry_after_seconds", 1, 300, &c->busy_retry_after_seconds);

@@ -47,6 +47,7 @@ struct Config {
   int max_open_sessions = 4096;
   int max_open_sessions_per_client = 256;
   int busy_retry_after_seconds = 2;
+  int busy_queue_delay_ms = 50;
   // PCRs every quote must cover unless the machine's policy needs more.
   std::string default_pcr_selection = "sha256:0,1,2,3,4,5,6,7";
 

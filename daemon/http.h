@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ struct Request {
   std::string peer_address;  // "127.0.0.1:4711", or "unix" on the admin socket
   std::optional<PeerCred> peer_cred;  // set on the admin socket only
   bool admin = false;        // arrived on the admin socket
+  // How long the request, once read, waited for a handler thread: the
+  // appliance's own queueing delay (admission control reads it).
+  std::chrono::microseconds queued{0};
 
   // The header's value, or nullopt.
   std::optional<std::string> Header(const std::string& name) const;

@@ -41,7 +41,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // TLS 1.2 and 1.3 only, GnuTLS's NORMAL cipher suites otherwise.
-constexpr char kTlsPriorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+// TLS 1.2 and 1.3, AEAD ciphers only, in the server's order: AES-128-GCM
+// first, whose SHA-256 key schedule and transcript hash run on the CPU's SHA
+// extensions, where SHA-384's do not (under a boot storm's burst of new
+// connections, SHA-512 compression was a fifth of rackgated's time).
+constexpr char kTlsPriorities[] =
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+CHACHA20-POLY1305:+AES-256-GCM:"
+    "%SERVER_PRECEDENCE";
 // The fixed answer to a handler's exception (CWE-209: the cause stays in the
 // log).
 constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message":"internal error"}})";
@@ -683,7 +689,8 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   // queued there.
   state->dispatched = true;
   MHD_suspend_connection(connection);
-  pool->Post([connection, state, request = std::move(request)]() mutable {
+  pool->Post([connection, state, request = std::move(request), handed = Clock::now()]() mutable {
+    request.queued = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - handed);
     Response response = Dispatch(state, std::move(request));
     // After the drain timeout an answer is not sent; the connection is
     // resumed only to be closed.

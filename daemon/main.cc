@@ -130,6 +130,7 @@ int Run(const std::string& config_path, bool check_only) {
   ao.max_open_sessions = config->max_open_sessions;
   ao.max_open_sessions_per_client = config->max_open_sessions_per_client;
   ao.busy_retry_after_seconds = config->busy_retry_after_seconds;
+  ao.busy_queue_delay_ms = config->busy_queue_delay_ms;
   AttestationService attestation(store->get(), &anchors, ao, &metrics);
   auto ignition_options = IgnitionFromConfig(*config);
   if (!ignition_options.ok()) {

@@ -705,9 +705,10 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
 
 // While draining, a new connection is closed as soon as it is accepted; the
 // ones in flight finish. (MHD_quiesce_daemon would stop the accepts instead,
-// but with a thread pool on epoll it races the workers, which take the listen
+// but with a thread pool on epoll it raced the workers, which take the listen
 // socket out of their epoll sets at the connection limit: MHD 0.9.75 then
-// panics with "Failed to remove listen FD from epoll set".)
+// panicked with "Failed to remove listen FD from epoll set". The listener is
+// on poll now; the accept policy stays, as it works on either.)
 MHD_Result AcceptPolicy(void* cls, const sockaddr*, socklen_t) {
   return static_cast<Listener*>(cls)->server->draining ? MHD_NO : MHD_YES;
 }
@@ -862,7 +863,11 @@ void RequestCompleted(void* cls, MHD_Connection* connection, void** con_cls,
 }  // namespace
 
 Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int fd) {
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  // poll(), not epoll: MHD 0.9.75 on epoll calls into GnuTLS again and again
+  // while a TLS handshake waits for the peer (recv, EAGAIN), which made a
+  // handshake cost rackgated ~4 ms of CPU; on poll 0.6 ms, what gnutls-serv
+  // itself takes (`openssl s_time -new`, docs/performance.md).
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   std::vector<MHD_OptionItem> items;
   items.push_back({MHD_OPTION_LISTEN_SOCKET, fd, nullptr});
   items.push_back({MHD_OPTION_CONNECTION_TIMEOUT, options.connection_timeout_seconds, nullptr});

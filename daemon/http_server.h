@@ -59,7 +59,7 @@ struct HttpServerOptions {
   unsigned max_connections = 2048;
   // A connection with no traffic for this long is closed (0: never).
   unsigned connection_timeout_seconds = 30;
-  // Event-loop threads of the public listener (MHD's thread pool, epoll):
+  // Event-loop threads of the public listener (MHD's thread pool, poll):
   // TLS, parsing, sending.
   unsigned threads = 2;
   // Threads that run the public listener's handlers. A request, once read,

@@ -57,7 +57,7 @@ struct Config {
   int per_client_connections = 32;
   int max_connections = 2048;
   int threads = 2;
-  int handler_threads = 16;
+  int handler_threads = 64;
   int drain_timeout_seconds = 20;
 
   // Ignition serving (docs/ignition.md). public_url is how machines reach

@@ -67,7 +67,7 @@ struct HttpServerOptions {
   // ready, so that a handler waiting on the disk (a commit's fdatasync)
   // holds up no other connection, and writes of concurrent handlers share
   // commits. 0: handlers run on the event loop.
-  unsigned handler_threads = 16;
+  unsigned handler_threads = 64;
   // How long Stop() waits for in-flight requests to finish and be sent.
   std::chrono::milliseconds drain_timeout{20000};
   Router router;

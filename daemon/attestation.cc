@@ -139,14 +139,19 @@ Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<cons
       info = it->second.info;
     }
   }
-  if (!info) {
+  if (info) {
+    info->der.assign(cert.begin(), cert.end());  // the cache keeps no copy (the key is its hash)
+  } else {
     auto verified = attest::VerifyEkCertificate(*anchors, cert, now, intermediates);
     if (!verified.ok()) return verified.status();
     info = std::move(verified).value();
+    EkVerdict verdict{anchors, *info};
+    verdict.info.der.clear();
+    verdict.info.der.shrink_to_fit();
     std::lock_guard<std::mutex> l(ek_cache_mu_);
     // Bounded: a fleet's worth; past that, start over rather than track age.
     if (ek_cache_.size() >= 100000) ek_cache_.clear();
-    ek_cache_[key] = EkVerdict{anchors, *info};
+    ek_cache_[key] = std::move(verdict);
   }
   if (ek_public != nullptr) {
     if (Status s = attest::CheckEkPublicMatchesCertificate(*ek_public, *info); !s.ok()) return s;

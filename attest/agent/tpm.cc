@@ -81,6 +81,14 @@ void CopyTo(std::span<const uint8_t> in, uint8_t* buffer, size_t capacity, UINT1
   *size = static_cast<UINT16>(in.size());
 }
 
+// What TPM2_Create and TPM2_CreatePrimary take and rackgate leaves empty: no
+// sensitive data or auth value, no outside info, no creation PCRs.
+struct NoCreationInputs {
+  TPM2B_SENSITIVE_CREATE sensitive{};
+  TPM2B_DATA outside{};
+  TPML_PCR_SELECTION pcrs{};
+};
+
 }  // namespace
 
 TpmObject& TpmObject::operator=(TpmObject&& other) noexcept {
@@ -230,73 +238,69 @@ Result<TpmObject> Tpm::StartEkPolicySession(EkKind kind) {
   return owned;
 }
 
-Result<Ek> Tpm::CreateEk(EkKind kind) {
-  const TPM2B_PUBLIC tmpl = EkTemplate(kind);
-  TPM2B_SENSITIVE_CREATE sensitive;
-  std::memset(&sensitive, 0, sizeof(sensitive));
-  TPM2B_DATA outside;
-  std::memset(&outside, 0, sizeof(outside));
-  TPML_PCR_SELECTION creation_pcr;
-  std::memset(&creation_pcr, 0, sizeof(creation_pcr));
+Result<TpmObject> Tpm::CreatePrimaryObject(ESYS_TR hierarchy, const TPM2B_PUBLIC& tmpl, const std::string& what) {
+  const NoCreationInputs in;
   ESYS_TR handle = ESYS_TR_NONE;
   TPM2B_PUBLIC* pub_raw = nullptr;
   TPM2B_CREATION_DATA* cd = nullptr;
   TPM2B_DIGEST* ch = nullptr;
   TPMT_TK_CREATION* ct = nullptr;
-  const TSS2_RC rc =
-      Esys_CreatePrimary(esys_.get(), ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                         &sensitive, &tmpl, &outside, &creation_pcr, &handle, &pub_raw, &cd, &ch, &ct);
+  const TSS2_RC rc = Esys_CreatePrimary(esys_.get(), hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                        &in.sensitive, &tmpl, &in.outside, &in.pcrs, &handle, &pub_raw, &cd, &ch, &ct);
   EsysPtr<TPM2B_PUBLIC> pub(pub_raw);
   EsysPtr<TPM2B_CREATION_DATA> f1(cd);
   EsysPtr<TPM2B_DIGEST> f2(ch);
   EsysPtr<TPMT_TK_CREATION> f3(ct);
-  if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_CreatePrimary(EK " + EkKindName(kind) + ")", rc);
+  if (rc != TSS2_RC_SUCCESS) return TpmFailure(what, rc);
+  return TpmObject(this, handle, MarshalPublic(*pub));
+}
+
+Result<std::pair<TPM2B_PRIVATE, TPM2B_PUBLIC>> Tpm::CreateUnder(ESYS_TR parent, ESYS_TR auth,
+                                                              const TPM2B_PUBLIC& tmpl, const std::string& what) {
+  const NoCreationInputs in;
+  TPM2B_PRIVATE* priv_raw = nullptr;
+  TPM2B_PUBLIC* pub_raw = nullptr;
+  TPM2B_CREATION_DATA* cd = nullptr;
+  TPM2B_DIGEST* ch = nullptr;
+  TPMT_TK_CREATION* ct = nullptr;
+  const TSS2_RC rc = Esys_Create(esys_.get(), parent, auth, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, &tmpl,
+                                 &in.outside, &in.pcrs, &priv_raw, &pub_raw, &cd, &ch, &ct);
+  EsysPtr<TPM2B_PRIVATE> priv(priv_raw);
+  EsysPtr<TPM2B_PUBLIC> pub(pub_raw);
+  EsysPtr<TPM2B_CREATION_DATA> f1(cd);
+  EsysPtr<TPM2B_DIGEST> f2(ch);
+  EsysPtr<TPMT_TK_CREATION> f3(ct);
+  if (rc != TSS2_RC_SUCCESS) return TpmFailure(what, rc);
+  return std::make_pair(*priv, *pub);
+}
+
+Result<Ek> Tpm::CreateEk(EkKind kind) {
+  auto object = CreatePrimaryObject(ESYS_TR_RH_ENDORSEMENT, EkTemplate(kind),
+                                    "TPM2_CreatePrimary(EK " + EkKindName(kind) + ")");
+  if (!object.ok()) return object.status();
   Ek ek;
   ek.kind = kind;
-  ek.object = TpmObject(this, handle, MarshalPublic(*pub));
+  ek.object = std::move(object).value();
   return ek;
 }
 
 Result<TpmObject> Tpm::CreateAk(const Ek& ek, AkAlg alg) {
-  const TPM2B_PUBLIC tmpl = AkTemplate(alg);
-  TPM2B_SENSITIVE_CREATE sensitive;
-  std::memset(&sensitive, 0, sizeof(sensitive));
-  TPM2B_DATA outside;
-  std::memset(&outside, 0, sizeof(outside));
-  TPML_PCR_SELECTION creation_pcr;
-  std::memset(&creation_pcr, 0, sizeof(creation_pcr));
-
-  KeyBlobs blobs;
-  TPM2B_PRIVATE priv;
-  TPM2B_PUBLIC pub;
+  std::pair<TPM2B_PRIVATE, TPM2B_PUBLIC> blobs;
   {
     // A policy session authorizes one command: one for Create, one for Load.
     auto session = StartEkPolicySession(ek.kind);
     if (!session.ok()) return session.status();
-    TPM2B_PRIVATE* priv_raw = nullptr;
-    TPM2B_PUBLIC* pub_raw = nullptr;
-    TPM2B_CREATION_DATA* cd = nullptr;
-    TPM2B_DIGEST* ch = nullptr;
-    TPMT_TK_CREATION* ct = nullptr;
-    const TSS2_RC rc = Esys_Create(esys_.get(), ek.object.handle(), session->handle(), ESYS_TR_NONE,
-                                   ESYS_TR_NONE, &sensitive, &tmpl, &outside, &creation_pcr, &priv_raw, &pub_raw,
-                                   &cd, &ch, &ct);
-    EsysPtr<TPM2B_PRIVATE> p1(priv_raw);
-    EsysPtr<TPM2B_PUBLIC> p2(pub_raw);
-    EsysPtr<TPM2B_CREATION_DATA> f1(cd);
-    EsysPtr<TPM2B_DIGEST> f2(ch);
-    EsysPtr<TPMT_TK_CREATION> f3(ct);
-    if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_Create(AK)", rc);
-    priv = *p1;
-    pub = *p2;
+    auto created = CreateUnder(ek.object.handle(), session->handle(), AkTemplate(alg), "TPM2_Create(AK)");
+    if (!created.ok()) return created.status();
+    blobs = std::move(created).value();
   }
   auto session = StartEkPolicySession(ek.kind);
   if (!session.ok()) return session.status();
   ESYS_TR handle = ESYS_TR_NONE;
   const TSS2_RC rc = Esys_Load(esys_.get(), ek.object.handle(), session->handle(), ESYS_TR_NONE, ESYS_TR_NONE,
-                               &priv, &pub, &handle);
+                               &blobs.first, &blobs.second, &handle);
   if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_Load(AK)", rc);
-  return TpmObject(this, handle, MarshalPublic(pub));
+  return TpmObject(this, handle, MarshalPublic(blobs.second));
 }
 
 Result<Bytes> Tpm::ActivateCredential(const TpmObject& ak, const Ek& ek, const attest::Credential& credential) {
@@ -399,53 +403,14 @@ Result<attest::PcrValues> Tpm::ReadPcrs(const std::vector<attest::PcrSelection>&
   return Status::TpmError("tpm_bad_answer", "TPM2_PCR_Read did not finish");
 }
 
-Result<TpmObject> Tpm::CreateSrk() {
-  const TPM2B_PUBLIC tmpl = SrkTemplate();
-  TPM2B_SENSITIVE_CREATE sensitive;
-  std::memset(&sensitive, 0, sizeof(sensitive));
-  TPM2B_DATA outside;
-  std::memset(&outside, 0, sizeof(outside));
-  TPML_PCR_SELECTION creation_pcr;
-  std::memset(&creation_pcr, 0, sizeof(creation_pcr));
-  ESYS_TR handle = ESYS_TR_NONE;
-  TPM2B_PUBLIC* pub_raw = nullptr;
-  TPM2B_CREATION_DATA* cd = nullptr;
-  TPM2B_DIGEST* ch = nullptr;
-  TPMT_TK_CREATION* ct = nullptr;
-  const TSS2_RC rc =
-      Esys_CreatePrimary(esys_.get(), ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive,
-                         &tmpl, &outside, &creation_pcr, &handle, &pub_raw, &cd, &ch, &ct);
-  EsysPtr<TPM2B_PUBLIC> pub(pub_raw);
-  EsysPtr<TPM2B_CREATION_DATA> f1(cd);
-  EsysPtr<TPM2B_DIGEST> f2(ch);
-  EsysPtr<TPMT_TK_CREATION> f3(ct);
-  if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_CreatePrimary(SRK)", rc);
-  return TpmObject(this, handle, MarshalPublic(*pub));
-}
+Result<TpmObject> Tpm::CreateSrk() { return CreatePrimaryObject(ESYS_TR_RH_OWNER, SrkTemplate(), "TPM2_CreatePrimary(SRK)"); }
 
 Result<KeyBlobs> Tpm::CreateKey(const TpmObject& parent, const TPM2B_PUBLIC& tmpl) {
-  TPM2B_SENSITIVE_CREATE sensitive;
-  std::memset(&sensitive, 0, sizeof(sensitive));
-  TPM2B_DATA outside;
-  std::memset(&outside, 0, sizeof(outside));
-  TPML_PCR_SELECTION creation_pcr;
-  std::memset(&creation_pcr, 0, sizeof(creation_pcr));
-  TPM2B_PRIVATE* priv_raw = nullptr;
-  TPM2B_PUBLIC* pub_raw = nullptr;
-  TPM2B_CREATION_DATA* cd = nullptr;
-  TPM2B_DIGEST* ch = nullptr;
-  TPMT_TK_CREATION* ct = nullptr;
-  const TSS2_RC rc = Esys_Create(esys_.get(), parent.handle(), ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                 &sensitive, &tmpl, &outside, &creation_pcr, &priv_raw, &pub_raw, &cd, &ch, &ct);
-  EsysPtr<TPM2B_PRIVATE> priv(priv_raw);
-  EsysPtr<TPM2B_PUBLIC> pub(pub_raw);
-  EsysPtr<TPM2B_CREATION_DATA> f1(cd);
-  EsysPtr<TPM2B_DIGEST> f2(ch);
-  EsysPtr<TPMT_TK_CREATION> f3(ct);
-  if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_Create", rc);
+  auto created = CreateUnder(parent.handle(), ESYS_TR_PASSWORD, tmpl, "TPM2_Create");
+  if (!created.ok()) return created.status();
   KeyBlobs out;
-  out.tpm2b_public = MarshalPublic(*pub);
-  out.tpm2b_private = MarshalWith<TPM2B_PRIVATE, Tss2_MU_TPM2B_PRIVATE_Marshal>(*priv);
+  out.tpm2b_public = MarshalPublic(created->second);
+  out.tpm2b_private = MarshalWith<TPM2B_PRIVATE, Tss2_MU_TPM2B_PRIVATE_Marshal>(created->first);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attest/agent/templates.h"
@@ -134,6 +135,14 @@ class Tpm {
   Tpm() = default;
   // A policy session in which the EK's policy is satisfied; good for one use.
   Result<TpmObject> StartEkPolicySession(EkKind kind);
+  // TPM2_CreatePrimary of `tmpl` in `hierarchy` (password auth), loaded;
+  // `what` names the command in errors.
+  Result<TpmObject> CreatePrimaryObject(ESYS_TR hierarchy, const TPM2B_PUBLIC& tmpl, const std::string& what);
+  // TPM2_Create of `tmpl` under `parent`, authorized by `auth` (a session or
+  // ESYS_TR_PASSWORD): the private and public blobs, not loaded; `what`
+  // names the command in errors.
+  Result<std::pair<TPM2B_PRIVATE, TPM2B_PUBLIC>> CreateUnder(ESYS_TR parent, ESYS_TR auth, const TPM2B_PUBLIC& tmpl,
+                                                            const std::string& what);
   Result<uint16_t> NvBufferMax();
 
   // Declared first so it is destroyed last: ESYS must be finalized before

@@ -81,11 +81,7 @@ Result<Bytes> SubjectPublicKeyInfoFromTpmPublic(const TpmPublic& pub) {
     // PkeyFromTpmPublic took only P-256 and P-384: an uncompressed point
     // under id-ecPublicKey with the named curve.
     const int curve = EC_curve_nist2nid(CurveGroupName(pub.ecc_curve));
-    const size_t width = CurveFieldBytes(pub.ecc_curve);
-    Bytes point{0x04};
-    Bytes x = LeftPad(pub.ecc_x, width), y = LeftPad(pub.ecc_y, width);
-    point.insert(point.end(), x.begin(), x.end());
-    point.insert(point.end(), y.begin(), y.end());
+    const Bytes point = EcPointFromTpmPublic(pub);
     key_bits = static_cast<unsigned char*>(OPENSSL_memdup(point.data(), point.size()));
     key_len = static_cast<int>(point.size());
     if (key_bits == nullptr || curve == NID_undef ||

@@ -34,6 +34,15 @@ Bytes LeftPad(std::span<const uint8_t> v, size_t width) {
   return out;
 }
 
+Bytes EcPointFromTpmPublic(const TpmPublic& pub) {
+  const size_t width = CurveFieldBytes(pub.ecc_curve);
+  Bytes point{0x04};
+  const Bytes x = LeftPad(pub.ecc_x, width), y = LeftPad(pub.ecc_y, width);
+  point.insert(point.end(), x.begin(), x.end());
+  point.insert(point.end(), y.begin(), y.end());
+  return point;
+}
+
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
   ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
   if (!bld) throw std::bad_alloc();
@@ -67,11 +76,7 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
     if (!fits(pub.ecc_x) || !fits(pub.ecc_y)) {
       return Status::InvalidArgument("key_invalid", "ECC point coordinates do not fit the curve");
     }
-    // An uncompressed SEC1 point: 0x04 || X || Y, each padded to the field size.
-    point.push_back(0x04);
-    Bytes x = LeftPad(pub.ecc_x, width), y = LeftPad(pub.ecc_y, width);
-    point.insert(point.end(), x.begin(), x.end());
-    point.insert(point.end(), y.begin(), y.end());
+    point = EcPointFromTpmPublic(pub);
     if (OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
         OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
                                          point.size()) != 1) {

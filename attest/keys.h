@@ -22,6 +22,11 @@ size_t CurveFieldBytes(uint16_t tpm_curve);
 // on the curve or the modulus is unusable. The caller owns the key.
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub);
 
+// The uncompressed SEC1 point of an ECC public area: 0x04 || X || Y, each
+// left-padded to the curve's field size. REQUIRES: a supported curve
+// (CurveFieldBytes > 0) and coordinates that fit it.
+Bytes EcPointFromTpmPublic(const TpmPublic& pub);
+
 // Big-endian unsigned integer left-padded with zeros to `width` bytes.
 // REQUIRES: the value (leading zeros ignored) fits in `width`.
 Bytes LeftPad(std::span<const uint8_t> v, size_t width);

@@ -640,8 +640,7 @@ class Store::Impl {
     }
   }
 
-  // Write transactions committed, and writes in them, since Open (metrics).
-  std::pair<uint64_t, uint64_t> GroupCommitCounts() const {
+  Store::WriteStats GetWriteStats() const {
     std::lock_guard<std::mutex> lock(queue_mu_);
     return {commits_, grouped_writes_};
   }
@@ -780,10 +779,7 @@ class Store::Impl {
 
 int Store::CurrentSchemaVersion() { return LatestSchemaVersion(); }
 
-Store::WriteStats Store::GetWriteStats() const {
-  const auto [commits, writes] = impl_->GroupCommitCounts();
-  return {commits, writes};
-}
+Store::WriteStats Store::GetWriteStats() const { return impl_->GetWriteStats(); }
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;

@@ -131,7 +131,7 @@ void Connection::Exec(const char* sql) {
 }
 
 Transaction::Transaction(Connection* conn, Kind kind) : conn_(conn) {
-  conn_->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+  conn_->Run(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
 }
 
 Transaction::~Transaction() {
@@ -144,7 +144,7 @@ Transaction::~Transaction() {
 }
 
 void Transaction::Commit() {
-  conn_->Exec("COMMIT");
+  conn_->Run("COMMIT");
   done_ = true;
 }
 

@@ -118,8 +118,13 @@ class Connection {
   // The cached statement for `sql` (one statement), prepared on first use.
   // One Stmt per SQL text at a time: do not nest two uses of the same text.
   Stmt Prepare(const std::string& sql);
-  // Runs one or more statements without results (DDL, PRAGMA, BEGIN).
+  // Runs one or more statements without results (DDL, PRAGMA), parsed anew
+  // on each call.
   void Exec(const char* sql);
+  // Runs one statement without results from the statement cache: for the
+  // ones a transaction runs each time (BEGIN, COMMIT, SAVEPOINT), whose
+  // parsing was 3% of rackgated's CPU in a boot storm.
+  void Run(const std::string& sql) { Prepare(sql).Run(); }
   int64_t LastInsertRowid() const { return sqlite3_last_insert_rowid(db_.get()); }
   int Changes() const { return sqlite3_changes(db_.get()); }
   sqlite3* db() const { return db_.get(); }

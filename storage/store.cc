@@ -740,17 +740,17 @@ class Store::Impl {
     try {
       Transaction txn(&c, Transaction::Kind::kWrite);
       for (Pending* p : group) {
-        c.Exec("SAVEPOINT w");
+        c.Run("SAVEPOINT w");
         try {
           p->run(c);
-          c.Exec("RELEASE w");
+          c.Run("RELEASE w");
         } catch (...) {
           p->error = std::current_exception();
           // Some errors (SQLITE_FULL, IOERR, ...) roll back the whole
           // transaction: then nothing of the group stands.
           if (sqlite3_get_autocommit(c.db()) != 0) throw;
-          c.Exec("ROLLBACK TO w");
-          c.Exec("RELEASE w");
+          c.Run("ROLLBACK TO w");
+          c.Run("RELEASE w");
         }
       }
       txn.Commit();

@@ -40,6 +40,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -271,10 +272,12 @@ size_t WriteToString(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
-// A blocking GET, for readiness checks: the HTTP status, 0 on no answer.
-long SimpleGet(const std::string& url, const std::string& ca) {
+// A blocking GET, for readiness checks and /metrics: the HTTP status, 0 on
+// no answer.
+long SimpleGet(const std::string& url, const std::string& ca, std::string* out = nullptr) {
   CURL* e = curl_easy_init();
-  std::string body;
+  std::string scratch;
+  std::string& body = out != nullptr ? *out : scratch;
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
   curl_easy_setopt(e, CURLOPT_CAINFO, ca.c_str());
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
@@ -332,6 +335,9 @@ std::string AttestedTemplate() {
 
 enum Step { kChallenge = 0, kEvidence, kConfig, kCsr, kSteps };
 const char* const kStepNames[kSteps] = {"challenge", "evidence", "config", "csr"};
+const char* const kStepMethods[kSteps] = {"POST", "POST", "GET", "POST"};
+const char* const kStepPaths[kSteps] = {"/v1/attest/challenge", "/v1/attest/evidence", "/v1/machine/config",
+                                        "/v1/machine/csr"};
 
 struct Flight {
   size_t index = 0;
@@ -664,24 +670,23 @@ class Storm {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteToString);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &f->response);
     std::string url;
-    bool post = true;
+    const bool post = std::strcmp(kStepMethods[step], "POST") == 0;
     switch (step) {
       case kChallenge:
-        url = base_ + "/v1/attest/challenge";
+        url = base_ + kStepPaths[kChallenge];
         f->body = f->m->challenge_body;
         break;
       case kEvidence:
-        url = base_ + "/v1/attest/evidence";
+        url = base_ + kStepPaths[kEvidence];
         break;  // the body is the TPM thread's
       case kConfig:
-        url = base_ + "/v1/machine/config";
-        post = false;
+        url = base_ + kStepPaths[kConfig];
         f->headers = curl_slist_append(f->headers, ("Authorization: Bearer " + f->token).c_str());
         f->headers = curl_slist_append(
             f->headers, "Accept: application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1");
         break;
       case kCsr:
-        url = base_ + "/v1/machine/csr";
+        url = base_ + kStepPaths[kCsr];
         f->headers = curl_slist_append(f->headers, ("Authorization: Bearer " + f->token).c_str());
         f->body = json{{"signer", "kubernetes.io/kube-apiserver-client-kubelet"}, {"csr", f->m->csr_pem}}.dump();
         break;
@@ -933,6 +938,55 @@ attest::PcrValues FleetPcrs(const std::optional<Bytes>& eventlog) {
   return pcrs;
 }
 
+// rackgated's own time per route, from its /metrics histogram
+// rackgate_http_request_duration_seconds: the request's headers read to its
+// answer sent (handler queue and 503 refusals included; the TLS handshake
+// and the client's own delays not). Route -> upper bound -> cumulative count.
+using Histograms = std::map<std::string, std::map<double, double>>;
+
+Histograms ParseDurationHistograms(const std::string& text) {
+  static const std::string kPrefix = "rackgate_http_request_duration_seconds_bucket{";
+  Histograms out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    auto label = [&](const std::string& name) -> std::string {
+      const size_t at = line.find(name + "=\"");
+      if (at == std::string::npos) return "";
+      const size_t from = at + name.size() + 2;
+      const size_t to = line.find('"', from);
+      return to == std::string::npos ? "" : line.substr(from, to - from);
+    };
+    const std::string route = label("route"), le = label("le");
+    const size_t space = line.rfind(' ');
+    if (route.empty() || le.empty() || space == std::string::npos) continue;
+    const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
+    out[route][bound] += std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+// The smallest bucket bound under which a fraction q of the requests between
+// two scrapes fell, in ms ("n/a" with no requests).
+std::string BucketQuantile(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
+  double total = 0;
+  if (auto it = after.find(std::numeric_limits<double>::infinity()); it != after.end()) total = it->second;
+  if (auto it = before.find(std::numeric_limits<double>::infinity()); it != before.end()) total -= it->second;
+  if (total <= 0) return "n/a";
+  for (const auto& [bound, count] : after) {
+    auto b = before.find(bound);
+    const double n = count - (b == before.end() ? 0 : b->second);
+    if (n >= q * total) {
+      if (std::isinf(bound)) return "> last bucket";
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "<= %gms", bound * 1000);
+      return buf;
+    }
+  }
+  return "n/a";
+}
+
 std::string StepLine(const char* name, const std::vector<double>& v) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "boot-storm: %-9s n=%zu p50=%.1fms p90=%.1fms p99=%.1fms max=%.1fms", name,
@@ -1137,6 +1191,9 @@ int Main(int argc, char** argv) {
   const bool hwm_reset = daemon > 0 && ResetPeakRss(daemon);
   const double daemon_cpu0 = daemon > 0 ? ProcessCpuSeconds(daemon) : 0;
   const auto sys0 = SystemCpuSeconds();
+  std::string metrics_text;
+  SimpleGet(base_url + "/metrics", ca, &metrics_text);
+  const Histograms server_before = ParseDurationHistograms(metrics_text);
   // The client: K loops, each its own libcurl multi and TPM thread over
   // every K-th machine with its share of the concurrency, so that one client
   // thread's TLS handshakes are not what a burst of new connections waits on.
@@ -1172,6 +1229,10 @@ int Main(int argc, char** argv) {
   }
   const double daemon_cpu = daemon > 0 ? ProcessCpuSeconds(daemon) - daemon_cpu0 : 0;
   const auto sys1 = SystemCpuSeconds();
+  metrics_text.clear();
+  SimpleGet(base_url + "/metrics", ca, &metrics_text);
+  const Histograms server_after = ParseDurationHistograms(metrics_text);
+  WriteFile(work + "/metrics.txt", metrics_text);
   const double sys_busy = sys1.first - sys0.first;
 
   CryptoCeiling after = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1);
@@ -1193,6 +1254,17 @@ int Main(int argc, char** argv) {
     worst_p99 = std::max(worst_p99, Percentile(s.step_ms[i], 0.99));
   }
   std::printf("%s\n", StepLine("machine", s.machine_ms).c_str());
+  {
+    std::string line = "boot-storm: in rackgated (request read to answer sent, /metrics buckets):";
+    for (int i = 0; i < kSteps; ++i) {
+      const std::string route = std::string(kStepMethods[i]) + " " + kStepPaths[i];  // rackgated's route label
+      const auto& b = server_before.count(route) ? server_before.at(route) : std::map<double, double>();
+      const auto& a = server_after.count(route) ? server_after.at(route) : std::map<double, double>();
+      line += std::string(i ? "," : "") + " " + kStepNames[i] + " p50 " + BucketQuantile(b, a, 0.5) + " p99 " +
+              BucketQuantile(b, a, 0.99);
+    }
+    std::printf("%s\n", line.c_str());
+  }
   for (const auto& [k, v] : s.waits) std::printf("boot-storm: waited out: %s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : s.transport) std::printf("boot-storm: transport error retried: %s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : s.failures) std::printf("boot-storm: failed: %s x%d\n", k.c_str(), v);

@@ -280,6 +280,7 @@ long SimpleGet(const std::string& url, const std::string& ca, std::string* out =
   std::string& body = out != nullptr ? *out : scratch;
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
   curl_easy_setopt(e, CURLOPT_CAINFO, ca.c_str());
+  curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 2000L);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteToString);
@@ -664,7 +665,12 @@ class Storm {
     CURL* e = f->easy;
     curl_easy_reset(e);
     curl_easy_setopt(e, CURLOPT_PRIVATE, f);
+    // The appliance's CA alone, as the agent trusts it (no system CA
+    // directory). It also lets libcurl keep one parsed CA store for the
+    // multi handle: with a CA directory it builds one per connection,
+    // 0.4 ms of the client's CPU for each of a storm's new connections.
     curl_easy_setopt(e, CURLOPT_CAINFO, ca_.c_str());
+    curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, WriteToString);

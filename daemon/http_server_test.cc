@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -535,6 +536,49 @@ TEST_F(HttpServerTest, TlsVersions) {
   r = client.Do(c);
   EXPECT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
   EXPECT_EQ(r.status, 200);
+}
+
+// Counts the ServerHello messages a client receives: two mean the server
+// answered with a HelloRetryRequest (a second round trip and a second key
+// exchange on both sides).
+void CountServerHellos(int write_p, int, int content_type, const void* buf, size_t len, SSL*, void* arg) {
+  if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+      static_cast<const unsigned char*>(buf)[0] == SSL3_MT_SERVER_HELLO) {
+    ++*static_cast<int*>(arg);
+  }
+}
+
+TEST_F(HttpServerTest, Tls13HandshakeTakesTheCommonKeyShareWithoutARetry) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  // OpenSSL's default client sends one key share, X25519 (so do Go's and
+  // GnuTLS's): a server that insisted on another group would ask again.
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION), 1);
+  ASSERT_EQ(SSL_CTX_load_verify_locations(ctx.get(), ca_path_.c_str(), nullptr), 1);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  int server_hellos = 0;
+  SSL_CTX_set_msg_callback(ctx.get(), &CountServerHellos);
+  SSL_CTX_set_msg_callback_arg(ctx.get(), &server_hellos);
+
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+  ASSERT_TRUE(ssl);
+  SSL_set_fd(ssl.get(), fd);
+  EXPECT_EQ(SSL_connect(ssl.get()), 1);
+  EXPECT_EQ(SSL_get_verify_result(ssl.get()), X509_V_OK);
+  EXPECT_EQ(server_hellos, 1) << "the server asked for another key share (HelloRetryRequest)";
+  EXPECT_EQ(SSL_get_negotiated_group(ssl.get()), NID_X25519);
+  SSL_shutdown(ssl.get());
+  ssl.reset();
+  close(fd);
 }
 
 TEST_F(HttpServerTest, PerClientConnectionLimit) {

@@ -1126,8 +1126,8 @@ int Main(int argc, char** argv) {
         {"max_open_sessions", std::max(4096, 2 * c)},
         {"max_open_sessions_per_client", std::max(4096, 2 * c)},
         {"max_csrs_in_flight", std::max(64, c)},
-        // The admin API shares the body limit: the inventory is one request.
-        {"max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 1 << 20, 64u << 20)},
+        // The inventory is one request to the admin socket.
+        {"admin_max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 128u << 20, 256u << 20)},
     };
     for (const auto& [key, value] : o.config_overrides) {
       json v = json::parse(value, nullptr, false);

@@ -95,6 +95,10 @@ const std::map<std::string, KeyReader>& Readers() {
        [](const json& v, Config* c) {
          return ReadInt(v, "max_body_bytes", 1024, 64 << 20, &c->max_body_bytes);
        }},
+      {"admin_max_body_bytes",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "admin_max_body_bytes", 1024, 256 << 20, &c->admin_max_body_bytes);
+       }},
       {"connection_timeout_seconds",
        [](const json& v, Config* c) {
          return ReadInt(v, "connection_timeout_seconds", 1, 3600, &c->connection_timeout_seconds);

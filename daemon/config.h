@@ -53,6 +53,7 @@ struct Config {
 
   // Limits.
   size_t max_body_bytes = 1 << 20;  // event logs are the largest bodies
+  size_t admin_max_body_bytes = 128 << 20;  // the admin socket's: imports
   int connection_timeout_seconds = 30;
   int per_client_connections = 32;
   int max_connections = 2048;

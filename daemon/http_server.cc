@@ -716,6 +716,10 @@ MHD_Result AcceptPolicy(void* cls, const sockaddr*, socklen_t) {
   return static_cast<Listener*>(cls)->server->draining ? MHD_NO : MHD_YES;
 }
 
+size_t BodyLimit(const Listener& l) {
+  return l.admin ? l.server->options.admin_max_body_bytes : l.server->options.max_body_bytes;
+}
+
 MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
                          const char* method, const char* version, const char* upload_data,
                          size_t* upload_data_size, void** con_cls) {
@@ -758,7 +762,7 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
         const char* end = length + std::strlen(length);
         auto [ptr, ec] = std::from_chars(length, end, n);
         if (ec == std::errc::result_out_of_range ||
-            (ec == std::errc() && ptr == end && n > listener->server->options.max_body_bytes)) {
+            (ec == std::errc() && ptr == end && n > BodyLimit(*listener))) {
           state->too_large = true;
           return Respond(connection, state);
         }
@@ -770,7 +774,7 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       const size_t n = *upload_data_size;
       *upload_data_size = 0;
       if (state->status != 0) return MHD_YES;  // answered early: drop the rest
-      if (!state->too_large && state->body.size() + n > listener->server->options.max_body_bytes) {
+      if (!state->too_large && state->body.size() + n > BodyLimit(*listener)) {
         // SECURITY: checked on every piece of a chunked upload, not only
         // against Content-Length; what was stored is released at once.
         state->too_large = true;
@@ -779,7 +783,7 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       }
       if (state->too_large) {
         state->dropped += n;
-        if (state->dropped > listener->server->options.max_body_bytes + kOversizeDrainBytes) {
+        if (state->dropped > BodyLimit(*listener) + kOversizeDrainBytes) {
           Log()->info("{} {} from {}: oversized upload still streaming, connection closed",
                       state->method, LogSafe(state->path), state->peer);
           return MHD_NO;
@@ -1002,8 +1006,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   impl->started = true;
   std::string names;
   for (const auto& l : impl->listeners) names += (names.empty() ? "" : ", ") + l->name;
-  Log()->info("listening on {} ({} threads, {} handler threads, body limit {} bytes, idle timeout {} s)", names,
-              o.threads, o.handler_threads, o.max_body_bytes, o.connection_timeout_seconds);
+  Log()->info("listening on {} ({} threads, {} handler threads, body limit {} bytes ({} on the admin socket), "
+              "idle timeout {} s)",
+              names, o.threads, o.handler_threads, o.max_body_bytes, o.admin_max_body_bytes,
+              o.connection_timeout_seconds);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

@@ -52,6 +52,9 @@ struct HttpServerOptions {
   std::string tls_key_path;
 
   size_t max_body_bytes = 1 << 20;
+  // The admin socket's own limit: an inventory import is one request
+  // (~1.3 KB a machine). Only the admin group can connect to the socket.
+  size_t admin_max_body_bytes = 128 << 20;
   // Connections from one IP address beyond this are closed at accept; 0
   // means no limit.
   unsigned per_client_connections = 32;

@@ -668,6 +668,41 @@ TEST_F(HttpServerTest, AdminSocketPeerCredentialsAndMode) {
   EXPECT_NE(lstat(sock.c_str(), &st), 0);  // removed at stop
 }
 
+TEST_F(HttpServerTest, AdminSocketHasItsOwnBodyLimit) {
+  const std::string sock = dir_.path() + "/admin.sock";
+  options_.admin_socket_path = sock;
+  options_.admin_group = CurrentGroupName();
+  options_.max_body_bytes = 1024;
+  options_.admin_max_body_bytes = 4096;
+  options_.admin_router.Add("POST", "/v1/echo", [](const Request& r) {
+    return Response::Text(200, std::to_string(r.body.size()));
+  });
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  Client client(server->port(), ca_path_);
+  Call c;
+  c.unix_socket = sock;
+  c.method = "POST";
+  c.path = "/v1/echo";
+  c.send_body = true;
+  // Over the public limit, within the admin socket's.
+  c.body = std::string(4096, 'a');
+  Reply r = client.Do(c);
+  ASSERT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "4096");
+  c.body = std::string(4097, 'a');
+  r = client.Do(c);
+  EXPECT_EQ(r.status, 413);
+  // The public listener keeps its own.
+  Call p;
+  p.method = "POST";
+  p.path = "/echo";
+  p.send_body = true;
+  p.body = std::string(1025, 'a');
+  EXPECT_EQ(client.Do(p).status, 413);
+}
+
 TEST_F(HttpServerTest, AdminSocketUnknownGroupKeepsProcessGroup) {
   const std::string sock = dir_.path() + "/admin.sock";
   options_.admin_socket_path = sock;

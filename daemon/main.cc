@@ -160,6 +160,7 @@ int Run(const std::string& config_path, bool check_only) {
   o.tls_certificate_path = config->tls_certificate_path();
   o.tls_key_path = config->tls_key_path();
   o.max_body_bytes = config->max_body_bytes;
+  o.admin_max_body_bytes = config->admin_max_body_bytes;
   o.per_client_connections = static_cast<unsigned>(config->per_client_connections);
   o.max_connections = static_cast<unsigned>(config->max_connections);
   o.connection_timeout_seconds = static_cast<unsigned>(config->connection_timeout_seconds);

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "attest/byte_reader.h"
+#include "base/byte_reader.h"
 #include "attest/digest.h"
 
 namespace rackgate::attest {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "attest/eventlog.h"
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

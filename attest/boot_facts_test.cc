@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attest/testing/event_log_builder.h"
+#include "attest/test_util.h"
 
 namespace rackgate::attest {
 namespace {
@@ -30,10 +31,7 @@ using testing::UefiVariable;
 
 // --- Helpers ---------------------------------------------------------------
 
-fs::path EventLogDir() {
-  const char* env = std::getenv("RACKGATE_TESTDATA_DIR");
-  return env ? fs::path(env) / "eventlogs" : fs::path("../shared/testdata/eventlogs");
-}
+fs::path EventLogDir() { return fs::path(testing::EventLogDir()); }
 
 // Throws when the log is missing: gtest reports that as a failure, where an
 // empty log would let later indexing run past the end.
@@ -112,7 +110,7 @@ TEST(BootFactsFiles, SecureBootStateOfEveryLog) {
 }
 
 TEST(BootFactsFiles, ArchLinuxCommandLineDoesNotMatchItsDigest) {
-  // shared/testdata/README.md: this log has an event whose digest does not
+  // testdata/README.md: this log has an event whose digest does not
   // match its data — systemd-boot's PCR 8 command line, 365 bytes of UTF-16.
   const BootFacts f = FactsOfFile("tpm2-tools_event-arch-linux.bin");
   ASSERT_EQ(f.data_mismatches.size(), 1u);

@@ -18,7 +18,7 @@
 
 #include "attest/boot_facts.h"
 #include "attest/eventlog.h"
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attest/testing/event_log_builder.h"
+#include "attest/test_util.h"
 
 namespace rackgate::attest {
 namespace {
@@ -33,8 +34,7 @@ std::string HexOf(const Bytes& b) {
 }
 
 Bytes ReadLog(const std::string& name) {
-  const char* env = std::getenv("RACKGATE_TESTDATA_DIR");
-  const fs::path dir = env ? fs::path(env) / "eventlogs" : fs::path("../shared/testdata/eventlogs");
+  const fs::path dir(testing::EventLogDir());
   std::ifstream in(dir / name, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }

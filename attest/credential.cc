@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include "attest/byte_reader.h"
+#include "base/byte_reader.h"
 #include "attest/digest.h"
 #include "attest/keys.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "attest/ossl.h"
+#include "base/ossl.h"
 
 namespace rackgate::attest {
 

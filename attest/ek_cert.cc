@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "attest/ossl.h"
+#include "base/ossl.h"
 
 namespace rackgate::attest {
 namespace {

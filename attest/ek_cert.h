@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "attest/ossl.h"
+#include "base/ossl.h"
 #include "attest/test_util.h"
 
 namespace rackgate::attest {

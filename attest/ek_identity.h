@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <utility>
 
-#include "attest/byte_reader.h"
+#include "base/byte_reader.h"
 #include "attest/digest.h"
-#include "attest/ossl.h"
+#include "base/ossl.h"
 
 namespace rackgate::attest {
 

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

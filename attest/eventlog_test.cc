@@ -1,4 +1,5 @@
 #include "attest/eventlog.h"
+#include "attest/test_util.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -22,19 +23,9 @@ namespace fs = std::filesystem;
 
 // --- Test data ------------------------------------------------------------
 
-// The real logs live outside the repository (see shared/testdata/README.md).
-// RACKGATE_TESTDATA_DIR overrides; otherwise the test looks beside the source
-// tree, where meson runs it from.
-fs::path EventLogDir() {
-  if (const char* env = std::getenv("RACKGATE_TESTDATA_DIR")) {
-    return fs::path(env) / "eventlogs";
-  }
-  for (const char* c : {"../shared/testdata", "testdata", "../../shared/testdata"}) {
-    std::error_code ec;
-    if (fs::is_directory(fs::path(c) / "eventlogs", ec)) return fs::path(c) / "eventlogs";
-  }
-  return {};
-}
+// The real logs are in the project's testdata/eventlogs (testdata/README.md
+// says where each comes from).
+fs::path EventLogDir() { return fs::path(testing::EventLogDir()); }
 
 std::vector<fs::path> AllLogs() {
   std::vector<fs::path> out;
@@ -217,7 +208,7 @@ NamedPcrs Named(const PcrValues& v) {
 
 TEST(EventLogFiles, TestDataPresent) {
   ASSERT_FALSE(EventLogDir().empty())
-      << "no eventlogs/ test data; set RACKGATE_TESTDATA_DIR to shared/testdata";
+      << "no eventlogs/ test data; set RACKGATE_TESTDATA_DIR to the project's testdata/";
   EXPECT_GE(AllLogs().size(), 18u);
 }
 
@@ -269,7 +260,7 @@ TEST(EventLogFiles, EveryLogParsesAndReplays) {
 TEST(EventLogFiles, ReplayMatchesTpm2Eventlog) {
   if (!HaveTpm2Eventlog()) GTEST_SKIP() << "tpm2_eventlog is not installed";
   // tpm2_eventlog crashes on the first and refuses the second (see
-  // shared/testdata/README.md); both are checked elsewhere.
+  // testdata/README.md); both are checked elsewhere.
   const std::set<std::string> unreadable = {"go-attestation_option_rom_eventlog.bin",
                                             "go-attestation_short_no_action_eventlog.bin"};
   int compared = 0;

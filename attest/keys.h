@@ -7,7 +7,7 @@
 #error "attest/keys.h is internal to attest/"
 #endif
 
-#include "attest/ossl.h"
+#include "base/ossl.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "attest/byte_reader.h"
+#include "base/byte_reader.h"
 
 namespace rackgate::attest {
 

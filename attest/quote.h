@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {

@@ -27,6 +27,24 @@ inline std::vector<uint8_t> ReadFixture(const std::string& relative) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
+// The directory of the real event logs: $RACKGATE_TESTDATA_DIR/eventlogs
+// (meson sets it to the project's testdata/), else testdata/eventlogs under
+// the source root.
+inline std::string EventLogDir() {
+  if (const char* env = std::getenv("RACKGATE_TESTDATA_DIR")) return std::string(env) + "/eventlogs";
+  return SourcePath("testdata/eventlogs");
+}
+
+inline std::string EventLogPath(const std::string& name) { return EventLogDir() + "/" + name; }
+
+// Reads one of the real event logs by file name.
+inline std::vector<uint8_t> ReadEventLog(const std::string& name) {
+  const std::string path = EventLogPath(name);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open event log " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
 inline std::vector<uint8_t> FromHex(const std::string& hex) {
   std::vector<uint8_t> out;
   for (size_t i = 0; i + 1 < hex.size(); i += 2) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::attest {
 

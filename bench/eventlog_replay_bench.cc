@@ -1,5 +1,5 @@
 // eventlog-replay benchmark: MB/s of ParseEventLog + Replay over the real
-// logs in shared/testdata/eventlogs, against raw SHA-256 throughput over the
+// logs in testdata/eventlogs, against raw SHA-256 throughput over the
 // same bytes measured in the same run.
 //
 // The ceiling: one SHA-256 pass over each log's bytes (one EVP_Digest call

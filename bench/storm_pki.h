@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/ossl.h"
+#include "base/ossl.h"
 #include "attest/testing/soft_tpm.h"
 
 namespace rackgate::bench {

@@ -18,12 +18,12 @@
 #include "attest/ek_identity.h"
 #include "attest/eventlog.h"
 #include "attest/quote.h"
-#include "daemon/codec.h"
+#include "wire/codec.h"
 #include "daemon/log.h"
 #include "daemon/pool_settings.h"
 #include "daemon/secrets.h"
 #include "daemon/metrics.h"
-#include "daemon/wire.h"
+#include "wire/protocol.h"
 
 namespace rackgate::daemon {
 
@@ -174,7 +174,7 @@ Response AttestationService::Challenge(const Request& request) {
   if (options_.busy_queue_delay_ms > 0 && request.queued > std::chrono::milliseconds(options_.busy_queue_delay_ms)) {
     return Busy("busy", request.peer_address);
   }
-  auto req = ParseChallengeRequest(request.body);
+  auto req = wire::ParseChallengeRequest(request.body);
   if (!req.ok()) return Response::Error(400, req.status().reason(), req.status().message());
   // Admission first: nothing below (database, EK chain, MakeCredential) runs
   // for a challenge the appliance could not see through.
@@ -268,7 +268,7 @@ Response AttestationService::Challenge(const Request& request) {
     return Refuse(403, cred.status().reason(), cred.status().message(), who);
   }
   storage::Session session;
-  session.id = Base64UrlEncode(RandomBytes(18));
+  session.id = wire::Base64UrlEncode(RandomBytes(18));
   session.machine_id = machine->id;
   session.nonce = RandomBytes(32);
   // Only the secret's hash is stored: a copy of the database does not let
@@ -288,16 +288,16 @@ Response AttestationService::Challenge(const Request& request) {
   reservation.bound = true;
   Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
   json body = {{"session", session.id},
-               {"nonce", HexEncode(session.nonce)},
+               {"nonce", wire::HexEncode(session.nonce)},
                {"pcr_selection", session.pcr_selection},
-               {"credential", Base64Encode(attest::EncodeCredentialFile(*cred))},
+               {"credential", wire::Base64Encode(attest::EncodeCredentialFile(*cred))},
                {"expires_in", options_.session_ttl_seconds}};
   return Response::Json(200, body.dump());
 }
 
 Response AttestationService::Evidence(const Request& request) {
   const auto started = std::chrono::steady_clock::now();
-  auto req = ParseEvidenceRequest(request.body);
+  auto req = wire::ParseEvidenceRequest(request.body);
   if (!req.ok()) return Response::Error(400, req.status().reason(), req.status().message());
   std::string who = "session " + req->session.substr(0, 8) + "… from " + request.peer_address;
   // The session's place is free again whatever the verdict.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::daemon {
 

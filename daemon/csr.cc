@@ -20,7 +20,7 @@
 #include "attest/ek_identity.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
-#include "attest/ossl.h"
+#include "base/ossl.h"
 
 namespace rackgate::daemon::csr {
 

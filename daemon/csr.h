@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 struct evp_pkey_st;
 struct X509_pubkey_st;

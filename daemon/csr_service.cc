@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/tpm.h"
-#include "daemon/codec.h"
+#include "wire/codec.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/secrets.h"
@@ -43,7 +43,7 @@ csr::MachineFacts Facts(const storage::Machine& m) {
 
 std::optional<std::vector<uint8_t>> B64Field(const json& o, const char* key) {
   if (!o.contains(key) || !o.at(key).is_string()) return std::nullopt;
-  return Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
+  return wire::Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
 }
 
 // Holds a CSR slot for the request's lifetime.

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "daemon/attestation.h"
 #include "daemon/http.h"
 #include "daemon/pool_settings.h"

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "attest/testing/soft_tpm.h"
-#include "attest/ossl.h"
+#include "base/ossl.h"
 #include "daemon/signer.h"
 
 namespace rackgate::daemon::csr {

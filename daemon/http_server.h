@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "daemon/http.h"
 
 namespace rackgate::daemon {

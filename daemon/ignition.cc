@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "daemon/codec.h"
+#include "wire/codec.h"
 
 namespace rackgate::daemon::ignition {
 
@@ -479,7 +479,7 @@ std::optional<DataUrl> DecodeDataUrl(std::string_view url, std::string* why) {
   }
   out.header = std::string(header);
   if (out.base64) {
-    std::optional<std::vector<uint8_t>> bytes = Base64Decode(data, kMaxTemplateBytes);
+    std::optional<std::vector<uint8_t>> bytes = wire::Base64Decode(data, kMaxTemplateBytes);
     if (!bytes) {
       *why = "data URL is not canonical base64";
       return std::nullopt;
@@ -510,7 +510,7 @@ std::optional<DataUrl> DecodeDataUrl(std::string_view url, std::string* why) {
 std::string EncodeDataUrl(const DataUrl& d) {
   std::string out = "data:" + d.header + (d.base64 ? ";base64," : ",");
   if (d.base64) {
-    out += Base64Encode(
+    out += wire::Base64Encode(
         std::span(reinterpret_cast<const uint8_t*>(d.content.data()), d.content.size()));
     return out;
   }

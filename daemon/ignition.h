@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::daemon::ignition {
 

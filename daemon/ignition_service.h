@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "daemon/attestation.h"
 #include "daemon/http.h"
 #include "daemon/ignition.h"

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/codec.h"
+#include "wire/codec.h"
 
 namespace rackgate::daemon::ignition {
 namespace {
@@ -42,7 +42,7 @@ std::string PercentDecode(std::string_view s) {
 }
 
 std::string B64(std::string_view s) {
-  return Base64Encode(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+  return wire::Base64Encode(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
 }
 
 // ---------------------------------------------------------------------------
@@ -698,7 +698,7 @@ TEST(Render, Base64DataUrlRoundTrip) {
   const std::string src = SourceOf(*r, 0);
   const std::string prefix = "data:application/x-pem-file;base64,";
   ASSERT_EQ(src.substr(0, prefix.size()), prefix);
-  std::optional<std::vector<uint8_t>> bytes = Base64Decode(src.substr(prefix.size()), 1 << 20);
+  std::optional<std::vector<uint8_t>> bytes = wire::Base64Decode(src.substr(prefix.size()), 1 << 20);
   ASSERT_TRUE(bytes.has_value()) << src;
   EXPECT_EQ(std::string(bytes->begin(), bytes->end()),
             "pool=workers\n" + PublicValues().values.at("appliance.ca_pem"));

@@ -8,7 +8,7 @@
 
 #include <spdlog/logger.h>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::daemon {
 

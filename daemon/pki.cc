@@ -16,7 +16,7 @@
 #include <stdexcept>
 
 #include "attest/ek_identity.h"
-#include "attest/ossl.h"
+#include "base/ossl.h"
 
 namespace rackgate::daemon {
 

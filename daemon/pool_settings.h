@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::daemon {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "attest/tpm.h"
-#include "daemon/codec.h"
+#include "wire/codec.h"
 
 namespace rackgate::daemon {
 
@@ -32,7 +32,7 @@ std::vector<uint8_t> Sha256(std::string_view text) {
 
 std::string Sha256Hex(std::string_view text) { return attest::HexString(Sha256(text)); }
 
-std::string NewToken() { return Base64UrlEncode(RandomBytes(32)); }
+std::string NewToken() { return wire::Base64UrlEncode(RandomBytes(32)); }
 
 std::vector<uint8_t> TokenHash(std::string_view token) { return Sha256(token); }
 

@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "attest/tpm.h"
-#include "attest/ossl.h"
+#include "base/ossl.h"
 #include "daemon/pki.h"
 
 namespace rackgate::daemon::csr {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "attest/status.h"
+#include "base/status.h"
 #include "daemon/csr.h"
 
 namespace rackgate::daemon::csr {

@@ -13,7 +13,7 @@
 # Usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL
 set -euo pipefail
 
-# Exit codes (attest/agent/failure.h) and what stderr must say (extended
+# Exit codes (agent/failure.h) and what stderr must say (extended
 # regexes over the agent's one-line-per-step log).
 RC_OK=0
 RC_USAGE=2
@@ -32,7 +32,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 AGENT="$(realpath "${1:?usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL}")"
 RACKGATED="$(realpath "$2")"
 RACKGATECTL="$(realpath "$3")"
-TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../../shared/testdata}"
+TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../testdata}"
 # shellcheck source=lab.sh
 source "$HERE/lab.sh"
 # shellcheck source=../daemon/tests/appliance.sh
@@ -244,7 +244,7 @@ lab_check "client certificate verifies against the cluster CA (client auth)" \
 # rackgated's approver rules accepted (docs/csr.md: exact O and CN, no other
 # subject attribute, no SANs, the client usages, a supported key) and what
 # it recorded; its exact bytes (no extensions, no attributes) are
-# attest/agent/csr_test.cc's.
+# agent/csr_test.cc's.
 lab_check "rackgated vouched for the client CSR at once: no CSR refusal audited" \
   bash -c "! '$RG_CTL' --socket '$RG_DIR/admin.sock' audit --hostname node-1 --json --limit 1000 | grep -q csr_refused"
 lab_check "rackgatectl certs: the client certificate's subject, no SANs, software key" \

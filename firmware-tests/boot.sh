@@ -21,7 +21,7 @@
 # Usage: boot.sh RACKGATE_AGENT RACKGATED RACKGATECTL
 set -euo pipefail
 
-# Agent exit codes (attest/agent/failure.h) and log lines (docs/agent.md).
+# Agent exit codes (agent/failure.h) and log lines (docs/agent.md).
 RC_OK=0
 RC_REFUSED=3
 RC_TPM=5
@@ -42,7 +42,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 AGENT="$(realpath "${1:?usage: boot.sh RACKGATE_AGENT RACKGATED RACKGATECTL}")"
 RACKGATED="$(realpath "$2")"
 RACKGATECTL="$(realpath "$3")"
-TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../../shared/testdata}"
+TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../testdata}"
 # shellcheck source=lab.sh
 source "$HERE/lab.sh"
 # shellcheck source=../daemon/tests/appliance.sh

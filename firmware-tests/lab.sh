@@ -14,7 +14,7 @@
 #
 # Every function and variable here starts with lab_ / LAB_. Files of machine M
 # live in $(lab_dir M); a CA's files in $(lab_ca_dir CA). The commands follow
-# ../../shared/LAB.md; see firmware-tests/README.md for what was verified.
+# commands verified on Debian 12 (firmware-tests/README.md says what).
 #
 # swtpm has 3 transient object slots and no resource manager, so every helper
 # that loads objects flushes them before it returns (lab_flush).

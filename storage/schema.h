@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::storage {
 

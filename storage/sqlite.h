@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::storage {
 

@@ -50,7 +50,7 @@
 #include <string_view>
 #include <vector>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::storage {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <stdexcept>
 
-#include "attest/byte_reader.h"
+#include "base/byte_reader.h"
 
 namespace rackgate::testing {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::ctl {
 

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "daemon/codec.h"
+#include "wire/codec.h"
 #include "daemon/ctl/admin_client.h"
 #include "daemon/ctl/args.h"
-#include "daemon/ctl/files.h"
+#include "base/files.h"
 #include "daemon/ctl/offline.h"
 
 namespace rackgate::ctl {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "daemon/ctl/args.h"
-#include "daemon/ctl/files.h"
+#include "base/files.h"
 #include "daemon/ctl/offline.h"
 #include "daemon/signer.h"
 

@@ -18,7 +18,7 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 #include "daemon/ctl/args.h"
-#include "daemon/ctl/files.h"
+#include "base/files.h"
 #include "daemon/ctl/offline.h"
 
 namespace rackgate::ctl {

@@ -23,8 +23,7 @@ namespace fs = std::filesystem;
 using attest::Bytes;
 
 std::string LogPath(const std::string& name) {
-  const char* env = std::getenv("RACKGATE_TESTDATA_DIR");
-  return (fs::path(env ? env : "../shared/testdata") / "eventlogs" / name).string();
+  return testing::EventLogPath(name);
 }
 
 struct CmdResult {
@@ -82,7 +81,7 @@ TEST(EventlogReplay, JsonIsTheReplay) {
     EXPECT_EQ(Lines(r.out), 1u);
     auto printed = attest::ParsePcrValuesJson(r.out);
     ASSERT_TRUE(printed.ok()) << printed.status().ToString() << "\n" << r.out;
-    const Bytes bytes = testing::ReadFixture("../shared/testdata/eventlogs/" + std::string(name));
+    const Bytes bytes = testing::ReadEventLog(name);
     auto replayed = attest::Replay(*attest::ParseEventLog(bytes));
     EXPECT_EQ(*printed, *replayed);
   }
@@ -106,7 +105,7 @@ TEST(EventlogReplay, Table) {
 
 TEST(EventlogReplay, UnusableInput) {
   TempDir dir;
-  const Bytes log = testing::ReadFixture("../shared/testdata/eventlogs/tpm2-tools_event-arch-linux.bin");
+  const Bytes log = testing::ReadEventLog("tpm2-tools_event-arch-linux.bin");
   const std::string cut = dir.Write("cut.bin", Bytes(log.begin(), log.begin() + 100));
   CmdResult r = Call(RunEventlogReplay, {cut, "--json"});
   EXPECT_EQ(r.rc, kExitUnusable);
@@ -123,7 +122,7 @@ TEST(EventlogShow, OneLinePerEventAndFacts) {
   const std::string path = LogPath("tpm2-tools_event-arch-linux.bin");
   const CmdResult r = Call(RunEventlogShow, {path});
   ASSERT_EQ(r.rc, kExitOk) << r.err;
-  const Bytes bytes = testing::ReadFixture("../shared/testdata/eventlogs/tpm2-tools_event-arch-linux.bin");
+  const Bytes bytes = testing::ReadEventLog("tpm2-tools_event-arch-linux.bin");
   const size_t events = attest::ParseEventLog(bytes)->events.size();
   EXPECT_GT(Lines(r.out), events + 2);
   EXPECT_NE(r.out.find("EV_IPL"), std::string::npos);

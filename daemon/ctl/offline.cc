@@ -11,9 +11,9 @@
 #include "attest/pcr_file.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
-#include "daemon/codec.h"
+#include "wire/codec.h"
 #include "daemon/ctl/args.h"
-#include "daemon/ctl/files.h"
+#include "base/files.h"
 
 namespace rackgate::ctl {
 

@@ -4,7 +4,7 @@
 #ifndef RACKGATE_DAEMON_CTL_OFFLINE_H_
 #define RACKGATE_DAEMON_CTL_OFFLINE_H_
 
-#include "attest/status.h"
+#include "base/status.h"
 
 namespace rackgate::ctl {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "daemon/codec.h"
+#include "wire/codec.h"
 #include "daemon/ctl/args.h"
-#include "daemon/ctl/files.h"
+#include "base/files.h"
 #include "daemon/ctl/offline.h"
 
 namespace rackgate::ctl {

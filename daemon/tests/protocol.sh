@@ -133,7 +133,7 @@ expect "PCR values not matching the quote" 403 quote_pcr_digest_mismatch "$(evid
 # An event log that does not replay to the quoted PCRs.
 must_challenge m1 rsa "$M1/ak"
 activate_and_quote m1 rsa "$M1/ak"
-rg_wire set "$M1/ev.req" event_log "\"$(base64 -w0 "${RACKGATE_TESTDATA_DIR:-$HERE/../../../shared/testdata}/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin")\""
+rg_wire set "$M1/ev.req" event_log "\"$(base64 -w0 "${RACKGATE_TESTDATA_DIR:-$HERE/../../testdata}/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin")\""
 expect "event log not matching the quote" 403 eventlog_pcr_mismatch "$(evidence m1)" "$M1/ev.json"
 
 # Session expired (session_ttl_seconds is 5 here).

@@ -1,0 +1,450 @@
+// The agent's steps against the appliance, and the wait-and-restart loop.
+#include "agent/agent.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "agent/apply.h"
+#include "agent/backoff.h"
+#include "agent/csr.h"
+#include "agent/kubelet.h"
+#include "attest/boot_facts.h"
+#include "attest/ek_identity.h"
+#include "attest/quote.h"
+#include "base/files.h"
+
+namespace rackgate::agent {
+
+namespace {
+
+// A measured-boot log is tens of KiB; a firmware with a runaway log is not
+// worth holding up the boot for (the appliance refuses if its policy needs one).
+constexpr size_t kMaxEventLogBytes = 1u << 20;
+// A quote is retried when a PCR changed between TPM2_Quote and
+// TPM2_PCR_Read (something is still measuring); after this many the TPM is
+// declared unusable for now.
+constexpr int kQuoteAttempts = 3;
+
+constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
+constexpr char kServingSigner[] = "kubernetes.io/kubelet-serving";
+constexpr char kNodesOrganization[] = "system:nodes";
+constexpr char kNodeCnPrefix[] = "system:node:";
+
+long long MillisSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string Seconds(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+Failure Unusable(const Status& s) { return Failure::Refused("bad_response", s.ToString()); }
+
+void Wipe(std::string* s) {
+  if (!s->empty()) OPENSSL_cleanse(s->data(), s->size());
+}
+void Wipe(Bytes* b) {
+  if (!b->empty()) OPENSSL_cleanse(b->data(), b->size());
+}
+
+std::string AuthHeader(const Token& t) { return "Authorization: Bearer " + t.token; }
+
+}  // namespace
+
+AgentClock SystemClock() {
+  auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
+  return AgentClock{
+      [] { return std::time(nullptr); },
+      [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); },
+      [rng] { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); },
+  };
+}
+
+Agent::Agent(AgentOptions options, Tpm* tpm, const HttpClient* client, AgentClock clock)
+    : options_(std::move(options)), tpm_(tpm), client_(client), clock_(std::move(clock)) {}
+
+void Agent::Log(const std::string& outcome, const std::string& details) const {
+  std::fprintf(stderr, "rackgate-agent: step=%s machine=%s %s%s%s\n", step_.c_str(), machine_.c_str(),
+               outcome.c_str(), details.empty() ? "" : " ", details.c_str());
+}
+
+void Agent::LogFailure(const Failure& f, const std::string& extra) const {
+  std::string d;
+  if (f.http_status != 0) d += "status=" + std::to_string(f.http_status) + " ";
+  d += "reason=" + attest::PrintableAscii(f.reason, 64);
+  if (!f.message.empty()) d += " message=\"" + attest::PrintableAscii(f.message, 300) + "\"";
+  if (!extra.empty()) d += " " + extra;
+  Log(f.KindName(), d);
+}
+
+int Agent::Run() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.max_wait;
+  int backoff_attempt = 0;
+  for (;;) {
+    auto r = RunOnce();
+    if (r.ok()) return kExitOk;
+    const Failure& f = r.failure();
+    if (f.kind != Failure::Kind::kWait && f.kind != Failure::Kind::kRetry) {
+      LogFailure(f);
+      return f.ExitCode();
+    }
+    std::chrono::milliseconds delay;
+    if (f.kind == Failure::Kind::kWait) {
+      // The appliance answered: the network is fine, start backoff afresh.
+      backoff_attempt = 0;
+      delay = WaitDelay(f.retry_after_seconds, clock_.unit_random());
+    } else {
+      delay = BackoffDelay(backoff_attempt++, clock_.unit_random());
+    }
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (remaining.count() <= 0) {
+      LogFailure(f, "gave_up max_wait=" + std::to_string(options_.max_wait.count()) + "s");
+      return kExitUnreachable;
+    }
+    delay = std::min(delay, remaining);
+    LogFailure(f, "retry_in=" + Seconds(delay));
+    clock_.sleep(delay);
+  }
+}
+
+Outcome<Done> Agent::RunOnce() {
+  auto a = Attest();
+  if (!a.ok()) return a.failure();
+  if (options_.step_config && !config_done_) {
+    auto c = Config(*a);
+    if (!c.ok()) return c.failure();
+  }
+  if (options_.step_csr) {
+    auto c = Csr(&*a);
+    if (!c.ok()) return c.failure();
+  }
+  return Done{};
+}
+
+Outcome<HttpResponse> Agent::Call(const char* method, const std::string& path, const std::string& body,
+                                  const std::vector<std::string>& headers) {
+  Result<HttpResponse> r = std::string_view(method) == "GET" ? client_->Get(path, headers)
+                                                             : client_->Post(path, body, headers);
+  return Classify(std::move(r), clock_.now());
+}
+
+Outcome<std::optional<Bytes>> Agent::ReadEventLog() {
+  if (options_.eventlog_path.empty()) return std::optional<Bytes>();
+  struct stat st;
+  if (::stat(options_.eventlog_path.c_str(), &st) != 0 && errno == ENOENT) {
+    Log("note", "no event log at " + options_.eventlog_path + "; sending none");
+    return std::optional<Bytes>();
+  }
+  // Read to end of file: securityfs reports a size of 0.
+  auto log = ReadFile(options_.eventlog_path, kMaxEventLogBytes);
+  if (!log.ok()) {
+    if (log.status().reason() == "file_too_large") {
+      Log("note", "event log at " + options_.eventlog_path + " is over 1 MiB; sending none");
+      return std::optional<Bytes>();
+    }
+    return Failure::FromStatus(log.status());
+  }
+  return std::optional<Bytes>(std::move(log).value());
+}
+
+Outcome<Agent::Attestation> Agent::Attest() {
+  step_ = "attest";
+  const auto t0 = std::chrono::steady_clock::now();
+
+  auto choice = ChooseEk(tpm_, options_.ek);
+  if (!choice.ok()) return Failure::FromStatus(choice.status());
+  auto ek = tpm_->CreateEk(choice->kind);
+  if (!ek.ok()) return Failure::FromStatus(ek.status());
+  {
+    auto pub = attest::ParseTpm2bPublic(ek->object.tpm2b_public());
+    auto id = pub.ok() ? attest::EkKeyHash(*pub) : Result<Bytes>(pub.status());
+    if (!id.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", id.status().message()));
+    machine_ = attest::HexString(*id).substr(0, 16);
+  }
+  if (choice->certificate) {
+    if (Status s = CheckEkMatchesCertificate(ek->object.tpm2b_public(), *choice->certificate); !s.ok()) {
+      return Failure::FromStatus(s);
+    }
+  }
+  auto ak = tpm_->CreateAk(*ek, options_.ak);
+  if (!ak.ok()) return Failure::FromStatus(ak.status());
+
+  ChallengeRequest creq;
+  creq.ek_public = ek->object.tpm2b_public();
+  creq.ek_certificate = choice->certificate;
+  creq.ek_intermediates = choice->intermediates;
+  creq.ak_public = ak->tpm2b_public();
+  auto resp = Call("POST", "/v1/attest/challenge", EncodeChallengeRequest(creq), {});
+  if (!resp.ok()) return resp.failure();
+  auto challenge = ParseChallenge(resp->body);
+  if (!challenge.ok()) return challenge.failure();
+  auto credential = attest::DecodeCredentialFile(challenge->credential);
+  if (!credential.ok()) return Unusable(credential.status());
+
+  // Proof that this AK lives beside this EK: only this TPM can unwrap it.
+  auto secret = tpm_->ActivateCredential(*ak, *ek, *credential);
+  if (!secret.ok()) return Failure::FromStatus(secret.status());
+  // swtpm has three object slots: the EK's is needed later (SRK, key, AK).
+  ek->object.Flush();
+
+  EvidenceRequest ev;
+  ev.session = challenge->session;
+  ev.secret = std::move(secret).value();
+  for (int attempt = 1;; ++attempt) {
+    auto quote = tpm_->Quote(*ak, challenge->nonce, challenge->pcr_selection);
+    if (!quote.ok()) return Failure::FromStatus(quote.status());
+    // Read exactly what the TPM quoted (it drops banks it does not have),
+    // and check the values against the quote's own digest: a PCR extended
+    // between the two commands would make the appliance refuse the quote.
+    auto parsed = attest::ParseTpmsAttest(quote->attest);
+    if (!parsed.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", parsed.status().message()));
+    auto pcrs = tpm_->ReadPcrs(parsed->pcr_select);
+    if (!pcrs.ok()) return Failure::FromStatus(pcrs.status());
+    auto digest = attest::ComputePcrDigest(attest::kAlgSha256, parsed->pcr_select, *pcrs);
+    if (digest.ok() && *digest == parsed->pcr_digest) {
+      ev.quote = std::move(quote->attest);
+      ev.signature = std::move(quote->signature);
+      ev.pcrs = std::move(pcrs).value();
+      break;
+    }
+    if (attempt == kQuoteAttempts) {
+      Wipe(&ev.secret);
+      return Failure::FromStatus(
+          Status::TpmError("pcrs_changing", "PCR values kept changing between TPM2_Quote and TPM2_PCR_Read"));
+    }
+  }
+  auto log = ReadEventLog();
+  if (!log.ok()) {
+    Wipe(&ev.secret);
+    return log.failure();
+  }
+  ev.event_log = std::move(*log);
+  const std::string log_note = ev.event_log ? std::to_string(ev.event_log->size()) + "B" : "none";
+
+  std::string body = EncodeEvidenceRequest(ev);
+  // The secret is single-use and its session is consumed by this request,
+  // but it is still not left lying around in freed memory.
+  Wipe(&ev.secret);
+  resp = Call("POST", "/v1/attest/evidence", body, {});
+  Wipe(&body);
+  if (!resp.ok()) return resp.failure();
+  auto token = ParseToken(resp->body);
+  if (!token.ok()) return token.failure();
+
+  Log("ok", "hostname=" + token->hostname + " state=" + token->state + " ek=" + EkKindName(choice->kind) +
+                (choice->certificate ? "" : "(no-cert)") + " ak=" + (options_.ak == AkAlg::kRsa ? "rsa" : "ecc") +
+                " pcrs=" + attest::FormatPcrSelectionList(challenge->pcr_selection) + " eventlog=" + log_note +
+                " ms=" + std::to_string(MillisSince(t0)));
+  Attestation a;
+  a.token = std::move(token).value();
+  a.nonce = challenge->nonce;
+  a.ak = std::move(ak).value();
+  return a;
+}
+
+Outcome<Done> Agent::Config(const Attestation& a) {
+  step_ = "config";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto resp = Call("GET", "/v1/machine/config", "",
+                   {AuthHeader(a.token), std::string("Accept: ") + kIgnitionAccept});
+  if (!resp.ok()) return resp.failure();
+  // Validated completely before anything is written or applied.
+  auto plan = ParseIgnitionConfig(resp->body);
+  if (!plan.ok()) return Failure::Refused(plan.status().reason(), plan.status().message());
+  std::string details = "bytes=" + std::to_string(resp->body.size()) + " version=" + plan->version;
+  if (!options_.config_out.empty()) {
+    // 0600: the attested config carries the machine's secrets.
+    const auto* data = reinterpret_cast<const uint8_t*>(resp->body.data());
+    if (Status s = WriteFileAtomic(options_.config_out, std::span<const uint8_t>(data, resp->body.size()));
+        !s.ok()) {
+      return Failure::FromStatus(s);
+    }
+    details += " written=" + options_.config_out;
+  }
+  if (!options_.apply_root.empty()) {
+    if (Status s = ApplyIgnition(*plan, options_.apply_root); !s.ok()) return Failure::FromStatus(s);
+    details += " applied=" + options_.apply_root + " files=" + std::to_string(plan->files.size()) +
+               " directories=" + std::to_string(plan->directories.size()) +
+               " links=" + std::to_string(plan->links.size()) + " units=" + std::to_string(plan->units.size());
+    if (!plan->not_applied.empty()) {
+      std::string list;
+      for (const auto& n : plan->not_applied) list += (list.empty() ? "" : ",") + n;
+      details += " not_applied=\"" + list + "\"";
+    }
+  }
+  Wipe(&resp->body);
+  Log("ok", details + " ms=" + std::to_string(MillisSince(t0)));
+  config_done_ = true;
+  return Done{};
+}
+
+Outcome<IssuedCertificate> Agent::SubmitCsr(const Attestation& a, const CsrRequest& request) {
+  auto resp = Call("POST", "/v1/machine/csr", EncodeCsrRequest(request), {AuthHeader(a.token)});
+  if (!resp.ok()) return resp.failure();
+  return ParseIssuedCertificate(resp->body);
+}
+
+Outcome<Done> Agent::Csr(Attestation* a) {
+  step_ = "csr";
+  auto resp = Call("GET", "/v1/machine", "", {AuthHeader(a->token)});
+  if (!resp.ok()) return resp.failure();
+  auto machine = ParseMachineRecord(resp->body);
+  if (!machine.ok()) return machine.failure();
+  if (!client_done_) {
+    // --tpm-key, or the pool asks for it.
+    auto c = ClientCertificate(a, machine->hostname, options_.tpm_key || machine->require_tpm_key);
+    if (!c.ok()) return c.failure();
+  }
+  if (!serving_done_) {
+    auto s = ServingCertificate(*a, machine->hostname);
+    if (!s.ok()) return s.failure();
+  }
+  const std::string ca = (std::filesystem::path(options_.kubelet_dir) / kCaFile).string();
+  const std::string kubeconfig =
+      RenderKubeconfig(options_.apiserver, ca, client_cert_path_, client_key_path_);
+  const std::filesystem::path kc(options_.kubeconfig);
+  if (Status s = WriteInDir(kc.parent_path().string(), kc.filename().string(), kubeconfig, 0600); !s.ok()) {
+    return Failure::FromStatus(s);
+  }
+  Log("ok", "kubeconfig=" + options_.kubeconfig + " apiserver=" + options_.apiserver);
+  return Done{};
+}
+
+Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {}, {}};
+  CsrRequest req;
+  req.signer = kClientSigner;
+  req.usages = {"digital signature", "client auth"};
+  PkeyPtr public_key;
+  std::string key_pem;
+  KeyBlobs blobs;
+  if (tpm_key) {
+    // The key is born in the TPM under a fresh SRK (owner hierarchy), and
+    // the AK that just attested vouches for it with TPM2_Certify over the
+    // session's nonce: the appliance learns the key is TPM-resident and
+    // belongs to this attestation.
+    auto srk = tpm_->CreateSrk();
+    if (!srk.ok()) return Failure::FromStatus(srk.status());
+    auto created = tpm_->CreateKey(*srk, ClientKeyTemplate());
+    if (!created.ok()) return Failure::FromStatus(created.status());
+    blobs = std::move(created).value();
+    auto key = tpm_->LoadKey(*srk, blobs);
+    if (!key.ok()) return Failure::FromStatus(key.status());
+    srk->Flush();
+    auto certified = tpm_->Certify(*key, a->ak, a->nonce);
+    if (!certified.ok()) return Failure::FromStatus(certified.status());
+    auto pub = PublicKeyFromTpm2bPublic(blobs.tpm2b_public);
+    if (!pub.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", pub.status().message()));
+    public_key = std::move(pub).value();
+    TpmObject* loaded = &*key;
+    DigestSigner signer = [this, loaded](std::span<const uint8_t> digest) -> Result<Bytes> {
+      auto sig = tpm_->SignDigest(*loaded, digest);
+      if (!sig.ok()) return sig.status();
+      return EcdsaDerFromTpmtSignature(*sig);
+    };
+    auto csr = BuildCsrPem(subject, public_key.get(), signer);
+    if (!csr.ok()) {
+      return Failure::FromStatus(csr.status().code() == Status::Code::kTpmError
+                                     ? csr.status()
+                                     : Status::TpmError("csr_failed", csr.status().ToString()));
+    }
+    req.csr_pem = std::move(csr).value();
+    req.tpm_public = blobs.tpm2b_public;
+    req.certify_info = std::move(certified->attest);
+    req.certify_signature = std::move(certified->signature);
+  } else {
+    if (!client_key_) client_key_ = GenerateP256Key();
+    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
+    public_key = PkeyPtr(client_key_.get());
+    key_pem = PrivateKeyPem(public_key.get());
+    auto csr = BuildCsrPem(subject, public_key.get(), SoftwareSigner(public_key.get()));
+    if (!csr.ok()) return Failure::FromStatus(csr.status());
+    req.csr_pem = std::move(csr).value();
+  }
+
+  auto issued = SubmitCsr(*a, req);
+  if (!issued.ok()) {
+    Wipe(&key_pem);
+    return issued.failure();
+  }
+  auto cert = CheckIssuedCertificate(issued->certificate_pem, public_key.get(), subject.common_name);
+  auto ca = NormalizeCertificatesPem(issued->ca_pem);
+  if (!cert.ok() || !ca.ok()) {
+    Wipe(&key_pem);
+    return Unusable(cert.ok() ? ca.status() : cert.status());
+  }
+  if (Status s = WriteInDir(options_.kubelet_dir, kCaFile, *ca, 0644); !s.ok()) return Failure::FromStatus(s);
+  if (tpm_key) {
+    const std::string_view pub(reinterpret_cast<const char*>(blobs.tpm2b_public.data()), blobs.tpm2b_public.size());
+    const std::string_view priv(reinterpret_cast<const char*>(blobs.tpm2b_private.data()),
+                                blobs.tpm2b_private.size());
+    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPublic, pub, 0600); !s.ok()) {
+      return Failure::FromStatus(s);
+    }
+    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPrivate, priv, 0600); !s.ok()) {
+      return Failure::FromStatus(s);
+    }
+  }
+  auto path = WriteKubeletPair(options_.kubelet_dir, kClientPrefix, *cert,
+                               tpm_key ? std::nullopt : std::optional<std::string_view>(key_pem),
+                               clock_.now());
+  Wipe(&key_pem);
+  if (!path.ok()) return Failure::FromStatus(path.status());
+  client_cert_path_ = *path;
+  // With a TPM key there is no key file: kubelet needs a TPM-aware signer
+  // (docs/agent.md).
+  client_key_path_ = tpm_key ? "" : *path;
+  step_ = "csr";
+  Log("ok", std::string("certificate=client key=") + (tpm_key ? "tpm" : "software") +
+                " serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) + " path=" + *path +
+                " ms=" + std::to_string(MillisSince(t0)));
+  client_done_ = true;
+  return Done{};
+}
+
+Outcome<Done> Agent::ServingCertificate(const Attestation& a, const std::string& hostname) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {hostname}, options_.node_ips};
+  PkeyPtr key = GenerateP256Key();
+  std::string key_pem = PrivateKeyPem(key.get());
+  auto csr = BuildCsrPem(subject, key.get(), SoftwareSigner(key.get()));
+  if (!csr.ok()) {
+    Wipe(&key_pem);
+    return Failure::FromStatus(csr.status());
+  }
+  CsrRequest req;
+  req.signer = kServingSigner;
+  req.usages = {"digital signature", "server auth"};
+  req.csr_pem = std::move(csr).value();
+  auto issued = SubmitCsr(a, req);
+  if (!issued.ok()) {
+    Wipe(&key_pem);
+    return issued.failure();
+  }
+  auto cert = CheckIssuedCertificate(issued->certificate_pem, key.get(), subject.common_name);
+  if (!cert.ok()) {
+    Wipe(&key_pem);
+    return Unusable(cert.status());
+  }
+  auto path = WriteKubeletPair(options_.kubelet_dir, kServerPrefix, *cert, key_pem, clock_.now());
+  Wipe(&key_pem);
+  if (!path.ok()) return Failure::FromStatus(path.status());
+  Log("ok", "certificate=serving serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) +
+                " path=" + *path + " ms=" + std::to_string(MillisSince(t0)));
+  serving_done_ = true;
+  return Done{};
+}
+
+}  // namespace rackgate::agent

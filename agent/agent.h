@@ -1,0 +1,105 @@
+// The node's path (DESIGN.md, docs/protocol.md) as steps: attest (challenge,
+// ActivateCredential, quote, evidence → bearer token), config (the attested
+// Ignition config, written and/or applied), csr (kubelet client and serving
+// certificates, kubeconfig). A 503 or an unreachable appliance sends the
+// agent back to the challenge after a wait; steps already done are not
+// repeated. One log line per step on stderr. Internal to rackgate-agent.
+#ifndef RACKGATE_AGENT_AGENT_H_
+#define RACKGATE_AGENT_AGENT_H_
+
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "agent/agent.h is internal to rackgate-agent"
+#endif
+
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/client.h"
+#include "agent/csr.h"
+#include "agent/ek.h"
+#include "agent/failure.h"
+#include "agent/protocol.h"
+#include "agent/tpm.h"
+
+namespace rackgate::agent {
+
+struct AgentOptions {
+  EkPreference ek = EkPreference::kAny;
+  AkAlg ak = AkAlg::kEcc;
+  std::string eventlog_path;  // "" sends no event log
+  bool step_config = false;
+  bool step_csr = false;
+  std::string config_out;  // "" writes none
+  std::string apply_root;  // "" applies nothing
+  std::string kubelet_dir;
+  std::string kubeconfig;
+  std::string apiserver;
+  std::vector<std::string> node_ips;
+  bool tpm_key = false;
+  std::chrono::seconds max_wait{3600};
+};
+
+// How the agent sleeps and reads the clock; tests may replace both.
+struct AgentClock {
+  std::function<std::time_t()> now;
+  std::function<void(std::chrono::milliseconds)> sleep;
+  std::function<double()> unit_random;  // uniform in [0, 1)
+};
+AgentClock SystemClock();
+
+class Agent {
+ public:
+  // `tpm` and `client` are BORROWED and must outlive the agent.
+  Agent(AgentOptions options, Tpm* tpm, const HttpClient* client, AgentClock clock);
+
+  // Runs every selected step, waiting and starting again from the
+  // challenge on 503s and unreachable appliances for at most max_wait in
+  // all. Returns the process exit code (failure.h).
+  int Run();
+
+ private:
+  struct Attestation {
+    Token token;
+    Bytes nonce;
+    TpmObject ak;  // kept loaded for TPM2_Certify in the csr step
+  };
+
+  Outcome<Done> RunOnce();
+  Outcome<Attestation> Attest();
+  Outcome<Done> Config(const Attestation& a);
+  Outcome<Done> Csr(Attestation* a);
+  Outcome<Done> ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key);
+  Outcome<Done> ServingCertificate(const Attestation& a, const std::string& hostname);
+  Outcome<IssuedCertificate> SubmitCsr(const Attestation& a, const CsrRequest& request);
+  Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,
+                             const std::vector<std::string>& headers);
+  Outcome<std::optional<Bytes>> ReadEventLog();
+
+  void Log(const std::string& outcome, const std::string& details) const;
+  void LogFailure(const Failure& f, const std::string& extra = "") const;
+
+  AgentOptions options_;
+  Tpm* tpm_;
+  const HttpClient* client_;
+  AgentClock clock_;
+
+  std::string step_ = "attest";
+  std::string machine_ = "-";  // EK identity prefix, for log lines
+  bool config_done_ = false;
+  bool client_done_ = false;
+  bool serving_done_ = false;
+  std::string client_cert_path_;
+  std::string client_key_path_;
+  // The software client key, kept across retries within this run: when the
+  // answer to a client CSR is lost, the same key asks again and rackgated
+  // sends the same certificate (docs/csr.md) instead of refusing a second.
+  PkeyPtr client_key_;
+};
+
+}  // namespace rackgate::agent
+
+#endif  // RACKGATE_AGENT_AGENT_H_

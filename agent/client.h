@@ -1,0 +1,70 @@
+// An HTTPS client for the appliance's JSON API, on libcurl: TLS verified
+// against the appliance CA only (never the system store, never switched off),
+// HTTPS only, no redirects, timeouts, and a bound on the answer's size.
+// Internal to rackgate-agent.
+#ifndef RACKGATE_AGENT_CLIENT_H_
+#define RACKGATE_AGENT_CLIENT_H_
+
+#if !defined(RACKGATE_AGENT_INTERNAL)
+#error "agent/client.h is internal to rackgate-agent"
+#endif
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace rackgate::agent {
+
+// No answer from the appliance may be larger: an Ignition config with its
+// files inlined is the largest, and 8 MiB is far above a sensible one.
+inline constexpr size_t kMaxResponseBytes = 8u << 20;
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::optional<std::string> retry_after;  // the Retry-After header, verbatim
+};
+
+struct ClientOptions {
+  std::string base_url;  // "https://host:22623", no trailing path
+  std::string ca_file;   // PEM: the only CA trusted for the appliance
+  long connect_timeout_seconds = 10;
+  long request_timeout_seconds = 60;
+  size_t max_response_bytes = kMaxResponseBytes;
+  std::string user_agent = "rackgate-agent";
+};
+
+class HttpClient {
+ public:
+  // Refuses (kInvalidArgument "url_invalid") a base URL that is not https://
+  // or has a path, query or credentials, and (kIoError "ca_unreadable") a CA
+  // file that cannot be read. REQUIRES: curl_global_init ran.
+  static Result<HttpClient> Create(ClientOptions options);
+
+  // One request to base_url + path. `headers` are "Name: value" lines. A
+  // non-empty `json_body` is POSTed as application/json; otherwise GET.
+  // Success means an HTTP answer of any status arrived in full.
+  // kIoError "appliance_unreachable" when there was no complete answer
+  // (DNS, connect, TLS verification, timeout); kInvalidArgument
+  // "response_too_large" for an answer over max_response_bytes.
+  // Thread-compatible: one request at a time per client.
+  Result<HttpResponse> Get(std::string_view path, const std::vector<std::string>& headers) const;
+  Result<HttpResponse> Post(std::string_view path, std::string_view json_body,
+                            const std::vector<std::string>& headers) const;
+
+ private:
+  explicit HttpClient(ClientOptions options) : options_(std::move(options)) {}
+  Result<HttpResponse> Perform(std::string_view path, const std::string* body,
+                               const std::vector<std::string>& headers) const;
+
+  ClientOptions options_;
+};
+
+}  // namespace rackgate::agent
+
+#endif  // RACKGATE_AGENT_CLIENT_H_

@@ -1,0 +1,230 @@
+// rackgate-agent: flags, the TPM and HTTPS client set-up, exit codes.
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <getopt.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/client.h"
+#include "agent/failure.h"
+#include "agent/kubelet.h"
+#include "agent/tpm.h"
+#include "attest/boot_facts.h"
+
+#ifndef RACKGATE_VERSION
+#define RACKGATE_VERSION "dev"
+#endif
+
+namespace {
+
+using namespace rackgate::agent;  // NOLINT
+
+constexpr char kHelp[] =
+    "Usage: rackgate-agent --url https://HOST:22623 --ca FILE [OPTIONS]\n"
+    "\n"
+    "Attests this machine with its TPM to a rackgate appliance, then fetches its\n"
+    "attested Ignition config and its kubelet certificates.\n"
+    "\n"
+    "Appliance:\n"
+    "  --url URL            the appliance, https://HOST[:PORT] (required)\n"
+    "  --ca FILE            the appliance CA (PEM), the only CA trusted (required)\n"
+    "  --max-wait DURATION  give up after waiting this long in all for an\n"
+    "                       appliance that answers 503 or cannot be reached;\n"
+    "                       seconds, or with s/m/h (default 1h)\n"
+    "  --steps LIST         comma-separated: attest, config, csr (default attest);\n"
+    "                       config and csr imply attest (the token is never stored)\n"
+    "TPM:\n"
+    "  --tcti CONF          TCTI (default device:/dev/tpmrm0;\n"
+    "                       lab: swtpm:host=127.0.0.1,port=N)\n"
+    "  --ek-alg rsa|ecc     which EK (default: the first with a certificate in NV,\n"
+    "                       RSA-2048, then ECC P-256, then ECC P-384)\n"
+    "  --ak-alg rsa|ecc     the attestation key: RSA-2048 RSASSA or ECC P-256\n"
+    "                       ECDSA, both SHA-256 (default ecc)\n"
+    "  --eventlog PATH      measured-boot log to send (default\n"
+    "                       /sys/kernel/security/tpm0/binary_bios_measurements;\n"
+    "                       missing: none is sent; \"\": never send one)\n"
+    "Config step:\n"
+    "  --config-out FILE    write the attested Ignition config here (mode 0600)\n"
+    "  --apply-root DIR     apply its files, directories, links and units under DIR\n"
+    "CSR step:\n"
+    "  --kubelet-dir DIR    kubelet PKI directory (default /var/lib/kubelet/pki)\n"
+    "  --kubeconfig FILE    kubeconfig to write (default /var/lib/kubelet/kubeconfig)\n"
+    "  --apiserver URL      the cluster's API server, https://... (required for csr)\n"
+    "  --node-ip ADDR       an address for the serving certificate (repeatable)\n"
+    "  --tpm-key            keep the client key in the TPM (certified by the AK)\n"
+    "\n"
+    "  --help, --version\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage; 3 refused by the appliance (reason on stderr);\n"
+    "4 appliance unreachable or gave up waiting; 5 TPM failure; 6 local I/O failure;\n"
+    "1 internal error (a bug).\n";
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "rackgate-agent: %s\nTry 'rackgate-agent --help'.\n", why.c_str());
+  return kExitUsage;
+}
+
+// "90", "90s", "15m", "1h".
+bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
+  if (text.empty() || text.size() > 12) return false;
+  long mult = 1;
+  switch (text.back()) {
+    case 's': mult = 1; text.remove_suffix(1); break;
+    case 'm': mult = 60; text.remove_suffix(1); break;
+    case 'h': mult = 3600; text.remove_suffix(1); break;
+    default: break;
+  }
+  if (text.empty()) return false;
+  long v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v > 30L * 24 * 3600 / mult) return false;  // a month is plenty
+  *out = std::chrono::seconds(v * mult);
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  enum Flag {
+    kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kConfigOut, kApplyRoot,
+    kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion,
+  };
+  static const option kOptions[] = {
+      {"url", required_argument, nullptr, kUrl},
+      {"ca", required_argument, nullptr, kCa},
+      {"max-wait", required_argument, nullptr, kMaxWait},
+      {"steps", required_argument, nullptr, kSteps},
+      {"tcti", required_argument, nullptr, kTcti},
+      {"ek-alg", required_argument, nullptr, kEkAlg},
+      {"ak-alg", required_argument, nullptr, kAkAlg},
+      {"eventlog", required_argument, nullptr, kEventlog},
+      {"config-out", required_argument, nullptr, kConfigOut},
+      {"apply-root", required_argument, nullptr, kApplyRoot},
+      {"kubelet-dir", required_argument, nullptr, kKubeletDir},
+      {"kubeconfig", required_argument, nullptr, kKubeconfig},
+      {"apiserver", required_argument, nullptr, kApiserver},
+      {"node-ip", required_argument, nullptr, kNodeIp},
+      {"tpm-key", no_argument, nullptr, kTpmKey},
+      {"help", no_argument, nullptr, kHelpFlag},
+      {"version", no_argument, nullptr, kVersion},
+      {nullptr, 0, nullptr, 0},
+  };
+  std::string url, ca, tcti = "device:/dev/tpmrm0", steps = "attest";
+  AgentOptions o;
+  o.eventlog_path = "/sys/kernel/security/tpm0/binary_bios_measurements";
+  o.kubelet_dir = "/var/lib/kubelet/pki";
+  o.kubeconfig = "/var/lib/kubelet/kubeconfig";
+  opterr = 0;
+  for (;;) {
+    const int c = getopt_long(argc, argv, ":", kOptions, nullptr);
+    if (c == -1) break;
+    const std::string arg = optarg ? optarg : "";
+    switch (c) {
+      case kUrl: url = arg; break;
+      case kCa: ca = arg; break;
+      case kMaxWait:
+        if (!ParseDuration(arg, &o.max_wait)) return Usage("--max-wait: expected seconds, or a number with s/m/h");
+        break;
+      case kSteps: steps = arg; break;
+      case kTcti: tcti = arg; break;
+      case kEkAlg:
+        if (arg == "rsa") o.ek = EkPreference::kRsa;
+        else if (arg == "ecc") o.ek = EkPreference::kEcc;
+        else return Usage("--ek-alg: expected rsa or ecc");
+        break;
+      case kAkAlg:
+        if (arg == "rsa") o.ak = AkAlg::kRsa;
+        else if (arg == "ecc") o.ak = AkAlg::kEcc;
+        else return Usage("--ak-alg: expected rsa or ecc");
+        break;
+      case kEventlog: o.eventlog_path = arg; break;
+      case kConfigOut: o.config_out = arg; break;
+      case kApplyRoot: o.apply_root = arg; break;
+      case kKubeletDir: o.kubelet_dir = arg; break;
+      case kKubeconfig: o.kubeconfig = arg; break;
+      case kApiserver: o.apiserver = arg; break;
+      case kNodeIp: o.node_ips.push_back(arg); break;
+      case kTpmKey: o.tpm_key = true; break;
+      case kHelpFlag: std::fputs(kHelp, stdout); return kExitOk;
+      case kVersion: std::printf("rackgate-agent %s\n", RACKGATE_VERSION); return kExitOk;
+      case ':': return Usage(std::string("option needs a value: ") + argv[optind - 1]);
+      default: return Usage(std::string("unknown option: ") + (optind > 0 ? argv[optind - 1] : "?"));
+    }
+  }
+  if (optind < argc) return Usage(std::string("unexpected argument: ") + argv[optind]);
+  if (url.empty()) return Usage("--url is required");
+  if (ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
+  size_t at = 0;
+  while (at <= steps.size()) {
+    const size_t end = std::min(steps.find(',', at), steps.size());
+    const std::string step = steps.substr(at, end - at);
+    if (step == "config") o.step_config = true;
+    else if (step == "csr") o.step_csr = true;
+    else if (step != "attest") return Usage("--steps: unknown step '" + step + "' (attest, config, csr)");
+    at = end + 1;
+  }
+  if (o.step_config && o.config_out.empty() && o.apply_root.empty()) {
+    return Usage("the config step needs --config-out FILE and/or --apply-root DIR");
+  }
+  if (o.step_csr && !ValidApiserverUrl(o.apiserver)) {
+    return Usage("the csr step needs --apiserver https://HOST:PORT for the kubeconfig");
+  }
+  if (o.step_csr && (o.kubelet_dir.empty() || o.kubeconfig.empty())) {
+    return Usage("--kubelet-dir and --kubeconfig must not be empty");
+  }
+  if (!o.step_csr && (o.tpm_key || !o.node_ips.empty())) return Usage("--tpm-key and --node-ip belong to the csr step");
+  for (const auto& ip : o.node_ips) {
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, ip.c_str(), buf) != 1 && inet_pton(AF_INET6, ip.c_str(), buf) != 1) {
+      return Usage("--node-ip: not an IPv4 or IPv6 address: " + ip);
+    }
+  }
+
+  // tpm2-tss logs its own errors to stderr; the agent reports each failure
+  // once, in its own line. TSS2_LOG set by the caller still wins.
+  setenv("TSS2_LOG", "all+none", 0);
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    std::fprintf(stderr, "rackgate-agent: curl_global_init failed\n");
+    return kExitLocalIo;
+  }
+  ClientOptions co;
+  co.base_url = url;
+  co.ca_file = ca;
+  co.user_agent = std::string("rackgate-agent/") + RACKGATE_VERSION;
+  auto client = HttpClient::Create(co);
+  if (!client.ok()) {
+    if (client.status().code() == rackgate::Status::Code::kInvalidArgument) return Usage(client.status().message());
+    std::fprintf(stderr, "rackgate-agent: %s\n", client.status().ToString().c_str());
+    return kExitLocalIo;
+  }
+  auto tpm = Tpm::Open(tcti);
+  if (!tpm.ok()) {
+    std::fprintf(stderr, "rackgate-agent: step=attest machine=- tpm-failure reason=%s message=\"%s\"\n",
+                 tpm.status().reason().c_str(),
+                 rackgate::attest::PrintableAscii(tpm.status().message(), 300).c_str());
+    return kExitTpm;
+  }
+  Agent agent(o, tpm->get(), &*client, SystemClock());
+  return agent.Run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    // A bug or resource exhaustion, not an outcome the protocol defines.
+    std::fprintf(stderr, "rackgate-agent: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}

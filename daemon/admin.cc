@@ -37,7 +37,7 @@ json MachineJson(const storage::Machine& m) {
   for (const auto& a : m.addresses) addrs.push_back({{"kind", a.kind}, {"value", a.value}});
   json j = {{"hostname", m.hostname},
             {"pool", m.pool},
-            {"state", m.state},
+            {"state", std::string(storage::StateName(m.state))},
             {"ek_hash", attest::HexString(m.ek_hash)},
             {"has_ek_certificate", m.ek_certificate.has_value()},
             {"tpm_manufacturer", m.tpm_manufacturer},
@@ -137,7 +137,7 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   if (e.pool.empty()) return Status::InvalidArgument("field_missing", "pool is required");
   std::optional<attest::TpmPublic> ek;
   if (j.contains("ek_public")) {
-    auto b = wire::Base64Decode(Str(j, "ek_public"), kMaxTpm2bPublic);
+    auto b = wire::Base64Decode(Str(j, "ek_public"), wire::kMaxTpm2bPublic);
     if (!b) return Status::InvalidArgument("field_invalid", "ek_public is not base64");
     auto parsed = attest::ParseTpm2bPublic(*b);
     if (!parsed.ok()) return parsed.status().Annotate("ek_public");
@@ -145,7 +145,7 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
     e.ek_public = *b;
   }
   if (j.contains("ek_certificate")) {
-    auto b = wire::Base64Decode(Str(j, "ek_certificate"), kMaxCertificate);
+    auto b = wire::Base64Decode(Str(j, "ek_certificate"), wire::kMaxCertificate);
     if (!b) return Status::InvalidArgument("field_invalid", "ek_certificate is not base64");
     auto info = service.CheckEkCertificate(*b, {}, ek ? &*ek : nullptr);
     if (!info.ok()) return info.status();
@@ -297,7 +297,12 @@ Response AdminApi::List(const Request& request) {
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   storage::MachineFilter filter;
   if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
-  if (auto it = request.query.find("state"); it != request.query.end()) filter.state = it->second;
+  if (auto it = request.query.find("state"); it != request.query.end()) {
+    filter.state = storage::ParseMachineState(it->second);
+    if (!filter.state) {
+      return StoreError(Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'"));
+    }
+  }
   auto list = store_->ListMachines(filter);
   if (!list.ok()) return StoreError(list.status());
   json machines = json::array();
@@ -332,7 +337,7 @@ Response AdminApi::Action(const Request& request, const std::string& verb) {
            : verb == "revoke" ? store_->Revoke(host, a, now)
                               : store_->Reset(host, a, now);
   if (!m.ok()) return StoreError(m.status());
-  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, m->state, a.why);
+  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, storage::StateName(m->state), a.why);
   return Response::Json(200, MachineJson(*m).dump());
 }
 

@@ -11,8 +11,8 @@
 
 namespace rackgate::storage {
 
-Result<Machine> SqliteStore::RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
-                                                const Actor& actor, int64_t now) {
+Result<Machine> SqliteStore::RecordConfigServed(int64_t machine_id, const std::string& digest,
+                                                const std::string& version, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     CheckSize("digest", digest.size(), 1, 128);
@@ -58,11 +58,13 @@ Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, co
                                            "' since its last reset"));
         }
         if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {
-          Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; a client certificate needs attested or provisioned"));
+          Fail(Status::InvalidArgument("state_conflict",
+                                       MachineIs(m) + "; a client certificate needs attested or provisioned"));
         }
         to = MachineState::kJoined;
       } else if (m.state != MachineState::kProvisioned && m.state != MachineState::kJoined) {
-        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; a serving certificate needs provisioned or joined"));
+        Fail(Status::InvalidArgument("state_conflict",
+                                     MachineIs(m) + "; a serving certificate needs provisioned or joined"));
       }
       {
         Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");

@@ -16,7 +16,9 @@ namespace rackgate::storage {
 
 namespace {
 
-bool Contains(const std::vector<MachineState>& v, MachineState s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool Contains(const std::vector<MachineState>& v, MachineState s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 std::string Join(const std::vector<MachineState>& v) {
   std::string out;

@@ -109,7 +109,8 @@ Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
       auto m = MachineById(c, t.machine_id);
       if (!m) Fail(Status::NotFound("token_unknown", "unknown token"));
       // SECURITY: revocation wins over everything, at once.
-      if (m->state == MachineState::kRevoked) Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
+      if (m->state == MachineState::kRevoked)
+        Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
       if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
       return Bearer{std::move(*m), std::move(t)};
     });

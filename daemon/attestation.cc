@@ -235,7 +235,9 @@ Response AttestationService::Challenge(const Request& request) {
   if (machine->state == storage::MachineState::kPending) {
     return Refuse(503, "machine_pending", "this machine waits for an operator's approval", who, true);
   }
-  if (machine->state == storage::MachineState::kRevoked) return Refuse(403, "machine_revoked", "this machine is revoked", who);
+  if (machine->state == storage::MachineState::kRevoked) {
+    return Refuse(403, "machine_revoked", "this machine is revoked", who);
+  }
 
   // The EK certificate: the one presented, else the one on record. Checked
   // at every challenge, so that removing a vendor root takes effect at once.
@@ -332,7 +334,9 @@ Response AttestationService::Evidence(const Request& request) {
   };
 
   if (machine->state == storage::MachineState::kRevoked) return fail(403, "machine_revoked", "this machine is revoked");
-  if (machine->state == storage::MachineState::kPending) return fail(403, "state_conflict", "this machine is not enrolled");
+  if (machine->state == storage::MachineState::kPending) {
+    return fail(403, "state_conflict", "this machine is not enrolled");
+  }
 
   // Proof that the AK lives in the TPM holding the enrolled EK. Compared as
   // hashes in constant time; the message never says how it differed.
@@ -445,8 +449,8 @@ Response AttestationService::Evidence(const Request& request) {
   if (metrics_ != nullptr) {
     metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
   }
-  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state), record.reset_count,
-              record.restart_count, quote->pcrs.empty() ? 0 : quote->pcrs.begin()->second.size());
+  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state),
+              record.reset_count, record.restart_count, quote->pcrs.empty() ? 0 : quote->pcrs.begin()->second.size());
   json body = {{"token", token_text},
                {"expires_in", options_.token_ttl_seconds},
                {"hostname", updated->hostname},

@@ -8,13 +8,6 @@
 
 namespace rackgate::storage {
 
-void CheckSize(const char* field, size_t size, size_t min, size_t max) {
-  if (size < min || size > max) {
-    Fail(Status::InvalidArgument("field_invalid", std::string(field) + " must be " + std::to_string(min) + ".." +
-                                                      std::to_string(max) + " bytes long"));
-  }
-}
-
 namespace {
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -50,21 +43,36 @@ bool IsValidPoolName(std::string_view p) {
   return p[0] != '.' && p[0] != '_' && p[0] != '-';
 }
 
-}  // namespace
-
-bool IsPrintableAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-}
-
-namespace {
-
 void CheckHostname(const std::string& h) {
   if (!IsValidHostname(h)) {
     Fail(Status::InvalidArgument("hostname_invalid", "the hostname must be a lowercase RFC 1123 DNS name"));
   }
 }
 
+void CheckAddresses(const std::vector<Address>& addresses) {
+  CheckSize("addresses", addresses.size(), 0, kMaxAddresses);
+  for (const auto& a : addresses) {
+    if (!IsValidAddressKind(a.kind)) {
+      Fail(Status::InvalidArgument("field_invalid", "unknown address kind '" + a.kind + "'"));
+    }
+    if (a.value.empty() || a.value.size() > kMaxAddressValue || !IsPrintableAscii(a.value)) {
+      Fail(Status::InvalidArgument("field_invalid", "an address value is 1..253 printable characters"));
+    }
+  }
+}
+
 }  // namespace
+
+void CheckSize(const char* field, size_t size, size_t min, size_t max) {
+  if (size < min || size > max) {
+    Fail(Status::InvalidArgument("field_invalid", std::string(field) + " must be " + std::to_string(min) + ".." +
+                                                      std::to_string(max) + " bytes long"));
+  }
+}
+
+bool IsPrintableAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
 
 void CheckPoolName(const std::string& p) {
   if (!IsValidPoolName(p)) {
@@ -96,22 +104,6 @@ std::vector<Address> NormalizeAddresses(std::vector<Address> a) {
   return a;
 }
 
-namespace {
-
-void CheckAddresses(const std::vector<Address>& addresses) {
-  CheckSize("addresses", addresses.size(), 0, kMaxAddresses);
-  for (const auto& a : addresses) {
-    if (!IsValidAddressKind(a.kind)) {
-      Fail(Status::InvalidArgument("field_invalid", "unknown address kind '" + a.kind + "'"));
-    }
-    if (a.value.empty() || a.value.size() > kMaxAddressValue || !IsPrintableAscii(a.value)) {
-      Fail(Status::InvalidArgument("field_invalid", "an address value is 1..253 printable characters"));
-    }
-  }
-}
-
-}  // namespace
-
 void CheckEnrollment(const Enrollment& e) {
   CheckHostname(e.hostname);
   CheckPoolName(e.pool);
@@ -138,6 +130,5 @@ void CheckRecord(const AttestationRecord& r) {
   for (const auto& x : r.reasons) CheckSize("reasons[]", x.size(), 0, kMaxReason);
   CheckSize("pcrs_json", r.pcrs_json.size(), 0, kMaxJson);
 }
-
 
 }  // namespace rackgate::storage

@@ -37,7 +37,7 @@ json MachineJson(const storage::Machine& m) {
   for (const auto& a : m.addresses) addrs.push_back({{"kind", a.kind}, {"value", a.value}});
   json j = {{"hostname", m.hostname},
             {"pool", m.pool},
-            {"state", m.state},
+            {"state", std::string(storage::StateName(m.state))},
             {"ek_hash", attest::HexString(m.ek_hash)},
             {"has_ek_certificate", m.ek_certificate.has_value()},
             {"tpm_manufacturer", m.tpm_manufacturer},
@@ -297,7 +297,12 @@ Response AdminApi::List(const Request& request) {
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   storage::MachineFilter filter;
   if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
-  if (auto it = request.query.find("state"); it != request.query.end()) filter.state = it->second;
+  if (auto it = request.query.find("state"); it != request.query.end()) {
+    filter.state = storage::ParseMachineState(it->second);
+    if (!filter.state) {
+      return StoreError(Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'"));
+    }
+  }
   auto list = store_->ListMachines(filter);
   if (!list.ok()) return StoreError(list.status());
   json machines = json::array();
@@ -332,7 +337,7 @@ Response AdminApi::Action(const Request& request, const std::string& verb) {
            : verb == "revoke" ? store_->Revoke(host, a, now)
                               : store_->Reset(host, a, now);
   if (!m.ok()) return StoreError(m.status());
-  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, m->state, a.why);
+  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, storage::StateName(m->state), a.why);
   return Response::Json(200, MachineJson(*m).dump());
 }
 

@@ -86,7 +86,7 @@ std::string PcrDocument(const attest::PcrValues& pcrs) {
 }
 
 json MachineJson(const storage::Machine& m) {
-  return json{{"hostname", m.hostname}, {"pool", m.pool}, {"state", m.state}};
+  return json{{"hostname", m.hostname}, {"pool", m.pool}, {"state", std::string(storage::StateName(m.state))}};
 }
 
 }  // namespace
@@ -225,17 +225,19 @@ Response AttestationService::Challenge(const Request& request) {
     e.tpm_manufacturer = info->tpm_manufacturer;
     e.tpm_model = info->tpm_model;
     e.tpm_version = info->tpm_version;
-    e.state = "pending";
+    e.state = storage::MachineState::kPending;
     auto enrolled = store_->Enroll(e, storage::Actor{"discovery", "first challenge from " + request.peer_address},
                                    false, clock_());
     if (!enrolled.ok()) Log()->warn("discovery of {} not recorded: {}", who, enrolled.status().ToString());
     return Refuse(503, "machine_pending", "this machine waits for an operator's approval", who, true);
   }
   who = Who(*machine);
-  if (machine->state == "pending") {
+  if (machine->state == storage::MachineState::kPending) {
     return Refuse(503, "machine_pending", "this machine waits for an operator's approval", who, true);
   }
-  if (machine->state == "revoked") return Refuse(403, "machine_revoked", "this machine is revoked", who);
+  if (machine->state == storage::MachineState::kRevoked) {
+    return Refuse(403, "machine_revoked", "this machine is revoked", who);
+  }
 
   // The EK certificate: the one presented, else the one on record. Checked
   // at every challenge, so that removing a vendor root takes effect at once.
@@ -331,8 +333,10 @@ Response AttestationService::Evidence(const Request& request) {
     return Refuse(status, reason, message, who);
   };
 
-  if (machine->state == "revoked") return fail(403, "machine_revoked", "this machine is revoked");
-  if (machine->state == "pending") return fail(403, "state_conflict", "this machine is not enrolled");
+  if (machine->state == storage::MachineState::kRevoked) return fail(403, "machine_revoked", "this machine is revoked");
+  if (machine->state == storage::MachineState::kPending) {
+    return fail(403, "state_conflict", "this machine is not enrolled");
+  }
 
   // Proof that the AK lives in the TPM holding the enrolled EK. Compared as
   // hashes in constant time; the message never says how it differed.
@@ -445,12 +449,12 @@ Response AttestationService::Evidence(const Request& request) {
   if (metrics_ != nullptr) {
     metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
   }
-  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, updated->state, record.reset_count,
-              record.restart_count, quote->pcrs.empty() ? 0 : quote->pcrs.begin()->second.size());
+  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state),
+              record.reset_count, record.restart_count, quote->pcrs.empty() ? 0 : quote->pcrs.begin()->second.size());
   json body = {{"token", token_text},
                {"expires_in", options_.token_ttl_seconds},
                {"hostname", updated->hostname},
-               {"state", updated->state}};
+               {"state", std::string(storage::StateName(updated->state))}};
   return Response::Json(200, body.dump());
 }
 

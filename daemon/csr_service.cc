@@ -35,7 +35,7 @@ csr::MachineFacts Facts(const storage::Machine& m) {
       f.dns_names.push_back(a.value);
     }
   }
-  f.state = m.state;
+  f.state = std::string(storage::StateName(m.state));
   f.last_attested_at = m.last_attested_at;
   f.client_cert_issued_at = m.client_cert_issued_at;
   return f;
@@ -201,7 +201,7 @@ Response CsrService::Submit(const Request& request) {
                         {"not_before", earlier->not_before},
                         {"not_after", earlier->not_after},
                         {"tpm_resident", earlier->tpm_resident},
-                        {"state", m.state}};
+                        {"state", std::string(storage::StateName(m.state))}};
       return Response::Json(200, out.dump());
     }
   }
@@ -262,14 +262,14 @@ Response CsrService::Submit(const Request& request) {
                          {{"verdict", "signed"}, {"kind", kind_name}, {"reason", ""}});
   }
   Log()->info("{} certificate {} signed for {}{}; until {}; state {}", kind_name, issued->serial_hex, Who(m),
-              tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, after->state);
+              tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, storage::StateName(after->state));
   const json out = {{"certificate", issued->certificate_pem},
                     {"ca", issued->ca_pem},
                     {"serial", issued->serial_hex},
                     {"not_before", issued->not_before},
                     {"not_after", issued->not_after},
                     {"tpm_resident", tpm_key_proven},
-                    {"state", after->state}};
+                    {"state", std::string(storage::StateName(after->state))}};
   return Response::Json(200, out.dump());
 }
 

@@ -340,7 +340,7 @@ Response IgnitionService::AttestedConfig(const Request& request) {
                          {{"verdict", "attested"}, {"reason", ""}});
   }
   Log()->info("attested config (spec {}, sha256 {}) served to {}; state {}", v, digest.substr(0, 16), who,
-              served->state);
+              storage::StateName(served->state));
   return Response::Text(200, std::move(body), kIgnitionType + v);
 }
 

@@ -93,7 +93,7 @@ TEST_F(ConcurrencyTest, ProtocolRoundsFromManyThreads) {
       Token tok{B("tok" + id), ids[t], id, now, now + 900};
       auto after = store_->RecordAttestationSuccess(r, tok, std::nullopt);
       check(after.status(), "attest");
-      if (after.ok() && after->state != "attested") ADD_FAILURE() << after->state;
+      if (after.ok() && after->state != MachineState::kAttested) ADD_FAILURE() << after->state;
       auto who = store_->LookupToken(B("tok" + id), now);
       check(who.status(), "lookup");
       if (who.ok() && who->machine.id != ids[t]) ADD_FAILURE() << "token resolved to another machine";
@@ -233,7 +233,7 @@ TEST_F(ConcurrencyTest, RacingTransitionsHaveOneWinner) {
   std::atomic<int> conflicts{0};
   RunThreads(kThreads, [&](int) {
     for (int64_t id : ids) {
-      auto r = store_->Transition(id, {"attested"}, "provisioned", Op(), "config_fetched", 3);
+      auto r = store_->Transition(id, {MachineState::kAttested}, MachineState::kProvisioned, Op(), "config_fetched", 3);
       if (r.ok()) {
         ++won;
       } else if (r.status().reason() == "state_conflict") {

@@ -141,7 +141,7 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->id, 7);
     EXPECT_EQ(m->pool, "workers");
-    EXPECT_EQ(m->state, "attested");
+    EXPECT_EQ(m->state, MachineState::kAttested);
     EXPECT_EQ(m->ek_public, (Bytes{1, 2}));
     EXPECT_EQ(m->ek_hash, (Bytes{0xaa, 0xbb}));
     EXPECT_EQ(m->ek_certificate, (Bytes{0x30, 0x82}));
@@ -190,7 +190,7 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
     auto marked = store->RecordCertificate(cert, Op(), 600);
     ASSERT_TRUE(marked.ok()) << marked.status().ToString();
     EXPECT_EQ(marked->client_cert_issued_at, 600);
-    EXPECT_EQ(marked->state, "joined");
+    EXPECT_EQ(marked->state, MachineState::kJoined);
     EXPECT_EQ(marked->vars_json, "{}");
     auto pool_after = store->GetPool("workers");
     EXPECT_FALSE(pool_after->token_required);  // pools from before v3 keep serving without a token

@@ -2,7 +2,7 @@
 // transactions, with SQLite failures turned into StoreError.
 //
 // Inside storage/, failures (SQLite errors and refusals alike) are thrown as
-// StoreError and caught at the public boundary (store.cc's Guard), which turns
+// StoreError and caught at the public boundary (Guard, below), which turns
 // them back into a Status. Nothing here throws from a destructor.
 #ifndef RACKGATE_STORAGE_SQLITE_H_
 #define RACKGATE_STORAGE_SQLITE_H_
@@ -38,6 +38,17 @@ class StoreError : public std::exception {
 };
 
 [[noreturn]] inline void Fail(Status status) { throw StoreError(std::move(status)); }
+
+// Runs f() and returns its result, or the Status of a StoreError it threw:
+// every public SqliteStore method runs its body under Guard.
+template <typename F>
+auto Guard(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const StoreError& e) {
+    return e.status();
+  }
+}
 
 // db_busy for SQLITE_BUSY/SQLITE_LOCKED, db_error otherwise; `what` names the
 // operation, SQLite's message follows it.

@@ -1,0 +1,121 @@
+// Attestation records: a success (state, TOFU values, token, audit row in one
+// transaction), a bounded list of refusals, and the counters' baseline.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/audit.h"
+#include "storage/rows.h"
+#include "storage/sqlite_store.h"
+#include "storage/validation.h"
+
+namespace rackgate::storage {
+
+Result<Machine> SqliteStore::RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
+                                                      const std::optional<std::string>& tofu_pcrs_json) {
+  return Guard([&]() -> Result<Machine> {
+    CheckRecord(record);
+    if (!record.verdict.empty() && record.verdict != kVerdictOk) {
+      return Status::InvalidArgument("field_invalid", "a successful attestation has verdict ok");
+    }
+    CheckSize("token hash", token.hash.size(), 1, kMaxHash);
+    CheckSize("token nonce", token.nonce.size(), 0, kMaxHash);
+    CheckSize("token ak_public", token.ak_public.size(), 0, kMaxTpmBlob);
+    CheckOptJson("tofu_pcrs_json", tofu_pcrs_json);
+    if (token.machine_id != record.machine_id) {
+      return Status::InvalidArgument("field_invalid", "the token is for another machine than the attestation");
+    }
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, record.machine_id);
+      if (m.state == MachineState::kPending || m.state == MachineState::kRevoked) {
+        Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + std::string(StateName(m.state)) +
+                                                           " and cannot attest"));
+      }
+      const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, Epoch(c, m.id));
+      // A reboot re-attests: only an enrolled machine moves.
+      const MachineState to = m.state == MachineState::kEnrolled ? MachineState::kAttested : m.state;
+      {
+        Stmt s = c.Prepare(
+            "UPDATE machines SET state = ?2, last_attested_at = ?3, "
+            "tofu_pcrs_json = COALESCE(?4, tofu_pcrs_json), updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json).Run();
+      }
+      {
+        Stmt s = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
+        s.BindBlob(1, token.hash);
+        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
+      }
+      {
+        Stmt s = c.Prepare(
+            "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        s.BindBlob(1, token.hash)
+            .BindInt(2, token.machine_id)
+            .BindText(3, token.session_id)
+            .BindInt(4, token.issued_at)
+            .BindInt(5, token.expires_at)
+            .BindBlob(6, token.nonce)
+            .BindBlob(7, token.ak_public)
+            .Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, Actor{kAttestationActor, ""}, record.at,
+                 {"attest", &after, m.state, to,
+                  json{{"attestation_id", attestation_id},
+                       {"reset_count", record.reset_count},
+                       {"restart_count", record.restart_count},
+                       {"firmware_version", record.firmware_version},
+                       {"tofu_recorded", tofu_pcrs_json.has_value()}}});
+      return after;
+    });
+  });
+}
+
+Status SqliteStore::RecordAttestationFailure(const AttestationRecord& record) {
+  return Guard([&]() -> Status {
+    CheckRecord(record);
+    if (!record.verdict.empty() && record.verdict != kVerdictRefused) {
+      return Status::InvalidArgument("field_invalid", "a failed attestation has verdict refused");
+    }
+    db_->Write([&](Connection& c) {
+      const int64_t epoch = Epoch(c, record.machine_id);
+      InsertAttestation(c, record, kVerdictRefused, epoch);
+      // Bounded per machine: anyone who knows an enrolled EK's public key can
+      // open sessions and fail them.
+      Stmt s = c.Prepare(
+          "DELETE FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' AND id NOT IN "
+          "(SELECT id FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' ORDER BY id DESC LIMIT ?2)");
+      s.BindInt(1, record.machine_id).BindInt(2, std::max(1, db_->options().max_failures_per_machine)).Run();
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
+Result<AttestationRecord> SqliteStore::LastSuccessfulAttestation(int64_t machine_id) {
+  return Guard([&]() -> Result<AttestationRecord> {
+    return db_->Read([&](Connection& c) -> AttestationRecord {
+      Stmt s = c.Prepare(std::string(kAttestationSelect) +
+                         "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
+                         "ORDER BY a.id DESC LIMIT 1");
+      s.BindInt(1, machine_id);
+      if (!s.Step()) Fail(Status::NotFound("attestation_unknown", "no successful attestation on record"));
+      return ReadAttestation(s);
+    });
+  });
+}
+
+Result<std::vector<AttestationRecord>> SqliteStore::RecentFailures(int limit) {
+  return Guard([&]() -> Result<std::vector<AttestationRecord>> {
+    return db_->Read([&](Connection& c) {
+      Stmt s = c.Prepare(std::string(kAttestationSelect) + "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1");
+      s.BindInt(1, std::clamp(limit, 1, 10000));
+      std::vector<AttestationRecord> out;
+      while (s.Step()) out.push_back(ReadAttestation(s));
+      return out;
+    });
+  });
+}
+
+}  // namespace rackgate::storage

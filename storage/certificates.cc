@@ -1,0 +1,139 @@
+// Config serving and kubelet certificates: what was served and signed, and
+// the state changes they make.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "storage/audit.h"
+#include "storage/rows.h"
+#include "storage/sqlite_store.h"
+#include "storage/validation.h"
+
+namespace rackgate::storage {
+
+Result<Machine> SqliteStore::RecordConfigServed(int64_t machine_id, const std::string& digest,
+                                                const std::string& version, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckSize("digest", digest.size(), 1, 128);
+    CheckSize("version", version.size(), 0, 32);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, machine_id);
+      if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned &&
+          m.state != MachineState::kJoined) {
+        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; a config is served after attestation"));
+      }
+      if (m.state == MachineState::kAttested) {
+        Stmt s = c.Prepare("UPDATE machines SET state = ?2, updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, StateName(MachineState::kProvisioned)).BindInt(3, now).Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"config_served", &after, m.state, after.state, json{{"sha256", digest}, {"version", version}}});
+      return after;
+    });
+  });
+}
+
+Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckSize("serial", cert.serial.size(), 1, 64);
+    CheckSize("subject", cert.subject.size(), 1, 1024);
+    CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
+    for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
+    CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
+    CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
+    const bool client = cert.kind == kCertClient;
+    if (!client && cert.kind != kCertServing) {
+      return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
+    }
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, cert.machine_id);
+      MachineState to = m.state;
+      if (client) {
+        if (m.client_cert_issued_at) {
+          Fail(Status::InvalidArgument("client_cert_already_issued",
+                                       "a client certificate was already issued to '" + m.hostname +
+                                           "' since its last reset"));
+        }
+        if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {
+          Fail(Status::InvalidArgument("state_conflict",
+                                       MachineIs(m) + "; a client certificate needs attested or provisioned"));
+        }
+        to = MachineState::kJoined;
+      } else if (m.state != MachineState::kProvisioned && m.state != MachineState::kJoined) {
+        Fail(Status::InvalidArgument("state_conflict",
+                                     MachineIs(m) + "; a serving certificate needs provisioned or joined"));
+      }
+      {
+        Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");
+        s.BindText(1, cert.serial);
+        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
+      }
+      {
+        Stmt s = c.Prepare(
+            "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
+            "tpm_resident, not_before, not_after, issued_at, certificate_pem) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        s.BindText(1, cert.serial)
+            .BindInt(2, m.id)
+            .BindText(3, m.hostname)
+            .BindText(4, cert.kind)
+            .BindText(5, cert.subject)
+            .BindText(6, Dump(json(cert.sans)))
+            .BindBlob(7, cert.public_key_sha256)
+            .BindInt(8, cert.tpm_resident ? 1 : 0)
+            .BindInt(9, cert.not_before)
+            .BindInt(10, cert.not_after)
+            .BindInt(11, now)
+            .BindText(12, cert.certificate_pem)
+            .Run();
+      }
+      if (client) {
+        Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"certificate_issued", &after, m.state, to,
+                  json{{"serial", cert.serial},
+                       {"kind", cert.kind},
+                       {"not_after", cert.not_after},
+                       {"tpm_resident", cert.tpm_resident},
+                       {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+      return after;
+    });
+  });
+}
+
+Result<IssuedCertificate> SqliteStore::FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) {
+  return Guard([&]() -> Result<IssuedCertificate> {
+    return db_->Read([&](Connection& c) {
+      // Only since the mark was set: a reset clears the mark, and
+      // certificates from before it are history, not answers.
+      Stmt s = c.Prepare(std::string(kCertificateSelect) +
+                         "WHERE machine_id = ?1 AND kind = 'client' AND public_key_sha256 = ?2 AND "
+                         "issued_at >= (SELECT client_cert_issued_at FROM machines WHERE id = ?1) "
+                         "ORDER BY issued_at DESC, rowid DESC LIMIT 1");
+      s.BindInt(1, machine_id).BindBlob(2, public_key_sha256);
+      if (!s.Step()) Fail(Status::NotFound("certificate_unknown", "no such client certificate"));
+      return ReadCertificate(s);
+    });
+  });
+}
+
+Result<std::vector<IssuedCertificate>> SqliteStore::ListCertificates(const std::string& hostname, int limit) {
+  return Guard([&]() -> Result<std::vector<IssuedCertificate>> {
+    return db_->Read([&](Connection& c) {
+      Stmt s = c.Prepare(std::string(kCertificateSelect) +
+                         "WHERE (?1 = '' OR hostname = ?1) ORDER BY issued_at DESC, rowid DESC LIMIT ?2");
+      s.BindText(1, hostname).BindInt(2, std::clamp(limit, 1, 100000));
+      std::vector<IssuedCertificate> out;
+      while (s.Step()) out.push_back(ReadCertificate(s));
+      return out;
+    });
+  });
+}
+
+}  // namespace rackgate::storage

@@ -1,0 +1,126 @@
+// Tests for recorded certificates, served configs and machine events.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+#include "storage/store_test_fixture.h"
+
+namespace rackgate::storage {
+namespace {
+
+using testing::B;
+using testing::ExpectFailure;
+using testing::MakeEnrollment;
+using testing::MustOpen;
+using testing::Op;
+using testing::StoreTest;
+using testing::TempDir;
+
+TEST_F(StoreTest, ClientCertificateMarkIsSetOnce) {
+  Machine m = Attested("node-1", "a");
+  auto marked = store_->RecordCertificate(Cert(m, "01"), Op(), 1100);
+  ASSERT_TRUE(marked.ok());
+  EXPECT_EQ(marked->client_cert_issued_at, 1100);
+  EXPECT_EQ(marked->state, MachineState::kJoined);
+  const size_t before = AuditCount();
+  ExpectFailure(store_->RecordCertificate(Cert(m, "02"), Op(), 1200).status(), Status::Code::kInvalidArgument,
+                "client_cert_already_issued");
+  EXPECT_EQ(store_->GetMachineById(m.id)->client_cert_issued_at, 1100);
+  EXPECT_EQ(AuditCount(), before);
+  auto certs = store_->ListCertificates("node-1");
+  ASSERT_TRUE(certs.ok());
+  ASSERT_EQ(certs->size(), 1u);
+  EXPECT_EQ((*certs)[0].serial, "01");
+}
+
+TEST_F(StoreTest, ALostClientCertificateIsFoundByItsKeyUntilReset) {
+  Machine m = Attested("node-1", "a");
+  IssuedCertificate c = Cert(m, "c1");
+  c.certificate_pem = "-----BEGIN CERTIFICATE-----\nc1\n-----END CERTIFICATE-----\n";
+  ASSERT_TRUE(store_->RecordCertificate(c, Op(), 1100).ok());
+  auto found = store_->FindClientCertificate(m.id, B("spki-c1"));
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->serial, "c1");
+  EXPECT_EQ(found->certificate_pem, c.certificate_pem);
+  ExpectFailure(store_->FindClientCertificate(m.id, B("spki-other")).status(), Status::Code::kNotFound,
+                "certificate_unknown");
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200).ok());
+  ExpectFailure(store_->FindClientCertificate(m.id, B("spki-c1")).status(), Status::Code::kNotFound,
+                "certificate_unknown");
+}
+
+TEST_F(StoreTest, CertificatesAreRecordedListedAndAudited) {
+  Machine m = Attested("node-1", "a");
+  // A serving certificate needs a provisioned or joined machine.
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s0", "serving"), Op(), 1050).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+  ASSERT_TRUE(store_->RecordConfigServed(m.id, "abcd", "3.3.0", Op(), 1060).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
+  IssuedCertificate serving = Cert(m, "s1", "serving");
+  serving.tpm_resident = true;
+  ASSERT_TRUE(store_->RecordCertificate(serving, Op(), 1200).ok());
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s1", "serving"), Op(), 1300).status(),
+                Status::Code::kInvalidArgument, "field_invalid");
+  IssuedCertificate odd = Cert(m, "x1", "other");
+  ExpectFailure(store_->RecordCertificate(odd, Op(), 1300).status(), Status::Code::kInvalidArgument,
+                "field_invalid");
+
+  auto certs = store_->ListCertificates("");
+  ASSERT_TRUE(certs.ok());
+  ASSERT_EQ(certs->size(), 2u);
+  EXPECT_EQ((*certs)[0].serial, "s1");  // newest first
+  EXPECT_EQ((*certs)[0].kind, "serving");
+  EXPECT_EQ((*certs)[0].hostname, "node-1");
+  EXPECT_TRUE((*certs)[0].tpm_resident);
+  EXPECT_EQ((*certs)[0].sans, (std::vector<std::string>{"node-1", "10.0.0.7"}));
+  EXPECT_EQ((*certs)[0].issued_at, 1200);
+  EXPECT_EQ((*certs)[1].serial, "c1");
+  EXPECT_TRUE(store_->ListCertificates("node-2")->empty());
+
+  auto audit = Audit("node-1");
+  EXPECT_EQ(audit.back().action, "certificate_issued");
+  EXPECT_NE(audit.back().detail_json.find("\"serial\":\"s1\""), std::string::npos) << audit.back().detail_json;
+  // A revoked machine gets nothing recorded.
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 1400).ok());
+  ExpectFailure(store_->RecordCertificate(Cert(m, "s2", "serving"), Op(), 1500).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+}
+
+TEST_F(StoreTest, MachineEventsAreAuditedWithoutChangingState) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "csr_refused", "{\"reason\":\"csr_usages\"}", Op(), 1100).ok());
+  auto audit = Audit("node-1");
+  EXPECT_EQ(audit.back().action, "csr_refused");
+  EXPECT_EQ(audit.back().from_state, "attested");
+  EXPECT_EQ(audit.back().to_state, "attested");
+  EXPECT_EQ(audit.back().detail_json, "{\"reason\":\"csr_usages\"}");
+  EXPECT_EQ(store_->GetMachineById(m.id)->state, MachineState::kAttested);
+  ExpectFailure(store_->AuditMachineEvent(m.id, "x", "[]", Op(), 1100), Status::Code::kInvalidArgument,
+                "field_invalid");
+  ExpectFailure(store_->AuditMachineEvent(9999, "x", "{}", Op(), 1100), Status::Code::kNotFound, "machine_unknown");
+}
+
+TEST_F(StoreTest, ConfigServedMovesAttestedToProvisionedAndAuditsTheDigest) {
+  Machine enrolled = Enroll("node-2", "b");
+  ExpectFailure(store_->RecordConfigServed(enrolled.id, "abcd", "3.3.0", Op(), 1000).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+  Machine m = Attested("node-1", "a");
+  auto first = store_->RecordConfigServed(m.id, "d1g3st", "3.3.0", Op(), 1100);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->state, MachineState::kProvisioned);
+  auto again = store_->RecordConfigServed(m.id, "d1g3st", "3.1.0", Op(), 1200);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state, MachineState::kProvisioned);
+  auto audit = Audit("node-1");
+  ASSERT_GE(audit.size(), 2u);
+  EXPECT_EQ(audit[audit.size() - 2].to_state, "provisioned");
+  EXPECT_EQ(audit.back().action, "config_served");
+  EXPECT_EQ(audit.back().from_state, "provisioned");
+  EXPECT_EQ(audit.back().detail_json, "{\"sha256\":\"d1g3st\",\"version\":\"3.1.0\"}");
+}
+
+}  // namespace
+}  // namespace rackgate::storage

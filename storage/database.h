@@ -1,0 +1,128 @@
+// One SQLite database as the store uses it: a writer connection whose writes
+// are committed in groups, and a pool of read-only connections.
+#ifndef RACKGATE_STORAGE_DATABASE_H_
+#define RACKGATE_STORAGE_DATABASE_H_
+
+#ifndef RACKGATE_STORAGE_INTERNAL
+#error "storage/database.h is internal to storage/; include storage/store.h"
+#endif
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "storage/sqlite.h"
+#include "storage/types.h"
+
+namespace rackgate::storage {
+
+// Thread-safe. Failures are thrown as StoreError (storage/sqlite.h).
+class Database {
+ public:
+  // Takes ownership of `writer`, an open, migrated read-write connection.
+  Database(std::string path, const StoreOptions& options, std::unique_ptr<Connection> writer);
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Runs f(Connection&) on the writer connection, inside a savepoint of a
+  // write transaction, and returns once that transaction is durable. Writes
+  // are serialized, and committed in groups: whoever finds no commit under
+  // way runs every write queued so far (at most kMaxGroup) in one
+  // transaction, each in its own savepoint, and commits them with one
+  // fdatasync; the others wait for their group's commit. An exception from f
+  // (a StoreError, say) rolls back f's savepoint only and is rethrown to f's
+  // caller; a failed commit, or an error after which SQLite has rolled back
+  // the whole transaction, is rethrown to every write of the group. Nobody is
+  // told a write succeeded before its commit did.
+  template <typename F>
+  auto Write(F&& f) -> decltype(f(std::declval<Connection&>())) {
+    using R = decltype(f(std::declval<Connection&>()));
+    if constexpr (std::is_void_v<R>) {
+      Pending p([&](Connection& c) { f(c); });
+      Submit(&p);
+    } else {
+      std::optional<R> result;
+      Pending p([&](Connection& c) { result.emplace(f(c)); });
+      Submit(&p);
+      return std::move(*result);
+    }
+  }
+
+  // Runs f(Connection&) in a read transaction (one snapshot) on a pooled
+  // read-only connection.
+  template <typename F>
+  auto Read(F&& f) -> decltype(f(std::declval<Connection&>())) {
+    Lease lease(this);
+    Transaction txn(lease.conn(), Transaction::Kind::kRead);
+    auto result = f(*lease.conn());
+    txn.Commit();
+    return result;
+  }
+
+  // Write transactions committed since construction, and the writes they
+  // carried.
+  std::pair<uint64_t, uint64_t> CommitsAndWrites() const;
+
+  const std::string& path() const { return path_; }
+  const StoreOptions& options() const { return options_; }
+
+ private:
+  class Lease {
+   public:
+    explicit Lease(Database* db) : db_(db), conn_(db->AcquireReader()) {}
+    ~Lease() { db_->ReleaseReader(std::move(conn_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Connection* conn() const { return conn_.get(); }
+
+   private:
+    Database* db_;
+    std::unique_ptr<Connection> conn_;
+  };
+
+  std::unique_ptr<Connection> AcquireReader();
+  // Never throws: the vector's capacity was reserved, and a connection left
+  // inside a transaction is closed rather than pooled.
+  void ReleaseReader(std::unique_ptr<Connection> conn) noexcept;
+
+  static constexpr size_t kMaxGroup = 64;
+
+  struct Pending {
+    explicit Pending(std::function<void(Connection&)> r) : run(std::move(r)) {}
+    std::function<void(Connection&)> run;
+    std::exception_ptr error;
+    bool done = false;  // guarded by queue_mu_
+  };
+
+  // Queues p and returns once its group has committed (or failed); rethrows
+  // p's error.
+  void Submit(Pending* p);
+  // Runs a group on the writer connection: one transaction, a savepoint per
+  // write. Only the thread that set committing_ gets here.
+  void RunGroup(const std::vector<Pending*>& group) noexcept;
+
+  const std::string path_;
+  const StoreOptions options_;
+  std::unique_ptr<Connection> writer_;  // used only by the thread that set committing_
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Pending*> queue_;   // guarded by queue_mu_
+  bool committing_ = false;      // guarded by queue_mu_
+  uint64_t commits_ = 0;         // guarded by queue_mu_
+  uint64_t grouped_writes_ = 0;  // guarded by queue_mu_
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+};
+
+}  // namespace rackgate::storage
+
+#endif  // RACKGATE_STORAGE_DATABASE_H_

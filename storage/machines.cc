@@ -1,0 +1,184 @@
+// Machines: lookups, listing, counts, and the operator's state changes
+// (approve, revoke, reset) and the protocol's (Transition).
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/audit.h"
+#include "storage/rows.h"
+#include "storage/sqlite_store.h"
+#include "storage/validation.h"
+
+namespace rackgate::storage {
+
+namespace {
+
+bool Contains(const std::vector<MachineState>& v, MachineState s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string Join(const std::vector<MachineState>& v) {
+  std::string out;
+  for (MachineState s : v) out += (out.empty() ? "" : ", ") + std::string(StateName(s));
+  return out;
+}
+
+
+// Moves `m` to `to` when its state is in `from`; the check and the change are
+// in the caller's write transaction.
+Machine TransitionIn(Connection& c, const Machine& m, const std::vector<MachineState>& from, MachineState to,
+                     const Actor& actor, const std::string& action, int64_t now) {
+  if (m.state == to && Contains(from, to)) return m;
+  if (!Contains(from, m.state)) {
+    Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; " + action + " needs one of: " + Join(from)));
+  }
+  {
+    Stmt s = c.Prepare("UPDATE machines SET state = ?2, updated_at = ?3 WHERE id = ?1");
+    s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
+  }
+  Machine after = MustMachineById(c, m.id);
+  WriteAudit(c, actor, now, {action, &after, m.state, to});
+  return after;
+}
+
+}  // namespace
+
+Result<Machine> SqliteStore::FindMachineByEkHash(const Bytes& ek_hash) {
+  return Guard([&]() -> Result<Machine> {
+    if (ek_hash.empty() || ek_hash.size() > kMaxHash) {
+      return Status::NotFound("machine_unknown", "no machine is enrolled with this EK");
+    }
+    return db_->Read([&](Connection& c) -> Machine {
+      auto m = MachineByEkHash(c, ek_hash);
+      if (!m) Fail(Status::NotFound("machine_unknown", "no machine is enrolled with this EK"));
+      return std::move(*m);
+    });
+  });
+}
+
+Result<Machine> SqliteStore::GetMachine(const std::string& hostname) {
+  return Guard([&]() -> Result<Machine> {
+    return db_->Read([&](Connection& c) { return MustMachineByHostname(c, hostname); });
+  });
+}
+
+Result<Machine> SqliteStore::GetMachineById(int64_t id) {
+  return Guard([&]() -> Result<Machine> {
+    return db_->Read([&](Connection& c) { return MustMachineById(c, id); });
+  });
+}
+
+Result<std::vector<Machine>> SqliteStore::ListMachines(const MachineFilter& filter) {
+  return Guard([&]() -> Result<std::vector<Machine>> {
+    if (filter.state) CheckState(*filter.state);
+    const std::optional<std::string> state =
+        filter.state ? std::optional<std::string>(StateName(*filter.state)) : std::nullopt;
+    return db_->Read([&](Connection& c) {
+      std::vector<Machine> out;
+      std::unordered_map<int64_t, size_t> index;
+      {
+        Stmt s = c.Prepare(std::string(kMachineSelect) +
+                           "WHERE (?1 IS NULL OR pool = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY hostname");
+        s.BindOptText(1, filter.pool).BindOptText(2, state);
+        while (s.Step()) {
+          index.emplace(s.Int(0), out.size());
+          out.push_back(ReadMachine(s));
+        }
+      }
+      Stmt s = c.Prepare(
+          "SELECT a.machine_id, a.kind, a.value FROM addresses a JOIN machines m ON m.id = a.machine_id "
+          "WHERE (?1 IS NULL OR m.pool = ?1) AND (?2 IS NULL OR m.state = ?2) ORDER BY a.machine_id, a.kind, "
+          "a.value");
+      s.BindOptText(1, filter.pool).BindOptText(2, state);
+      while (s.Step()) {
+        auto it = index.find(s.Int(0));
+        if (it != index.end()) out[it->second].addresses.push_back({s.Text(1), s.Text(2)});
+      }
+      return out;
+    });
+  });
+}
+
+Result<Machine> SqliteStore::Approve(const std::string& hostname, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineByHostname(c, hostname);
+      if (m.state != MachineState::kPending) {
+        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + ", not pending"));
+      }
+      return TransitionIn(c, m, {MachineState::kPending}, MachineState::kEnrolled, actor, "approve", now);
+    });
+  });
+}
+
+Result<Machine> SqliteStore::Revoke(const std::string& hostname, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineByHostname(c, hostname);
+      const std::vector<MachineState> from(std::begin(kAllMachineStates), std::end(kAllMachineStates));
+      return TransitionIn(c, m, from, MachineState::kRevoked, actor, "revoke", now);
+    });
+  });
+}
+
+Result<Machine> SqliteStore::Reset(const std::string& hostname, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineByHostname(c, hostname);
+      static const std::vector<MachineState> kFrom = {MachineState::kAttested, MachineState::kProvisioned,
+                                                      MachineState::kJoined, MachineState::kRevoked};
+      if (!Contains(kFrom, m.state)) {
+        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; reset needs one of: " + Join(kFrom)));
+      }
+      {
+        Stmt s = c.Prepare(
+            "UPDATE machines SET state = 'enrolled', tofu_pcrs_json = NULL, client_cert_issued_at = NULL, "
+            "attest_epoch = attest_epoch + 1, updated_at = ?2 WHERE id = ?1");
+        s.BindInt(1, m.id).BindInt(2, now).Run();
+      }
+      auto [sessions, tokens] = DropCredentials(c, m.id);
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"reset", &after, m.state, MachineState::kEnrolled,
+                  json{{"tofu_cleared", m.tofu_pcrs_json.has_value()},
+                       {"client_cert_mark_cleared", m.client_cert_issued_at.has_value()},
+                       {"sessions_dropped", sessions},
+                       {"tokens_dropped", tokens}}});
+      return after;
+    });
+  });
+}
+
+Result<Machine> SqliteStore::Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
+                                        const Actor& actor, const std::string& action, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckState(to);
+    for (MachineState f : from) CheckState(f);
+    CheckSize("action", action.size(), 1, 64);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, machine_id);
+      return TransitionIn(c, m, from, to, actor, action, now);
+    });
+  });
+}
+
+Result<std::map<std::string, int64_t>> SqliteStore::CountByState() {
+  return Guard([&]() -> Result<std::map<std::string, int64_t>> {
+    return db_->Read([&](Connection& c) {
+      std::map<std::string, int64_t> out;
+      for (MachineState s : kAllMachineStates) out[std::string(StateName(s))] = 0;
+      Stmt s = c.Prepare("SELECT state, count(*) FROM machines GROUP BY state");
+      while (s.Step()) out[s.Text(0)] = s.Int(1);
+      return out;
+    });
+  });
+}
+
+}  // namespace rackgate::storage

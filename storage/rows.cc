@@ -1,0 +1,228 @@
+// Row mappers: typed values to and from the schema's columns, and the
+// lookups that every concern shares.
+#include "storage/rows.h"
+
+#include <utility>
+
+namespace rackgate::storage {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string Hex(const Bytes& b) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(b.size() * 2);
+  for (uint8_t c : b) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
+Machine ReadMachine(const Stmt& s) {
+  Machine m;
+  m.id = s.Int(0);
+  m.hostname = s.Text(1);
+  m.pool = s.Text(2);
+  const std::string state = s.Text(3);
+  const std::optional<MachineState> parsed = ParseMachineState(state);
+  // The schema's CHECK admits only the state names; anything else is a file
+  // changed behind rackgate's back.
+  if (!parsed) {
+    Fail(Status::Corruption("db_corrupt", "machine " + std::to_string(m.id) + " has state '" + state + "'"));
+  }
+  m.state = *parsed;
+  m.ek_public = s.Blob(4);
+  m.ek_hash = s.Blob(5);
+  m.ek_certificate = s.OptBlob(6);
+  m.tpm_manufacturer = s.Text(7);
+  m.tpm_model = s.Text(8);
+  m.tpm_version = s.Text(9);
+  m.policy_json = s.OptText(10);
+  m.tofu_pcrs_json = s.OptText(11);
+  m.created_at = s.Int(12);
+  m.updated_at = s.Int(13);
+  m.last_attested_at = s.OptInt(14);
+  m.client_cert_issued_at = s.OptInt(15);
+  m.vars_json = s.Text(16);
+  return m;
+}
+
+namespace {
+
+std::vector<Address> LoadAddresses(Connection& c, int64_t machine_id) {
+  Stmt s = c.Prepare("SELECT kind, value FROM addresses WHERE machine_id = ?1 ORDER BY kind, value");
+  s.BindInt(1, machine_id);
+  std::vector<Address> out;
+  while (s.Step()) out.push_back({s.Text(0), s.Text(1)});
+  return out;
+}
+
+}  // namespace
+
+std::optional<Machine> LoadMachine(Connection& c, const char* where, const std::function<void(Stmt&)>& bind) {
+  std::optional<Machine> m;
+  {
+    Stmt s = c.Prepare(std::string(kMachineSelect) + where);
+    bind(s);
+    if (!s.Step()) return std::nullopt;
+    m = ReadMachine(s);
+  }
+  m->addresses = LoadAddresses(c, m->id);
+  return m;
+}
+
+std::optional<Machine> MachineById(Connection& c, int64_t id) {
+  return LoadMachine(c, "WHERE id = ?1", [&](Stmt& s) { s.BindInt(1, id); });
+}
+std::optional<Machine> MachineByHostname(Connection& c, const std::string& hostname) {
+  return LoadMachine(c, "WHERE hostname = ?1", [&](Stmt& s) { s.BindText(1, hostname); });
+}
+std::optional<Machine> MachineByEkHash(Connection& c, const Bytes& ek_hash) {
+  return LoadMachine(c, "WHERE ek_hash = ?1", [&](Stmt& s) { s.BindBlob(1, ek_hash); });
+}
+
+Machine MustMachineById(Connection& c, int64_t id) {
+  auto m = MachineById(c, id);
+  if (!m) Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(id)));
+  return std::move(*m);
+}
+Machine MustMachineByHostname(Connection& c, const std::string& hostname) {
+  auto m = MachineByHostname(c, hostname);
+  if (!m) Fail(Status::NotFound("hostname_unknown", "no machine is enrolled as '" + hostname + "'"));
+  return std::move(*m);
+}
+
+int64_t Epoch(Connection& c, int64_t machine_id) {
+  Stmt s = c.Prepare("SELECT attest_epoch FROM machines WHERE id = ?1");
+  s.BindInt(1, machine_id);
+  if (!s.Step()) Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(machine_id)));
+  return s.Int(0);
+}
+
+void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Address>& addresses) {
+  {
+    Stmt del = c.Prepare("DELETE FROM addresses WHERE machine_id = ?1");
+    del.BindInt(1, machine_id).Run();
+  }
+  Stmt ins = c.Prepare("INSERT INTO addresses (machine_id, kind, value) VALUES (?1, ?2, ?3)");
+  for (const auto& a : addresses) {
+    ins.BindInt(1, machine_id).BindText(2, a.kind).BindText(3, a.value).Run();
+  }
+}
+
+// Open sessions and tokens die with an identity change (reset, new EK).
+std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id) {
+  int64_t sessions = 0;
+  int64_t tokens = 0;
+  {
+    Stmt s = c.Prepare("DELETE FROM sessions WHERE machine_id = ?1");
+    s.BindInt(1, machine_id).Run();
+    sessions = c.Changes();
+  }
+  {
+    Stmt s = c.Prepare("DELETE FROM tokens WHERE machine_id = ?1");
+    s.BindInt(1, machine_id).Run();
+    tokens = c.Changes();
+  }
+  return {sessions, tokens};
+}
+
+Pool ReadPool(const Stmt& s) {
+  Pool p;
+  p.name = s.Text(0);
+  p.settings_json = s.Text(1);
+  p.boot_policy_json = s.OptText(2);
+  p.created_at = s.Int(3);
+  p.updated_at = s.Int(4);
+  p.token_required = s.Int(5) != 0;
+  p.public_template = s.OptText(6);
+  p.attested_template = s.OptText(7);
+  return p;
+}
+
+std::optional<Pool> LoadPool(Connection& c, const std::string& name) {
+  Stmt s = c.Prepare(std::string(kPoolSelect) + "WHERE name = ?1");
+  s.BindText(1, name);
+  if (!s.Step()) return std::nullopt;
+  return ReadPool(s);
+}
+
+// A stored JSON list of strings (written by this file); anything else reads
+// as empty.
+std::vector<std::string> StringList(const std::string& json_text) {
+  std::vector<std::string> out;
+  json list = json::parse(json_text, nullptr, false);
+  if (!list.is_array()) return out;
+  for (const auto& x : list) {
+    if (x.is_string()) out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+AttestationRecord ReadAttestation(const Stmt& s) {
+  AttestationRecord r;
+  r.id = s.Int(0);
+  r.machine_id = s.Int(1);
+  r.hostname = s.Text(2);
+  r.session_id = s.Text(3);
+  r.at = s.Int(4);
+  r.verdict = s.Text(5);
+  r.reason = s.Text(6);
+  r.reasons = StringList(s.Text(7));
+  r.pcrs_json = s.Text(8);
+  r.reset_count = static_cast<uint32_t>(s.Int(9));
+  r.restart_count = static_cast<uint32_t>(s.Int(10));
+  r.clock = static_cast<uint64_t>(s.Int(11));
+  r.firmware_version = static_cast<uint64_t>(s.Int(12));
+  return r;
+}
+
+int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string_view verdict, int64_t epoch) {
+  Stmt s = c.Prepare(
+      "INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, reason, reasons_json, "
+      "pcrs_json, reset_count, restart_count, clock, firmware_version) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+  s.BindInt(1, r.machine_id)
+      .BindInt(2, epoch)
+      .BindText(3, r.session_id)
+      .BindInt(4, r.at)
+      .BindText(5, verdict)
+      .BindText(6, r.reason)
+      .BindText(7, Dump(json(r.reasons)))
+      .BindText(8, r.pcrs_json)
+      .BindInt(9, r.reset_count)
+      .BindInt(10, r.restart_count)
+      // uint64 stored bit for bit in SQLite's int64.
+      .BindInt(11, static_cast<int64_t>(r.clock))
+      .BindInt(12, static_cast<int64_t>(r.firmware_version))
+      .Run();
+  return c.LastInsertRowid();
+}
+
+bool PoolExists(Connection& c, const std::string& name) {
+  Stmt s = c.Prepare("SELECT 1 FROM pools WHERE name = ?1");
+  s.BindText(1, name);
+  return s.Step();
+}
+
+IssuedCertificate ReadCertificate(const Stmt& s) {
+  IssuedCertificate cert;
+  cert.serial = s.Text(0);
+  cert.machine_id = s.Int(1);
+  cert.hostname = s.Text(2);
+  cert.kind = s.Text(3);
+  cert.subject = s.Text(4);
+  cert.sans = StringList(s.Text(5));
+  cert.public_key_sha256 = s.Blob(6);
+  cert.tpm_resident = s.Int(7) != 0;
+  cert.not_before = s.Int(8);
+  cert.not_after = s.Int(9);
+  cert.issued_at = s.Int(10);
+  cert.certificate_pem = s.Text(11);
+  return cert;
+}
+
+std::string MachineIs(const Machine& m) { return "'" + m.hostname + "' is " + std::string(StateName(m.state)); }
+
+}  // namespace rackgate::storage

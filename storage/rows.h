@@ -1,0 +1,85 @@
+// Row mappers: typed values to and from the schema's columns (storage/schema.cc),
+// and the lookups that every concern shares. Failures throw StoreError.
+#ifndef RACKGATE_STORAGE_ROWS_H_
+#define RACKGATE_STORAGE_ROWS_H_
+
+#ifndef RACKGATE_STORAGE_INTERNAL
+#error "storage/rows.h is internal to storage/; include storage/store.h"
+#endif
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "storage/sqlite.h"
+#include "storage/types.h"
+
+namespace rackgate::storage {
+
+using json = nlohmann::json;
+
+// Compact JSON; invalid UTF-8 is replaced rather than thrown on.
+std::string Dump(const json& j);
+// Lower-case hex, for hashes in audit details.
+std::string Hex(const Bytes& b);
+// A stored JSON list of strings (written by storage); anything else reads
+// as empty.
+std::vector<std::string> StringList(const std::string& json_text);
+
+// --- machines and addresses ---------------------------------------------------
+
+// The columns ReadMachine reads, in its order; append a WHERE clause.
+inline constexpr char kMachineSelect[] =
+    "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
+    "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, client_cert_issued_at, "
+    "vars_json FROM machines ";
+// db_corrupt when the stored state is not a state name.
+Machine ReadMachine(const Stmt& s);
+// The machine, with its addresses, selected by kMachineSelect + `where`.
+std::optional<Machine> LoadMachine(Connection& c, const char* where, const std::function<void(Stmt&)>& bind);
+std::optional<Machine> MachineById(Connection& c, int64_t id);
+std::optional<Machine> MachineByHostname(Connection& c, const std::string& hostname);
+std::optional<Machine> MachineByEkHash(Connection& c, const Bytes& ek_hash);
+Machine MustMachineById(Connection& c, int64_t id);                           // machine_unknown
+Machine MustMachineByHostname(Connection& c, const std::string& hostname);  // hostname_unknown
+// "'node-1' is joined": how a state_conflict message starts.
+std::string MachineIs(const Machine& m);
+// The machine's attest_epoch (docs/storage.md); machine_unknown.
+int64_t Epoch(Connection& c, int64_t machine_id);
+void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Address>& addresses);
+// Open sessions and tokens die with an identity change (reset, new EK).
+// Returns how many sessions and tokens were dropped.
+std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id);
+
+// --- pools ----------------------------------------------------------------------
+
+inline constexpr char kPoolSelect[] =
+    "SELECT name, settings_json, boot_policy_json, created_at, updated_at, token_required, public_template, "
+    "attested_template FROM pools ";
+Pool ReadPool(const Stmt& s);
+std::optional<Pool> LoadPool(Connection& c, const std::string& name);
+bool PoolExists(Connection& c, const std::string& name);
+
+// --- attestations and certificates ----------------------------------------------
+
+inline constexpr char kAttestationSelect[] =
+    "SELECT a.id, a.machine_id, m.hostname, a.session_id, a.at, a.verdict, a.reason, a.reasons_json, "
+    "a.pcrs_json, a.reset_count, a.restart_count, a.clock, a.firmware_version "
+    "FROM attestations a JOIN machines m ON m.id = a.machine_id ";
+AttestationRecord ReadAttestation(const Stmt& s);
+// Inserts `r` with `verdict` in the machine's epoch; returns the row id.
+int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string_view verdict, int64_t epoch);
+
+inline constexpr char kCertificateSelect[] =
+    "SELECT serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, tpm_resident, "
+    "not_before, not_after, issued_at, certificate_pem FROM certificates ";
+IssuedCertificate ReadCertificate(const Stmt& s);
+
+}  // namespace rackgate::storage
+
+#endif  // RACKGATE_STORAGE_ROWS_H_

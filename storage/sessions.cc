@@ -1,0 +1,149 @@
+// Attestation sessions (single-use challenges) and bearer tokens.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "storage/rows.h"
+#include "storage/sqlite_store.h"
+#include "storage/validation.h"
+
+namespace rackgate::storage {
+
+Status SqliteStore::CreateSession(const Session& session) {
+  return Guard([&]() -> Status {
+    CheckSize("session id", session.id.size(), 1, kMaxSessionId);
+    if (!IsPrintableAscii(session.id)) {
+      return Status::InvalidArgument("field_invalid", "a session id is printable ASCII");
+    }
+    CheckSize("nonce", session.nonce.size(), 1, kMaxHash);
+    CheckSize("secret_hash", session.secret_hash.size(), 1, kMaxHash);
+    CheckSize("ak_public", session.ak_public.size(), 1, kMaxTpmBlob);
+    CheckSize("ak_name", session.ak_name.size(), 1, kMaxTpmBlob);
+    CheckSize("pcr_selection", session.pcr_selection.size(), 0, kMaxPcrSelection);
+    if (session.expires_at < session.created_at) {
+      return Status::InvalidArgument("field_invalid", "a session expires after it is created");
+    }
+    db_->Write([&](Connection& c) {
+      {
+        Stmt s = c.Prepare("SELECT 1 FROM machines WHERE id = ?1");
+        s.BindInt(1, session.machine_id);
+        if (!s.Step()) {
+          Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(session.machine_id)));
+        }
+      }
+      {
+        Stmt s = c.Prepare("SELECT 1 FROM sessions WHERE id = ?1");
+        s.BindText(1, session.id);
+        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the session id is taken"));
+      }
+      Stmt s = c.Prepare(
+          "INSERT INTO sessions (id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, "
+          "created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+      s.BindText(1, session.id)
+          .BindInt(2, session.machine_id)
+          .BindBlob(3, session.nonce)
+          .BindBlob(4, session.secret_hash)
+          .BindBlob(5, session.ak_public)
+          .BindBlob(6, session.ak_name)
+          .BindText(7, session.pcr_selection)
+          .BindInt(8, session.created_at)
+          .BindInt(9, session.expires_at)
+          .Run();
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
+Result<Session> SqliteStore::ConsumeSession(const std::string& id, int64_t now) {
+  return Guard([&]() -> Result<Session> {
+    if (id.empty() || id.size() > kMaxSessionId) return Status::NotFound("session_unknown", "unknown session");
+    // SECURITY: a nonce is used once. The check and the mark are one write
+    // transaction under the writer lock, so two racing requests cannot both
+    // see the session unused.
+    return db_->Write([&](Connection& c) -> Session {
+      Session out;
+      {
+        Stmt s = c.Prepare(
+            "SELECT id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, "
+            "expires_at, used_at FROM sessions WHERE id = ?1");
+        s.BindText(1, id);
+        if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
+        out.id = s.Text(0);
+        out.machine_id = s.Int(1);
+        out.nonce = s.Blob(2);
+        out.secret_hash = s.Blob(3);
+        out.ak_public = s.Blob(4);
+        out.ak_name = s.Blob(5);
+        out.pcr_selection = s.Text(6);
+        out.created_at = s.Int(7);
+        out.expires_at = s.Int(8);
+        out.used_at = s.OptInt(9);
+      }
+      if (out.used_at) Fail(Status::VerificationFailed("session_used", "the session was already used"));
+      if (now >= out.expires_at) Fail(Status::VerificationFailed("session_expired", "the session expired"));
+      Stmt s = c.Prepare("UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL");
+      s.BindText(1, id).BindInt(2, now).Run();
+      if (c.Changes() != 1) Fail(Status::VerificationFailed("session_used", "the session was already used"));
+      out.used_at = now;
+      return out;
+    });
+  });
+}
+
+Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
+  return Guard([&]() -> Result<Bearer> {
+    if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
+    // The lookup is by the hash of a random token: timing reveals nothing
+    // about a valid token.
+    return db_->Read([&](Connection& c) -> Bearer {
+      Token t;
+      {
+        Stmt s = c.Prepare(
+            "SELECT hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public FROM tokens "
+            "WHERE hash = ?1");
+        s.BindBlob(1, token_hash);
+        if (!s.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
+        t = Token{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6)};
+      }
+      auto m = MachineById(c, t.machine_id);
+      if (!m) Fail(Status::NotFound("token_unknown", "unknown token"));
+      // SECURITY: revocation wins over everything, at once.
+      if (m->state == MachineState::kRevoked)
+        Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
+      if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
+      return Bearer{std::move(*m), std::move(t)};
+    });
+  });
+}
+
+Result<PurgeCounts> SqliteStore::PurgeExpired(int64_t now, int batch) {
+  return Guard([&]() -> Result<PurgeCounts> {
+    const int64_t limit = std::clamp(batch, 1, 100000);
+    return db_->Write([&](Connection& c) {
+      PurgeCounts counts;
+      {
+        Stmt s = c.Prepare(
+            "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= ?1 LIMIT ?2)");
+        s.BindInt(1, now).BindInt(2, limit).Run();
+        counts.sessions = c.Changes();
+      }
+      Stmt s = c.Prepare("DELETE FROM tokens WHERE hash IN (SELECT hash FROM tokens WHERE expires_at <= ?1 LIMIT ?2)");
+      s.BindInt(1, now).BindInt(2, limit).Run();
+      counts.tokens = c.Changes();
+      return counts;
+    });
+  });
+}
+
+Result<int64_t> SqliteStore::CountOpenSessions(int64_t now) {
+  return Guard([&]() -> Result<int64_t> {
+    return db_->Read([&](Connection& c) -> int64_t {
+      Stmt s = c.Prepare("SELECT count(*) FROM sessions WHERE used_at IS NULL AND expires_at > ?1");
+      s.BindInt(1, now);
+      return s.Step() ? s.Int(0) : 0;
+    });
+  });
+}
+
+}  // namespace rackgate::storage

@@ -1,0 +1,98 @@
+// The SQLite backend of storage::Store. Each group of methods is defined in
+// the file its comment names; the contract is store.h's.
+#ifndef RACKGATE_STORAGE_SQLITE_STORE_H_
+#define RACKGATE_STORAGE_SQLITE_STORE_H_
+
+#ifndef RACKGATE_STORAGE_INTERNAL
+#error "storage/sqlite_store.h is internal to storage/; include storage/store.h"
+#endif
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/database.h"
+#include "storage/store.h"
+
+namespace rackgate::storage {
+
+class SqliteStore final : public Store {
+ public:
+  // Store::Open's contract (sqlite_store.cc).
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
+
+  // pools.cc
+  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now,
+                       const std::optional<Bytes>& first_token_hash) override;
+  Result<Pool> GetPool(const std::string& name) override;
+  Result<std::vector<Pool>> ListPools() override;
+  Result<Pool> SetPoolTemplate(const std::string& pool, std::string_view which,
+                               const std::optional<std::string>& template_json, const std::string& digest,
+                               const Actor& actor, int64_t now) override;
+  Status RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
+                         const Actor& actor, int64_t now) override;
+  Result<std::vector<PoolToken>> ValidPoolTokens(const std::string& pool, int64_t now) override;
+  Result<std::pair<Pool, std::vector<PoolToken>>> GetPoolWithTokens(const std::string& name, int64_t now) override;
+
+  // enrollment.cc
+  Result<Machine> Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) override;
+  Result<size_t> Import(const std::vector<Enrollment>& rows, const Actor& actor, int64_t now,
+                        const ImportProgress& progress) override;
+
+  // machines.cc
+  Result<Machine> FindMachineByEkHash(const Bytes& ek_hash) override;
+  Result<Machine> GetMachine(const std::string& hostname) override;
+  Result<Machine> GetMachineById(int64_t id) override;
+  Result<std::vector<Machine>> ListMachines(const MachineFilter& filter) override;
+  Result<Machine> Approve(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Revoke(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
+                             const Actor& actor, const std::string& action, int64_t now) override;
+  Result<std::map<std::string, int64_t>> CountByState() override;
+
+  // sessions.cc
+  Status CreateSession(const Session& session) override;
+  Result<Session> ConsumeSession(const std::string& id, int64_t now) override;
+  Result<Bearer> LookupToken(const Bytes& token_hash, int64_t now) override;
+  Result<PurgeCounts> PurgeExpired(int64_t now, int batch) override;
+  Result<int64_t> CountOpenSessions(int64_t now) override;
+
+  // attestations.cc
+  Result<Machine> RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
+                                           const std::optional<std::string>& tofu_pcrs_json) override;
+  Status RecordAttestationFailure(const AttestationRecord& record) override;
+  Result<AttestationRecord> LastSuccessfulAttestation(int64_t machine_id) override;
+  Result<std::vector<AttestationRecord>> RecentFailures(int limit) override;
+
+  // certificates.cc
+  Result<Machine> RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
+                                     const Actor& actor, int64_t now) override;
+  Result<Machine> RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) override;
+  Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) override;
+  Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit) override;
+
+  // audit.cc
+  Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
+                           const Actor& actor, int64_t now) override;
+  Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
+
+  // sqlite_store.cc
+  WriteStats GetWriteStats() const override;
+  Status Backup(const std::string& dest_path) override;
+
+ private:
+  explicit SqliteStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace rackgate::storage
+
+#endif  // RACKGATE_STORAGE_SQLITE_STORE_H_

@@ -1,0 +1,248 @@
+// The values the enrollment store reads and writes (docs/storage.md): the
+// same for every backend.
+#ifndef RACKGATE_STORAGE_TYPES_H_
+#define RACKGATE_STORAGE_TYPES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rackgate::storage {
+
+using Bytes = std::vector<uint8_t>;
+
+// A machine's state (docs/storage.md, "A machine's life"). The database
+// stores StateName()'s text, so the names are part of the file format.
+enum class MachineState { kPending, kEnrolled, kAttested, kProvisioned, kJoined, kRevoked };
+
+// Every state, in the order above.
+inline constexpr MachineState kAllMachineStates[] = {MachineState::kPending,     MachineState::kEnrolled,
+                                                     MachineState::kAttested,    MachineState::kProvisioned,
+                                                     MachineState::kJoined,      MachineState::kRevoked};
+
+// "pending", "enrolled", "attested", "provisioned", "joined", "revoked";
+// "" for a value outside the enum.
+std::string_view StateName(MachineState state);
+// The state named `name` (exactly, lower case); nullopt for anything else.
+std::optional<MachineState> ParseMachineState(std::string_view name);
+// Whether ParseMachineState(state) has a value.
+bool IsValidState(std::string_view state);
+// StateName's text, so that tests and streams print names, not numbers.
+std::ostream& operator<<(std::ostream& out, MachineState state);
+
+// Kubernetes NodeAddress types.
+inline constexpr std::string_view kAddressInternalIP = "InternalIP";
+inline constexpr std::string_view kAddressExternalIP = "ExternalIP";
+inline constexpr std::string_view kAddressInternalDNS = "InternalDNS";
+inline constexpr std::string_view kAddressExternalDNS = "ExternalDNS";
+inline constexpr std::string_view kAddressHostname = "Hostname";
+bool IsValidAddressKind(std::string_view kind);
+
+// Who made a change, for the audit log: e.g. name "uid:1000(alice)",
+// "discovery", "rackgated"; why is the operator's reason or the context.
+struct Actor {
+  std::string name;
+  std::string why;
+};
+
+struct Address {
+  std::string kind;  // one of kAddress*
+  std::string value;
+  bool operator==(const Address&) const = default;
+};
+
+struct Pool {
+  std::string name;  // [A-Za-z0-9._-], 1..63 chars, starts with a letter or digit
+  std::string settings_json = "{}";           // opaque to storage
+  std::optional<std::string> boot_policy_json;  // opaque; nullopt: no pool policy
+  // Whether GET /config/{pool} needs the pool's provisioning token.
+  bool token_required = true;
+  // Ignition templates (opaque JSON texts); set with SetPoolTemplate only,
+  // PutPool keeps them.
+  std::optional<std::string> public_template;
+  std::optional<std::string> attested_template;
+  int64_t created_at = 0;  // set by storage
+  int64_t updated_at = 0;  // set by storage
+};
+
+// What an operator (or discovery) enrolls. See Store::Enroll.
+struct Enrollment {
+  std::string hostname;  // a lowercase RFC 1123 subdomain (a Kubernetes node name)
+  std::string pool;      // must exist
+  Bytes ek_public;       // TPM2B_PUBLIC as the TPM marshals it
+  Bytes ek_hash;         // the caller's hash of the EK; the machine's identity
+  std::optional<Bytes> ek_certificate;  // DER
+  std::string tpm_manufacturer;  // facts read from the EK certificate; "" if none
+  std::string tpm_model;
+  std::string tpm_version;
+  std::vector<Address> addresses;
+  std::optional<std::string> policy_json;  // per-machine boot policy, opaque
+  MachineState state = MachineState::kEnrolled;  // kEnrolled or kPending
+  // Operator-set values for template rendering: a JSON object, opaque here.
+  std::string vars_json = "{}";
+};
+
+struct Machine {
+  int64_t id = 0;
+  std::string hostname;
+  std::string pool;
+  MachineState state = MachineState::kPending;
+  Bytes ek_public;
+  Bytes ek_hash;
+  std::optional<Bytes> ek_certificate;
+  std::string tpm_manufacturer;
+  std::string tpm_model;
+  std::string tpm_version;
+  std::vector<Address> addresses;  // sorted by (kind, value)
+  std::optional<std::string> policy_json;
+  std::optional<std::string> tofu_pcrs_json;  // PCR values recorded on first use
+  std::string vars_json = "{}";
+  int64_t created_at = 0;
+  int64_t updated_at = 0;
+  std::optional<int64_t> last_attested_at;
+  // When a kubelet client certificate was issued since the last reset.
+  std::optional<int64_t> client_cert_issued_at;
+};
+
+// A challenge in flight (docs/protocol.md). Holds the activation secret's
+// HASH only, never the secret.
+struct Session {
+  std::string id;  // random, chosen by the caller; 1..128 chars
+  int64_t machine_id = 0;
+  Bytes nonce;
+  Bytes secret_hash;
+  Bytes ak_public;  // TPM2B_PUBLIC
+  Bytes ak_name;
+  std::string pcr_selection;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;
+  std::optional<int64_t> used_at;  // set by ConsumeSession
+};
+
+// A bearer token, by its hash (the raw token is never stored).
+struct Token {
+  Bytes hash;
+  int64_t machine_id = 0;
+  std::string session_id;  // the session it was issued for (informational)
+  int64_t issued_at = 0;
+  int64_t expires_at = 0;
+  // The session's nonce and AK (TPM2B_PUBLIC): a TPM2_Certify made after the
+  // attestation is checked against them. Empty for tokens issued before v3.
+  Bytes nonce;
+  Bytes ak_public;
+};
+
+// What a bearer token resolves to.
+struct Bearer {
+  Machine machine;
+  Token token;
+};
+
+// A provisioning token of a pool, by its hash. expires_at nullopt: the
+// current token; set: the previous one, valid until then.
+struct PoolToken {
+  Bytes hash;
+  std::string pool;
+  int64_t created_at = 0;
+  std::optional<int64_t> expires_at;
+};
+
+inline constexpr std::string_view kTemplatePublic = "public";
+inline constexpr std::string_view kTemplateAttested = "attested";
+
+inline constexpr std::string_view kCertClient = "client";
+inline constexpr std::string_view kCertServing = "serving";
+
+// A certificate signed for a machine (its content is not stored: serial,
+// names and the key's hash are what an operator looks for).
+struct IssuedCertificate {
+  std::string serial;  // lower-case hex
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by storage from the machine
+  std::string kind;      // kCertClient or kCertServing
+  std::string subject;
+  std::vector<std::string> sans;
+  Bytes public_key_sha256;
+  bool tpm_resident = false;
+  int64_t not_before = 0;
+  int64_t not_after = 0;
+  int64_t issued_at = 0;
+  // The certificate itself (public): a client whose answer was lost (a crash,
+  // a cut connection) asks again with the same key and gets the same
+  // certificate instead of a refusal.
+  std::string certificate_pem;
+};
+
+inline constexpr std::string_view kVerdictOk = "ok";
+inline constexpr std::string_view kVerdictRefused = "refused";
+
+struct AttestationRecord {
+  int64_t id = 0;           // set by storage
+  int64_t machine_id = 0;
+  std::string hostname;     // filled by reads; ignored on writes
+  std::string session_id;
+  int64_t at = 0;
+  std::string verdict;      // kVerdictOk or kVerdictRefused
+  std::string reason;       // "" for ok; the refusal's reason code otherwise
+  std::vector<std::string> reasons;  // every reason (e.g. each policy violation)
+  std::string pcrs_json;    // opaque; may be "" when the quote never verified
+  uint32_t reset_count = 0;
+  uint32_t restart_count = 0;
+  uint64_t clock = 0;
+  uint64_t firmware_version = 0;
+};
+
+struct AuditEntry {
+  int64_t id = 0;
+  int64_t at = 0;
+  std::string actor;
+  std::string action;  // e.g. enroll, enroll_update, replace_ek, approve, revoke,
+                       // reset, attest, pool_put, import, or a Transition's action
+  std::optional<int64_t> machine_id;
+  std::string hostname;  // "" when the action concerns no machine
+  std::optional<std::string> from_state;  // StateName()s, as stored
+  std::optional<std::string> to_state;
+  std::string why;
+  std::string detail_json;  // a JSON object; never contains secrets
+};
+
+struct MachineFilter {
+  std::optional<std::string> pool;
+  std::optional<MachineState> state;
+};
+
+struct AuditFilter {
+  std::optional<std::string> hostname;
+  // 0: the newest `limit` entries. N > 0: the first `limit` entries with
+  // id > N (follow the log). Either way returned in ascending id order.
+  int64_t since_id = 0;
+  int limit = 100;  // clamped to [1, 10000]
+};
+
+struct PurgeCounts {
+  int64_t sessions = 0;
+  int64_t tokens = 0;
+};
+
+struct StoreOptions {
+  // How long a write waits for another process's lock before db_busy.
+  int busy_timeout_ms = 5000;
+  // Idle read connections kept open; more are opened on demand.
+  int max_idle_readers = 8;
+  // Failed attestation rows kept per machine (oldest dropped), so a client that
+  // knows an enrolled EK public key cannot grow the database without bound.
+  int max_failures_per_machine = 100;
+};
+
+// (done, total), called after each row has been checked and written, inside
+// the transaction; done == total means every row is in and commit follows.
+using ImportProgress = std::function<void(size_t done, size_t total)>;
+
+}  // namespace rackgate::storage
+
+#endif  // RACKGATE_STORAGE_TYPES_H_

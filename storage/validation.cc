@@ -1,0 +1,134 @@
+// Checks on what callers store: sizes, names, states and addresses.
+#include "storage/validation.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "storage/sqlite.h"
+
+namespace rackgate::storage {
+
+namespace {
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// A Kubernetes node name: a lowercase RFC 1123 subdomain. It becomes the CN
+// "system:node:<hostname>" of a kubelet certificate, so nothing else may pass.
+bool IsValidHostname(std::string_view h) {
+  if (h.empty() || h.size() > 253) return false;
+  size_t label = 0;
+  char prev = '.';
+  for (char c : h) {
+    if (c == '.') {
+      if (label == 0 || prev == '-') return false;
+      label = 0;
+    } else if (IsLowerAlnum(c) || c == '-') {
+      if (label == 0 && c == '-') return false;
+      if (++label > 63) return false;
+    } else {
+      return false;
+    }
+    prev = c;
+  }
+  return label > 0 && prev != '-';
+}
+
+// Pool names appear in URLs (/config/POOL).
+bool IsValidPoolName(std::string_view p) {
+  if (p.empty() || p.size() > 63) return false;
+  for (char c : p) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '.' && c != '_' && c != '-') return false;
+  }
+  return p[0] != '.' && p[0] != '_' && p[0] != '-';
+}
+
+void CheckHostname(const std::string& h) {
+  if (!IsValidHostname(h)) {
+    Fail(Status::InvalidArgument("hostname_invalid", "the hostname must be a lowercase RFC 1123 DNS name"));
+  }
+}
+
+void CheckAddresses(const std::vector<Address>& addresses) {
+  CheckSize("addresses", addresses.size(), 0, kMaxAddresses);
+  for (const auto& a : addresses) {
+    if (!IsValidAddressKind(a.kind)) {
+      Fail(Status::InvalidArgument("field_invalid", "unknown address kind '" + a.kind + "'"));
+    }
+    if (a.value.empty() || a.value.size() > kMaxAddressValue || !IsPrintableAscii(a.value)) {
+      Fail(Status::InvalidArgument("field_invalid", "an address value is 1..253 printable characters"));
+    }
+  }
+}
+
+}  // namespace
+
+void CheckSize(const char* field, size_t size, size_t min, size_t max) {
+  if (size < min || size > max) {
+    Fail(Status::InvalidArgument("field_invalid", std::string(field) + " must be " + std::to_string(min) + ".." +
+                                                      std::to_string(max) + " bytes long"));
+  }
+}
+
+bool IsPrintableAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+void CheckPoolName(const std::string& p) {
+  if (!IsValidPoolName(p)) {
+    Fail(Status::InvalidArgument("pool_invalid", "a pool name is 1..63 of [A-Za-z0-9._-], starting alphanumeric"));
+  }
+}
+
+void CheckState(MachineState s) {
+  if (StateName(s).empty()) {
+    Fail(Status::InvalidArgument("state_invalid",
+                                 "unknown machine state " + std::to_string(static_cast<int>(s))));
+  }
+}
+
+void CheckActor(const Actor& a) {
+  CheckSize("actor name", a.name.size(), 1, kMaxActor);
+  CheckSize("actor reason", a.why.size(), 0, kMaxWhy);
+}
+
+void CheckOptJson(const char* field, const std::optional<std::string>& j) {
+  if (j) CheckSize(field, j->size(), 0, kMaxJson);
+}
+
+// Sorted and without duplicates, so that equal sets compare equal.
+std::vector<Address> NormalizeAddresses(std::vector<Address> a) {
+  std::sort(a.begin(), a.end(),
+            [](const Address& x, const Address& y) { return std::tie(x.kind, x.value) < std::tie(y.kind, y.value); });
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+void CheckEnrollment(const Enrollment& e) {
+  CheckHostname(e.hostname);
+  CheckPoolName(e.pool);
+  if (e.state != MachineState::kEnrolled && e.state != MachineState::kPending) {
+    Fail(Status::InvalidArgument("state_invalid", "a machine is enrolled as enrolled or pending"));
+  }
+  // An EK public area, an EK certificate, or both: the identity (ek_hash)
+  // is the same key either way.
+  CheckSize("ek_public", e.ek_public.size(), e.ek_certificate ? 0 : 1, kMaxEkPublic);
+  CheckSize("ek_hash", e.ek_hash.size(), 1, kMaxHash);
+  if (e.ek_certificate) CheckSize("ek_certificate", e.ek_certificate->size(), 1, kMaxEkCertificate);
+  CheckSize("tpm_manufacturer", e.tpm_manufacturer.size(), 0, kMaxFact);
+  CheckSize("tpm_model", e.tpm_model.size(), 0, kMaxFact);
+  CheckSize("tpm_version", e.tpm_version.size(), 0, kMaxFact);
+  CheckAddresses(e.addresses);
+  CheckOptJson("policy_json", e.policy_json);
+  CheckSize("vars_json", e.vars_json.size(), 2, kMaxJson);
+}
+
+void CheckRecord(const AttestationRecord& r) {
+  CheckSize("session_id", r.session_id.size(), 0, kMaxSessionId);
+  CheckSize("reason", r.reason.size(), 0, kMaxReason);
+  CheckSize("reasons", r.reasons.size(), 0, kMaxReasons);
+  for (const auto& x : r.reasons) CheckSize("reasons[]", x.size(), 0, kMaxReason);
+  CheckSize("pcrs_json", r.pcrs_json.size(), 0, kMaxJson);
+}
+
+}  // namespace rackgate::storage

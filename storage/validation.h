@@ -1,0 +1,53 @@
+// Checks on what callers store: sizes, names, states and addresses. Each
+// Check* throws StoreError (storage/sqlite.h) with the reason store.h names.
+#ifndef RACKGATE_STORAGE_VALIDATION_H_
+#define RACKGATE_STORAGE_VALIDATION_H_
+
+#ifndef RACKGATE_STORAGE_INTERNAL
+#error "storage/validation.h is internal to storage/; include storage/store.h"
+#endif
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/types.h"
+
+namespace rackgate::storage {
+
+// Size limits on what the caller stores. Generous against what a TPM, an EK
+// certificate or a policy really needs; they only keep a runaway caller from
+// filling the disk.
+inline constexpr size_t kMaxEkPublic = 4096;
+inline constexpr size_t kMaxHash = 64;
+inline constexpr size_t kMaxEkCertificate = 16 * 1024;
+inline constexpr size_t kMaxFact = 256;
+inline constexpr size_t kMaxAddresses = 64;
+inline constexpr size_t kMaxAddressValue = 253;
+inline constexpr size_t kMaxJson = 1024 * 1024;
+inline constexpr size_t kMaxSessionId = 128;
+inline constexpr size_t kMaxTpmBlob = 4096;
+inline constexpr size_t kMaxPcrSelection = 1024;
+inline constexpr size_t kMaxActor = 256;
+inline constexpr size_t kMaxWhy = 4096;
+inline constexpr size_t kMaxReasons = 256;
+inline constexpr size_t kMaxReason = 256;
+
+// field_invalid unless min <= size <= max.
+void CheckSize(const char* field, size_t size, size_t min, size_t max);
+bool IsPrintableAscii(std::string_view s);
+void CheckPoolName(const std::string& p);            // pool_invalid
+void CheckState(MachineState s);                     // state_invalid
+void CheckActor(const Actor& a);                     // field_invalid
+void CheckOptJson(const char* field, const std::optional<std::string>& j);
+// Sorted and without duplicates, so that equal sets compare equal.
+std::vector<Address> NormalizeAddresses(std::vector<Address> a);
+// hostname_invalid, pool_invalid, state_invalid, field_invalid.
+void CheckEnrollment(const Enrollment& e);
+void CheckRecord(const AttestationRecord& r);  // field_invalid
+
+}  // namespace rackgate::storage
+
+#endif  // RACKGATE_STORAGE_VALIDATION_H_

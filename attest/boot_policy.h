@@ -1,19 +1,18 @@
-// Boot policy: an operator's JSON statement of what a machine's measured boot
-// must look like (golden PCRs, Secure Boot, allowed and forbidden boot
-// applications and authorities, kernel command line rules, PCRs pinned on
-// first use), and its evaluation against the facts of a replayed event log
-// and the PCRs a verified quote vouched for. The format, and what each rule
-// defends against, is in docs/policy.md.
+// Boot policy: what an operator says a machine's measured boot must look like
+// (golden PCRs, Secure Boot, allowed and forbidden boot applications and
+// authorities, kernel command line rules, PCRs pinned on first use), as a
+// typed value, and its evaluation against the facts of a replayed event log
+// and the PCRs a verified quote vouched for. The policy's JSON form is read
+// outside libattest, in wire/boot_policy_json.h; the format, and what each
+// rule defends against, is in docs/policy.md.
 //
 // Thread safety: all functions are pure and may be called concurrently.
 #ifndef RACKGATE_ATTEST_BOOT_POLICY_H_
 #define RACKGATE_ATTEST_BOOT_POLICY_H_
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "attest/boot_facts.h"
@@ -22,15 +21,6 @@
 #include "attest/tpm.h"
 
 namespace rackgate::attest {
-
-// Limits on a policy document; each is far above any sensible policy.
-inline constexpr size_t kMaxPolicySize = 1u << 20;      // bytes of JSON
-inline constexpr size_t kMaxPolicyDepth = 8;            // nesting of [ and {
-inline constexpr size_t kMaxPolicyDigests = 4096;       // per allowed/forbidden list
-inline constexpr size_t kMaxPolicyStrings = 256;        // per command-line list
-inline constexpr size_t kMaxPolicyStringSize = 4096;    // bytes, one string
-
-inline constexpr int kBootPolicyVersion = 1;
 
 // A digest of a named bank, as a policy lists it ("sha256:<hex>").
 struct PolicyDigest {
@@ -63,27 +53,6 @@ struct BootPolicy {
   // the machine.
   std::vector<PcrSelection> tofu;
 };
-
-// Parses a policy document. Refuses, with kInvalidArgument and reason
-// "policy_malformed" (the message naming the offending field): text that is
-// not JSON, larger than kMaxPolicySize or nested deeper than kMaxPolicyDepth;
-// a missing or other "version" than 1; any field this format does not define,
-// at any level (a typo must never silently drop a rule); a value of the wrong
-// type; a bank other than sha1/sha256/sha384/sha512; a PCR index above 23; a
-// digest whose length is not its bank's; a list above its limit.
-Result<BootPolicy> ParseBootPolicy(std::string_view json);
-
-// PCR values as JSON: {"sha256": {"0": "<hex>", ...}, ...}, banks strongest
-// first, PCRs in ascending order, lower-case hex, no whitespace but one space
-// after each ':' and ','. This is the "pcrs" object of `rackgatectl eventlog
-// replay --json` and of TOFU records.
-std::string FormatPcrValuesJson(const PcrValues& pcrs);
-
-// Reads a document whose top-level "pcrs" member is such an object (other
-// top-level members are ignored: the document may be `eventlog replay
-// --json` output). kInvalidArgument "pcr_values_malformed" for anything else,
-// a bank or PCR index we do not know or a value that is not its bank's size.
-Result<PcrValues> ParsePcrValuesJson(std::string_view json);
 
 // What Evaluate judges.
 struct Evidence {

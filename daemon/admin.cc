@@ -12,6 +12,7 @@
 
 #include "attest/boot_policy.h"
 #include "attest/ek_identity.h"
+#include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "daemon/log.h"
 #include "daemon/pool_settings.h"
@@ -171,7 +172,7 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   }
   if (j.contains("policy") && !j.at("policy").is_null()) {
     std::string text = j.at("policy").dump();
-    auto policy = attest::ParseBootPolicy(text);
+    auto policy = wire::ParseBootPolicy(text);
     if (!policy.ok()) return policy.status().Annotate("policy");
     e.policy_json = text;
   }
@@ -404,7 +405,7 @@ Response AdminApi::PutPool(const Request& request) {
       pool.boot_policy_json.reset();
     } else {
       std::string text = body->at("boot_policy").dump();
-      auto policy = attest::ParseBootPolicy(text);
+      auto policy = wire::ParseBootPolicy(text);
       if (!policy.ok()) return Response::Error(400, policy.status().reason(), policy.status().message());
       pool.boot_policy_json = text;
     }

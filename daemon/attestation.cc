@@ -18,6 +18,7 @@
 #include "attest/ek_identity.h"
 #include "attest/eventlog.h"
 #include "attest/quote.h"
+#include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "daemon/log.h"
 #include "daemon/pool_settings.h"
@@ -74,7 +75,7 @@ Result<std::optional<attest::BootPolicy>> PolicyFor(storage::Store* store, const
     if (pool.ok() && pool->boot_policy_json && !pool->boot_policy_json->empty()) text = *pool->boot_policy_json;
   }
   if (text.empty() || text == "null" || text == "{}") return std::optional<attest::BootPolicy>();
-  auto p = attest::ParseBootPolicy(text);
+  auto p = wire::ParseBootPolicy(text);
   if (!p.ok()) return p.status();
   return std::optional<attest::BootPolicy>(std::move(p).value());
 }
@@ -82,7 +83,7 @@ Result<std::optional<attest::BootPolicy>> PolicyFor(storage::Store* store, const
 // PCR values as stored (attestation records, TOFU values): the document
 // `rackgatectl policy check --tofu-recorded` reads, {"pcrs": {...}}.
 std::string PcrDocument(const attest::PcrValues& pcrs) {
-  return "{\"pcrs\": " + attest::FormatPcrValuesJson(pcrs) + "}";
+  return "{\"pcrs\": " + wire::FormatPcrValuesJson(pcrs) + "}";
 }
 
 json MachineJson(const storage::Machine& m) {
@@ -407,7 +408,7 @@ Response AttestationService::Evidence(const Request& request) {
     evidence.log = log ? &*log : nullptr;
     evidence.quoted = quote->pcrs;
     if (machine->tofu_pcrs_json && !machine->tofu_pcrs_json->empty()) {
-      auto recorded = attest::ParsePcrValuesJson(*machine->tofu_pcrs_json);
+      auto recorded = wire::ParsePcrValuesJson(*machine->tofu_pcrs_json);
       if (recorded.ok()) evidence.tofu_recorded = std::move(recorded).value();
     }
     attest::BootFacts facts = log ? attest::ExtractBootFacts(*log) : attest::BootFacts{};

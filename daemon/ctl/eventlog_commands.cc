@@ -20,6 +20,7 @@
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
+#include "wire/boot_policy_json.h"
 
 namespace rackgate::ctl {
 
@@ -232,7 +233,7 @@ int RunEventlogReplay(int argc, char** argv, int first) {
       banks += std::string(banks.empty() ? "" : ", ") + "\"" + attest::HashAlgName(b) + "\"";
     }
     std::printf("{\"pcrs\": %s, \"banks\": [%s], \"events\": %zu}\n",
-                attest::FormatPcrValuesJson(*pcrs).c_str(), banks.c_str(), log->events.size());
+                wire::FormatPcrValuesJson(*pcrs).c_str(), banks.c_str(), log->events.size());
     return kExitOk;
   }
   std::printf("event log: %zu events, %s, banks declared: %s\n", log->events.size(),
@@ -316,9 +317,9 @@ int RunPolicyCheck(int argc, char** argv, int first) {
   }
   const char* cmd = "policy check";
 
-  auto policy_text = ReadFile(*args->Get("policy"), attest::kMaxPolicySize);
+  auto policy_text = ReadFile(*args->Get("policy"), wire::kMaxPolicySize);
   if (!policy_text.ok()) return Fail(cmd, policy_text.status(), kExitUnusable);
-  auto policy = attest::ParseBootPolicy(
+  auto policy = wire::ParseBootPolicy(
       std::string_view(reinterpret_cast<const char*>(policy_text->data()), policy_text->size()));
   if (!policy.ok()) return Fail(cmd, policy.status().Annotate("--policy"), kExitUnusable);
 
@@ -326,9 +327,9 @@ int RunPolicyCheck(int argc, char** argv, int first) {
   if (!log.ok()) return Fail(cmd, log.status(), kExitUnusable);
 
   auto read_pcrs_json = [](const std::string& path, const char* flag) -> Result<attest::PcrValues> {
-    auto text = ReadFile(path, attest::kMaxPolicySize);
+    auto text = ReadFile(path, wire::kMaxPolicySize);
     if (!text.ok()) return text.status();
-    auto v = attest::ParsePcrValuesJson(
+    auto v = wire::ParsePcrValuesJson(
         std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
     if (!v.ok()) return v.status().Annotate(flag);
     return v;
@@ -371,7 +372,7 @@ int RunPolicyCheck(int argc, char** argv, int first) {
   }
   if (!verdict.tofu_to_record.empty()) {
     const std::string record =
-        "{\"pcrs\": " + attest::FormatPcrValuesJson(verdict.tofu_to_record) + "}\n";
+        "{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}\n";
     if (auto path = args->Get("tofu-record-to")) {
       const auto* p = reinterpret_cast<const uint8_t*>(record.data());
       if (Status s = WriteFileAtomic(*path, std::span<const uint8_t>(p, record.size())); !s.ok()) {

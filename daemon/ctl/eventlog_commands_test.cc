@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "attest/boot_policy.h"
 #include "attest/eventlog.h"
 #include "attest/test_util.h"
 #include "attest/testing/event_log_builder.h"
 #include "daemon/ctl/offline.h"
+#include "wire/boot_policy_json.h"
 
 namespace rackgate::ctl {
 namespace {
@@ -79,7 +79,7 @@ TEST(EventlogReplay, JsonIsTheReplay) {
     const CmdResult r = Call(RunEventlogReplay, {LogPath(name), "--json"});
     ASSERT_EQ(r.rc, kExitOk) << r.err;
     EXPECT_EQ(Lines(r.out), 1u);
-    auto printed = attest::ParsePcrValuesJson(r.out);
+    auto printed = wire::ParsePcrValuesJson(r.out);
     ASSERT_TRUE(printed.ok()) << printed.status().ToString() << "\n" << r.out;
     const Bytes bytes = testing::ReadEventLog(name);
     auto replayed = attest::Replay(*attest::ParseEventLog(bytes));
@@ -192,7 +192,7 @@ TEST(PolicyCheck, QuotedPcrsFromQuoteFiles) {
       }());
   golden[attest::kAlgSha256][7] = Bytes(32, 0);
   const std::string good = dir.Write(
-      "good.json", R"({"version": 1, "pcrs": )" + attest::FormatPcrValuesJson(golden) + "}");
+      "good.json", R"({"version": 1, "pcrs": )" + wire::FormatPcrValuesJson(golden) + "}");
   CmdResult r = Call(RunPolicyCheck, {"--policy", good, "--eventlog", log, "--pcrs", pcrs, "--message", msg});
   EXPECT_EQ(r.rc, kExitOk) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
@@ -200,7 +200,7 @@ TEST(PolicyCheck, QuotedPcrsFromQuoteFiles) {
   golden[attest::kAlgSha256][7] = Bytes(32, 1);
   golden[attest::kAlgSha256][8] = Bytes(32, 0);
   const std::string bad = dir.Write(
-      "bad.json", R"({"version": 1, "pcrs": )" + attest::FormatPcrValuesJson(golden) + "}");
+      "bad.json", R"({"version": 1, "pcrs": )" + wire::FormatPcrValuesJson(golden) + "}");
   r = Call(RunPolicyCheck, {"--policy", bad, "--eventlog", log, "--pcrs", pcrs, "--message", msg});
   EXPECT_EQ(r.rc, kExitRefused);
   EXPECT_NE(r.err.find("pcrs: pcr_mismatch: sha256 PCR 7"), std::string::npos) << r.err;

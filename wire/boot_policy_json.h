@@ -1,0 +1,52 @@
+// The JSON form of a boot policy and of PCR values (docs/policy.md): strict,
+// bounded readers into attest's typed BootPolicy and PcrValues, and the one
+// writer of PCR values. attest/boot_policy.h judges what these read.
+//
+// Thread safety: all functions are pure and may be called concurrently.
+#ifndef RACKGATE_WIRE_BOOT_POLICY_JSON_H_
+#define RACKGATE_WIRE_BOOT_POLICY_JSON_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "attest/boot_policy.h"
+#include "attest/tpm.h"
+#include "base/status.h"
+
+namespace rackgate::wire {
+
+// Limits on a policy document; each is far above any sensible policy.
+inline constexpr size_t kMaxPolicySize = 1u << 20;      // bytes of JSON
+inline constexpr size_t kMaxPolicyDepth = 8;            // nesting of [ and {
+inline constexpr size_t kMaxPolicyDigests = 4096;       // per allowed/forbidden list
+inline constexpr size_t kMaxPolicyStrings = 256;        // per command-line list
+inline constexpr size_t kMaxPolicyStringSize = 4096;    // bytes, one string
+
+inline constexpr int kBootPolicyVersion = 1;
+
+// Parses a policy document. Refuses, with kInvalidArgument and reason
+// "policy_malformed" (the message naming the offending field): text that is
+// not JSON, larger than kMaxPolicySize or nested deeper than kMaxPolicyDepth;
+// a duplicate key; a missing or other "version" than 1; any field this format
+// does not define, at any level (a typo must never silently drop a rule); a
+// value of the wrong type; a bank other than sha1/sha256/sha384/sha512; a PCR
+// index above 23; a digest whose length is not its bank's; a list above its
+// limit.
+Result<attest::BootPolicy> ParseBootPolicy(std::string_view json);
+
+// PCR values as JSON: {"sha256": {"0": "<hex>", ...}, ...}, banks strongest
+// first, PCRs in ascending order, lower-case hex, no whitespace but one space
+// after each ':' and ','. This is the "pcrs" object of `rackgatectl eventlog
+// replay --json` and of TOFU records.
+std::string FormatPcrValuesJson(const attest::PcrValues& pcrs);
+
+// Reads a document whose top-level "pcrs" member is such an object (other
+// top-level members are ignored: the document may be `eventlog replay
+// --json` output). kInvalidArgument "pcr_values_malformed" for anything else,
+// a bank or PCR index we do not know or a value that is not its bank's size.
+Result<attest::PcrValues> ParsePcrValuesJson(std::string_view json);
+
+}  // namespace rackgate::wire
+
+#endif  // RACKGATE_WIRE_BOOT_POLICY_JSON_H_

@@ -1,4 +1,4 @@
-// The fixture of the HTTP server tests: throwaway certificates, a libcurl client and a server on 127.0.0.1:0.
+// The HTTP server tests' fixture: throwaway certificates, a curl client, a server on loopback.
 #ifndef RACKGATE_DAEMON_HTTP_SERVER_TEST_UTIL_H_
 #define RACKGATE_DAEMON_HTTP_SERVER_TEST_UTIL_H_
 

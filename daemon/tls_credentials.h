@@ -1,4 +1,4 @@
-// The certificate chain and private key that rackgated's TLS listeners serve, loaded from PEM files.
+// The certificate chain and key that rackgated's TLS listeners serve, loaded from PEM files.
 #ifndef RACKGATE_DAEMON_TLS_CREDENTIALS_H_
 #define RACKGATE_DAEMON_TLS_CREDENTIALS_H_
 

@@ -67,7 +67,7 @@ TEST(DataUrl, Bounded) {
 // Every prefix of a valid URL either fails cleanly or decodes to a prefix of
 // the full data; none reads past its end (ASan) or decodes to something else.
 TEST(DataUrl, TruncationLoop) {
-  for (const std::string full : {std::string("data:text/plain;charset=utf-8,a%20b%0Ac"),
+  for (const std::string& full : {std::string("data:text/plain;charset=utf-8,a%20b%0Ac"),
                                  std::string("data:application/octet-stream;base64,aGVsbG8gd29ybGQ=")}) {
     const std::string want = Decoded(full);
     for (size_t n = 0; n < full.size(); ++n) {

@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "wire/data_url.h"
-
 #include "daemon/ignition/internal.h"
+#include "wire/data_url.h"
 
 namespace rackgate::daemon::ignition {
 

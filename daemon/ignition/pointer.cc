@@ -5,8 +5,6 @@
 
 namespace rackgate::daemon::ignition {
 
-using nlohmann::json;
-
 std::string Child(const std::string& pointer, std::string_view key) {
   std::string out = pointer + "/";
   for (char c : key) {

@@ -3,9 +3,8 @@
 
 #include <fnmatch.h>
 
-#include "wire/data_url.h"
-
 #include "daemon/ignition/internal.h"
+#include "wire/data_url.h"
 
 namespace rackgate::daemon::ignition {
 

@@ -1,4 +1,4 @@
-// Parsing an operator's template: bounded JSON, then structure, version, placeholder and secret checks.
+// Parsing an operator's template: bounded JSON, then every check, in order.
 #include "daemon/ignition.h"
 
 #include <set>

@@ -150,6 +150,24 @@ TEST_F(HttpServerTest, AccessLogHasNoBodiesOrCredentials) {
   }
 }
 
+// CWE-117, the log injection an outside test found: a path that decodes to
+// a newline and a journal priority stays inside its one access log line.
+TEST_F(HttpServerTest, Cwe117PathCannotForgeALogLine) {
+  ASSERT_TRUE(ConfigureLogging({"info", LogOptions::Style::kJournal}).ok());
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  Client client(server->port(), ca_path_);
+  testing::internal::CaptureStderr();
+  Reply r = client.Get("/items/x%0A%3C3%3Eforged%0D%1B%5B2K");
+  server->Stop();
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(log.find("\n<3>"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\r'), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_NE(log.find("<6>[http] public GET /items/x\\n<3>forged\\r\\x1b[2K "), std::string::npos) << log;
+}
+
 TEST_F(HttpServerTest, MetricsRecordRouteAndStatus) {
   auto server = StartServer();
   ASSERT_TRUE(server);

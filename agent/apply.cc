@@ -12,6 +12,7 @@
 #include "agent/encoding.h"
 #include "agent/rootfs.h"
 #include "attest/tpm.h"
+#include "wire/data_url.h"
 
 namespace rackgate::agent {
 
@@ -323,40 +324,9 @@ std::span<const uint8_t> AsBytes(const std::string& s) {
 }  // namespace
 
 Result<std::vector<uint8_t>> DecodeDataUrl(std::string_view url, size_t max_bytes) {
-  auto bad = [](const char* why) { return Status::InvalidArgument("data_url_invalid", why); };
-  if (url.size() < 5) return bad("not a data: URL");
-  for (size_t i = 0; i < 5; ++i) {
-    if (std::tolower(static_cast<unsigned char>(url[i])) != "data:"[i]) return bad("not a data: URL");
-  }
-  const size_t comma = url.find(',');
-  if (comma == std::string_view::npos) return bad("data: URL without ','");
-  std::string meta(url.substr(5, comma - 5));
-  for (char& c : meta) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool base64 = meta.size() >= 7 && meta.compare(meta.size() - 7, 7, ";base64") == 0;
-  const std::string_view payload = url.substr(comma + 1);
-  // Percent-decoding first (RFC 2397 allows it in both forms); the result
-  // can only be shorter than the input.
-  if (payload.size() > 2 * max_bytes + 4) return bad("data: URL too large");
-  std::string raw;
-  raw.reserve(payload.size());
-  for (size_t i = 0; i < payload.size(); ++i) {
-    if (payload[i] != '%') {
-      raw += payload[i];
-      continue;
-    }
-    if (payload.size() - i < 3) return bad("truncated %-escape");
-    auto byte = HexDecode(payload.substr(i + 1, 2), 1);
-    if (!byte) return bad("bad %-escape");
-    raw += static_cast<char>((*byte)[0]);
-    i += 2;
-  }
-  if (!base64) {
-    if (raw.size() > max_bytes) return bad("data: URL too large");
-    return std::vector<uint8_t>(raw.begin(), raw.end());
-  }
-  auto decoded = Base64Decode(raw, max_bytes);
-  if (!decoded) return bad("bad base64 (or too large)");
-  return std::move(*decoded);
+  Result<wire::DataUrl> decoded = wire::DecodeDataUrl(url, max_bytes);
+  if (!decoded.ok()) return decoded.status();
+  return std::vector<uint8_t>(decoded->data.begin(), decoded->data.end());
 }
 
 Result<IgnitionPlan> ParseIgnitionConfig(std::string_view text) {

@@ -90,8 +90,9 @@ inline constexpr size_t kMaxFileBytes = 8u << 20;   // one decoded file
 // cannot produce faithfully (a remote source, compression, append).
 Result<IgnitionPlan> ParseIgnitionConfig(std::string_view json);
 
-// Decodes a data: URL (RFC 2397): "data:[<mediatype>][;base64],<data>",
-// percent-decoding the plain form. kInvalidArgument ("data_url_invalid").
+// The bytes of a data: URL (RFC 2397), decoded by the one codec
+// (wire/data_url.h: percent-decoding of the plain form, canonical base64).
+// kInvalidArgument ("data_url_invalid").
 Result<std::vector<uint8_t>> DecodeDataUrl(std::string_view url, size_t max_bytes = kMaxFileBytes);
 
 // Writes `plan` into `root_dir`: directories, then files, then links, then

@@ -1,15 +1,13 @@
-// rackgated's listeners on libmicrohttpd 0.9.75 + GnuTLS: accept, TLS,
-// limits, dispatch to Routers, access log, metrics, graceful stop and
-// certificate reload.
+// rackgated's server on libmicrohttpd 0.9.75: the MHD callbacks and the listeners' lifecycle.
+//
+// Accept, TLS, limits, dispatch to Routers, access log, metrics, graceful
+// stop and certificate reload; the credentials, sockets and handler threads
+// it uses have their own files (tls_credentials, listen_sockets,
+// handler_pool).
 #include "daemon/http_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +18,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -31,8 +28,11 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "daemon/handler_pool.h"
+#include "daemon/listen_sockets.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/tls_credentials.h"
 
 namespace rackgate::daemon {
 
@@ -57,302 +57,26 @@ constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message"
 // After the limit, an upload is read and dropped up to this much more so the
 // client can still be told 413; past that the connection is closed.
 constexpr uint64_t kOversizeDrainBytes = 1 << 20;
-constexpr size_t kMaxPemBytes = 1 << 20;
-constexpr unsigned kMaxCertificateChain = 16;
 constexpr unsigned kAdminConnectionLimit = 64;
 constexpr int kDrainRetryAfterSeconds = 5;
-constexpr int kListenBacklog = 511;
 
 std::shared_ptr<spdlog::logger> Log() {
   static const auto log = Logger("http");
   return log;
 }
 
-std::string Errno(int e) { return std::strerror(e); }
-
-struct FdCloser {
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  int release() { return std::exchange(fd_, -1); }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 struct MhdResponseDeleter {
   void operator()(MHD_Response* r) const { MHD_destroy_response(r); }
 };
 using MhdResponse = std::unique_ptr<MHD_Response, MhdResponseDeleter>;
 
-// ---------------------------------------------------------------------------
-// TLS credentials: the certificate chain and key GnuTLS serves, swapped
-// whole on reload. GnuTLS borrows the pointers the retrieve callback returns
-// for the session's lifetime, so each connection pins the generation it was
-// given (ConnectionContext::credentials) until MHD reports it closed, which
-// happens after gnutls_deinit.
-
-struct TlsCredentials {
-  std::vector<gnutls_pcert_st> chain;
-  gnutls_privkey_t key = nullptr;
-
-  TlsCredentials() = default;
-  TlsCredentials(const TlsCredentials&) = delete;
-  TlsCredentials& operator=(const TlsCredentials&) = delete;
-  ~TlsCredentials() {
-    for (auto& c : chain) gnutls_pcert_deinit(&c);
-    if (key != nullptr) gnutls_privkey_deinit(key);
-  }
-};
-
-Result<std::string> ReadSmallFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::IoError("tls_credentials_unreadable", path + ": " + Errno(errno));
-  }
-  FdCloser closer(fd);
-  std::string out;
-  char buf[8192];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IoError("tls_credentials_unreadable", path + ": " + Errno(errno));
-    }
-    if (n == 0) break;
-    if (out.size() > kMaxPemBytes - static_cast<size_t>(n)) {
-      return Status::InvalidArgument("tls_credentials_invalid", path + ": larger than 1 MiB");
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-gnutls_datum_t Datum(const std::string& s) {
-  gnutls_datum_t d;
-  d.data = reinterpret_cast<unsigned char*>(const_cast<char*>(s.data()));
-  d.size = static_cast<unsigned int>(s.size());
-  return d;
-}
-
-// The DER SubjectPublicKeyInfo of a public key, or empty.
-std::string SpkiDer(gnutls_pubkey_t pub) {
-  gnutls_datum_t out{nullptr, 0};
-  if (gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &out) < 0) return "";
-  std::string der(reinterpret_cast<const char*>(out.data), out.size);
-  gnutls_free(out.data);
-  return der;
-}
-
-Result<std::shared_ptr<const TlsCredentials>> LoadTlsCredentials(const std::string& cert_path,
-                                                                 const std::string& key_path) {
-  auto cert_pem = ReadSmallFile(cert_path);
-  if (!cert_pem.ok()) return cert_pem.status();
-  auto key_pem = ReadSmallFile(key_path);
-  if (!key_pem.ok()) return key_pem.status();
-  auto creds = std::make_shared<TlsCredentials>();
-
-  std::vector<gnutls_pcert_st> chain(kMaxCertificateChain);
-  unsigned int n = kMaxCertificateChain;
-  gnutls_datum_t cert_datum = Datum(*cert_pem);
-  int rc = gnutls_pcert_list_import_x509_raw(chain.data(), &n, &cert_datum, GNUTLS_X509_FMT_PEM, 0);
-  if (rc < 0 || n == 0) {
-    return Status::InvalidArgument("tls_credentials_invalid",
-                                   cert_path + ": no usable PEM certificate chain (" +
-                                       (rc < 0 ? gnutls_strerror(rc) : "empty") + ")");
-  }
-  chain.resize(n);
-  creds->chain = std::move(chain);
-
-  if ((rc = gnutls_privkey_init(&creds->key)) < 0) {
-    creds->key = nullptr;
-    throw std::bad_alloc();
-  }
-  gnutls_datum_t key_datum = Datum(*key_pem);
-  rc = gnutls_privkey_import_x509_raw(creds->key, &key_datum, GNUTLS_X509_FMT_PEM, nullptr, 0);
-  // The key text sits in a std::string that is about to be freed; wipe it.
-  std::fill(key_pem->begin(), key_pem->end(), '\0');
-  if (rc < 0) {
-    return Status::InvalidArgument("tls_credentials_invalid",
-                                   key_path + ": not a usable unencrypted PEM private key (" +
-                                       gnutls_strerror(rc) + ")");
-  }
-
-  // SECURITY: a key that does not belong to the leaf certificate would make
-  // every handshake fail; refuse it here so a bad reload keeps the old pair.
-  gnutls_pubkey_t from_key = nullptr;
-  if (gnutls_pubkey_init(&from_key) < 0) throw std::bad_alloc();
-  std::string key_spki;
-  if (gnutls_pubkey_import_privkey(from_key, creds->key, 0, 0) >= 0) key_spki = SpkiDer(from_key);
-  gnutls_pubkey_deinit(from_key);
-  const std::string cert_spki = SpkiDer(creds->chain[0].pubkey);
-  if (key_spki.empty() || key_spki != cert_spki) {
-    return Status::InvalidArgument("tls_credentials_invalid",
-                                   key_path + " does not match the certificate in " + cert_path);
-  }
-  return std::shared_ptr<const TlsCredentials>(std::move(creds));
-}
-
-// ---------------------------------------------------------------------------
-// Sockets.
-
-Result<int> BindTcp(const std::string& address, uint16_t port, uint16_t* bound_port) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    len = sizeof(sockaddr_in6);
-  } else {
-    return Status::InvalidArgument("listen_address_invalid",
-                                   "not an IPv4 or IPv6 address literal: " + address);
-  }
-  FdCloser fd(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) return Status::IoError("listen_failed", "socket: " + Errno(errno));
-  const int one = 1;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (ss.ss_family == AF_INET6) {
-    // An explicit IPv6 address never silently takes IPv4 traffic too.
-    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  }
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    return Status::IoError("listen_failed", "bind " + address + " port " + std::to_string(port) +
-                                                ": " + Errno(errno));
-  }
-  if (listen(fd.get(), kListenBacklog) != 0) {
-    return Status::IoError("listen_failed", "listen " + address + ": " + Errno(errno));
-  }
-  sockaddr_storage got{};
-  socklen_t got_len = sizeof got;
-  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&got), &got_len) != 0) {
-    return Status::IoError("listen_failed", "getsockname: " + Errno(errno));
-  }
-  *bound_port = ntohs(got.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&got)->sin_port
-                                               : reinterpret_cast<sockaddr_in6*>(&got)->sin6_port);
-  return fd.release();
-}
-
-std::optional<gid_t> LookupGroup(const std::string& name) {
-  if (name.empty()) return std::nullopt;
-  std::vector<char> buf(16384);
-  group gr{};
-  group* found = nullptr;
-  while (true) {
-    const int rc = getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found);
-    if (rc == ERANGE && buf.size() < (1u << 20)) {
-      buf.resize(buf.size() * 2);
-      continue;
-    }
-    if (rc != 0 || found == nullptr) return std::nullopt;
-    return found->gr_gid;
-  }
-}
-
-struct UnixSocket {
-  int fd = -1;
-  dev_t dev = 0;
-  ino_t ino = 0;
-};
-
-Result<UnixSocket> BindUnix(const std::string& path, std::optional<gid_t> gid) {
-  sockaddr_un sa{};
-  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
-    return Status::InvalidArgument("admin_socket_invalid", "admin socket path too long: " + path);
-  }
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      return Status::IoError("admin_socket_invalid", path + " exists and is not a socket");
-    }
-    // A socket file someone still answers on belongs to a running daemon;
-    // only a dead one's is removed.
-    FdCloser probe(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (probe.get() >= 0 &&
-        connect(probe.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
-      return Status::IoError("admin_socket_in_use", path + " is in use by another process");
-    }
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return Status::IoError("admin_socket_invalid", "remove stale " + path + ": " + Errno(errno));
-    }
-    Log()->info("removed stale admin socket {}", path);
-  }
-
-  FdCloser fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) return Status::IoError("listen_failed", "socket: " + Errno(errno));
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    return Status::IoError("listen_failed", "bind " + path + ": " + Errno(errno));
-  }
-  // SECURITY: ownership and mode are set between bind() and listen(): until
-  // listen() every connect() is refused, so the socket is never reachable
-  // with the umask's mode.
-  auto fail = [&](const std::string& what) {
-    const int e = errno;
-    unlink(path.c_str());
-    return Status::IoError("listen_failed", what + " " + path + ": " + Errno(e));
-  };
-  if (gid.has_value() && chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
-    return fail("chown");
-  }
-  if (chmod(path.c_str(), 0660) != 0) return fail("chmod");
-  if (listen(fd.get(), kListenBacklog) != 0) return fail("listen");
-  if (lstat(path.c_str(), &st) != 0) return fail("stat");
-  UnixSocket out;
-  out.dev = st.st_dev;
-  out.ino = st.st_ino;
-  out.fd = fd.release();
-  return out;
-}
-
-std::string FormatPeer(const sockaddr* sa) {
-  if (sa == nullptr) return "?";
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (sa->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
-  }
-  if (sa->sa_family == AF_UNIX) return "unix";
-  return "?";
-}
-
-// A client-chosen path, made safe for one log line: control bytes escaped,
-// length capped.
+// A client-chosen path, capped for one log line. Its control bytes are
+// escaped by the log sink itself (daemon/log.h), as every message's are.
 std::string LogSafe(const std::string& s) {
   constexpr size_t kMax = 256;
-  std::string out;
-  for (size_t i = 0; i < s.size() && out.size() < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (out.size() >= kMax) out += "...";
-  return out;
+  if (s.size() <= kMax) return s;
+  return s.substr(0, kMax) + "...";
 }
-
-// ---------------------------------------------------------------------------
 
 struct Listener {
   HttpServer::Impl* server = nullptr;
@@ -386,58 +110,7 @@ struct RequestState {
   Response response;  // the handler's answer, once ready
 };
 
-// The handler threads (HttpServerOptions::handler_threads). Stop() runs
-// every task already posted, then joins.
-class HandlerPool {
- public:
-  explicit HandlerPool(unsigned n) {
-    threads_.reserve(n);
-    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
-  }
-  ~HandlerPool() { Stop(); }
-  HandlerPool(const HandlerPool&) = delete;
-  HandlerPool& operator=(const HandlerPool&) = delete;
 
-  void Post(std::function<void()> task) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void Run() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                     // guarded by mu_
-  std::vector<std::thread> threads_;
-};
 
 }  // namespace
 

@@ -117,7 +117,7 @@ struct Template {
 // A file may carry `"rackgate": {"secret": true}`; no other key is allowed in
 // `rackgate`, and no other node may carry it. A public template is refused
 // when it marks a file secret, writes a file or link at a credential path
-// (the table in ignition.cc), inlines content holding a PEM private key or
+// (the table in ignition/secret_checks.cc), inlines content holding a PEM private key or
 // inlines content it cannot inspect (compressed), inlines a LUKS key file,
 // sends an Authorization, Proxy-Authorization or Cookie header, puts
 // credentials in a URL, or gives a user or group a passwordHash.

@@ -1,10 +1,13 @@
-// rackgated's logging: one named spdlog logger per module ("http",
-// "protocol", ...) sharing one sink, configured once at start-up.
+// rackgated's logging: named spdlog loggers over one sink that escapes control bytes.
+//
+// One logger per module ("http", "protocol", ...), all sharing one sink,
+// configured once at start-up.
 #ifndef RACKGATE_DAEMON_LOG_H_
 #define RACKGATE_DAEMON_LOG_H_
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <spdlog/logger.h>
 
@@ -29,6 +32,14 @@ struct LogOptions {
 // configuration) and from any thread; the pointer stays valid for the
 // process's lifetime. Messages go to stderr.
 std::shared_ptr<spdlog::logger> Logger(const std::string& name);
+
+// `text` with every control byte (0x00-0x1f, 0x7f) escaped as \n, \r, \t or
+// \xNN and every backslash doubled, so that it is one line and an escape
+// always stands for one input byte; other bytes (UTF-8 included) are kept.
+// Every message through Logger() is escaped this way by the sink itself;
+// callers need not (and should not) escape what they log.
+void AppendEscaped(std::string_view text, spdlog::memory_buf_t* dest);
+std::string EscapeForLog(std::string_view text);
 
 // Sets the level and format of every logger, existing and future. An unknown
 // level is kInvalidArgument ("log_level_invalid") and changes nothing. Safe

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "wire/codec.h"
+#include "wire/data_url.h"
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
@@ -41,8 +41,7 @@ std::string Fqdn() {
 std::string PointerConfig(const PointerOptions& o) {
   json merge = {{"source", o.url + "/config/" + o.pool}};
   if (o.token) merge["httpHeaders"] = json::array({{{"name", "Authorization"}, {"value", "Bearer " + *o.token}}});
-  const std::string ca = "data:;base64," + wire::Base64Encode(std::span(
-                                               reinterpret_cast<const uint8_t*>(o.ca_pem.data()), o.ca_pem.size()));
+  const std::string ca = wire::EncodeDataUrl({.media_type = "", .base64 = true, .data = o.ca_pem});
   json pointer = {{"ignition",
                    {{"version", "3.3.0"},
                     {"config", {{"merge", json::array({merge})}}},

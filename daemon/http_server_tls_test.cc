@@ -1,0 +1,145 @@
+// The server's TLS: protocol versions, key shares, connection limits and certificate reload.
+#include "daemon/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/http_server_test_util.h"
+
+namespace rackgate::daemon {
+namespace {
+
+TEST_F(HttpServerTest, TlsVersions) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  Client client(server->port(), ca_path_);
+  Call c;
+  c.path = "/hello";
+  // SECLEVEL=0 lets OpenSSL 3's client offer TLS 1.1 at all, so the refusal
+  // seen here is the server's.
+  c.ciphers = "DEFAULT:@SECLEVEL=0";
+  c.ssl_version = SslVersion(CURL_SSLVERSION_TLSv1_1, CURL_SSLVERSION_MAX_TLSv1_1);
+  Reply r = client.Do(c);
+  EXPECT_EQ(r.code, CURLE_SSL_CONNECT_ERROR) << curl_easy_strerror(r.code);
+
+  c.ssl_version = SslVersion(CURL_SSLVERSION_TLSv1_0, CURL_SSLVERSION_MAX_TLSv1_0);
+  EXPECT_EQ(client.Do(c).code, CURLE_SSL_CONNECT_ERROR);
+
+  c.ciphers.clear();
+  c.ssl_version = SslVersion(CURL_SSLVERSION_TLSv1_2, CURL_SSLVERSION_MAX_TLSv1_2);
+  r = client.Do(c);
+  EXPECT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.status, 200);
+
+  c.ssl_version = SslVersion(CURL_SSLVERSION_TLSv1_3, CURL_SSLVERSION_MAX_TLSv1_3);
+  r = client.Do(c);
+  EXPECT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.status, 200);
+}
+
+// Counts the ServerHello messages a client receives: two mean the server
+// answered with a HelloRetryRequest (a second round trip and a second key
+// exchange on both sides).
+void CountServerHellos(int write_p, int, int content_type, const void* buf, size_t len, SSL*, void* arg) {
+  if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+      static_cast<const unsigned char*>(buf)[0] == SSL3_MT_SERVER_HELLO) {
+    ++*static_cast<int*>(arg);
+  }
+}
+
+TEST_F(HttpServerTest, Tls13HandshakeTakesTheCommonKeyShareWithoutARetry) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  // OpenSSL's default client sends one key share, X25519 (so do Go's and
+  // GnuTLS's): a server that insisted on another group would ask again.
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  ASSERT_TRUE(ctx);
+  ASSERT_EQ(SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION), 1);
+  ASSERT_EQ(SSL_CTX_load_verify_locations(ctx.get(), ca_path_.c_str(), nullptr), 1);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  int server_hellos = 0;
+  SSL_CTX_set_msg_callback(ctx.get(), &CountServerHellos);
+  SSL_CTX_set_msg_callback_arg(ctx.get(), &server_hellos);
+
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+  ASSERT_TRUE(ssl);
+  SSL_set_fd(ssl.get(), fd);
+  EXPECT_EQ(SSL_connect(ssl.get()), 1);
+  EXPECT_EQ(SSL_get_verify_result(ssl.get()), X509_V_OK);
+  EXPECT_EQ(server_hellos, 1) << "the server asked for another key share (HelloRetryRequest)";
+  EXPECT_EQ(SSL_get_negotiated_group(ssl.get()), NID_X25519);
+  SSL_shutdown(ssl.get());
+  ssl.reset();
+  close(fd);
+}
+
+TEST_F(HttpServerTest, PerClientConnectionLimit) {
+  options_.per_client_connections = 2;
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  Client client(server->port(), ca_path_);
+  const int a = ConnectTcp(server->port());
+  const int b = ConnectTcp(server->port());
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  std::this_thread::sleep_for(300ms);  // let MHD accept both
+  Call c;
+  c.path = "/hello";
+  c.timeout_ms = 3000;
+  Reply r = client.Do(c);
+  EXPECT_NE(r.code, CURLE_OK);
+  close(a);
+  std::this_thread::sleep_for(300ms);
+  r = client.Do(c);
+  EXPECT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.status, 200);
+  close(b);
+}
+
+TEST_F(HttpServerTest, CertificateReloadForNewConnections) {
+  const Pem b = MakeCertificate("rackgate-test-b");
+  WriteFile(ca_path_, pem_.cert + b.cert);
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  Client client(server->port(), ca_path_);
+  Call c;
+  c.path = "/hello";
+  c.certinfo = true;
+  Reply r = client.Do(c);
+  ASSERT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.server_cert, Trim(pem_.cert));
+
+  WriteFile(cert_path_, b.cert);
+  WriteFile(key_path_, b.key);
+  ASSERT_TRUE(server->ReloadCertificates().ok());
+  r = client.Do(c);
+  ASSERT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.server_cert, Trim(b.cert));
+
+  // A broken file keeps the current certificate.
+  WriteFile(cert_path_, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+  Status s = server->ReloadCertificates();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.reason(), "tls_credentials_invalid");
+  // So does a key that belongs to another certificate.
+  WriteFile(cert_path_, pem_.cert);
+  s = server->ReloadCertificates();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.reason(), "tls_credentials_invalid");
+  // And a missing file.
+  std::filesystem::remove(key_path_);
+  EXPECT_FALSE(server->ReloadCertificates().ok());
+
+  r = client.Do(c);
+  ASSERT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
+  EXPECT_EQ(r.server_cert, Trim(b.cert));
+}
+
+}  // namespace
+}  // namespace rackgate::daemon

@@ -437,10 +437,11 @@ lab_set_bytes() {
 
 # ---------------------------------------------------------------- checks ----
 
-lab_ok() { LAB_PASSED=$((LAB_PASSED + 1)); echo "ok - $1"; lab_tap_record; }
+# A description stays on its TAP line: newlines become spaces.
+lab_ok() { LAB_PASSED=$((LAB_PASSED + 1)); echo "ok - ${1//$'\n'/ }"; lab_tap_record; }
 lab_not_ok() {
   LAB_FAILED=$((LAB_FAILED + 1))
-  echo "not ok - $1"
+  echo "not ok - ${1//$'\n'/ }"
   lab_tap_record
   [[ -n "${2:-}" ]] && printf '%s\n' "$2" | sed 's/^/#   /'
   return 0

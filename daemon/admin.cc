@@ -25,6 +25,8 @@ namespace {
 
 using attest::Bytes;
 using nlohmann::json;
+using wire::kMaxCertificate;
+using wire::kMaxTpm2bPublic;
 
 constexpr size_t kMaxImportRows = 100000;
 

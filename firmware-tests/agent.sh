@@ -41,7 +41,7 @@ source "$HERE/../daemon/tests/appliance.sh"
 source "$HERE/boot-lib.sh"
 
 lab_skip_unless_tools
-command -v curl >/dev/null || { echo "1..0 # SKIP curl missing"; exit 77; }
+command -v curl >/dev/null || lab_skip "curl missing"
 lab_init agent
 rg_init "$RACKGATED" "$RACKGATECTL"
 boot_init "$AGENT"

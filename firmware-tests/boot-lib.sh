@@ -10,7 +10,7 @@
 # Source it after lab.sh and daemon/tests/appliance.sh, after lab_init and
 # rg_init:
 #
-#   boot_skip_unless_ignition          # exit 77 without the Ignition binary
+#   boot_skip_unless_ignition          # TAP skip without the Ignition binary
 #   boot_init AGENT                    # templates in $BOOT_DIR
 #   boot_pool workers                  # pool with both templates, token, pointer
 #   boot_new_machine r1 10.0.0.11      # swtpm + the machine's address
@@ -39,11 +39,10 @@ export NO_PROXY="$no_proxy"
 
 boot_skip_unless_ignition() {
   if [[ ! -x "$BOOT_IGNITION" ]]; then
-    echo "1..0 # SKIP $BOOT_IGNITION missing (apt-get install ignition)"
-    exit 77
+    lab_skip "$BOOT_IGNITION missing (apt-get install ignition)"
   fi
-  command -v ignition-validate >/dev/null 2>&1 || { echo "1..0 # SKIP ignition-validate missing"; exit 77; }
-  command -v curl >/dev/null 2>&1 || { echo "1..0 # SKIP curl missing"; exit 77; }
+  command -v ignition-validate >/dev/null 2>&1 || lab_skip "ignition-validate missing"
+  command -v curl >/dev/null 2>&1 || lab_skip "curl missing"
 }
 
 # boot_init AGENT: where the agent is; writes the templates.

@@ -52,9 +52,9 @@ source "$HERE/boot-lib.sh"
 
 lab_skip_unless_tools
 boot_skip_unless_ignition
-command -v tpm2_eventlog >/dev/null || { echo "1..0 # SKIP tpm2_eventlog missing"; exit 77; }
+command -v tpm2_eventlog >/dev/null || lab_skip "tpm2_eventlog missing"
 for log in "$GOLDEN_LOG" "$OTHER_LOG"; do
-  [[ -r "$TESTDATA/eventlogs/$log" ]] || { echo "not ok - event log not found: $TESTDATA/eventlogs/$log"; exit 1; }
+  [[ -r "$TESTDATA/eventlogs/$log" ]] || { echo "not ok - event log not found: $TESTDATA/eventlogs/$log"; echo "1..1"; exit 1; }
 done
 lab_init boot
 rg_init "$RACKGATED" "$RACKGATECTL"

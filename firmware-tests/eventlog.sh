@@ -34,12 +34,12 @@ source "$HERE/lab.sh"
 
 lab_skip_unless_tools
 for t in tpm2_eventlog tpm2_pcrread; do
-  command -v "$t" >/dev/null 2>&1 || { echo "1..0 # SKIP $t not installed"; exit 77; }
+  command -v "$t" >/dev/null 2>&1 || lab_skip "$t not installed"
 done
-if [[ ! -x "$RACKGATECTL" ]]; then echo "not ok - rackgatectl not found at $RACKGATECTL"; exit 1; fi
+if [[ ! -x "$RACKGATECTL" ]]; then echo "not ok - rackgatectl not found at $RACKGATECTL"; echo "1..1"; exit 1; fi
 TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../testdata}"
 LOG="$TESTDATA/eventlogs/$LOG_NAME"
-if [[ ! -r "$LOG" ]]; then echo "not ok - event log not found at $LOG"; exit 1; fi
+if [[ ! -r "$LOG" ]]; then echo "not ok - event log not found at $LOG"; echo "1..1"; exit 1; fi
 lab_init eventlog
 T0=$SECONDS
 

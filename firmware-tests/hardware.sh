@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Hardware (suite `hardware`, not in the default run): the same checks as
 # the lab, against this machine's real TPM at /dev/tpmrm0 (through the kernel
-# resource manager). Skips (77) without the device or tpm2-tools.
+# resource manager). Prints TAP; skips (`1..0 # SKIP`) without the device or
+# tpm2-tools.
 #   hardware.sh RACKGATECTL
 # Optional: RACKGATE_EK_ROOTS=DIR (and RACKGATE_EK_INTERMEDIATES=DIR) with the
 # TPM vendor's EK CA certificates, to validate the EK certificate too.
 set -euo pipefail
 CTL="$(realpath "$1")"
-[[ -c /dev/tpmrm0 ]] || { echo "# no /dev/tpmrm0: skipped"; exit 77; }
+[[ -c /dev/tpmrm0 ]] || { echo "1..0 # SKIP no /dev/tpmrm0"; exit 0; }
 for t in tpm2_createek tpm2_createak tpm2_quote tpm2_nvread tpm2_activatecredential; do
-  command -v "$t" >/dev/null || { echo "# $t missing: skipped"; exit 77; }
+  command -v "$t" >/dev/null || { echo "1..0 # SKIP $t missing"; exit 0; }
 done
 export TPM2TOOLS_TCTI=device:/dev/tpmrm0
 D="$(mktemp -d)"
@@ -46,4 +47,5 @@ if [[ -n "${RACKGATE_EK_ROOTS:-}" ]] && tpm2_nvread 0x01c00002 -C o -o "$D/ek.de
     ${RACKGATE_EK_INTERMEDIATES:+--intermediates "$RACKGATE_EK_INTERMEDIATES"} --cert "$D/ek-trim.der" --ek-public "$D/ek.pub"
 fi
 echo "# hardware: $passed passed, $failed failed"
+echo "1..$((passed + failed))"
 (( failed == 0 ))

@@ -4,7 +4,7 @@
 # Source it from a bash test script that runs under `set -euo pipefail`:
 #
 #   source "$(dirname "$0")/lab.sh"
-#   lab_skip_unless_tools          # exit 77 when swtpm or tpm2-tools are absent
+#   lab_skip_unless_tools          # TAP skip (1..0 # SKIP) without swtpm or tpm2-tools
 #   lab_init quotes                # private temp dir, cleanup trap
 #   lab_ca lab
 #   lab_machine_create m1 lab; lab_machine_start m1
@@ -57,12 +57,19 @@ lab_have_tools() {
   done
 }
 
-# Exits 77 (meson's "skipped") when the lab cannot run on this machine.
+# The output is TAP (meson runs these scripts with protocol: 'tap'): `ok -`
+# and `not ok -` lines, diagnostics as `#` lines, and a plan `1..N` at the
+# end (lab_finish, or the cleanup of a script that aborted).
+
+# lab_skip REASON: skips the whole script, as TAP says it (exit 0).
+lab_skip() {
+  echo "1..0 # SKIP $1"
+  exit 0
+}
+
+# Skips the script when the lab cannot run on this machine.
 lab_skip_unless_tools() {
-  if ! lab_have_tools; then
-    echo "1..0 # SKIP swtpm/tpm2-tools not installed"
-    exit 77
-  fi
+  if ! lab_have_tools; then lab_skip "swtpm/tpm2-tools not installed"; fi
 }
 
 lab_python() {
@@ -79,11 +86,14 @@ lab_init() {
   LAB_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rackgate-lab.${LAB_NAME}.XXXXXX")"
   mkdir -p "$LAB_DIR/ca" "$LAB_DIR/m"
   : > "$LAB_DIR/pids"
+  # One line per TAP result, for the plan: also counts results printed from
+  # subshells and background jobs, whose counter updates are lost.
+  : > "$LAB_DIR/tap"
   # The cleanup may run from a signal trap while a command's output is
   # redirected: it writes to these copies of the script's own stdout/stderr.
   exec {LAB_STDOUT}>&1 {LAB_STDERR}>&2
   trap lab_cleanup EXIT
-  trap 'echo "not ok - lab script failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+  trap 'lab_not_ok "lab script failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
   trap 'exit 129' HUP
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -127,13 +137,14 @@ lab_cleanup() {
 lab_cleanup_inner() {
   local rc="$1"
   if [[ "$rc" != 0 && "$rc" != 77 && "${LAB_FINISHED:-0}" != 1 ]]; then
-    echo "not ok - $LAB_NAME aborted (exit $rc) before its checks finished"
+    lab_not_ok "$LAB_NAME aborted (exit $rc) before its checks finished"
     local log
     for log in "$LAB_DIR"/m/*/tpm.log; do
       [[ -s "$log" ]] || continue
       echo "# last tpm2-tools output of $(basename "$(dirname "$log")"):"
       tail -n 8 "$log" | sed 's/^/#   /'
     done
+    lab_plan
   fi
   if [[ -n "$LAB_DIR" && -d "$LAB_DIR" ]]; then
     local pid
@@ -426,12 +437,25 @@ lab_set_bytes() {
 
 # ---------------------------------------------------------------- checks ----
 
-lab_ok() { LAB_PASSED=$((LAB_PASSED + 1)); echo "ok - $1"; }
+# A description stays on its TAP line: newlines become spaces.
+lab_ok() { LAB_PASSED=$((LAB_PASSED + 1)); echo "ok - ${1//$'\n'/ }"; lab_tap_record; }
 lab_not_ok() {
   LAB_FAILED=$((LAB_FAILED + 1))
-  echo "not ok - $1"
+  echo "not ok - ${1//$'\n'/ }"
+  lab_tap_record
   [[ -n "${2:-}" ]] && printf '%s\n' "$2" | sed 's/^/#   /'
   return 0
+}
+lab_tap_record() {
+  if [[ -n "$LAB_DIR" && -f "$LAB_DIR/tap" ]]; then echo >> "$LAB_DIR/tap"; fi
+}
+# The TAP plan: how many results this script printed.
+lab_plan() {
+  if [[ -n "$LAB_DIR" && -f "$LAB_DIR/tap" ]]; then
+    echo "1..$(wc -l < "$LAB_DIR/tap")"
+  else
+    echo "1..$((LAB_PASSED + LAB_FAILED))"
+  fi
 }
 
 # lab_check DESC CMD...: ok when CMD succeeds.
@@ -500,10 +524,11 @@ lab_expect_refused() {
   rm -f "$err"
 }
 
-# Prints the summary line and exits 1 when any check failed.
+# Prints the summary line and the TAP plan, and exits 1 when any check failed.
 lab_finish() {
   LAB_FINISHED=1
   echo "# $LAB_NAME: $LAB_PASSED passed, $LAB_FAILED failed"
+  lab_plan
   if (( LAB_FAILED > 0 )); then exit 1; fi
   exit 0
 }

@@ -13,8 +13,9 @@
 # 4. systemd-sysusers and systemd-tmpfiles accept the snippets (in a scratch
 #    root, never the host's).
 #
-# Exits 77 (meson: skipped) when systemd-analyze is not installed (Debian
-# package `systemd`).
+# Prints TAP (meson protocol 'tap'): one `ok`/`not ok` line per check, tool
+# output as `#` lines, the plan at the end. Skips (`1..0 # SKIP`) when
+# systemd-analyze is not installed (Debian package `systemd`).
 set -euo pipefail
 
 MAX_EXPOSURE=2.0        # rackgated.service
@@ -36,21 +37,24 @@ fi
 daemon_unit=${files[0]} agent_unit=${files[1]} sysusers=${files[2]} tmpfiles=${files[3]}
 
 if ! command -v systemd-analyze >/dev/null; then
-  echo "SKIP: systemd-analyze not found (apt-get install systemd)"
-  exit 77
+  echo "1..0 # SKIP systemd-analyze not found (apt-get install systemd)"
+  exit 0
 fi
-echo "$(systemd-analyze --version | head -n1)"
+echo "# $(systemd-analyze --version | head -n1)"
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-pass() { echo "ok: $*"; }
+failures=0 checks=0
+fail() { checks=$((checks + 1)); echo "not ok $checks - $*"; failures=$((failures + 1)); }
+pass() { checks=$((checks + 1)); echo "ok $checks - $*"; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rackgate-units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # --- 1. substitution -------------------------------------------------------
 for f in "$daemon_unit" "$agent_unit"; do
-  if grep -n '@[A-Za-z_]*@' "$f"; then fail "$(basename "$f"): unsubstituted @VAR@"; fi
+  if left=$(grep -n '@[A-Za-z_]*@' "$f"); then
+    printf '%s\n' "$left" | sed 's/^/#   /'
+    fail "$(basename "$f"): unsubstituted @VAR@"
+  fi
 done
 exec_of() { sed -n 's/^ExecStart=[-+!@:]*\([^ ]*\).*/\1/p' "$1"; }
 [ "$(exec_of "$daemon_unit")" = "$sbindir/rackgated" ] &&
@@ -95,7 +99,7 @@ verify_out=$(cd "$tmp" && systemd-analyze verify --man=no --recursive-errors=no 
   "$tmp/units/rackgated.service" "$tmp/units/rackgate-agent.service" 2>&1)
 verify_rc=$?
 set -e
-[ -n "$verify_out" ] && printf '%s\n' "$verify_out" | sed 's/^/  verify: /'
+[ -n "$verify_out" ] && printf '%s\n' "$verify_out" | sed 's/^/#   verify: /'
 ours=$(printf '%s\n' "$verify_out" | grep -E "rackgated\.service|rackgate-agent\.service|$tmp" || true)
 if [ $verify_rc -ne 0 ]; then
   fail "systemd-analyze verify exited $verify_rc"
@@ -116,13 +120,13 @@ exposure() {  # UNIT_FILE MAX
   set -e
   score=$(printf '%s\n' "$out" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' | tail -n1)
   if [ -z "$score" ]; then
-    printf '%s\n' "$out"
+    printf '%s\n' "$out" | sed 's/^/#   /'
     fail "$(basename "$unit"): no exposure level in systemd-analyze security's output (exit $rc)"
     return
   fi
   # The settings that cost something, for whoever has to lower the score.
-  printf '%s\n' "$out" | grep '✗' | sed 's/  */ /g; s/^/  /' || true
-  echo "exposure $(basename "$unit"): $score (at most $max)"
+  printf '%s\n' "$out" | grep '✗' | sed 's/  */ /g; s/^/#   /' || true
+  echo "# exposure $(basename "$unit"): $score (at most $max)"
   if awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 <= m + 0) }'; then
     pass "$(basename "$unit") exposure $score <= $max"
   else
@@ -140,7 +144,7 @@ mkdir -p "$root/etc"
 set +e
 su_out=$(systemd-sysusers --root="$root" "$(realpath "$sysusers")" 2>&1); su_rc=$?
 set -e
-[ -n "$su_out" ] && printf '%s\n' "$su_out" | sed 's/^/  sysusers: /'
+[ -n "$su_out" ] && printf '%s\n' "$su_out" | sed 's/^/#   sysusers: /'
 if [ $su_rc -ne 0 ] || printf '%s\n' "$su_out" | grep -qiE 'fail|ignor|invalid|unknown'; then
   fail "systemd-sysusers refused rackgate.sysusers (exit $su_rc)"
 elif ! grep -q '^rackgate:' "$root/etc/passwd" || ! grep -q '^rackgate-admin:' "$root/etc/group"; then
@@ -150,12 +154,12 @@ else
 fi
 if [ "$(id -u)" -ne 0 ]; then
   # Creating directories owned by rackgate needs root (chown).
-  echo "note: not root: systemd-tmpfiles --create of rackgate.tmpfiles not tried"
+  echo "# note: not root: systemd-tmpfiles --create of rackgate.tmpfiles not tried"
 else
   set +e
   tf_out=$(systemd-tmpfiles --root="$root" --create "$(realpath "$tmpfiles")" 2>&1); tf_rc=$?
   set -e
-  [ -n "$tf_out" ] && printf '%s\n' "$tf_out" | sed 's/^/  tmpfiles: /'
+  [ -n "$tf_out" ] && printf '%s\n' "$tf_out" | sed 's/^/#   tmpfiles: /'
   if [ $tf_rc -ne 0 ] || [ -n "$tf_out" ]; then
     fail "systemd-tmpfiles refused rackgate.tmpfiles (exit $tf_rc)"
   elif [ "$(stat -c '%a %u' "$root/var/lib/rackgate" 2>&1)" != "700 $(awk -F: '$1 == "rackgate" { print $3 }' "$root/etc/passwd")" ]; then
@@ -166,8 +170,9 @@ else
   fi
 fi
 
+echo "1..$checks"
 if [ $failures -ne 0 ]; then
-  echo "$failures check(s) failed"
+  echo "# $failures check(s) failed"
   exit 1
 fi
-echo "all checks passed"
+echo "# all checks passed"

@@ -11,7 +11,7 @@ RACKGATED="$(realpath "$1")"; RACKGATECTL="$(realpath "$2")"
 source "$HERE/../../firmware-tests/lab.sh"
 source "$HERE/appliance.sh"
 lab_skip_unless_tools
-for t in curl openssl; do command -v "$t" >/dev/null || { echo "# $t missing"; exit 77; }; done
+for t in curl openssl; do command -v "$t" >/dev/null || lab_skip "$t missing"; done
 lab_init csr
 rg_init "$RACKGATED" "$RACKGATECTL"
 lab_ca lab

@@ -11,7 +11,7 @@ RACKGATED="$(realpath "$1")"; RACKGATECTL="$(realpath "$2")"
 source "$HERE/../../firmware-tests/lab.sh"
 source "$HERE/appliance.sh"
 lab_skip_unless_tools
-command -v curl >/dev/null || { echo "# curl missing"; exit 77; }
+command -v curl >/dev/null || lab_skip "curl missing"
 lab_init protocol
 rg_init "$RACKGATED" "$RACKGATECTL"
 lab_ca lab

@@ -1,6 +1,7 @@
 // libFuzzer target: the event log parser, replay and boot-fact extraction on
-// arbitrary bytes. Built only with -Dfuzzing=enabled (clang); run it with
-// script/fuzz. Any crash, sanitizer report, leak or timeout is a finding.
+// arbitrary bytes (what a machine sends as `event_log` in its evidence). Built
+// only with -Dfuzzing=enabled (clang); run it with script/fuzz. Any crash,
+// sanitizer report, leak or timeout is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -137,7 +137,7 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   if (e.pool.empty()) return Status::InvalidArgument("field_missing", "pool is required");
   std::optional<attest::TpmPublic> ek;
   if (j.contains("ek_public")) {
-    auto b = wire::Base64Decode(Str(j, "ek_public"), kMaxTpm2bPublic);
+    auto b = wire::Base64Decode(Str(j, "ek_public"), wire::kMaxTpm2bPublic);
     if (!b) return Status::InvalidArgument("field_invalid", "ek_public is not base64");
     auto parsed = attest::ParseTpm2bPublic(*b);
     if (!parsed.ok()) return parsed.status().Annotate("ek_public");
@@ -145,7 +145,7 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
     e.ek_public = *b;
   }
   if (j.contains("ek_certificate")) {
-    auto b = wire::Base64Decode(Str(j, "ek_certificate"), kMaxCertificate);
+    auto b = wire::Base64Decode(Str(j, "ek_certificate"), wire::kMaxCertificate);
     if (!b) return Status::InvalidArgument("field_invalid", "ek_certificate is not base64");
     auto info = service.CheckEkCertificate(*b, {}, ek ? &*ek : nullptr);
     if (!info.ok()) return info.status();

@@ -57,7 +57,7 @@ void Wipe(Bytes* b) {
   if (!b->empty()) OPENSSL_cleanse(b->data(), b->size());
 }
 
-std::string AuthHeader(const Token& t) { return "Authorization: Bearer " + t.token; }
+std::string AuthHeader(const wire::Token& t) { return "Authorization: Bearer " + t.token; }
 
 }  // namespace
 
@@ -180,14 +180,14 @@ Outcome<Agent::Attestation> Agent::Attest() {
   auto ak = tpm_->CreateAk(*ek, options_.ak);
   if (!ak.ok()) return Failure::FromStatus(ak.status());
 
-  ChallengeRequest creq;
+  wire::ChallengeRequest creq;
   creq.ek_public = ek->object.tpm2b_public();
   creq.ek_certificate = choice->certificate;
   creq.ek_intermediates = choice->intermediates;
   creq.ak_public = ak->tpm2b_public();
-  auto resp = Call("POST", "/v1/attest/challenge", EncodeChallengeRequest(creq), {});
+  auto resp = Call("POST", "/v1/attest/challenge", wire::EncodeChallengeRequest(creq), {});
   if (!resp.ok()) return resp.failure();
-  auto challenge = ParseChallenge(resp->body);
+  auto challenge = UsableAnswer(wire::DecodeChallenge(resp->body));
   if (!challenge.ok()) return challenge.failure();
   auto credential = attest::DecodeCredentialFile(challenge->credential);
   if (!credential.ok()) return Unusable(credential.status());
@@ -198,7 +198,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
   // swtpm has three object slots: the EK's is needed later (SRK, key, AK).
   ek->object.Flush();
 
-  EvidenceRequest ev;
+  wire::EvidenceRequest ev;
   ev.session = challenge->session;
   ev.secret = std::move(secret).value();
   for (int attempt = 1;; ++attempt) {
@@ -232,14 +232,14 @@ Outcome<Agent::Attestation> Agent::Attest() {
   ev.event_log = std::move(*log);
   const std::string log_note = ev.event_log ? std::to_string(ev.event_log->size()) + "B" : "none";
 
-  std::string body = EncodeEvidenceRequest(ev);
+  std::string body = wire::EncodeEvidenceRequest(ev);
   // The secret is single-use and its session is consumed by this request,
   // but it is still not left lying around in freed memory.
   Wipe(&ev.secret);
   resp = Call("POST", "/v1/attest/evidence", body, {});
   Wipe(&body);
   if (!resp.ok()) return resp.failure();
-  auto token = ParseToken(resp->body);
+  auto token = UsableAnswer(wire::DecodeToken(resp->body));
   if (!token.ok()) return token.failure();
 
   Log("ok", "hostname=" + token->hostname + " state=" + token->state + " ek=" + EkKindName(choice->kind) +
@@ -289,17 +289,17 @@ Outcome<Done> Agent::Config(const Attestation& a) {
   return Done{};
 }
 
-Outcome<IssuedCertificate> Agent::SubmitCsr(const Attestation& a, const CsrRequest& request) {
-  auto resp = Call("POST", "/v1/machine/csr", EncodeCsrRequest(request), {AuthHeader(a.token)});
+Outcome<wire::IssuedCertificate> Agent::SubmitCsr(const Attestation& a, const wire::CsrRequest& request) {
+  auto resp = Call("POST", "/v1/machine/csr", wire::EncodeCsrRequest(request), {AuthHeader(a.token)});
   if (!resp.ok()) return resp.failure();
-  return ParseIssuedCertificate(resp->body);
+  return UsableAnswer(wire::DecodeIssuedCertificate(resp->body));
 }
 
 Outcome<Done> Agent::Csr(Attestation* a) {
   step_ = "csr";
   auto resp = Call("GET", "/v1/machine", "", {AuthHeader(a->token)});
   if (!resp.ok()) return resp.failure();
-  auto machine = ParseMachineRecord(resp->body);
+  auto machine = UsableAnswer(wire::DecodeMachineRecord(resp->body));
   if (!machine.ok()) return machine.failure();
   if (!client_done_) {
     // --tpm-key, or the pool asks for it.
@@ -324,7 +324,7 @@ Outcome<Done> Agent::Csr(Attestation* a) {
 Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key) {
   const auto t0 = std::chrono::steady_clock::now();
   CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {}, {}};
-  CsrRequest req;
+  wire::CsrRequest req;
   req.signer = kClientSigner;
   req.usages = {"digital signature", "client auth"};
   PkeyPtr public_key;
@@ -361,9 +361,8 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
                                      : Status::TpmError("csr_failed", csr.status().ToString()));
     }
     req.csr_pem = std::move(csr).value();
-    req.tpm_public = blobs.tpm2b_public;
-    req.certify_info = std::move(certified->attest);
-    req.certify_signature = std::move(certified->signature);
+    req.tpm_key = wire::TpmKeyProof{blobs.tpm2b_public, std::move(certified->attest),
+                                    std::move(certified->signature)};
   } else {
     if (!client_key_) client_key_ = GenerateP256Key();
     EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
@@ -424,7 +423,7 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const std::string&
     Wipe(&key_pem);
     return Failure::FromStatus(csr.status());
   }
-  CsrRequest req;
+  wire::CsrRequest req;
   req.signer = kServingSigner;
   req.usages = {"digital signature", "server auth"};
   req.csr_pem = std::move(csr).value();

@@ -22,8 +22,9 @@
 #include "agent/csr.h"
 #include "agent/ek.h"
 #include "agent/failure.h"
-#include "agent/protocol.h"
+#include "agent/exchange.h"
 #include "agent/tpm.h"
+#include "wire/protocol.h"
 
 namespace rackgate::agent {
 
@@ -63,7 +64,7 @@ class Agent {
 
  private:
   struct Attestation {
-    Token token;
+    wire::Token token;
     Bytes nonce;
     TpmObject ak;  // kept loaded for TPM2_Certify in the csr step
   };
@@ -74,7 +75,7 @@ class Agent {
   Outcome<Done> Csr(Attestation* a);
   Outcome<Done> ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key);
   Outcome<Done> ServingCertificate(const Attestation& a, const std::string& hostname);
-  Outcome<IssuedCertificate> SubmitCsr(const Attestation& a, const CsrRequest& request);
+  Outcome<wire::IssuedCertificate> SubmitCsr(const Attestation& a, const wire::CsrRequest& request);
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,
                              const std::vector<std::string>& headers);
   Outcome<std::optional<Bytes>> ReadEventLog();

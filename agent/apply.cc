@@ -9,16 +9,18 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "agent/encoding.h"
 #include "agent/rootfs.h"
 #include "attest/tpm.h"
 #include "wire/data_url.h"
+#include "wire/codec.h"
 
 namespace rackgate::agent {
 
 namespace {
 
 using nlohmann::json;
+using wire::Base64Decode;
+using wire::HexDecode;
 
 constexpr char kUnitDir[] = "/etc/systemd/system/";
 constexpr char kWantsDir[] = "/etc/systemd/system/multi-user.target.wants/";

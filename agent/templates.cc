@@ -4,13 +4,13 @@
 
 #include <cstring>
 
-#include "agent/encoding.h"
+#include "wire/codec.h"
 
 namespace rackgate::agent {
 
 namespace {
 
-Bytes FromHex(const char* hex) { return *HexDecode(hex, 64); }
+Bytes FromHex(const char* hex) { return *wire::HexDecode(hex, 64); }
 
 void SetDigest(TPM2B_DIGEST* d, const Bytes& v) {
   d->size = static_cast<UINT16>(v.size());

@@ -57,6 +57,8 @@
 #include "attest/testing/soft_tpm.h"
 #include "bench/storm_pki.h"
 #include "daemon/secrets.h"
+#include "wire/codec.h"
+#include "wire/protocol.h"
 
 extern char** environ;
 
@@ -321,7 +323,7 @@ std::string AttestedTemplate() {
       "    client-key: /var/lib/kubelet/pki/kubelet-client-current.pem\n";
   json files = json::array();
   files.push_back({{"path", "/etc/kubernetes/kubeconfig"}, {"mode", 384}, {"rackgate", {{"secret", true}}},
-                   {"contents", {{"source", "data:;base64," + Base64(Bytes(kubeconfig.begin(), kubeconfig.end()))}}}});
+                   {"contents", {{"source", "data:;base64," + wire::Base64Encode(Bytes(kubeconfig.begin(), kubeconfig.end()))}}}});
   files.push_back({{"path", "/var/lib/kubelet/config.json"}, {"mode", 384}, {"rackgate", {{"secret", true}}},
                    {"contents", {{"source", "data:,%7B%22auths%22%3A%7B%22quay.io%22%3A%7B%22auth%22%3A%22" +
                                                 std::string(600, 'A') + "%22%7D%7D%7D"}}}});
@@ -373,12 +375,8 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 std::string ErrorReason(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("reason") &&
-      j["error"]["reason"].is_string()) {
-    return j["error"]["reason"].get<std::string>();
-  }
-  return "?";
+  auto e = wire::DecodeErrorBody(body);
+  return e.ok() && !e->reason.empty() ? e->reason : "?";
 }
 
 class Storm {
@@ -386,7 +384,7 @@ class Storm {
   Storm(std::vector<SimMachine>* fleet, const Options& o, std::string base_url, std::string ca,
         attest::PcrValues pcrs, std::optional<Bytes> eventlog)
       : fleet_(fleet), o_(o), base_(std::move(base_url)), ca_(std::move(ca)), pcrs_(std::move(pcrs)),
-        eventlog_b64_(eventlog ? std::optional<std::string>(Base64(*eventlog)) : std::nullopt) {}
+        eventlog_(std::move(eventlog)) {}
 
   Stats Run() {
     multi_ = curl_multi_init();
@@ -538,12 +536,12 @@ class Storm {
             break;
           }
           case kEvidence: {
-            json j = json::parse(f->response, nullptr, false);
-            if (!j.is_object() || !j.contains("token") || !j["token"].is_string()) {
+            auto token = wire::DecodeToken(f->response);
+            if (!token.ok()) {
               finish(f, "evidence answer without a token");
               break;
             }
-            f->token = j["token"].get<std::string>();
+            f->token = std::move(token->token);
             Ack("evidence " + f->m->hostname);
             Start(f, kConfig);
             break;
@@ -559,12 +557,12 @@ class Storm {
             break;
           }
           case kCsr: {
-            json j = json::parse(f->response, nullptr, false);
-            if (!j.is_object() || !j.contains("certificate")) {
+            auto issued = wire::DecodeIssuedCertificate(f->response);
+            if (!issued.ok()) {
               finish(f, "csr answer without a certificate");
               break;
             }
-            Ack("csr " + f->m->hostname + " " + j.value("serial", std::string()));
+            Ack("csr " + f->m->hostname + " " + issued->serial);
             finish(f, "");
             break;
           }
@@ -694,7 +692,7 @@ class Storm {
       case kCsr:
         url = base_ + kStepPaths[kCsr];
         f->headers = curl_slist_append(f->headers, ("Authorization: Bearer " + f->token).c_str());
-        f->body = json{{"signer", "kubernetes.io/kube-apiserver-client-kubelet"}, {"csr", f->m->csr_pem}}.dump();
+        f->body = wire::EncodeCsrRequest({"kubernetes.io/kube-apiserver-client-kubelet", f->m->csr_pem, {}, {}});
         break;
       default: break;
     }
@@ -735,51 +733,40 @@ class Storm {
   // Builds the evidence body from the challenge answer; a failure reason
   // when the machine cannot answer.
   std::string Answer(Flight* f) {
-    json ch = json::parse(f->response, nullptr, false);
-    if (!ch.is_object()) return "challenge answer is not JSON";
-    for (const char* k : {"session", "nonce", "pcr_selection", "credential"}) {
-      if (!ch.contains(k) || !ch[k].is_string()) return std::string("challenge answer without ") + k;
-    }
-    bool ok = false;
-    const Bytes cred_file = Unbase64(ch["credential"].get<std::string>(), &ok);
-    if (!ok) return "credential is not base64";
-    auto cred = attest::DecodeCredentialFile(cred_file);
+    auto ch = wire::DecodeChallenge(f->response);
+    if (!ch.ok()) return "challenge answer: " + ch.status().message();
+    auto cred = attest::DecodeCredentialFile(ch->credential);
     if (!cred.ok()) return "credential: " + cred.status().reason();
     std::optional<Bytes> secret = f->m->ek.ActivateCredential(*cred, f->m->ak_name);
     if (!secret) return "ActivateCredential refused the credential";
-    const Bytes nonce = Unhex(ch["nonce"].get<std::string>(), &ok);
-    if (!ok) return "nonce is not hex";
-    auto selection = attest::ParsePcrSelectionList(ch["pcr_selection"].get<std::string>());
-    if (!selection.ok()) return "pcr_selection: " + selection.status().reason();
     testing::SoftQuoteSpec q;
-    q.selection = *selection;
+    q.selection = ch->pcr_selection;
     q.hash_alg = attest::kAlgSha256;
     // The TPM's clock runs from its power-on; one boot, no restarts.
     q.clock = attest::ClockInfo{static_cast<uint64_t>(Since(start_) * 1000) + 5000, 1, 0, true};
     q.qualified_signer = f->m->ak_qualified_name;
     q.firmware_version = 0x2023000100000000ull;
-    json pcrs = json::object();
-    for (const auto& s : *selection) {
+    wire::EvidenceRequest ev;
+    for (const auto& s : ch->pcr_selection) {
       auto bank = pcrs_.find(s.hash_alg);
       if (bank == pcrs_.end()) return "no PCR bank " + attest::HashAlgName(s.hash_alg);
-      json& out = pcrs[attest::HashAlgName(s.hash_alg)];
+      auto& out = ev.pcrs[s.hash_alg];
       for (uint32_t i : s.pcrs) {
         auto v = bank->second.find(i);
         if (v == bank->second.end()) return "no value for PCR " + std::to_string(i);
-        out[std::to_string(i)] = Hex(v->second);
+        out[i] = v->second;
       }
     }
-    Bytes msg;
     try {
-      msg = testing::MakeQuoteMessage(q, pcrs_, nonce);
+      ev.quote = testing::MakeQuoteMessage(q, pcrs_, ch->nonce);
     } catch (const std::exception& e) {
       return std::string("quote: ") + e.what();
     }
-    const Bytes sig = f->m->ak.Sign(msg);
-    json ev = {{"session", ch["session"]}, {"secret", Hex(*secret)}, {"quote", Base64(msg)},
-               {"signature", Base64(sig)}, {"pcrs", pcrs}};
-    if (eventlog_b64_) ev["event_log"] = *eventlog_b64_;
-    f->body = ev.dump();
+    ev.signature = f->m->ak.Sign(ev.quote);
+    ev.session = std::move(ch->session);
+    ev.secret = std::move(*secret);
+    ev.event_log = eventlog_;
+    f->body = wire::EncodeEvidenceRequest(ev);
     return "";
   }
 
@@ -799,7 +786,7 @@ class Storm {
   const std::string base_;
   const std::string ca_;
   const attest::PcrValues pcrs_;
-  const std::optional<std::string> eventlog_b64_;
+  const std::optional<Bytes> eventlog_;
   CURLM* multi_ = nullptr;
   int epoll_ = -1;
   int wake_ = -1;

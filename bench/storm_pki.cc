@@ -25,6 +25,7 @@
 
 #include "attest/credential.h"
 #include "attest/quote.h"
+#include "wire/protocol.h"
 
 namespace rackgate::bench {
 
@@ -286,59 +287,6 @@ EVP_PKEY* RsaKeyFactory::Key(size_t index) const {
 
 // ----------------------------------------------------------------- fleet ----
 
-std::string Base64(const Bytes& data) {
-  std::string out(4 * ((data.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-Bytes Unbase64(const std::string& text, bool* ok) {
-  *ok = false;
-  if (text.size() % 4 != 0) return {};
-  Bytes out(text.size() / 4 * 3);
-  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return {};
-  size_t len = static_cast<size_t>(n);
-  if (!text.empty() && text.back() == '=') --len;
-  if (text.size() > 1 && text[text.size() - 2] == '=') --len;
-  out.resize(len);
-  *ok = true;
-  return out;
-}
-
-std::string Hex(const Bytes& data) {
-  static const char k[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(data.size() * 2);
-  for (uint8_t b : data) {
-    out.push_back(k[b >> 4]);
-    out.push_back(k[b & 15]);
-  }
-  return out;
-}
-
-Bytes Unhex(const std::string& text, bool* ok) {
-  *ok = false;
-  if (text.size() % 2) return {};
-  Bytes out(text.size() / 2);
-  auto nib = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int hi = nib(text[2 * i]), lo = nib(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return {};
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  *ok = true;
-  return out;
-}
-
 std::string KubeletClientCsr(const std::string& hostname) {
   ossl::PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   ossl::X509ReqPtr req(X509_REQ_new());
@@ -375,8 +323,11 @@ std::vector<SimMachine> MakeMachines(const FleetSpec& spec, const EkManufacturer
     m.ak_qualified_name = testing::AkQualifiedName(m.ek, m.ak);
     m.ek_cert_der = mfr.IssueEkCertificate(m.ek.pkey(), 0x5354000000000000ull + i);
     m.csr_pem = KubeletClientCsr(m.hostname);
-    m.challenge_body = "{\"ek_public\":\"" + Base64(m.ek.tpm2b_public()) + "\",\"ek_certificate\":\"" +
-                       Base64(m.ek_cert_der) + "\",\"ak_public\":\"" + Base64(m.ak.tpm2b_public()) + "\"}";
+    wire::ChallengeRequest challenge;
+    challenge.ek_public = m.ek.tpm2b_public();
+    challenge.ek_certificate = m.ek_cert_der;
+    challenge.ak_public = m.ak.tpm2b_public();
+    m.challenge_body = wire::EncodeChallengeRequest(challenge);
     out.push_back(std::move(m));
   }
   return out;

@@ -96,13 +96,6 @@ std::vector<SimMachine> MakeMachines(const FleetSpec& spec, const EkManufacturer
 // A kubelet client CSR for `hostname`, PEM (a fresh P-256 key).
 std::string KubeletClientCsr(const std::string& hostname);
 
-// Standard base64 (RFC 4648 §4, padded), and its inverse (nullopt-like empty
-// result with *ok = false on bad input).
-std::string Base64(const Bytes& data);
-Bytes Unbase64(const std::string& text, bool* ok);
-std::string Hex(const Bytes& data);
-Bytes Unhex(const std::string& text, bool* ok);
-
 // The appliance's own cryptographic work per machine, with OpenSSL alone:
 // the EK encryption of MakeCredential (RSA-2048 OAEP-SHA256 encrypt of a
 // seed, or an ephemeral ECDH for an ECC EK), the quote signature check

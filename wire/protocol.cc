@@ -1,10 +1,12 @@
-// JSON bodies of the attestation protocol.
+// JSON bodies of the attestation, machine and CSR endpoints, both directions.
 #include "wire/protocol.h"
 
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "attest/boot_facts.h"
 #include "wire/codec.h"
 
 namespace rackgate::wire {
@@ -13,21 +15,36 @@ namespace {
 
 using nlohmann::json;
 
-Status Missing(const char* field) {
-  return Status::InvalidArgument("field_missing", std::string("field '") + field + "' is required");
+// Base64 members of tpm_key in a CSR request.
+constexpr size_t kMaxTpmKeyField = 4096;
+
+Status BadJson() { return Status::InvalidArgument("bad_json", "body is not a JSON object"); }
+Status Missing(const std::string& field) {
+  return Status::InvalidArgument("field_missing", "field '" + field + "' is required");
 }
 Status Invalid(const std::string& field, const std::string& why) {
   return Status::InvalidArgument("field_invalid", "field '" + field + "': " + why);
 }
 
-Result<json> ParseObject(std::string_view body, const std::set<std::string>& allowed) {
+Result<json> ParseAnyObject(std::string_view body) {
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  if (doc.is_discarded() || !doc.is_object()) return BadJson();
+  return doc;
+}
+
+// An object whose members are all in `allowed`: what the appliance receives
+// is refused rather than half understood.
+Status CheckAllowed(const json& obj, const std::set<std::string>& allowed, const std::string& prefix = "") {
+  for (const auto& [key, value] : obj.items()) {
+    if (!allowed.count(key)) return Invalid(prefix + key, "unknown field");
   }
-  for (const auto& [key, value] : doc.items()) {
-    if (!allowed.count(key)) return Invalid(key, "unknown field");
-  }
+  return Status::Ok();
+}
+
+Result<json> ParseObject(std::string_view body, const std::set<std::string>& allowed) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  if (Status s = CheckAllowed(*doc, allowed); !s.ok()) return s;
   return doc;
 }
 
@@ -47,6 +64,39 @@ Result<Bytes> HexField(const json& doc, const char* field, size_t max) {
   auto b = HexDecode(v.get_ref<const std::string&>(), max);
   if (!b || b->empty()) return Invalid(field, "not hex of 1.." + std::to_string(max) + " bytes");
   return std::move(*b);
+}
+
+// A string member of at most `max` characters; nullopt when absent, not a
+// string or longer. For answers, which the agent reads leniently.
+std::optional<std::string> Str(const json& obj, const char* key, size_t max = kMaxAnswerField) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return std::nullopt;
+  const std::string& v = it->get_ref<const std::string&>();
+  if (v.size() > max) return std::nullopt;
+  return v;
+}
+
+// An integer member, or `fallback` when absent or not an integer.
+template <typename T>
+T Int(const json& obj, const char* key, T fallback = 0) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return fallback;
+  return it->get<T>();
+}
+
+bool Bool(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
+json PcrsToJson(const attest::PcrValues& pcrs) {
+  json out = json::object();
+  for (const auto& [alg, bank] : pcrs) {
+    json values = json::object();
+    for (const auto& [pcr, value] : bank) values[std::to_string(pcr)] = HexEncode(value);
+    out[attest::HashAlgName(alg)] = values;
+  }
+  return out;
 }
 
 Result<attest::PcrValues> PcrsFromJson(const json& v) {
@@ -77,7 +127,20 @@ Result<attest::PcrValues> PcrsFromJson(const json& v) {
 
 }  // namespace
 
-Result<ChallengeRequest> ParseChallengeRequest(std::string_view body) {
+// --- Challenge ---------------------------------------------------------------
+
+std::string EncodeChallengeRequest(const ChallengeRequest& r) {
+  json body = {{"ek_public", Base64Encode(r.ek_public)}, {"ak_public", Base64Encode(r.ak_public)}};
+  if (r.ek_certificate) body["ek_certificate"] = Base64Encode(*r.ek_certificate);
+  if (!r.ek_intermediates.empty()) {
+    json list = json::array();
+    for (const auto& c : r.ek_intermediates) list.push_back(Base64Encode(c));
+    body["ek_intermediates"] = list;
+  }
+  return body.dump();
+}
+
+Result<ChallengeRequest> DecodeChallengeRequest(std::string_view body) {
   auto doc = ParseObject(body, {"ek_public", "ek_certificate", "ek_intermediates", "ak_public"});
   if (!doc.ok()) return doc.status();
   ChallengeRequest r;
@@ -107,7 +170,56 @@ Result<ChallengeRequest> ParseChallengeRequest(std::string_view body) {
   return r;
 }
 
-Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body) {
+Result<ChallengeRequest> ParseChallengeRequest(std::string_view body) { return DecodeChallengeRequest(body); }
+
+std::string EncodeChallenge(const Challenge& c) {
+  json body = {{"session", c.session},
+               {"nonce", HexEncode(c.nonce)},
+               {"pcr_selection", attest::FormatPcrSelectionList(c.pcr_selection)},
+               {"credential", Base64Encode(c.credential)},
+               {"expires_in", c.expires_in}};
+  return body.dump();
+}
+
+Result<Challenge> DecodeChallenge(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  Challenge c;
+  auto session = Str(*doc, "session");
+  if (!session || session->empty()) return Missing("session");
+  c.session = std::move(*session);
+  auto nonce = Str(*doc, "nonce");
+  if (!nonce) return Missing("nonce");
+  auto selection = Str(*doc, "pcr_selection");
+  if (!selection) return Missing("pcr_selection");
+  auto credential = Str(*doc, "credential", kMaxCredential * 2);
+  if (!credential) return Missing("credential");
+  auto n = HexDecode(*nonce, kMaxNonce);
+  if (!n || n->empty()) return Invalid("nonce", "not hex of 1.." + std::to_string(kMaxNonce) + " bytes");
+  c.nonce = std::move(*n);
+  auto sel = attest::ParsePcrSelectionList(*selection);
+  if (!sel.ok()) return Invalid("pcr_selection", sel.status().message());
+  c.pcr_selection = std::move(sel).value();
+  auto cred = Base64Decode(*credential, kMaxCredential);
+  if (!cred) return Invalid("credential", "not canonical base64");
+  c.credential = std::move(*cred);
+  c.expires_in = Int<long>(*doc, "expires_in");
+  return c;
+}
+
+// --- Evidence ----------------------------------------------------------------
+
+std::string EncodeEvidenceRequest(const EvidenceRequest& r) {
+  json body = {{"session", r.session},
+               {"secret", HexEncode(r.secret)},
+               {"quote", Base64Encode(r.quote)},
+               {"signature", Base64Encode(r.signature)},
+               {"pcrs", PcrsToJson(r.pcrs)}};
+  if (r.event_log) body["event_log"] = Base64Encode(*r.event_log);
+  return body.dump();
+}
+
+Result<EvidenceRequest> DecodeEvidenceRequest(std::string_view body) {
   auto doc = ParseObject(body, {"session", "secret", "quote", "signature", "pcrs", "event_log"});
   if (!doc.ok()) return doc.status();
   EvidenceRequest r;
@@ -137,6 +249,174 @@ Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body) {
     r.event_log = std::move(log).value();
   }
   return r;
+}
+
+Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body) { return DecodeEvidenceRequest(body); }
+
+std::string EncodeToken(const Token& t) {
+  json body = {{"token", t.token}, {"expires_in", t.expires_in}, {"hostname", t.hostname}, {"state", t.state}};
+  return body.dump();
+}
+
+Result<Token> DecodeToken(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  Token t;
+  auto token = Str(*doc, "token");
+  if (!token || token->empty()) return Missing("token");
+  // SECURITY: the token goes into an HTTP header; anything but printable
+  // ASCII without spaces could add a header of the appliance's choosing.
+  for (char c : *token) {
+    if (c <= 0x20 || c >= 0x7f) return Invalid("token", "not printable ASCII without spaces");
+  }
+  t.token = std::move(*token);
+  t.expires_in = Int<long>(*doc, "expires_in");
+  t.hostname = attest::PrintableAscii(Str(*doc, "hostname").value_or(""), 253);
+  t.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  return t;
+}
+
+// --- Machine -----------------------------------------------------------------
+
+bool ValidHostname(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t label = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '.') {
+      if (label == 0 || name[i - 1] == '-') return false;
+      label = 0;
+      continue;
+    }
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    if (c == '-' && label == 0) return false;
+    if (++label > 63) return false;
+  }
+  return label > 0 && name.back() != '-';
+}
+
+std::string EncodeMachineRecord(const MachineRecord& m) {
+  json body = {{"hostname", m.hostname}, {"pool", m.pool}, {"state", m.state}, {"require_tpm_key", m.require_tpm_key}};
+  return body.dump();
+}
+
+Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  MachineRecord m;
+  auto hostname = Str(*doc, "hostname");
+  if (!hostname) return Missing("hostname");
+  // SECURITY: the hostname becomes the CSR's CN and SAN; anything but a DNS
+  // name is refused rather than escaped.
+  if (!ValidHostname(*hostname)) return Invalid("hostname", "not a DNS name");
+  m.hostname = std::move(*hostname);
+  m.pool = attest::PrintableAscii(Str(*doc, "pool").value_or(""), 64);
+  m.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  m.require_tpm_key = Bool(*doc, "require_tpm_key");
+  return m;
+}
+
+// --- CSR ---------------------------------------------------------------------
+
+std::string EncodeCsrRequest(const CsrRequest& r) {
+  json body = {{"signer", r.signer}, {"csr", r.csr_pem}};
+  if (r.usages) body["usages"] = *r.usages;
+  if (r.tpm_key) {
+    body["tpm_key"] = {{"public", Base64Encode(r.tpm_key->public_area)},
+                       {"certify_info", Base64Encode(r.tpm_key->certify_info)},
+                       {"certify_signature", Base64Encode(r.tpm_key->certify_signature)}};
+  }
+  return body.dump();
+}
+
+Result<CsrRequest> DecodeCsrRequest(std::string_view body) {
+  auto doc = ParseObject(body, {"signer", "csr", "usages", "tpm_key"});
+  if (!doc.ok()) return doc.status();
+  CsrRequest r;
+  for (const char* field : {"signer", "csr"}) {
+    if (!doc->contains(field) || !doc->at(field).is_string()) return Missing(field);
+  }
+  r.signer = doc->at("signer").get<std::string>();
+  if (r.signer.size() > kMaxAnswerField) return Invalid("signer", "too long");
+  if (doc->contains("usages")) {
+    const json& list = doc->at("usages");
+    if (!list.is_array() || list.size() > kMaxUsages) {
+      return Invalid("usages", "expected a list of at most " + std::to_string(kMaxUsages) + " strings");
+    }
+    r.usages.emplace();
+    for (const json& u : list) {
+      if (!u.is_string() || u.get_ref<const std::string&>().size() > kMaxUsageChars) {
+        return Invalid("usages", "expected a list of short strings");
+      }
+      r.usages->push_back(u.get<std::string>());
+    }
+  }
+  const std::string& pem = doc->at("csr").get_ref<const std::string&>();
+  // The appliance has always answered an oversized CSR as a malformed one.
+  if (pem.size() > kMaxCsrPem) return Status::InvalidArgument("csr_malformed", "the CSR is too large");
+  r.csr_pem = pem;
+  if (doc->contains("tpm_key")) {
+    const json& k = doc->at("tpm_key");
+    const char* kNeeds = "needs public, certify_info and certify_signature (base64)";
+    if (!k.is_object()) return Invalid("tpm_key", kNeeds);
+    if (Status s = CheckAllowed(k, {"public", "certify_info", "certify_signature"}, "tpm_key."); !s.ok()) return s;
+    TpmKeyProof proof;
+    for (auto [name, out] : {std::pair{"public", &proof.public_area}, std::pair{"certify_info", &proof.certify_info},
+                             std::pair{"certify_signature", &proof.certify_signature}}) {
+      auto it = k.find(name);
+      auto b = it != k.end() && it->is_string() ? Base64Decode(it->get_ref<const std::string&>(), kMaxTpmKeyField)
+                                                : std::nullopt;
+      if (!b) return Invalid(std::string("tpm_key.") + name, kNeeds);
+      *out = std::move(*b);
+    }
+    r.tpm_key = std::move(proof);
+  }
+  return r;
+}
+
+std::string EncodeIssuedCertificate(const IssuedCertificate& c) {
+  json body = {{"certificate", c.certificate_pem}, {"ca", c.ca_pem},         {"serial", c.serial},
+               {"not_before", c.not_before},       {"not_after", c.not_after}, {"tpm_resident", c.tpm_resident},
+               {"state", c.state}};
+  return body.dump();
+}
+
+Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  IssuedCertificate out;
+  auto cert = Str(*doc, "certificate", kMaxPemChars);
+  if (!cert) return Missing("certificate");
+  auto ca = Str(*doc, "ca", kMaxPemChars);
+  if (!ca) return Missing("ca");
+  out.certificate_pem = std::move(*cert);
+  out.ca_pem = std::move(*ca);
+  out.serial = attest::PrintableAscii(Str(*doc, "serial").value_or(""), 64);
+  out.not_before = Int<long long>(*doc, "not_before");
+  out.not_after = Int<long long>(*doc, "not_after");
+  out.tpm_resident = Bool(*doc, "tpm_resident");
+  out.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  return out;
+}
+
+// --- Errors ------------------------------------------------------------------
+
+std::string EncodeErrorBody(const ErrorBody& e) {
+  json body = {{"error", {{"reason", e.reason}, {"message", e.message}}}};
+  return body.dump();
+}
+
+Result<ErrorBody> DecodeErrorBody(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  auto e = doc->find("error");
+  if (e == doc->end()) return Missing("error");
+  if (!e->is_object()) return Invalid("error", "expected an object");
+  ErrorBody out;
+  // Printable only: these strings go to a terminal or the journal.
+  if (auto r = Str(*e, "reason")) out.reason = attest::PrintableAscii(*r, 64);
+  if (auto m = Str(*e, "message", 4096)) out.message = attest::PrintableAscii(*m, 200);
+  return out;
 }
 
 }  // namespace rackgate::wire

@@ -1,16 +1,19 @@
-// The attestation protocol's JSON bodies (docs/protocol.md) as typed values:
-// strict parsing of what machines send, and rendering of what they get back.
-// Unknown fields, wrong types and oversized values are refused.
+// The attestation protocol's JSON bodies (docs/protocol.md) as typed values,
+// each with an encoder and a decoder: what the machines send, decoded as
+// strictly as the appliance needs, and what they get back, decoded as the
+// agent needs. Every end of the protocol (rackgated, rackgate-agent,
+// boot-storm, the lab's test client) goes through these.
 #ifndef RACKGATE_WIRE_PROTOCOL_H_
 #define RACKGATE_WIRE_PROTOCOL_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
 #include "attest/tpm.h"
+#include "base/status.h"
 
 namespace rackgate::wire {
 
@@ -25,13 +28,49 @@ inline constexpr size_t kMaxSignature = 1024;
 inline constexpr size_t kMaxSecret = 64;
 inline constexpr size_t kMaxSessionId = 64;
 inline constexpr size_t kMaxEventLog = 16 << 20;
+inline constexpr size_t kMaxNonce = 64;          // TPM2B_DATA
+inline constexpr size_t kMaxCredential = 4096;   // the tpm2_makecredential file
+inline constexpr size_t kMaxCsrPem = 64 * 1024;  // one CSR in PEM
+inline constexpr size_t kMaxUsages = 16;
+inline constexpr size_t kMaxUsageChars = 64;
+inline constexpr size_t kMaxPemChars = 256 * 1024;  // an issued certificate or CA
+inline constexpr size_t kMaxAnswerField = 256;      // other strings in answers
+
+// How the decoders fail. Requests (what the appliance receives):
+// kInvalidArgument with reason bad_json (not a JSON object), field_missing or
+// field_invalid (a wrong type, a bound exceeded, an unknown field), the
+// message naming the field. Answers (what the agent receives): the same
+// reasons, but unknown fields are ignored, so that the appliance may add to
+// an answer without breaking deployed agents; the agent reports any of them
+// as bad_response.
+
+// --- 2. Challenge: POST /v1/attest/challenge --------------------------------
 
 struct ChallengeRequest {
   Bytes ek_public;
   std::optional<Bytes> ek_certificate;
   std::vector<Bytes> ek_intermediates;
   Bytes ak_public;
+  bool operator==(const ChallengeRequest&) const = default;
 };
+std::string EncodeChallengeRequest(const ChallengeRequest& r);
+Result<ChallengeRequest> DecodeChallengeRequest(std::string_view body);
+// The same as DecodeChallengeRequest (the name the appliance calls).
+Result<ChallengeRequest> ParseChallengeRequest(std::string_view body);
+
+// The appliance's answer to a challenge.
+struct Challenge {
+  std::string session;
+  Bytes nonce;
+  std::vector<attest::PcrSelection> pcr_selection;
+  Bytes credential;  // the tpm2_makecredential file (docs/formats.md)
+  long expires_in = 0;
+};
+std::string EncodeChallenge(const Challenge& c);
+// Every field but expires_in is required; pcr_selection must parse.
+Result<Challenge> DecodeChallenge(std::string_view body);
+
+// --- 3. Evidence: POST /v1/attest/evidence ----------------------------------
 
 struct EvidenceRequest {
   std::string session;
@@ -40,13 +79,101 @@ struct EvidenceRequest {
   Bytes signature;
   attest::PcrValues pcrs;
   std::optional<Bytes> event_log;
+  bool operator==(const EvidenceRequest&) const = default;
 };
-
-// kInvalidArgument with reason bad_json, field_missing or field_invalid,
-// naming the field.
-Result<ChallengeRequest> ParseChallengeRequest(std::string_view body);
+// It carries the activated secret: the caller wipes the result.
+std::string EncodeEvidenceRequest(const EvidenceRequest& r);
+Result<EvidenceRequest> DecodeEvidenceRequest(std::string_view body);
+// The same as DecodeEvidenceRequest (the name the appliance calls).
 Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body);
 
+// The answer to good evidence: a bearer token bound to the machine.
+struct Token {
+  std::string token;  // a credential: never logged
+  long expires_in = 0;
+  std::string hostname;
+  std::string state;
+  bool operator==(const Token&) const = default;
+};
+std::string EncodeToken(const Token& t);
+// The token is required and must be printable ASCII without spaces (it goes
+// into an HTTP header); hostname and state are made printable.
+Result<Token> DecodeToken(std::string_view body);
+
+// --- GET /v1/machine --------------------------------------------------------
+
+struct MachineRecord {
+  std::string hostname;
+  std::string pool;
+  std::string state;
+  // The pool asks for a TPM-resident client key (docs/csr.md).
+  bool require_tpm_key = false;
+  bool operator==(const MachineRecord&) const = default;
+};
+std::string EncodeMachineRecord(const MachineRecord& m);
+// The hostname must be a DNS name (ValidHostname): it goes into the CSRs.
+Result<MachineRecord> DecodeMachineRecord(std::string_view body);
+
+// True for a DNS name a node may have (RFC 1123 labels, lower or upper
+// case, at most 253 characters).
+bool ValidHostname(std::string_view name);
+
+// --- 5. CSR vouching: POST /v1/machine/csr ----------------------------------
+
+// A TPM-resident key: its TPM2B_PUBLIC and the TPM2_Certify over it by the AK.
+struct TpmKeyProof {
+  Bytes public_area;
+  Bytes certify_info;
+  Bytes certify_signature;
+  bool operator==(const TpmKeyProof&) const = default;
+};
+
+struct CsrRequest {
+  std::string signer;
+  std::string csr_pem;
+  // Absent: the signer's defaults, which the appliance chooses.
+  std::optional<std::vector<std::string>> usages;
+  std::optional<TpmKeyProof> tpm_key;
+  bool operator==(const CsrRequest&) const = default;
+};
+std::string EncodeCsrRequest(const CsrRequest& r);
+// signer and csr are required strings (field_missing); usages at most
+// kMaxUsages strings of at most kMaxUsageChars; tpm_key needs all three
+// base64 members (field_invalid). A csr over kMaxCsrPem characters is
+// csr_malformed, as the appliance has always answered it. The signer's name
+// is not checked here: that is the CSR rules' decision.
+Result<CsrRequest> DecodeCsrRequest(std::string_view body);
+
+// The answer: the signed certificate.
+struct IssuedCertificate {
+  std::string certificate_pem;
+  std::string ca_pem;
+  std::string serial;
+  long long not_before = 0;
+  long long not_after = 0;
+  bool tpm_resident = false;
+  std::string state;  // the machine's state after issuing
+  bool operator==(const IssuedCertificate&) const = default;
+};
+std::string EncodeIssuedCertificate(const IssuedCertificate& c);
+// certificate and ca are required; serial and state are made printable.
+Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body);
+
+// --- Errors -----------------------------------------------------------------
+
+// {"error": {"reason", "message"}}.
+struct ErrorBody {
+  std::string reason;
+  std::string message;
+  bool operator==(const ErrorBody&) const = default;
+};
+std::string EncodeErrorBody(const ErrorBody& e);
+// bad_json unless an object with an "error" object. Inside it, reason and
+// message are taken when they are strings (at most 256 and 4096 characters)
+// and left empty otherwise, since an error may come from a proxy; both are
+// made printable (at most 64 and 200 characters), because they end up on a
+// terminal or in the journal.
+Result<ErrorBody> DecodeErrorBody(std::string_view body);
 
 }  // namespace rackgate::wire
 

@@ -1,7 +1,9 @@
+// Tests of the protocol's bodies: round trips, truncation, malformed fields.
 #include "wire/protocol.h"
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 
 namespace rackgate::wire {
 namespace {
@@ -51,6 +53,300 @@ TEST(EvidenceRequest, ParsesPcrsStrictly) {
   auto long_session = ParseEvidenceRequest(R"({"session":")" + std::string(65, 'x') +
                                            R"(","secret":"00","quote":"AAEC","signature":"AAEC","pcrs":{}})");
   EXPECT_FALSE(long_session.ok());
+}
+
+// --- round trips and truncation ---------------------------------------------
+
+Bytes Seq(size_t n, uint8_t start = 0) {
+  Bytes b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(start + i * 7);
+  return b;
+}
+
+ChallengeRequest SomeChallengeRequest() {
+  ChallengeRequest r;
+  r.ek_public = Seq(300);
+  r.ek_certificate = Seq(900, 3);
+  r.ek_intermediates = {Seq(40, 1), Seq(41, 2)};
+  r.ak_public = Seq(280, 9);
+  return r;
+}
+
+EvidenceRequest SomeEvidenceRequest() {
+  EvidenceRequest e;
+  e.session = "c2Vzc2lvbi1pZC0xMjM0";
+  e.secret = Seq(32, 5);
+  e.quote = Seq(145);
+  e.signature = Seq(262, 4);
+  for (uint32_t pcr : {0u, 1u, 7u, 23u}) {
+    e.pcrs[attest::kAlgSha256][pcr] = Seq(32, static_cast<uint8_t>(pcr));
+    e.pcrs[attest::kAlgSha1][pcr] = Seq(20, static_cast<uint8_t>(pcr + 1));
+  }
+  e.event_log = Seq(5000, 2);
+  return e;
+}
+
+// Every proper prefix of a body is refused as bad_json.
+template <typename Decode>
+void ExpectEveryPrefixRefused(const std::string& body, Decode decode) {
+  for (size_t n = 0; n < body.size(); ++n) {
+    auto r = decode(std::string_view(body).substr(0, n));
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_EQ(r.status().reason(), "bad_json") << n;
+  }
+}
+
+TEST(ChallengeRequest, RoundTripsAndTruncation) {
+  const ChallengeRequest r = SomeChallengeRequest();
+  const std::string body = EncodeChallengeRequest(r);
+  auto back = DecodeChallengeRequest(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  auto parsed = ParseChallengeRequest(body);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, r);
+  ChallengeRequest bare;
+  bare.ek_public = {1};
+  bare.ak_public = {2};
+  auto bare_back = DecodeChallengeRequest(EncodeChallengeRequest(bare));
+  ASSERT_TRUE(bare_back.ok());
+  EXPECT_EQ(*bare_back, bare);
+  ExpectEveryPrefixRefused(body, DecodeChallengeRequest);
+}
+
+TEST(ChallengeRequest, RefusesOversizedFields) {
+  ChallengeRequest r = SomeChallengeRequest();
+  r.ek_public = Seq(kMaxTpm2bPublic + 1);
+  auto x = DecodeChallengeRequest(EncodeChallengeRequest(r));
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.status().reason(), "field_invalid");
+  EXPECT_NE(x.status().message().find("ek_public"), std::string::npos);
+  r = SomeChallengeRequest();
+  r.ek_certificate = Seq(kMaxCertificate + 1);
+  EXPECT_EQ(DecodeChallengeRequest(EncodeChallengeRequest(r)).status().reason(), "field_invalid");
+}
+
+TEST(EvidenceRequest, RoundTripsAndTruncation) {
+  const EvidenceRequest e = SomeEvidenceRequest();
+  const std::string body = EncodeEvidenceRequest(e);
+  auto back = DecodeEvidenceRequest(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, e);
+  EvidenceRequest no_log = e;
+  no_log.event_log.reset();
+  auto parsed = ParseEvidenceRequest(EncodeEvidenceRequest(no_log));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, no_log);
+  ExpectEveryPrefixRefused(EncodeEvidenceRequest(no_log), DecodeEvidenceRequest);
+}
+
+TEST(EvidenceRequest, NamesTheMalformedField) {
+  const nlohmann::json good = nlohmann::json::parse(EncodeEvidenceRequest(SomeEvidenceRequest()));
+  struct Case { const char* field; nlohmann::json value; const char* reason; };
+  for (const Case& c : {Case{"secret", "0", "field_invalid"}, Case{"secret", 7, "field_invalid"},
+                        Case{"secret", std::string(2 * kMaxSecret + 2, 'a'), "field_invalid"},
+                        Case{"quote", "AAE", "field_invalid"}, Case{"quote", "", "field_invalid"},
+                        Case{"signature", nlohmann::json::array(), "field_invalid"},
+                        Case{"session", "", "field_invalid"}, Case{"event_log", "!!!!", "field_invalid"},
+                        Case{"pcrs", "sha256:0", "field_invalid"}}) {
+    nlohmann::json doc = good;
+    doc[c.field] = c.value;
+    auto x = DecodeEvidenceRequest(doc.dump());
+    ASSERT_FALSE(x.ok()) << c.field;
+    EXPECT_EQ(x.status().reason(), c.reason) << c.field;
+    EXPECT_NE(x.status().message().find(c.field), std::string::npos) << x.status().message();
+  }
+  for (const char* field : {"session", "secret", "quote", "signature", "pcrs"}) {
+    nlohmann::json doc = good;
+    doc.erase(field);
+    auto x = DecodeEvidenceRequest(doc.dump());
+    ASSERT_FALSE(x.ok()) << field;
+    EXPECT_EQ(x.status().reason(), "field_missing") << field;
+    EXPECT_NE(x.status().message().find(field), std::string::npos);
+  }
+  nlohmann::json extra = good;
+  extra["nonce"] = "00";
+  EXPECT_EQ(DecodeEvidenceRequest(extra.dump()).status().reason(), "field_invalid");
+}
+
+TEST(Challenge, RoundTripsAndTruncation) {
+  Challenge c;
+  c.session = "c2Vzc2lvbg";
+  c.nonce = Seq(32);
+  c.pcr_selection = attest::ParsePcrSelectionList("sha256:0,1,2,7+sha1:7").value();
+  c.credential = Seq(326, 1);
+  c.expires_in = 120;
+  const std::string body = EncodeChallenge(c);
+  auto back = DecodeChallenge(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->session, c.session);
+  EXPECT_EQ(back->nonce, c.nonce);
+  EXPECT_EQ(attest::FormatPcrSelectionList(back->pcr_selection), attest::FormatPcrSelectionList(c.pcr_selection));
+  EXPECT_EQ(back->credential, c.credential);
+  EXPECT_EQ(back->expires_in, 120);
+  ExpectEveryPrefixRefused(body, DecodeChallenge);
+}
+
+// The agent reads the appliance's answers: tolerant of fields it does not
+// know, strict about the ones it uses.
+TEST(Challenge, ParsesAndRefusesMalformed) {
+  auto c = DecodeChallenge(
+      R"({"session": "s1", "nonce": "00ff", "pcr_selection": "sha256:0,1", "credential": "AAEC", "expires_in": 120})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->session, "s1");
+  EXPECT_EQ(c->nonce, (Bytes{0x00, 0xff}));
+  ASSERT_EQ(c->pcr_selection.size(), 1u);
+  EXPECT_EQ(c->credential, (Bytes{0x00, 0x01, 0x02}));
+  EXPECT_TRUE(DecodeChallenge(R"({"session": "s1", "nonce": "00", "pcr_selection": "sha256:0", "credential": "",)"
+                              R"( "something_new": [1]})")
+                  .ok());
+  for (const char* bad : {"", "[]", R"({"session": "s1"})",
+                          R"({"session": "s1", "nonce": "0g", "pcr_selection": "sha256:0", "credential": ""})",
+                          R"({"session": "s1", "nonce": "00", "pcr_selection": "md5:0", "credential": ""})",
+                          R"({"session": "s1", "nonce": "00", "pcr_selection": "sha256:0", "credential": "!"})",
+                          R"({"session": "", "nonce": "00", "pcr_selection": "sha256:0", "credential": ""})",
+                          R"({"session": "s1", "nonce": "", "pcr_selection": "sha256:0", "credential": ""})"}) {
+    EXPECT_FALSE(DecodeChallenge(bad).ok()) << bad;
+  }
+}
+
+TEST(Evidence, EncodesPerProtocol) {
+  EvidenceRequest e;
+  e.session = "s";
+  e.secret = {0xab, 0xcd};
+  e.quote = {1, 2, 3};
+  e.signature = {4};
+  e.pcrs[attest::kAlgSha256][7] = Bytes(32, 0x11);
+  const auto j = nlohmann::json::parse(EncodeEvidenceRequest(e));
+  EXPECT_EQ(j.at("secret"), "abcd");
+  EXPECT_EQ(j.at("quote"), "AQID");
+  EXPECT_EQ(j.at("signature"), "BA==");
+  EXPECT_EQ(j.at("pcrs").at("sha256").at("7"), std::string(64, '1'));
+  EXPECT_FALSE(j.contains("event_log"));
+}
+
+TEST(Token, RoundTripsAndRefusesWhatCannotBeAHeader) {
+  Token t{"dG9rZW4tMTIz_-", 900, "node-1", "attested"};
+  auto back = DecodeToken(EncodeToken(t));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, t);
+  ExpectEveryPrefixRefused(EncodeToken(t), DecodeToken);
+  EXPECT_TRUE(DecodeToken(R"({"token": "abc-_", "expires_in": 900, "hostname": "n", "state": "attested"})").ok());
+  EXPECT_FALSE(DecodeToken(R"({"token": "a b"})").ok());
+  EXPECT_FALSE(DecodeToken(R"({"token": "a\r\nX-Evil: 1"})").ok());
+  EXPECT_EQ(DecodeToken(R"({"expires_in": 900})").status().reason(), "field_missing");
+  auto odd = DecodeToken(R"({"token": "t", "state": "a\u001b[31m"})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->state.find('\x1b'), std::string::npos);
+}
+
+TEST(Machine, RoundTripsAndHostnameMustBeADnsName) {
+  MachineRecord m{"node-1.rack.example", "workers", "joined", true};
+  auto back = DecodeMachineRecord(EncodeMachineRecord(m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, m);
+  ExpectEveryPrefixRefused(EncodeMachineRecord(m), DecodeMachineRecord);
+  EXPECT_TRUE(DecodeMachineRecord(R"({"hostname": "node-1.rack.example", "pool": "p", "state": "attested"})").ok());
+  for (const char* bad : {R"({"hostname": "node 1"})", R"({"hostname": "-x"})", R"({"hostname": "a..b"})",
+                          R"({"hostname": "x,O=system:masters"})", R"({"hostname": ""})", R"({})"}) {
+    EXPECT_FALSE(DecodeMachineRecord(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(ValidHostname("a-b.c"));
+  EXPECT_FALSE(ValidHostname("a-.c"));
+  EXPECT_FALSE(ValidHostname(std::string(64, 'a')));
+}
+
+TEST(Csr, RequestAndAnswer) {
+  CsrRequest r;
+  r.signer = "kubernetes.io/kube-apiserver-client-kubelet";
+  r.csr_pem = "PEM";
+  r.usages = {"digital signature", "client auth"};
+  auto j = nlohmann::json::parse(EncodeCsrRequest(r));
+  EXPECT_FALSE(j.contains("tpm_key"));
+  EXPECT_EQ(j.at("usages").size(), 2u);
+  r.tpm_key = TpmKeyProof{{1}, {2}, {3}};
+  j = nlohmann::json::parse(EncodeCsrRequest(r));
+  EXPECT_EQ(j.at("tpm_key").at("public"), "AQ==");
+  EXPECT_EQ(j.at("tpm_key").at("certify_info"), "Ag==");
+  EXPECT_EQ(j.at("tpm_key").at("certify_signature"), "Aw==");
+
+  auto a = DecodeIssuedCertificate(R"({"certificate": "C", "ca": "A", "serial": "0a", "not_after": 1700000000})");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->not_after, 1700000000);
+  EXPECT_FALSE(DecodeIssuedCertificate(R"({"certificate": "C"})").ok());
+}
+
+TEST(Csr, RoundTripsAndTruncation) {
+  CsrRequest r;
+  r.signer = "kubernetes.io/kubelet-serving";
+  r.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n";
+  auto back = DecodeCsrRequest(EncodeCsrRequest(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  EXPECT_FALSE(back->usages.has_value());
+  r.usages = std::vector<std::string>{"digital signature", "server auth"};
+  r.tpm_key = TpmKeyProof{Seq(90), Seq(120, 1), Seq(72, 2)};
+  const std::string body = EncodeCsrRequest(r);
+  back = DecodeCsrRequest(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  ExpectEveryPrefixRefused(body, DecodeCsrRequest);
+
+  IssuedCertificate c{"CERT PEM", "CA PEM", "0a1b", 1700000000, 1700086400, true, "joined"};
+  auto issued = DecodeIssuedCertificate(EncodeIssuedCertificate(c));
+  ASSERT_TRUE(issued.ok());
+  EXPECT_EQ(*issued, c);
+  ExpectEveryPrefixRefused(EncodeIssuedCertificate(c), DecodeIssuedCertificate);
+}
+
+TEST(Csr, RefusesWhatTheApplianceRefuses) {
+  const nlohmann::json good = {{"signer", "s"}, {"csr", "PEM"}};
+  struct Case { nlohmann::json body; const char* reason; const char* field; };
+  nlohmann::json long_usages = good;
+  long_usages["usages"] = std::vector<std::string>(kMaxUsages + 1, "client auth");
+  nlohmann::json long_usage = good;
+  long_usage["usages"] = {std::string(kMaxUsageChars + 1, 'u')};
+  nlohmann::json usages_not_list = good;
+  usages_not_list["usages"] = "client auth";
+  nlohmann::json big = good;
+  big["csr"] = std::string(kMaxCsrPem + 1, 'x');
+  nlohmann::json half_key = good;
+  half_key["tpm_key"] = {{"public", "AQ=="}, {"certify_info", "Ag=="}};
+  nlohmann::json bad_key = good;
+  bad_key["tpm_key"] = {{"public", "AQ=="}, {"certify_info", "Ag=="}, {"certify_signature", "A"}};
+  nlohmann::json extra = good;
+  extra["machine"] = "other";
+  for (const Case& c : {Case{{{"csr", "PEM"}}, "field_missing", "signer"},
+                        Case{{{"signer", "s"}, {"csr", 1}}, "field_missing", "csr"},
+                        Case{long_usages, "field_invalid", "usages"}, Case{long_usage, "field_invalid", "usages"},
+                        Case{usages_not_list, "field_invalid", "usages"}, Case{big, "csr_malformed", ""},
+                        Case{half_key, "field_invalid", "tpm_key.certify_signature"},
+                        Case{bad_key, "field_invalid", "tpm_key.certify_signature"},
+                        Case{extra, "field_invalid", "machine"}}) {
+    auto x = DecodeCsrRequest(c.body.dump());
+    ASSERT_FALSE(x.ok()) << c.body.dump().substr(0, 200);
+    EXPECT_EQ(x.status().reason(), c.reason) << c.field;
+    EXPECT_NE(x.status().message().find(c.field), std::string::npos) << x.status().message();
+  }
+  EXPECT_EQ(DecodeCsrRequest("[1]").status().reason(), "bad_json");
+}
+
+TEST(ErrorBody, RoundTripsAndIsMadePrintable) {
+  ErrorBody e{"quote_nonce_mismatch", "quote is not over this session's nonce"};
+  auto back = DecodeErrorBody(EncodeErrorBody(e));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, e);
+  ExpectEveryPrefixRefused(EncodeErrorBody(e), DecodeErrorBody);
+  auto odd = DecodeErrorBody(R"({"error": {"reason": "x\u001b[31m", "message": "a\nb"}})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->reason.find('\x1b'), std::string::npos);
+  EXPECT_EQ(odd->message.find('\n'), std::string::npos);
+  // A proxy's error: no reason, not a failure of the body.
+  auto partial = DecodeErrorBody(R"({"error": {"message": 5}})");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->reason, "");
+  EXPECT_FALSE(DecodeErrorBody("<html>").ok());
+  EXPECT_FALSE(DecodeErrorBody(R"({"error": "x"})").ok());
 }
 
 }  // namespace

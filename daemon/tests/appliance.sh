@@ -15,7 +15,9 @@ RG_DIR="" RG_D="" RG_CTL="" RG_PORT="" RG_PID="" RG_WIRE=""
 rg_init() {
   RG_D="$(realpath "$1")"; RG_CTL="$(realpath "$2")"
   RG_DIR="$LAB_DIR/appliance"
-  RG_WIRE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../firmware-tests" && pwd)/wire.py"
+  # The lab's test client (firmware-tests/wire_tool.cc), which meson builds
+  # and names in the test environment.
+  RG_WIRE="${RACKGATE_WIRE_TOOL:?RACKGATE_WIRE_TOOL must name the built rackgate-wire-tool}"
   mkdir -p "$RG_DIR/roots" "$RG_DIR/intermediates"
   "$RG_CTL" init --state-dir "$RG_DIR/state" --name localhost --address 127.0.0.1 >"$RG_DIR/init.log" 2>&1 \
     || { cat "$RG_DIR/init.log" >&2; return 1; }
@@ -88,7 +90,7 @@ rg_get() {
 
 rg_ctl() { "$RG_CTL" --socket "$RG_DIR/admin.sock" "$@"; }
 
-rg_wire() { lab_python "$RG_WIRE" "$@"; }
+rg_wire() { "$RG_WIRE" "$@"; }
 
 # rg_state HOSTNAME: the machine's state as the admin API reports it.
 rg_state() { rg_ctl show "$1" --json | lab_python -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }

@@ -1,0 +1,47 @@
+// Classifies the appliance's HTTP answers into the agent's next move.
+#include "agent/exchange.h"
+
+#include "agent/backoff.h"
+#include "attest/boot_facts.h"
+#include "wire/protocol.h"
+
+namespace rackgate::agent {
+
+Failure BadResponse(const std::string& what) {
+  return Failure::Refused("bad_response", "the appliance's answer is unusable: " + what);
+}
+
+Outcome<HttpResponse> Classify(Result<HttpResponse> exchange, std::time_t now) {
+  if (!exchange.ok()) {
+    if (exchange.status().reason() == "response_too_large") return BadResponse(exchange.status().message());
+    return Failure::Retry("appliance_unreachable", attest::PrintableAscii(exchange.status().message(), 200));
+  }
+  HttpResponse r = std::move(exchange).value();
+  if (r.status >= 200 && r.status < 300) return r;
+  // Any body that is not an error body (a proxy's page) leaves both empty.
+  auto decoded = wire::DecodeErrorBody(r.body);
+  const wire::ErrorBody e = decoded.ok() ? std::move(decoded).value() : wire::ErrorBody{};
+  const int status = static_cast<int>(r.status);
+  // 429 (too many CSRs in flight from this machine) is waited out like 503.
+  if (r.status == 503 || r.status == 429) {
+    std::optional<long> after;
+    if (r.retry_after) after = ParseRetryAfter(*r.retry_after, now);
+    return Failure::Wait(e.reason.empty() ? "unavailable" : e.reason, e.message, after);
+  }
+  if (r.status >= 500 && r.status < 600) {
+    return Failure::Retry(e.reason.empty() ? "http_" + std::to_string(r.status) : e.reason, e.message, status);
+  }
+  // A session that is used, expired or unknown says nothing about the
+  // machine: an evidence whose answer was lost (the appliance restarted, the
+  // connection was cut and retried) finds its session used. Start again.
+  if (r.status == 403 && (e.reason == "session_used" || e.reason == "session_expired" ||
+                          e.reason == "session_unknown")) {
+    return Failure::Retry(e.reason, e.message, status);
+  }
+  if (r.status >= 400 && r.status < 500) {
+    return Failure::Refused(e.reason.empty() ? "http_" + std::to_string(r.status) : e.reason, e.message, status);
+  }
+  return Failure::Refused("bad_response", "unexpected HTTP status " + std::to_string(r.status), status);
+}
+
+}  // namespace rackgate::agent

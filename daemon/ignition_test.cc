@@ -1,7 +1,7 @@
 // Tests for Ignition negotiation, conversion, template validation, rendering
 // and merging.
 #include "daemon/ignition.h"
-#include "daemon/secrets.h"
+#include "core/secrets.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -875,8 +875,8 @@ TEST(Serialize, CompactAndSorted) {
 
 // The digest rackgated audits for a served config (daemon/secrets.h).
 TEST(Sha256Hex, KnownVectors) {
-  EXPECT_EQ(rackgate::daemon::Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(rackgate::daemon::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(rackgate::core::Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rackgate::core::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 // ---------------------------------------------------------------------------

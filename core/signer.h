@@ -2,17 +2,17 @@
 // Signer interface (a local cluster CA now; a certificates.k8s.io/v1 backend
 // can implement it later), the local CA signer, and creating or validating the
 // cluster CA files an operator gives the appliance.
-#ifndef RACKGATE_DAEMON_SIGNER_H_
-#define RACKGATE_DAEMON_SIGNER_H_
+#ifndef RACKGATE_CORE_SIGNER_H_
+#define RACKGATE_CORE_SIGNER_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "base/status.h"
-#include "daemon/csr.h"
+#include "core/csr.h"
 
-namespace rackgate::daemon::csr {
+namespace rackgate::core::csr {
 
 // What kind of certificate to issue and for how long.
 struct Profile {
@@ -98,6 +98,6 @@ Status GenerateClusterCa(const std::string& common_name, int validity_days,
 // "ca_expired", "ca_key_mismatch", "ca_key_unsupported".
 Status ValidateClusterCa(const std::string& cert_pem_path, const std::string& key_pem_path);
 
-}  // namespace rackgate::daemon::csr
+}  // namespace rackgate::core::csr
 
-#endif  // RACKGATE_DAEMON_SIGNER_H_
+#endif  // RACKGATE_CORE_SIGNER_H_

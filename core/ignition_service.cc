@@ -1,4 +1,5 @@
-#include "daemon/ignition_service.h"
+// Ignition serving's decisions: public and attested configs, template checks.
+#include "core/ignition_service.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,22 +18,21 @@
 
 #include "daemon/log.h"
 #include "daemon/metrics.h"
-#include "daemon/secrets.h"
+#include "core/secrets.h"
 
 extern char** environ;
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 namespace {
 
+using daemon::Logger;
 using nlohmann::json;
 
 std::shared_ptr<spdlog::logger> Log() {
   static const auto log = Logger("ignition");
   return log;
 }
-
-constexpr char kIgnitionType[] = "application/vnd.coreos.ignition+json; version=";
 
 // Sample values for the upload check: a template must render, and its
 // rendering must pass ignition-validate, before any machine asks for it.
@@ -122,15 +122,13 @@ IgnitionService::IgnitionService(storage::Store* store, AttestationService* atte
                                  Metrics* metrics)
     : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
 
-Response IgnitionService::Refuse(int status, const std::string& reason, const std::string& message,
-                                 const std::string& who, bool waitable) const {
+Status IgnitionService::Refuse(Status refusal, const std::string& who) const {
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
-                         {{"verdict", "refused"}, {"reason", reason}});
+                         {{"verdict", "refused"}, {"reason", refusal.reason()}});
   }
-  Log()->warn("config for {} refused: {} ({})", who, reason, message);
-  if (waitable) return Response::Error(status, reason, message, options_.retry_after_seconds);
-  return Response::Error(status, reason, message);
+  Log()->warn("config for {} refused: {} ({})", who, refusal.reason(), refusal.message());
+  return refusal;
 }
 
 ignition::Values IgnitionService::PublicValues(const std::string& pool) const {
@@ -195,23 +193,38 @@ void IgnitionService::Invalidate(const std::string& pool) {
   pools_.erase(pool);
 }
 
-Response IgnitionService::PublicConfig(const Request& request) {
-  const std::string& pool_name = request.path_params.at("pool");
-  const std::string who = "pool " + pool_name + " from " + request.peer_address;
+namespace {
+
+// Waitable: an operator fixes a missing machine value (or the template) and
+// the machine carries on, without a reboot.
+Status Unrendered(const Status& s) { return Status::IoError(s.reason(), s.message()); }
+Status Unavailable(std::string message) { return Status::IoError("config_unavailable", std::move(message)); }
+
+// A version the client cannot take is final for this request.
+Status Unacceptable(const Status& s) {
+  if (s.reason() == "accept_malformed") return s;
+  return Status::Unsupported(s.reason(), s.message());
+}
+
+}  // namespace
+
+Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& request) {
+  const std::string& pool_name = request.pool;
+  const std::string who = "pool " + pool_name + " from " + request.client_address;
   const int64_t now = attestation_->Now();
   auto found = PoolAndTokens(pool_name, now);
   if (!found.ok()) {
     if (found.status().code() == Status::Code::kNotFound) {
-      return Refuse(404, "pool_unknown", "no such pool", who);
+      return Refuse(Status::NotFound("pool_unknown", "no such pool"), who);
     }
-    return Refuse(503, "busy", "try again later", who, true);
+    return Refuse(Status::IoError("busy", "try again later"), who);
   }
   const storage::Pool* pool = &(*found)->pool;
   if (pool->token_required) {
     // SECURITY: every valid token is compared, in constant time, so timing
     // tells neither which one matched nor how much of one did.
-    const auto token = request.BearerToken();
-    if (!token) return Refuse(401, "token_missing", "this pool needs its provisioning token", who);
+    const auto& token = request.provisioning_token;
+    if (!token) return Refuse(Status::InvalidArgument("token_missing", "this pool needs its provisioning token"), who);
     const auto hash = TokenHash(*token);
     bool match = false;
     for (const auto& t : (*found)->tokens) {
@@ -219,11 +232,12 @@ Response IgnitionService::PublicConfig(const Request& request) {
       const bool valid = !t.expires_at || *t.expires_at > now;
       match |= valid & ConstantTimeEquals(hash, t.hash);
     }
-    if (!match) return Refuse(403, "token_invalid", "the provisioning token is not valid for this pool", who);
+    if (!match) {
+      return Refuse(Status::VerificationFailed("token_invalid", "the provisioning token is not valid for this pool"),
+                    who);
+    }
   }
-  if (!pool->public_template) {
-    return Refuse(503, "config_unavailable", "the pool has no config yet", who, true);
-  }
+  if (!pool->public_template) return Refuse(Unavailable("the pool has no config yet"), who);
   // The template is parsed and rendered once per (text, version); a request
   // for a rendering already made costs a map lookup.
   std::shared_ptr<const Cached> cached;
@@ -236,10 +250,10 @@ Response IgnitionService::PublicConfig(const Request& request) {
     auto t = ParsedTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
     if (!t.ok()) {
       Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
-      return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+      return Refuse(Unavailable("the pool's config cannot be served"), who);
     }
     auto rendered = ignition::Render(**t, PublicValues(pool_name));
-    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
+    if (!rendered.ok()) return Refuse(Unrendered(rendered.status()), who);
     auto fresh = std::make_shared<Cached>();
     fresh->template_text = *pool->public_template;
     fresh->version = (*t)->version;
@@ -251,15 +265,12 @@ Response IgnitionService::PublicConfig(const Request& request) {
     std::lock_guard<std::mutex> l(cache_mu_);
     cache_[pool_name] = std::move(fresh);
   }
-  auto version = ignition::Negotiate(request.Header("Accept"), cached->version);
-  if (!version.ok()) {
-    const bool malformed = version.status().reason() == "accept_malformed";
-    return Refuse(malformed ? 400 : 406, version.status().reason(), version.status().message(), who);
-  }
+  auto version = ignition::Negotiate(request.accept, cached->version);
+  if (!version.ok()) return Refuse(Unacceptable(version.status()), who);
   const std::string v = ignition::FormatSpecVersion(*version);
   auto body = cached->by_version.find(v);
   if (body == cached->by_version.end()) {
-    return Refuse(406, "ignition_config_too_new", "the config uses fields newer than spec " + v, who);
+    return Refuse(Status::Unsupported("ignition_config_too_new", "the config uses fields newer than spec " + v), who);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
@@ -267,22 +278,22 @@ Response IgnitionService::PublicConfig(const Request& request) {
   }
   // debug: anonymous and frequent (a rack booting); refusals and attested
   // configs are the decisions an operator reads.
-  Log()->debug("public config of pool {} (spec {}) served to {}", pool_name, v, request.peer_address);
-  return Response::Text(200, body->second, kIgnitionType + v);
+  Log()->debug("public config of pool {} (spec {}) served to {}", pool_name, v, request.client_address);
+  return ConfigResult{body->second, v};
 }
 
-Response IgnitionService::AttestedConfig(const Request& request) {
-  auto auth = attestation_->Authenticate(request);
-  if (auto* r = std::get_if<Response>(&auth)) {
-    Log()->warn("attested config refused to {}: no valid attestation token", request.peer_address);
-    return std::move(*r);
+Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest& request) {
+  auto auth = attestation_->Authenticate(request.bearer_token);
+  if (!auth.ok()) {
+    Log()->warn("attested config refused to {}: no valid attestation token", request.client_address);
+    return auth.status();
   }
-  const storage::Machine& m = std::get<storage::Bearer>(auth).machine;
+  const storage::Machine& m = auth->machine;
   const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(503, "busy", "try again later", who, true);
+  if (!pool.ok()) return Refuse(Status::IoError("busy", "try again later"), who);
   if (!pool->public_template && !pool->attested_template) {
-    return Refuse(503, "config_unavailable", "the pool has no config yet", who, true);
+    return Refuse(Unavailable("the pool has no config yet"), who);
   }
 
   ignition::Values values = PublicValues(m.pool);
@@ -305,22 +316,17 @@ Response IgnitionService::AttestedConfig(const Request& request) {
     auto t = ParsedTemplate(*text, kind);
     if (!t.ok()) {
       Log()->error("stored template of pool {} no longer parses: {}", m.pool, t.status().ToString());
-      return Refuse(503, "config_unavailable", "the pool's config cannot be served", who, true);
+      return Refuse(Unavailable("the pool's config cannot be served"), who);
     }
-    // Waitable: an operator fixes a missing machine value and the machine
-    // carries on, without a reboot.
     auto rendered = ignition::Render(**t, values);
-    if (!rendered.ok()) return Refuse(503, rendered.status().reason(), rendered.status().message(), who, true);
+    if (!rendered.ok()) return Refuse(Unrendered(rendered.status()), who);
     merged = merged.is_null() ? std::move(*rendered) : ignition::Merge(merged, *rendered);
     if (own < (*t)->version) own = (*t)->version;
   }
-  auto version = ignition::Negotiate(request.Header("Accept"), own);
-  if (!version.ok()) {
-    const bool malformed = version.status().reason() == "accept_malformed";
-    return Refuse(malformed ? 400 : 406, version.status().reason(), version.status().message(), who);
-  }
+  auto version = ignition::Negotiate(request.accept, own);
+  if (!version.ok()) return Refuse(Unacceptable(version.status()), who);
   auto converted = ignition::ConvertToVersion(merged, *version);
-  if (!converted.ok()) return Refuse(406, converted.status().reason(), converted.status().message(), who);
+  if (!converted.ok()) return Refuse(Unacceptable(converted.status()), who);
   std::string body = ignition::Serialize(*converted);
   const std::string digest = Sha256Hex(body);
   const std::string v = ignition::FormatSpecVersion(*version);
@@ -330,10 +336,10 @@ Response IgnitionService::AttestedConfig(const Request& request) {
                                            attestation_->Now());
   if (!served.ok()) {
     if (served.status().reason() == "state_conflict") {
-      return Refuse(403, "state_conflict", "this machine cannot be provisioned now", who);
+      return Refuse(Status::VerificationFailed("state_conflict", "this machine cannot be provisioned now"), who);
     }
     Log()->error("config for {} not recorded: {}", who, served.status().ToString());
-    return Refuse(503, "busy", "try again later", who, true);
+    return Refuse(Status::IoError("busy", "try again later"), who);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",
@@ -341,7 +347,7 @@ Response IgnitionService::AttestedConfig(const Request& request) {
   }
   Log()->info("attested config (spec {}, sha256 {}) served to {}; state {}", v, digest.substr(0, 16), who,
               served->state);
-  return Response::Text(200, std::move(body), kIgnitionType + v);
+  return ConfigResult{std::move(body), v};
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

@@ -1,8 +1,8 @@
 // The appliance's own PKI: the appliance CA (the trust anchor a pointer config
 // carries) and the HTTPS serving certificate it issues, as PEM files in the
 // state directory. Keys are written with mode 0600.
-#ifndef RACKGATE_DAEMON_PKI_H_
-#define RACKGATE_DAEMON_PKI_H_
+#ifndef RACKGATE_CORE_PKI_H_
+#define RACKGATE_CORE_PKI_H_
 
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 struct CaOptions {
   std::string common_name = "rackgate appliance CA";
@@ -40,6 +40,6 @@ Status IssueServingCertificate(const ServingCertOptions& options, const std::str
 // The SHA-256 fingerprint (lower-case hex) of the first certificate in a PEM file.
 Result<std::string> CertificateFingerprint(const std::string& pem_path);
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core
 
-#endif  // RACKGATE_DAEMON_PKI_H_
+#endif  // RACKGATE_CORE_PKI_H_

@@ -3,8 +3,8 @@
 // templates and provisioning tokens, for rackgatectl.
 // Every request is checked against the peer's credentials, and every change
 // is audited with the peer's user and the operator's reason.
-#ifndef RACKGATE_DAEMON_ADMIN_H_
-#define RACKGATE_DAEMON_ADMIN_H_
+#ifndef RACKGATE_DAEMON_HANDLERS_ADMIN_H_
+#define RACKGATE_DAEMON_HANDLERS_ADMIN_H_
 
 #include <sys/types.h>
 
@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "daemon/attestation.h"
+#include "core/attestation.h"
 #include "daemon/http.h"
-#include "daemon/ignition_service.h"
+#include "core/ignition_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -24,7 +24,7 @@ class AdminApi {
   // BORROWED: store and attestation outlive the API. `admin_gid` is the group
   // whose members may call it (besides root and the daemon's own user);
   // nullopt when the group does not exist.
-  AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
+  AdminApi(storage::Store* store, core::AttestationService* attestation, core::IgnitionService* ignition,
            std::optional<gid_t> admin_gid);
 
   // Adds the /v1/admin/... routes.
@@ -49,11 +49,11 @@ class AdminApi {
   nlohmann::json PoolJson(const storage::Pool& pool);
 
   storage::Store* store_;
-  AttestationService* attestation_;
-  IgnitionService* ignition_;
+  core::AttestationService* attestation_;
+  core::IgnitionService* ignition_;
   std::optional<gid_t> admin_gid_;
 };
 
 }  // namespace rackgate::daemon
 
-#endif  // RACKGATE_DAEMON_ADMIN_H_
+#endif  // RACKGATE_DAEMON_HANDLERS_ADMIN_H_

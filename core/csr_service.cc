@@ -1,17 +1,18 @@
-#include "daemon/csr_service.h"
+// CSR vouching: the token, the flood limits, the rules, the signer, the record.
+#include "core/csr_service.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "attest/tpm.h"
-#include "wire/codec.h"
+#include "core/secrets.h"
 #include "daemon/log.h"
-#include "daemon/metrics.h"
-#include "daemon/secrets.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 namespace {
 
+using daemon::Logger;
 using nlohmann::json;
 
 std::shared_ptr<spdlog::logger> Log() {
@@ -20,7 +21,6 @@ std::shared_ptr<spdlog::logger> Log() {
 }
 
 constexpr size_t kMaxCsrField = 64 * 1024;
-constexpr size_t kMaxTpmField = 4096;
 
 std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16); }
 
@@ -39,11 +39,6 @@ csr::MachineFacts Facts(const storage::Machine& m) {
   f.last_attested_at = m.last_attested_at;
   f.client_cert_issued_at = m.client_cert_issued_at;
   return f;
-}
-
-std::optional<std::vector<uint8_t>> B64Field(const json& o, const char* key) {
-  if (!o.contains(key) || !o.at(key).is_string()) return std::nullopt;
-  return wire::Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
 }
 
 // Holds a CSR slot for the request's lifetime.
@@ -93,8 +88,9 @@ std::shared_ptr<csr::Signer> CsrService::CurrentSigner() {
   return signer_;
 }
 
-Response CsrService::Refuse(const storage::Machine& m, int status, const std::string& reason,
-                            const std::string& message, const std::string& kind, bool waitable) {
+Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable) {
+  const std::string& reason = refusal.reason();
+  const std::string& message = refusal.message();
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
                          {{"verdict", "refused"}, {"kind", kind}, {"reason", reason}});
@@ -109,15 +105,16 @@ Response CsrService::Refuse(const storage::Machine& m, int status, const std::st
       Log()->error("CSR refusal of {} not audited: {}", Who(m), s.ToString());
     }
   }
-  return waitable ? Response::Error(status, reason, message, options_.retry_after_seconds)
-                  : Response::Error(status, reason, message);
+  return refusal;
 }
 
-Response CsrService::Submit(const Request& request) {
-  auto auth = attestation_->Authenticate(request);
-  if (auto* r = std::get_if<Response>(&auth)) return std::move(*r);
-  const storage::Machine& m = std::get<storage::Bearer>(auth).machine;
-  const storage::Token& token = std::get<storage::Bearer>(auth).token;
+Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_token,
+                                     const Result<CsrSubmission>& submission) {
+  auto auth = attestation_->Authenticate(bearer_token);
+  if (!auth.ok()) return auth.status();
+  const storage::Machine& m = auth->machine;
+  const storage::Token& token = auth->token;
+  const Status busy = Status::IoError("busy", "try again later");
 
   // Flood limits first, before any parsing or crypto: the approver's lesson
   // is that an unbounded queue of pending CSRs takes the signer down.
@@ -125,63 +122,51 @@ Response CsrService::Submit(const Request& request) {
     std::lock_guard<std::mutex> l(mu_);
     if (in_flight_by_machine_[m.id] >= options_.max_in_flight_per_machine) {
       if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
-      return Refuse(m, 429, "csr_flood_machine", "too many CSRs in flight from this machine", "", true);
+      return Refuse(m, Status::Unsupported("csr_flood_machine", "too many CSRs in flight from this machine"), "",
+                    true);
     }
     if (in_flight_ >= options_.max_in_flight) {
       if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
-      return Refuse(m, 503, "csr_flood", "too many CSRs in flight; come back later", "", true);
+      return Refuse(m, Status::Unsupported("csr_flood", "too many CSRs in flight; come back later"), "", true);
     }
     ++in_flight_;
     ++in_flight_by_machine_[m.id];
   }
   Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
 
-  const json body = json::parse(request.body, nullptr, false);
-  if (!body.is_object()) return Response::Error(400, "bad_json", "body is not a JSON object");
-  if (!body.contains("signer") || !body.at("signer").is_string() || !body.contains("csr") ||
-      !body.at("csr").is_string()) {
-    return Response::Error(400, "field_missing", "signer and csr are required");
-  }
-  auto kind = csr::KindFromSigner(body.at("signer").get<std::string>());
-  if (!kind.ok()) return Response::Error(400, "signer_unknown", kind.status().message());
+  if (!submission.ok()) return submission.status();
+  const CsrSubmission& body = *submission;
+  auto kind = csr::KindFromSigner(body.signer);
+  if (!kind.ok()) return Status::InvalidArgument("signer_unknown", kind.status().message());
   const std::string kind_name = *kind == csr::Kind::kClient ? "client" : "serving";
-  std::vector<std::string> usages;
-  if (body.contains("usages")) {
-    if (!body.at("usages").is_array() || body.at("usages").size() > 16) {
-      return Response::Error(400, "field_invalid", "usages must be a list of at most 16 strings");
-    }
-    for (const json& u : body.at("usages")) {
-      if (!u.is_string() || u.get<std::string>().size() > 64) {
-        return Response::Error(400, "field_invalid", "usages must be a list of short strings");
-      }
-      usages.push_back(u.get<std::string>());
-    }
-  } else {
-    // Kubelet's defaults for each signer.
-    usages = *kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
-                                         : std::vector<std::string>{"digital signature", "server auth"};
-  }
-  const std::string& pem = body.at("csr").get_ref<const std::string&>();
-  if (pem.size() > kMaxCsrField) return Response::Error(400, "csr_malformed", "the CSR is too large");
-  auto parsed = csr::ParseCsr(pem);
-  if (!parsed.ok()) return Refuse(m, 400, parsed.status().reason(), parsed.status().message(), kind_name);
+  // Kubelet's defaults for each signer.
+  const std::vector<std::string> usages =
+      body.usages ? *body.usages
+                  : (*kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
+                                                 : std::vector<std::string>{"digital signature", "server auth"});
+  if (body.csr_pem.size() > kMaxCsrField) return Status::InvalidArgument("csr_malformed", "the CSR is too large");
+  auto parsed = csr::ParseCsr(body.csr_pem);
+  if (!parsed.ok()) return Refuse(m, parsed.status(), kind_name);
 
   // A TPM-resident key: the AK that attested certified it, over the nonce of
   // the session this token was issued for.
   bool tpm_key_proven = false;
-  if (body.contains("tpm_key")) {
-    const json& k = body.at("tpm_key");
-    auto pub = k.is_object() ? B64Field(k, "public") : std::nullopt;
-    auto info = k.is_object() ? B64Field(k, "certify_info") : std::nullopt;
-    auto sig = k.is_object() ? B64Field(k, "certify_signature") : std::nullopt;
-    if (!pub || !info || !sig) {
-      return Response::Error(400, "field_invalid", "tpm_key needs public, certify_info and certify_signature (base64)");
+  if (body.tpm_key) {
+    const TpmKeyProof& k = *body.tpm_key;
+    if (!k.public_area || !k.certify_info || !k.certify_signature) {
+      return Status::InvalidArgument("field_invalid",
+                                     "tpm_key needs public, certify_info and certify_signature (base64)");
     }
     if (token.nonce.empty() || token.ak_public.empty()) {
-      return Refuse(m, 403, "csr_tpm_key_unprovable", "attest again: this token predates TPM key proofs", kind_name);
+      return Refuse(m,
+                    Status::VerificationFailed("csr_tpm_key_unprovable",
+                                               "attest again: this token predates TPM key proofs"),
+                    kind_name);
     }
-    if (Status s = csr::CheckTpmKey(*pub, *info, *sig, token.ak_public, token.nonce, *parsed); !s.ok()) {
-      return Refuse(m, 403, s.reason(), s.message(), kind_name);
+    if (Status s = csr::CheckTpmKey(*k.public_area, *k.certify_info, *k.certify_signature, token.ak_public,
+                                    token.nonce, *parsed);
+        !s.ok()) {
+      return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
     }
     tpm_key_proven = true;
   }
@@ -195,23 +180,24 @@ Response CsrService::Submit(const Request& request) {
     if (earlier.ok() && !earlier->certificate_pem.empty()) {
       auto signer = CurrentSigner();
       Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
-      const json out = {{"certificate", earlier->certificate_pem},
-                        {"ca", signer ? signer->ca_pem() : std::string()},
-                        {"serial", earlier->serial},
-                        {"not_before", earlier->not_before},
-                        {"not_after", earlier->not_after},
-                        {"tpm_resident", earlier->tpm_resident},
-                        {"state", m.state}};
-      return Response::Json(200, out.dump());
+      CsrIssued out;
+      out.certificate_pem = earlier->certificate_pem;
+      out.ca_pem = signer ? signer->ca_pem() : std::string();
+      out.serial = earlier->serial;
+      out.not_before = earlier->not_before;
+      out.not_after = earlier->not_after;
+      out.tpm_resident = earlier->tpm_resident;
+      out.state = m.state;
+      return out;
     }
   }
 
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(m, 503, "busy", "try again later", kind_name, true);
+  if (!pool.ok()) return Refuse(m, busy, kind_name, true);
   auto settings = ParsePoolSettings(pool->settings_json);
   if (!settings.ok()) {
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
-    return Refuse(m, 503, "settings_invalid", "the pool's settings cannot be used", kind_name, true);
+    return Refuse(m, Status::Corruption("settings_invalid", "the pool's settings cannot be used"), kind_name, true);
   }
   csr::RuleOptions rules;
   rules.client_window_seconds = settings->client_window_seconds.value_or(options_.client_window_seconds);
@@ -221,18 +207,19 @@ Response CsrService::Submit(const Request& request) {
   if (!refusals.empty()) {
     std::string all;
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
-    return Refuse(m, 403, refusals.front().reason, all, kind_name);
+    return Refuse(m, Status::VerificationFailed(refusals.front().reason, all), kind_name);
   }
 
+  const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");
   auto signer = CurrentSigner();
-  if (!signer) return Refuse(m, 503, "signer_unavailable", "the cluster CA is not configured", kind_name, true);
+  if (!signer) return Refuse(m, unavailable, kind_name, true);
   csr::Profile profile = csr::DefaultProfile(*kind);
   profile.validity_seconds = *kind == csr::Kind::kClient ? options_.client_validity_seconds
                                                         : options_.serving_validity_seconds;
   auto issued = signer->Sign(*parsed, profile, now);
   if (!issued.ok()) {
     Log()->error("signing for {} failed: {}", Who(m), issued.status().ToString());
-    return Refuse(m, 503, "signer_unavailable", "the certificate could not be signed", kind_name, true);
+    return Refuse(m, Status::IoError("signer_unavailable", "the certificate could not be signed"), kind_name, true);
   }
 
   // Recorded before it is sent: a certificate nobody knows of never leaves.
@@ -252,10 +239,8 @@ Response CsrService::Submit(const Request& request) {
   rec.certificate_pem = issued->certificate_pem;
   auto after = store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
   if (!after.ok()) {
-    if (after.status().code() == Status::Code::kIoError) {
-      return Refuse(m, 503, "busy", "try again later", kind_name, true);
-    }
-    return Refuse(m, 403, after.status().reason(), after.status().message(), kind_name);
+    if (after.status().code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
+    return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind_name);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
@@ -263,14 +248,15 @@ Response CsrService::Submit(const Request& request) {
   }
   Log()->info("{} certificate {} signed for {}{}; until {}; state {}", kind_name, issued->serial_hex, Who(m),
               tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, after->state);
-  const json out = {{"certificate", issued->certificate_pem},
-                    {"ca", issued->ca_pem},
-                    {"serial", issued->serial_hex},
-                    {"not_before", issued->not_before},
-                    {"not_after", issued->not_after},
-                    {"tpm_resident", tpm_key_proven},
-                    {"state", after->state}};
-  return Response::Json(200, out.dump());
+  CsrIssued out;
+  out.certificate_pem = issued->certificate_pem;
+  out.ca_pem = issued->ca_pem;
+  out.serial = issued->serial_hex;
+  out.not_before = issued->not_before;
+  out.not_after = issued->not_after;
+  out.tpm_resident = tpm_key_proven;
+  out.state = after->state;
+  return out;
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

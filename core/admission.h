@@ -4,15 +4,15 @@
 // database lookup or cryptography, with 503 and a jittered Retry-After, so a
 // booting rack is told when to come back instead of piling up work the
 // appliance cannot finish within the session's lifetime.
-#ifndef RACKGATE_DAEMON_ADMISSION_H_
-#define RACKGATE_DAEMON_ADMISSION_H_
+#ifndef RACKGATE_CORE_ADMISSION_H_
+#define RACKGATE_CORE_ADMISSION_H_
 
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 class SessionGate {
  public:
@@ -55,6 +55,6 @@ class SessionGate {
 // The client part of "ADDRESS:PORT" or "[V6]:PORT".
 std::string ClientAddress(const std::string& peer);
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core
 
-#endif  // RACKGATE_DAEMON_ADMISSION_H_
+#endif  // RACKGATE_CORE_ADMISSION_H_

@@ -1,5 +1,5 @@
 // Appliance CA and serving certificate creation.
-#include "daemon/pki.h"
+#include "core/pki.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "attest/ek_identity.h"
 #include "base/ossl.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 namespace {
 
@@ -193,4 +193,4 @@ Result<std::string> CertificateFingerprint(const std::string& pem_path) {
   return attest::HexString(std::span<const uint8_t>(md, n));
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

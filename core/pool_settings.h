@@ -1,8 +1,8 @@
 // A pool's settings (`rackgatectl pool put P --settings FILE`): the JSON the
 // store keeps opaque, read in one place. Unknown keys are refused, so that a
 // typo cannot silently weaken a setting.
-#ifndef RACKGATE_DAEMON_POOL_SETTINGS_H_
-#define RACKGATE_DAEMON_POOL_SETTINGS_H_
+#ifndef RACKGATE_CORE_POOL_SETTINGS_H_
+#define RACKGATE_CORE_POOL_SETTINGS_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 struct PoolSettings {
   // Client CSRs must come with a TPM-resident key and its TPM2_Certify
@@ -23,6 +23,6 @@ struct PoolSettings {
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.
 Result<PoolSettings> ParsePoolSettings(const std::string& settings_json);
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core
 
-#endif  // RACKGATE_DAEMON_POOL_SETTINGS_H_
+#endif  // RACKGATE_CORE_POOL_SETTINGS_H_

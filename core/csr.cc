@@ -1,5 +1,5 @@
 // Kubelet CSR parsing, vouching rules and the TPM-resident key proof.
-#include "daemon/csr.h"
+#include "core/csr.h"
 
 #include <arpa/inet.h>
 #include <openssl/core_names.h>
@@ -22,7 +22,7 @@
 #include "attest/tpm.h"
 #include "base/ossl.h"
 
-namespace rackgate::daemon::csr {
+namespace rackgate::core::csr {
 
 namespace {
 
@@ -632,4 +632,4 @@ Status CheckTpmKey(std::span<const uint8_t> key_tpm2b_public,
   return Status::Ok();
 }
 
-}  // namespace rackgate::daemon::csr
+}  // namespace rackgate::core::csr

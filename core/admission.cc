@@ -1,6 +1,7 @@
-#include "daemon/admission.h"
+// Admission control: a bound on attestation sessions open at once.
+#include "core/admission.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 SessionGate::Verdict SessionGate::Admit(const std::string& client, int64_t now, int64_t expires_at,
                                         uint64_t* ticket) {
@@ -75,4 +76,4 @@ std::string ClientAddress(const std::string& peer) {
   return colon == std::string::npos ? peer : peer.substr(0, colon);
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

@@ -1,4 +1,5 @@
-#include "daemon/secrets.h"
+// Random values, hashes and constant-time comparison for secrets.
+#include "core/secrets.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -9,7 +10,7 @@
 #include "attest/tpm.h"
 #include "wire/codec.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 std::vector<uint8_t> RandomBytes(size_t n) {
   std::vector<uint8_t> b(n);
@@ -40,4 +41,4 @@ bool ConstantTimeEquals(std::span<const uint8_t> a, std::span<const uint8_t> b) 
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

@@ -1,8 +1,8 @@
 // Random values, hashes and constant-time comparison for the appliance's
 // secrets (activation secrets, bearer tokens, provisioning tokens): one place
 // that makes them, so that every token is made and stored the same way.
-#ifndef RACKGATE_DAEMON_SECRETS_H_
-#define RACKGATE_DAEMON_SECRETS_H_
+#ifndef RACKGATE_CORE_SECRETS_H_
+#define RACKGATE_CORE_SECRETS_H_
 
 #include <cstdint>
 #include <span>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 // n bytes from OpenSSL's CSPRNG; throws std::runtime_error if it fails.
 std::vector<uint8_t> RandomBytes(size_t n);
@@ -27,6 +27,6 @@ std::vector<uint8_t> TokenHash(std::string_view token);
 // Equal length and equal bytes, in time independent of where they differ.
 bool ConstantTimeEquals(std::span<const uint8_t> a, std::span<const uint8_t> b);
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core
 
-#endif  // RACKGATE_DAEMON_SECRETS_H_
+#endif  // RACKGATE_CORE_SECRETS_H_

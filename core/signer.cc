@@ -1,5 +1,5 @@
 // The local cluster-CA signer and the cluster CA's files.
-#include "daemon/signer.h"
+#include "core/signer.h"
 
 #include <arpa/inet.h>
 #include <openssl/core_names.h>
@@ -18,9 +18,9 @@
 
 #include "attest/tpm.h"
 #include "base/ossl.h"
-#include "daemon/pki.h"
+#include "core/pki.h"
 
-namespace rackgate::daemon::csr {
+namespace rackgate::core::csr {
 
 namespace {
 
@@ -397,4 +397,4 @@ Status ValidateClusterCa(const std::string& cert_pem_path, const std::string& ke
   return CheckCurrent(*ca, static_cast<int64_t>(std::time(nullptr)));
 }
 
-}  // namespace rackgate::daemon::csr
+}  // namespace rackgate::core::csr

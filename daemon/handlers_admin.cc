@@ -1,5 +1,5 @@
 // The admin API: enrollment and machine management over the Unix socket.
-#include "daemon/admin.h"
+#include "daemon/handlers_admin.h"
 
 #include <malloc.h>
 #include <pwd.h>
@@ -14,8 +14,9 @@
 #include "attest/ek_identity.h"
 #include "wire/codec.h"
 #include "daemon/log.h"
-#include "daemon/pool_settings.h"
-#include "daemon/secrets.h"
+#include "core/pool_settings.h"
+#include "core/secrets.h"
+#include "daemon/status_http.h"
 #include "wire/protocol.h"
 
 namespace rackgate::daemon {
@@ -23,6 +24,14 @@ namespace rackgate::daemon {
 namespace {
 
 using attest::Bytes;
+using core::AttestationService;
+using wire::kMaxCertificate;
+using wire::kMaxTpm2bPublic;
+using core::IgnitionService;
+using core::NewToken;
+using core::ParsePoolSettings;
+using core::Sha256Hex;
+using core::TokenHash;
 using nlohmann::json;
 
 constexpr size_t kMaxImportRows = 100000;
@@ -53,16 +62,7 @@ json MachineJson(const storage::Machine& m) {
   return j;
 }
 
-// Maps a store refusal onto HTTP: unknown things 404, conflicts 409, bad
-// input 400, database trouble 503.
-Response StoreError(const Status& s) {
-  switch (s.code()) {
-    case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
-    case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());
-    case Status::Code::kIoError: return Response::Error(503, s.reason(), s.message(), 5);
-    default: return Response::Error(409, s.reason(), s.message());
-  }
-}
+Response StoreError(const Status& s) { return AdminErrorResponse(s); }
 
 Result<json> Body(const Request& r) {
   json doc = json::parse(r.body, nullptr, false);

@@ -1,8 +1,9 @@
-#include "daemon/pool_settings.h"
+// A pool's settings JSON, read in one place.
+#include "core/pool_settings.h"
 
 #include <nlohmann/json.hpp>
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
 using nlohmann::json;
 
@@ -26,4 +27,4 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
   return s;
 }
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core

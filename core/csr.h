@@ -3,8 +3,8 @@
 // Machine objects, decided here from the enrollment), and the proof that the
 // request's key lives in that machine's TPM. Pure: no I/O, no storage, no
 // HTTP. Signing is in daemon/signer.h.
-#ifndef RACKGATE_DAEMON_CSR_H_
-#define RACKGATE_DAEMON_CSR_H_
+#ifndef RACKGATE_CORE_CSR_H_
+#define RACKGATE_CORE_CSR_H_
 
 #include <cstdint>
 #include <memory>
@@ -19,7 +19,7 @@
 struct evp_pkey_st;
 struct X509_pubkey_st;
 
-namespace rackgate::daemon::csr {
+namespace rackgate::core::csr {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -167,6 +167,6 @@ Status CheckTpmKey(std::span<const uint8_t> key_tpm2b_public,
                    std::span<const uint8_t> ak_tpm2b_public, std::span<const uint8_t> nonce,
                    const Csr& csr);
 
-}  // namespace rackgate::daemon::csr
+}  // namespace rackgate::core::csr
 
-#endif  // RACKGATE_DAEMON_CSR_H_
+#endif  // RACKGATE_CORE_CSR_H_

@@ -3,12 +3,13 @@
 // attested config at GET /v1/machine/config for a machine holding an
 // attestation token. Also the template checks the admin API runs on upload.
 // Every decision logs one line naming the pool or machine and the reason.
-#ifndef RACKGATE_DAEMON_IGNITION_SERVICE_H_
-#define RACKGATE_DAEMON_IGNITION_SERVICE_H_
+#ifndef RACKGATE_CORE_IGNITION_SERVICE_H_
+#define RACKGATE_CORE_IGNITION_SERVICE_H_
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,20 +17,44 @@
 #include <vector>
 
 #include "base/status.h"
-#include "daemon/attestation.h"
-#include "daemon/http.h"
+#include "core/attestation.h"
 #include "daemon/ignition.h"
 #include "storage/store.h"
 
-namespace rackgate::daemon {
+namespace rackgate::core {
 
-class Metrics;
+using daemon::Metrics;
+namespace ignition = daemon::ignition;
+
+// GET /config/{pool}: the pool, the provisioning token sent (the bearer
+// credentials), the Accept header's value and who asked.
+struct PublicConfigRequest {
+  std::string pool;
+  std::optional<std::string> provisioning_token;
+  std::optional<std::string> accept;
+  std::string client_address;
+};
+
+// GET /v1/machine/config: the attestation token and the Accept header.
+struct AttestedConfigRequest {
+  std::optional<std::string> bearer_token;
+  std::optional<std::string> accept;
+  std::string client_address;
+};
+
+// A config to send: the serialized Ignition JSON and its spec version
+// ("3.4.0"); its media type is kIgnitionMediaType + spec_version.
+struct ConfigResult {
+  std::string body;
+  std::string spec_version;
+};
+
+inline constexpr char kIgnitionMediaType[] = "application/vnd.coreos.ignition+json; version=";
 
 struct IgnitionOptions {
   std::string appliance_url;     // {{appliance.url}}
   std::string appliance_ca_pem;  // {{appliance.ca_pem}}
   std::string validator;         // ignition-validate's path; "" or absent: skipped
-  int retry_after_seconds = 30;
 };
 
 class IgnitionService {
@@ -37,10 +62,14 @@ class IgnitionService {
   // BORROWED: store, attestation and metrics (may be null) outlive the service.
   IgnitionService(storage::Store* store, AttestationService* attestation, IgnitionOptions options, Metrics* metrics);
 
-  // GET (and HEAD) /config/{pool}.
-  Response PublicConfig(const Request& request);
-  // GET /v1/machine/config.
-  Response AttestedConfig(const Request& request);
+  // GET (and HEAD) /config/{pool}: pool_unknown, token_missing,
+  // token_invalid, config_unavailable, a rendering's reason, accept_malformed,
+  // ignition_version_unsupported or ignition_config_too_new otherwise.
+  Result<ConfigResult> PublicConfig(const PublicConfigRequest& request);
+  // GET /v1/machine/config: the token's reasons (AttestationService::
+  // Authenticate), config_unavailable, a rendering's reason, the version
+  // negotiation's, state_conflict or busy otherwise.
+  Result<ConfigResult> AttestedConfig(const AttestedConfigRequest& request);
 
   // The upload check: the template parses and follows the rules for its kind,
   // renders with sample values, and the rendering passes ignition-validate
@@ -54,8 +83,7 @@ class IgnitionService {
  private:
   // The public values every template may use.
   ignition::Values PublicValues(const std::string& pool) const;
-  Response Refuse(int status, const std::string& reason, const std::string& message, const std::string& who,
-                  bool waitable = false) const;
+  Status Refuse(Status refusal, const std::string& who) const;
 
   storage::Store* store_;
   AttestationService* attestation_;
@@ -94,6 +122,6 @@ class IgnitionService {
   std::map<std::string, std::shared_ptr<const Cached>> cache_;  // guarded by cache_mu_
 };
 
-}  // namespace rackgate::daemon
+}  // namespace rackgate::core
 
-#endif  // RACKGATE_DAEMON_IGNITION_SERVICE_H_
+#endif  // RACKGATE_CORE_IGNITION_SERVICE_H_

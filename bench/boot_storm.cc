@@ -56,7 +56,7 @@
 #include "attest/quote.h"
 #include "attest/testing/soft_tpm.h"
 #include "bench/storm_pki.h"
-#include "daemon/secrets.h"
+#include "core/secrets.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
@@ -552,7 +552,7 @@ class Storm {
               finish(f, "config answer is not an Ignition config");
               break;
             }
-            Ack("config " + f->m->hostname + " " + daemon::Sha256Hex(f->response));
+            Ack("config " + f->m->hostname + " " + core::Sha256Hex(f->response));
             Start(f, kCsr);
             break;
           }

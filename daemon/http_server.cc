@@ -30,8 +30,8 @@
 
 #include "daemon/handler_pool.h"
 #include "daemon/listen_sockets.h"
-#include "daemon/log.h"
-#include "daemon/metrics.h"
+#include "base/log.h"
+#include "base/metrics.h"
 #include "daemon/tls_credentials.h"
 
 namespace rackgate::daemon {

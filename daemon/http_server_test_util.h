@@ -34,8 +34,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "daemon/log.h"
-#include "daemon/metrics.h"
+#include "base/log.h"
+#include "base/metrics.h"
 
 namespace rackgate::daemon {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon/log.h"
+#include "base/log.h"
 #include "daemon/unique_fd.h"
 
 namespace rackgate::daemon {

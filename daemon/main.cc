@@ -18,19 +18,28 @@
 #include <string>
 
 #include "attest/ek_cert.h"
-#include "daemon/admin.h"
-#include "daemon/attestation.h"
+#include "core/attestation.h"
+#include "core/csr_service.h"
+#include "core/ignition_service.h"
 #include "daemon/config.h"
-#include "daemon/csr_service.h"
+#include "daemon/handlers_admin.h"
+#include "daemon/handlers_public.h"
 #include "daemon/http_server.h"
-#include "daemon/ignition_service.h"
-#include "daemon/log.h"
-#include "daemon/metrics.h"
+#include "base/log.h"
+#include "base/metrics.h"
 #include "daemon/notify.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
 namespace {
+
+using core::AttestationOptions;
+using core::AttestationService;
+using core::CsrOptions;
+using core::CsrService;
+using core::IgnitionOptions;
+using core::IgnitionService;
+using core::TrustAnchors;
 
 constexpr char kHelp[] =
     "Usage: rackgated --config FILE [--check-config]\n"
@@ -84,7 +93,6 @@ Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
   pem << f.rdbuf();
   o.appliance_ca_pem = pem.str();
   o.validator = c.ignition_validate;
-  o.retry_after_seconds = c.retry_after_seconds;
   return o;
 }
 
@@ -122,14 +130,12 @@ int Run(const std::string& config_path, bool check_only) {
   AttestationOptions ao;
   ao.session_ttl_seconds = config->session_ttl_seconds;
   ao.token_ttl_seconds = config->token_ttl_seconds;
-  ao.retry_after_seconds = config->retry_after_seconds;
   ao.default_pcr_selection = *attest::ParsePcrSelectionList(config->default_pcr_selection);
   ao.require_ek_certificate = config->require_ek_certificate;
   ao.discovery = config->discovery;
   ao.discovery_pool = config->discovery_pool;
   ao.max_open_sessions = config->max_open_sessions;
   ao.max_open_sessions_per_client = config->max_open_sessions_per_client;
-  ao.busy_retry_after_seconds = config->busy_retry_after_seconds;
   ao.busy_queue_delay_ms = config->busy_queue_delay_ms;
   AttestationService attestation(store->get(), &anchors, ao, &metrics);
   auto ignition_options = IgnitionFromConfig(*config);
@@ -146,13 +152,16 @@ int Run(const std::string& config_path, bool check_only) {
   co.serving_validity_seconds = config->serving_certificate_validity_seconds;
   co.max_in_flight = config->max_csrs_in_flight;
   co.max_in_flight_per_machine = config->max_csrs_in_flight_per_machine;
-  co.retry_after_seconds = config->retry_after_seconds;
   CsrService csrs(store->get(), &attestation, co, &metrics);
   if (Status s = csrs.Reload(); !s.ok()) {
     Log()->warn("no cluster CA yet ({}): CSRs wait with 503 until `rackgatectl ca import` provides one",
                 s.ToString());
   }
   AdminApi admin(store->get(), &attestation, &ignition, GroupId(config->admin_group));
+  RetryPolicy retry;
+  retry.retry_after_seconds = config->retry_after_seconds;
+  retry.busy_retry_after_seconds = config->busy_retry_after_seconds;
+  PublicHandlers handlers(&attestation, &ignition, &csrs, retry);
 
   HttpServerOptions o;
   o.listen_addresses = config->listen_addresses;
@@ -169,12 +178,7 @@ int Run(const std::string& config_path, bool check_only) {
   o.drain_timeout = std::chrono::seconds(config->drain_timeout_seconds);
   o.metrics = &metrics;
   storage::Store* db = store->get();
-  o.router.Add("POST", "/v1/attest/challenge", [&](const Request& r) { return attestation.Challenge(r); });
-  o.router.Add("POST", "/v1/attest/evidence", [&](const Request& r) { return attestation.Evidence(r); });
-  o.router.Add("GET", "/v1/machine", [&](const Request& r) { return attestation.WhoAmI(r); });
-  o.router.Add("GET", "/v1/machine/config", [&](const Request& r) { return ignition.AttestedConfig(r); });
-  o.router.Add("GET", "/config/{pool}", [&](const Request& r) { return ignition.PublicConfig(r); });
-  o.router.Add("POST", "/v1/machine/csr", [&](const Request& r) { return csrs.Submit(r); });
+  handlers.Register(&o.router);
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
   o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
     auto counts = db->CountByState();

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "daemon/log.h"
+#include "base/log.h"
 
 namespace rackgate::daemon {
 

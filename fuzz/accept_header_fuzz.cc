@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/ignition.h"
+#include "core/ignition.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace rackgate::daemon::ignition;  // NOLINT
+  using namespace rackgate::core::ignition;  // NOLINT
   const std::string_view header(reinterpret_cast<const char*>(data), size);
   for (int minor = kOldestSpec.minor; minor <= kNewestSpec.minor; ++minor) {
     const SpecVersion config{3, minor, 0};

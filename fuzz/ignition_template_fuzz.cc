@@ -7,12 +7,12 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/ignition.h"
+#include "core/ignition.h"
 
 namespace {
 
-void Exercise(std::string_view text, rackgate::daemon::ignition::TemplateKind kind) {
-  using namespace rackgate::daemon::ignition;  // NOLINT
+void Exercise(std::string_view text, rackgate::core::ignition::TemplateKind kind) {
+  using namespace rackgate::core::ignition;  // NOLINT
   rackgate::Result<Template> t = ParseTemplate(text, kind);
   if (!t.ok()) return;
   Values values;
@@ -29,7 +29,7 @@ void Exercise(std::string_view text, rackgate::daemon::ignition::TemplateKind ki
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using rackgate::daemon::ignition::TemplateKind;
+  using rackgate::core::ignition::TemplateKind;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Exercise(text, TemplateKind::kPublic);
   Exercise(text, TemplateKind::kAttested);

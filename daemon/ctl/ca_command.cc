@@ -10,7 +10,7 @@
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
-#include "daemon/signer.h"
+#include "core/signer.h"
 
 namespace rackgate::ctl {
 
@@ -65,7 +65,7 @@ int RunCa(int argc, char** argv, int first) {
       }
       if (days < 1 || days > 36500) return Usage(kHelp, Status::InvalidArgument("usage", "--days is 1 to 36500"));
     }
-    if (Status s = daemon::csr::GenerateClusterCa(args->Get("name").value_or("rackgate cluster CA"), days, cert, key);
+    if (Status s = core::csr::GenerateClusterCa(args->Get("name").value_or("rackgate cluster CA"), days, cert, key);
         !s.ok()) {
       return Fail("ca", s, kExitUnusable);
     }
@@ -76,7 +76,7 @@ int RunCa(int argc, char** argv, int first) {
   if (args->positional().size() != 2) return Usage(kHelp, Status::InvalidArgument("usage", "give CERT.pem KEY.pem"));
   const std::string& in_cert = args->positional()[0];
   const std::string& in_key = args->positional()[1];
-  if (Status s = daemon::csr::ValidateClusterCa(in_cert, in_key); !s.ok()) return Fail("ca", s, kExitRefused);
+  if (Status s = core::csr::ValidateClusterCa(in_cert, in_key); !s.ok()) return Fail("ca", s, kExitRefused);
   auto c = ReadFile(in_cert, 1 << 20);
   if (!c.ok()) return Fail("ca", c.status(), kExitUnusable);
   auto k = ReadFile(in_key, 1 << 20);

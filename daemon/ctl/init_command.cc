@@ -11,7 +11,7 @@
 
 #include "daemon/ctl/args.h"
 #include "daemon/ctl/offline.h"
-#include "daemon/pki.h"
+#include "core/pki.h"
 #include "storage/store.h"
 
 namespace rackgate::ctl {
@@ -72,25 +72,25 @@ int RunInit(int argc, char** argv, int first) {
 
   const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";
   if (!Exists(ca_crt) && !Exists(ca_key)) {
-    if (Status s = daemon::CreateCa({}, ca_crt, ca_key); !s.ok()) return fail(s);
+    if (Status s = core::CreateCa({}, ca_crt, ca_key); !s.ok()) return fail(s);
   } else if (!Exists(ca_crt) || !Exists(ca_key)) {
     return fail(Status::InvalidArgument("pki_invalid", "only half of the appliance CA exists in " + dir +
                                                            "/ca; restore the other half from a backup"));
   }
-  auto fp = daemon::CertificateFingerprint(ca_crt);
+  auto fp = core::CertificateFingerprint(ca_crt);
   if (!fp.ok()) return fail(fp.status());
   std::printf("CA:         %s (sha256 %s)\n", ca_crt.c_str(), fp->c_str());
 
   const std::string crt = dir + "/tls/server.crt", key = dir + "/tls/server.key";
   if (!Exists(crt) || !Exists(key) || args->Has("renew-serving-cert")) {
-    daemon::ServingCertOptions o;
+    core::ServingCertOptions o;
     o.dns_names = args->GetAll("name");
     o.ip_addresses = args->GetAll("address");
     if (o.dns_names.empty() && o.ip_addresses.empty()) {
       o.dns_names = {"localhost"};
       o.ip_addresses = {"127.0.0.1"};
     }
-    if (Status s = daemon::IssueServingCertificate(o, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
+    if (Status s = core::IssueServingCertificate(o, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
     std::printf("serving:    %s (issued now)\n", crt.c_str());
   } else {
     std::printf("serving:    %s (kept; --renew-serving-cert reissues it)\n", crt.c_str());

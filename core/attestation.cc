@@ -1,0 +1,514 @@
+// The attestation protocol's decisions: challenge, evidence, bearer tokens.
+#include "core/attestation.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "attest/boot_facts.h"
+#include "attest/boot_policy.h"
+#include "attest/credential.h"
+#include "attest/ek_identity.h"
+#include "attest/eventlog.h"
+#include "attest/quote.h"
+#include "core/pool_settings.h"
+#include "core/secrets.h"
+#include "base/log.h"
+#include "wire/boot_policy_json.h"
+#include "wire/codec.h"
+
+namespace rackgate::core {
+
+namespace {
+
+using attest::Bytes;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("protocol");
+  return log;
+}
+
+std::string Short(std::span<const uint8_t> ek_hash) { return attest::HexString(ek_hash).substr(0, 16); }
+
+std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + Short(m.ek_hash); }
+
+// The PCR selection a machine must quote: the configured default, plus what
+// its boot policy names (golden and TOFU PCRs, and the kernel command line's
+// PCRs when a rule reads it).
+std::vector<attest::PcrSelection> Selection(const std::vector<attest::PcrSelection>& base,
+                                            const attest::BootPolicy* policy) {
+  std::map<uint16_t, std::set<uint32_t>> want;
+  for (const auto& s : base) want[s.hash_alg].insert(s.pcrs.begin(), s.pcrs.end());
+  if (policy != nullptr) {
+    for (const auto& [alg, bank] : policy->pcrs) {
+      for (const auto& [pcr, v] : bank) want[alg].insert(pcr);
+    }
+    for (const auto& s : policy->tofu) want[s.hash_alg].insert(s.pcrs.begin(), s.pcrs.end());
+    if (policy->kernel_cmdline) {
+      uint16_t bank = base.empty() ? attest::kAlgSha256 : base.front().hash_alg;
+      for (uint32_t pcr : {8u, 9u}) want[bank].insert(pcr);
+    }
+  }
+  std::vector<attest::PcrSelection> out;
+  for (const auto& [alg, pcrs] : want) out.push_back({alg, std::vector<uint32_t>(pcrs.begin(), pcrs.end())});
+  return out;
+}
+
+// PCR values as stored (attestation records, TOFU values): the document
+// `rackgatectl policy check --tofu-recorded` reads, {"pcrs": {...}}.
+std::string PcrDocument(const attest::PcrValues& pcrs) {
+  return "{\"pcrs\": " + wire::FormatPcrValuesJson(pcrs) + "}";
+}
+
+// A refusal of the evidence or the machine: 403 whatever code the check
+// used (a malformed event log is as final as a forged quote).
+Status Denied(const Status& s) { return Status::VerificationFailed(s.reason(), s.message()); }
+Status Denied(std::string reason, std::string message) {
+  return Status::VerificationFailed(std::move(reason), std::move(message));
+}
+
+// A store failure: the machine may try again; the cause stays in the log.
+Status StoreBusy() { return Status::IoError("busy", "try again later"); }
+
+}  // namespace
+
+AttestationService::AttestationService(storage::Store* store, const TrustAnchors* anchors,
+                                       AttestationOptions options, Metrics* metrics, Clock clock)
+    : store_(store),
+      anchors_(anchors),
+      options_(std::move(options)),
+      metrics_(metrics),
+      clock_(std::move(clock)),
+      gate_(std::max(1, options_.max_open_sessions), std::max(1, options_.max_open_sessions_per_client)) {
+  if (!clock_) {
+    clock_ = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+}
+
+void AttestationService::Count(const std::string& verdict, const std::string& reason) {
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_attestations_total", "Attestation decisions by verdict and reason.",
+                         {{"verdict", verdict}, {"reason", reason}});
+  }
+}
+
+Status AttestationService::Refuse(Status refusal, const std::string& who, bool waitable) {
+  Log()->info("refused {}: {} ({})", who, refusal.reason(), refusal.message());
+  Count(waitable ? "wait" : "refused", refusal.reason());
+  return refusal;
+}
+
+Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<const uint8_t> cert,
+                                                                 const std::vector<Bytes>& intermediates,
+                                                                 const attest::TpmPublic* ek_public) const {
+  const auto anchors = anchors_->Get();
+  const int64_t now = clock_();
+  std::string key(cert.begin(), cert.end());
+  for (const auto& i : intermediates) key.append(reinterpret_cast<const char*>(i.data()), i.size()).push_back('\0');
+  key = Sha256Hex(key);
+  std::optional<attest::EkCertInfo> info;
+  {
+    std::lock_guard<std::mutex> l(ek_cache_mu_);
+    auto it = ek_cache_.find(key);
+    if (it != ek_cache_.end() && it->second.anchors == anchors && now >= it->second.info.not_before &&
+        now < it->second.info.not_after) {
+      info = it->second.info;
+    }
+  }
+  if (info) {
+    info->der.assign(cert.begin(), cert.end());  // the cache keeps no copy (the key is its hash)
+  } else {
+    auto verified = attest::VerifyEkCertificate(*anchors, cert, now, intermediates);
+    if (!verified.ok()) return verified.status();
+    info = std::move(verified).value();
+    EkVerdict verdict{anchors, *info};
+    verdict.info.der.clear();
+    verdict.info.der.shrink_to_fit();
+    std::lock_guard<std::mutex> l(ek_cache_mu_);
+    // Bounded: a fleet's worth; past that, start over rather than track age.
+    if (ek_cache_.size() >= 100000) ek_cache_.clear();
+    ek_cache_[key] = std::move(verdict);
+  }
+  if (ek_public != nullptr) {
+    if (Status s = attest::CheckEkPublicMatchesCertificate(*ek_public, *info); !s.ok()) return s;
+  }
+  return *info;
+}
+
+Status AttestationService::Busy(const std::string& reason, const std::string& who) {
+  Count("wait", reason);
+  Log()->debug("refused {}: {} (over the admission bound)", who, reason);
+  return Status::Unsupported(reason, "the appliance is busy; come back after Retry-After");
+}
+
+Result<std::shared_ptr<const attest::BootPolicy>> AttestationService::PolicyFor(const storage::Machine& m) {
+  if (m.policy_json && !m.policy_json->empty()) return policies_.Policy(*m.policy_json);
+  auto pool = store_->GetPool(m.pool);
+  if (pool.ok() && pool->boot_policy_json && !pool->boot_policy_json->empty()) {
+    return policies_.Policy(*pool->boot_policy_json);
+  }
+  return std::shared_ptr<const attest::BootPolicy>();
+}
+
+Status AttestationService::ShedLoad(const Caller& caller) {
+  // The appliance is behind (this request waited for a handler thread):
+  // put off a new machine before even parsing what it sent.
+  if (options_.busy_queue_delay_ms > 0 && caller.queued > std::chrono::milliseconds(options_.busy_queue_delay_ms)) {
+    return Busy("busy", caller.address);
+  }
+  return Status::Ok();
+}
+
+Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeRequest& req, const Caller& caller) {
+  // Admission first: nothing below (database, EK chain, MakeCredential) runs
+  // for a challenge the appliance could not see through.
+  uint64_t ticket = 0;
+  const int64_t admitted_at = clock_();
+  switch (gate_.Admit(ClientAddress(caller.address), admitted_at, admitted_at + options_.session_ttl_seconds,
+                      &ticket)) {
+    case SessionGate::Verdict::kAdmitted: break;
+    case SessionGate::Verdict::kFull: return Busy("busy", caller.address);
+    case SessionGate::Verdict::kClientFull: return Busy("busy_client", caller.address);
+  }
+  struct Reservation {
+    SessionGate* gate;
+    uint64_t ticket;
+    bool bound = false;
+    ~Reservation() {
+      if (!bound) gate->Release(ticket);
+    }
+  } reservation{&gate_, ticket};
+
+  auto ek = attest::ParseTpm2bPublic(req.ek_public);
+  if (!ek.ok()) return Status::InvalidArgument("field_invalid", "ek_public: " + ek.status().message());
+  auto ak = attest::ParseTpm2bPublic(req.ak_public);
+  if (!ak.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak.status().message());
+  auto ek_hash = attest::EkKeyHash(*ek);
+  if (!ek_hash.ok()) return Status::InvalidArgument("field_invalid", "ek_public: " + ek_hash.status().message());
+  std::string who = "ek=" + Short(*ek_hash) + " from " + caller.address;
+
+  auto machine = store_->FindMachineByEkHash(*ek_hash);
+  if (!machine.ok()) {
+    if (machine.status().code() != Status::Code::kNotFound) {
+      Log()->error("store error for {}: {}", who, machine.status().ToString());
+      return StoreBusy();
+    }
+    if (!options_.discovery || !req.ek_certificate) {
+      return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
+    }
+    // Discovery: a genuine TPM (its certificate chains to a trusted root and
+    // carries this EK) is recorded as pending for an operator to approve.
+    auto info = CheckEkCertificate(*req.ek_certificate, req.ek_intermediates, &*ek);
+    if (!info.ok()) return Refuse(Denied(info.status()), who);
+    storage::Enrollment e;
+    e.hostname = "pending-" + Short(*ek_hash);
+    e.pool = options_.discovery_pool;
+    e.ek_public = req.ek_public;
+    e.ek_hash = *ek_hash;
+    e.ek_certificate = info->der;
+    e.tpm_manufacturer = info->tpm_manufacturer;
+    e.tpm_model = info->tpm_model;
+    e.tpm_version = info->tpm_version;
+    e.state = storage::MachineState::kPending;
+    auto enrolled = store_->Enroll(e, storage::Actor{"discovery", "first challenge from " + caller.address},
+                                   false, clock_());
+    if (!enrolled.ok()) Log()->warn("discovery of {} not recorded: {}", who, enrolled.status().ToString());
+    return Refuse(Status::NotFound("machine_pending", "this machine waits for an operator's approval"), who, true);
+  }
+  who = Who(*machine);
+  if (machine->state == storage::MachineState::kPending) {
+    return Refuse(Status::NotFound("machine_pending", "this machine waits for an operator's approval"), who, true);
+  }
+  if (machine->state == storage::MachineState::kRevoked) return Refuse(Denied("machine_revoked", "this machine is revoked"), who);
+
+  // The EK certificate: the one presented, else the one on record. Checked
+  // at every challenge, so that removing a vendor root takes effect at once.
+  std::optional<Bytes> cert = req.ek_certificate;
+  if (!cert && machine->ek_certificate) cert = machine->ek_certificate;
+  if (cert) {
+    auto info = CheckEkCertificate(*cert, req.ek_intermediates, &*ek);
+    if (!info.ok()) return Refuse(Denied(info.status()), who);
+  } else if (options_.require_ek_certificate) {
+    return Refuse(Denied("ek_cert_missing", "no EK certificate was presented or enrolled"), who);
+  }
+
+  if (Status s = attest::CheckAkPolicy(*ak); !s.ok()) return Refuse(Denied(s), who);
+  auto ak_key = attest::VerifyKey::FromTpmPublic(*ak);
+  if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
+
+  auto policy = PolicyFor(*machine);
+  if (!policy.ok()) {
+    Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
+    return Refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"), who, true);
+  }
+  const auto selection = Selection(options_.default_pcr_selection, policy->get());
+
+  Bytes secret = RandomBytes(32);
+  const Bytes ak_name = attest::ObjectName(*ak);
+  auto cred = attest::MakeCredential(*ek, ak_name, secret);
+  if (!cred.ok()) {
+    OPENSSL_cleanse(secret.data(), secret.size());
+    return Refuse(Denied(cred.status()), who);
+  }
+  storage::Session session;
+  session.id = wire::Base64UrlEncode(RandomBytes(18));
+  session.machine_id = machine->id;
+  session.nonce = RandomBytes(32);
+  // Only the secret's hash is stored: a copy of the database does not let
+  // anyone answer an open challenge.
+  session.secret_hash = Sha256(secret);
+  OPENSSL_cleanse(secret.data(), secret.size());
+  session.ak_public = req.ak_public;
+  session.ak_name = ak_name;
+  session.pcr_selection = attest::FormatPcrSelectionList(selection);
+  session.created_at = clock_();
+  session.expires_at = session.created_at + options_.session_ttl_seconds;
+  if (Status s = store_->CreateSession(session); !s.ok()) {
+    Log()->error("session for {} not stored: {}", who, s.ToString());
+    return StoreBusy();
+  }
+  gate_.Bind(ticket, session.id);
+  reservation.bound = true;
+  Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
+  ChallengeResult out;
+  out.session = session.id;
+  out.nonce = session.nonce;
+  out.pcr_selection = session.pcr_selection;
+  out.credential = attest::EncodeCredentialFile(*cred);
+  out.expires_in = options_.session_ttl_seconds;
+  return out;
+}
+
+Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const EvidenceContext& ctx) {
+  const storage::Session& session = *ctx.session;
+  const storage::Machine& machine = *ctx.machine;
+  Verdict v;
+  v.machine_id = machine.id;
+  v.hostname = machine.hostname;
+  auto refuse = [&v](Status s) {
+    v.outcome = Verdict::Outcome::kRefused;
+    v.refusal = std::move(s);
+    return v;
+  };
+
+  if (machine.state == storage::MachineState::kRevoked) return refuse(Denied("machine_revoked", "this machine is revoked"));
+  if (machine.state == storage::MachineState::kPending) return refuse(Denied("state_conflict", "this machine is not enrolled"));
+
+  // Proof that the AK lives in the TPM holding the enrolled EK. Compared as
+  // hashes in constant time; the message never says how it differed.
+  const Bytes got = Sha256(req.secret);
+  if (!ConstantTimeEquals(got, session.secret_hash)) {
+    return refuse(Denied("activation_failed", "the credential was not activated by the enrolled TPM"));
+  }
+
+  auto ak = attest::ParseTpm2bPublic(session.ak_public);
+  if (!ak.ok()) throw std::runtime_error("stored AK does not parse: " + ak.status().ToString());
+  auto key = attest::VerifyKey::FromTpmPublic(*ak);
+  if (!key.ok()) throw std::runtime_error("stored AK is not a key: " + key.status().ToString());
+  auto selection = attest::ParsePcrSelectionList(session.pcr_selection);
+  if (!selection.ok()) throw std::runtime_error("stored selection does not parse");
+  auto quote = attest::VerifyQuote(*key, req.quote, req.signature, req.pcrs, session.nonce, *selection);
+  if (!quote.ok()) {
+    // PCR values that do not cover the selection are a malformed request
+    // (400); every other quote failure is a refusal.
+    if (quote.status().reason() == "pcr_values_incomplete") return refuse(quote.status());
+    return refuse(Denied(quote.status()));
+  }
+  v.quote_verified = true;
+  v.counters.reset_count = quote->clock.reset_count;
+  v.counters.restart_count = quote->clock.restart_count;
+  v.counters.clock = quote->clock.clock;
+  v.counters.firmware_version = quote->firmware_version;
+  v.pcrs = quote->pcrs;
+
+  // The TPM's counters only go forward: a lower resetCount means an old
+  // TPM state (a restored snapshot, a clone) is answering.
+  if (const storage::AttestationRecord* last = ctx.last; last != nullptr) {
+    if (v.counters.reset_count < last->reset_count) {
+      return refuse(Denied("reset_count_regressed", "the TPM's reset counter went backwards"));
+    }
+    if (v.counters.reset_count == last->reset_count) {
+      if (v.counters.restart_count < last->restart_count) {
+        return refuse(Denied("restart_count_regressed", "the TPM's restart counter went backwards"));
+      }
+      if (v.counters.restart_count == last->restart_count && v.counters.clock < last->clock) {
+        return refuse(Denied("clock_regressed", "the TPM's clock went backwards"));
+      }
+    }
+  }
+
+  std::optional<attest::EventLog> log;
+  if (req.event_log) {
+    auto parsed = attest::ParseEventLog(*req.event_log);
+    if (!parsed.ok()) return refuse(Denied(parsed.status()));
+    auto replayed = attest::Replay(*parsed);
+    if (!replayed.ok()) return refuse(Denied(replayed.status()));
+    if (Status s = attest::ComparePcrs(*replayed, quote->pcrs); !s.ok()) return refuse(Denied(s));
+    log = std::move(parsed).value();
+  }
+
+  if (ctx.policy_unusable) {
+    return refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"));
+  }
+  if (ctx.policy != nullptr) {
+    attest::Evidence evidence;
+    evidence.log = log ? &*log : nullptr;
+    evidence.quoted = quote->pcrs;
+    if (ctx.tofu_recorded != nullptr) evidence.tofu_recorded = *ctx.tofu_recorded;
+    attest::BootFacts facts = log ? attest::ExtractBootFacts(*log) : attest::BootFacts{};
+    attest::Verdict verdict = attest::Evaluate(*ctx.policy, facts, evidence);
+    if (!verdict.ok) {
+      std::string rules;
+      for (const auto& violation : verdict.violations) {
+        rules += (rules.empty() ? "" : ", ") + violation.rule + ":" + violation.reason;
+      }
+      v.violations = std::move(verdict.violations);
+      return refuse(Denied("boot_policy_violation", "the boot breaks policy rules: " + rules));
+    }
+    if (!verdict.tofu_to_record.empty()) v.tofu_to_record = std::move(verdict.tofu_to_record);
+  }
+  v.outcome = Verdict::Outcome::kAttested;
+  return v;
+}
+
+Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest& req, const Caller& caller) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string who = "session " + req.session.substr(0, 8) + "… from " + caller.address;
+  // The session's place is free again whatever the verdict.
+  gate_.Finish(req.session);
+
+  // What the verdict needs, read before any judging. The session is consumed
+  // first and whatever follows: a session answers one attempt.
+  auto session = store_->ConsumeSession(req.session, clock_());
+  if (!session.ok()) {
+    if (session.status().code() == Status::Code::kIoError) {
+      Log()->error("store error for {}: {}", who, session.status().ToString());
+      return StoreBusy();
+    }
+    return Refuse(Denied(session.status()), who);
+  }
+  auto machine = store_->GetMachineById(session->machine_id);
+  if (!machine.ok()) return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+  who = Who(*machine);
+  auto last = store_->LastSuccessfulAttestation(machine->id);
+  if (!last.ok() && last.status().code() != Status::Code::kNotFound) {
+    Log()->error("store error for {}: {}", who, last.status().ToString());
+    return StoreBusy();
+  }
+  auto policy = PolicyFor(*machine);
+  if (!policy.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
+  std::shared_ptr<const attest::PcrValues> tofu;
+  if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);
+
+  EvidenceContext context;
+  context.session = &*session;
+  context.machine = &*machine;
+  context.last = last.ok() ? &*last : nullptr;
+  context.policy = policy.ok() ? policy->get() : nullptr;
+  context.policy_unusable = !policy.ok();
+  context.tofu_recorded = tofu.get();
+  Verdict verdict = Verify(req, context);
+
+  // One store write for the outcome.
+  storage::AttestationRecord record;
+  record.machine_id = machine->id;
+  record.session_id = session->id;
+  record.at = clock_();
+  if (verdict.quote_verified) {
+    record.reset_count = verdict.counters.reset_count;
+    record.restart_count = verdict.counters.restart_count;
+    record.clock = verdict.counters.clock;
+    record.firmware_version = verdict.counters.firmware_version;
+    record.pcrs_json = PcrDocument(verdict.pcrs);
+  }
+  if (!verdict.attested()) {
+    const Status& refusal = verdict.refusal;
+    // An unusable policy is the operator's to fix: the machine waits, and
+    // nothing is held against it.
+    if (refusal.reason() == "policy_invalid") return Refuse(refusal, who, true);
+    for (const auto& violation : verdict.violations) {
+      Log()->info("policy violation {}: {} {} ({})", who, violation.rule, violation.reason, violation.message);
+    }
+    record.verdict = "refused";
+    record.reason = refusal.reason();
+    for (const auto& violation : verdict.violations) record.reasons.push_back(violation.rule + ":" + violation.reason);
+    if (record.reasons.empty()) record.reasons.push_back(refusal.reason());
+    if (Status s = store_->RecordAttestationFailure(record); !s.ok()) {
+      Log()->error("failure record for {} not stored: {}", who, s.ToString());
+    }
+    return Refuse(refusal, who);
+  }
+
+  const std::string token_text = NewToken();
+  storage::Token row;
+  row.hash = TokenHash(token_text);
+  row.machine_id = machine->id;
+  row.session_id = session->id;
+  row.issued_at = clock_();
+  row.expires_at = row.issued_at + options_.token_ttl_seconds;
+  // A TPM2_Certify of a kubelet key, made later with this session's nonce by
+  // this AK, is checked against these.
+  row.nonce = session->nonce;
+  row.ak_public = session->ak_public;
+  record.verdict = "ok";
+  std::optional<std::string> tofu_json;
+  if (verdict.tofu_to_record) tofu_json = PcrDocument(*verdict.tofu_to_record);
+  auto updated = store_->RecordAttestationSuccess(record, row, tofu_json);
+  if (!updated.ok()) {
+    Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
+    return StoreBusy();
+  }
+  Count("ok", "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (metrics_ != nullptr) {
+    metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
+  }
+  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state), record.reset_count,
+              record.restart_count, verdict.pcrs.empty() ? 0 : verdict.pcrs.begin()->second.size());
+  EvidenceResult out;
+  out.verdict = std::move(verdict);
+  out.token = token_text;
+  out.expires_in = options_.token_ttl_seconds;
+  out.hostname = updated->hostname;
+  out.state = std::string(storage::StateName(updated->state));
+  return out;
+}
+
+Result<storage::Bearer> AttestationService::Authenticate(const std::optional<std::string>& token) {
+  if (!token) return Status::InvalidArgument("token_missing", "send Authorization: Bearer <token>");
+  if (token->size() > 128) return Status::NotFound("token_unknown", "unknown token");
+  auto bearer = store_->LookupToken(TokenHash(*token), clock_());
+  if (!bearer.ok()) {
+    if (bearer.status().code() == Status::Code::kIoError) return StoreBusy();
+    return bearer.status();
+  }
+  return std::move(bearer).value();
+}
+
+Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>& token) {
+  auto auth = Authenticate(token);
+  if (!auth.ok()) return auth.status();
+  const storage::Machine& m = auth->machine;
+  MachineView view;
+  view.hostname = m.hostname;
+  view.pool = m.pool;
+  view.state = std::string(storage::StateName(m.state));
+  // What the machine's pool asks of it: the agent makes a TPM-resident
+  // client key when the pool requires one.
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return StoreBusy();
+  auto settings = ParsePoolSettings(pool->settings_json);
+  view.require_tpm_key = settings.ok() && settings->require_tpm_key;
+  return view;
+}
+
+}  // namespace rackgate::core

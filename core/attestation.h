@@ -1,0 +1,222 @@
+// The attestation protocol's decisions (docs/protocol.md): challenge,
+// evidence and its verdict, bearer-token authentication for later endpoints,
+// and the trust settings they use. Every decision logs one line naming the
+// machine and the reason.
+#ifndef RACKGATE_CORE_ATTESTATION_H_
+#define RACKGATE_CORE_ATTESTATION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "attest/ek_cert.h"
+#include "attest/tpm.h"
+#include "core/admission.h"
+#include "core/policy_cache.h"
+#include "base/metrics.h"
+#include "storage/store.h"
+#include "wire/protocol.h"
+
+namespace rackgate::core {
+
+
+// The EK trust anchors, swappable at run time (SIGHUP) while requests use
+// the previous set. Thread-safe.
+class TrustAnchors {
+ public:
+  explicit TrustAnchors(attest::EkTrustStore store)
+      : store_(std::make_shared<const attest::EkTrustStore>(std::move(store))) {}
+  std::shared_ptr<const attest::EkTrustStore> Get() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return store_;
+  }
+  void Set(attest::EkTrustStore store) {
+    auto next = std::make_shared<const attest::EkTrustStore>(std::move(store));
+    std::lock_guard<std::mutex> l(mu_);
+    store_ = std::move(next);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const attest::EkTrustStore> store_;
+};
+
+struct AttestationOptions {
+  int session_ttl_seconds = 120;
+  int token_ttl_seconds = 900;
+  std::vector<attest::PcrSelection> default_pcr_selection;
+  bool require_ek_certificate = true;
+  bool discovery = false;
+  std::string discovery_pool = "default";
+  // Admission (core/admission.h): sessions open at once, overall and per
+  // client address; over the bound, busy or busy_client.
+  int max_open_sessions = 4096;
+  int max_open_sessions_per_client = 256;
+  // A challenge that waited longer than this for a handler thread is
+  // refused as busy before any work: the appliance is behind, and new
+  // machines are the load it can put off (0: off).
+  int busy_queue_delay_ms = 50;
+};
+
+// The transport's facts about a caller: where it came from and how long its
+// request waited for a handler thread. Never a decision.
+struct Caller {
+  std::string address;  // "127.0.0.1:4711"
+  std::chrono::microseconds queued{0};
+};
+
+// A challenge's answer (docs/protocol.md, step 2).
+struct ChallengeResult {
+  std::string session;
+  attest::Bytes nonce;
+  std::string pcr_selection;  // "sha256:0,1,2+sha1:..."
+  attest::Bytes credential;   // the credential file (attest::EncodeCredentialFile)
+  int expires_in = 0;         // seconds
+};
+
+// The counters a verified quote carried: they only go forward.
+struct TpmCounters {
+  uint32_t reset_count = 0;
+  uint32_t restart_count = 0;
+  uint64_t clock = 0;
+  uint64_t firmware_version = 0;
+};
+
+// What the evidence of one session proved, as a value: whose machine, the
+// outcome, the reason (the first refusal) and every policy violation, the
+// TPM's counters and PCRs when the quote verified.
+struct Verdict {
+  enum class Outcome { kAttested, kRefused };
+  int64_t machine_id = 0;
+  std::string hostname;
+  Outcome outcome = Outcome::kRefused;
+  // Ok when attested; else the refusal, whose reason() is the protocol's
+  // reason code (docs/protocol.md) and whose message goes to the client.
+  Status refusal;
+  // Every broken policy rule, in rule order (boot_policy_violation).
+  std::vector<attest::Violation> violations;
+  // Set once the quote verified, with what it vouched for.
+  bool quote_verified = false;
+  TpmCounters counters;
+  attest::PcrValues pcrs;
+  // The TOFU values to pin (first use), when the policy has TOFU PCRs.
+  std::optional<attest::PcrValues> tofu_to_record;
+
+  bool attested() const { return outcome == Outcome::kAttested; }
+};
+
+// A successful evidence answer: the bearer token and where the machine is.
+struct EvidenceResult {
+  Verdict verdict;
+  std::string token;
+  int expires_in = 0;
+  std::string hostname;
+  std::string state;
+};
+
+// GET /v1/machine: the token's own machine and what its pool asks of it.
+struct MachineView {
+  std::string hostname;
+  std::string pool;
+  std::string state;
+  bool require_tpm_key = false;
+};
+
+// What Verify judges besides the request: the consumed session, its machine,
+// the counters of its last good attestation (nullptr: none) and the policy
+// that applies (nullptr: none) with the recorded TOFU values (nullptr: none).
+// BORROWED: everything outlives the call.
+struct EvidenceContext {
+  const storage::Session* session = nullptr;
+  const storage::Machine* machine = nullptr;
+  const storage::AttestationRecord* last = nullptr;
+  const attest::BootPolicy* policy = nullptr;
+  const attest::PcrValues* tofu_recorded = nullptr;
+  // The stored policy text does not parse: the verdict is policy_invalid
+  // once everything before the policy step passed.
+  bool policy_unusable = false;
+};
+
+// The protocol's decisions for challenge, evidence and bearer tokens. No
+// HTTP: typed requests in, typed results or a Status out, whose reason() is
+// the protocol's reason code; the daemon maps it to a status code
+// (daemon/status_http.h). Store failures come back as reason "busy".
+// Thread-safe.
+class AttestationService {
+ public:
+  using Clock = std::function<int64_t()>;  // unix seconds
+
+  // BORROWED: store, anchors and metrics (may be null) outlive the service.
+  AttestationService(storage::Store* store, const TrustAnchors* anchors, AttestationOptions options,
+                     Metrics* metrics, Clock clock = nullptr);
+
+  // Load shedding before a challenge is even decoded: busy when the request
+  // waited longer than busy_queue_delay_ms for a handler thread.
+  Status ShedLoad(const Caller& caller);
+
+  // POST /v1/attest/challenge: admission, the enrollment by EK, the EK
+  // certificate, the AK's attributes, the policy's PCR selection, then a
+  // session and its credential.
+  Result<ChallengeResult> Challenge(const wire::ChallengeRequest& request, const Caller& caller);
+
+  // POST /v1/attest/evidence: the session is consumed, its machine and last
+  // good counters and policy are read, Verify judges, and one store write
+  // records the outcome (and on success issues the token).
+  Result<EvidenceResult> Evidence(const wire::EvidenceRequest& request, const Caller& caller);
+
+  // The verdict on evidence, in order: machine state, activation proof,
+  // quote, counters, event log, boot policy. Pure: no store, no clock.
+  static Verdict Verify(const wire::EvidenceRequest& request, const EvidenceContext& context);
+
+  // The machine a bearer token belongs to (with the token's session nonce
+  // and AK): token_missing, token_unknown, token_expired, token_revoked or
+  // busy otherwise. For every endpoint that takes the attestation token.
+  Result<storage::Bearer> Authenticate(const std::optional<std::string>& bearer_token);
+
+  // GET /v1/machine.
+  Result<MachineView> WhoAmI(const std::optional<std::string>& bearer_token);
+
+  // Verifies an EK certificate against the current anchors and the EK public
+  // area when given; shared with enrollment. Fills the machine's EK facts.
+  Result<attest::EkCertInfo> CheckEkCertificate(std::span<const uint8_t> cert,
+                                               const std::vector<attest::Bytes>& intermediates,
+                                               const attest::TpmPublic* ek_public) const;
+
+  int64_t Now() const { return clock_(); }
+
+ private:
+  Status Refuse(Status refusal, const std::string& who, bool waitable = false);
+  Status Busy(const std::string& reason, const std::string& who);
+  void Count(const std::string& verdict, const std::string& reason);
+  // The policy that applies to a machine: its own, else its pool's.
+  Result<std::shared_ptr<const attest::BootPolicy>> PolicyFor(const storage::Machine& m);
+
+  storage::Store* store_;
+  const TrustAnchors* anchors_;
+  AttestationOptions options_;
+  Metrics* metrics_;
+  Clock clock_;
+  SessionGate gate_;
+  PolicyCache policies_;
+
+  // EK certificate verdicts by (certificate, intermediates), for the trust
+  // store they were reached with: a rack that attests again after a reboot
+  // does not rebuild the same chain. A new trust store (SIGHUP) starts over,
+  // and validity is checked against the clock on every use.
+  struct EkVerdict {
+    std::shared_ptr<const attest::EkTrustStore> anchors;
+    attest::EkCertInfo info;
+  };
+  mutable std::mutex ek_cache_mu_;
+  mutable std::unordered_map<std::string, EkVerdict> ek_cache_;  // guarded by ek_cache_mu_
+};
+
+}  // namespace rackgate::core
+
+#endif  // RACKGATE_CORE_ATTESTATION_H_

@@ -1,0 +1,452 @@
+// The refusal matrix of challenge and evidence (docs/protocol.md) as tests of
+// the core: soft-TPM machines, a real store, every reason the attestation
+// service returns, and the verdict as a value.
+#include "core/attestation.h"
+
+#include <gtest/gtest.h>
+
+#include "attest/quote.h"
+#include "core/testing/core_fixture.h"
+
+namespace rackgate::core::testing {
+namespace {
+
+using rackgate::testing::SoftKey;
+using rackgate::testing::SoftKeySpec;
+
+std::string Hex32(uint8_t b) { return attest::HexString(Bytes(32, b)); }
+
+class ChallengeTest : public CoreTest {};
+class EvidenceTest : public CoreTest {};
+class TokenTest : public CoreTest {};
+
+// --- challenge ---
+
+TEST_F(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->session.empty());
+  EXPECT_EQ(c->nonce.size(), 32u);
+  EXPECT_EQ(c->pcr_selection, "sha256:0,1,2,3,4,5,6,7");
+  EXPECT_EQ(c->expires_in, options_.session_ttl_seconds);
+  // The credential is bound to this EK and AK: the soft TPM recovers it.
+  auto cred = attest::DecodeCredentialFile(c->credential);
+  ASSERT_TRUE(cred.ok());
+  EXPECT_TRUE(m.ek.ActivateCredential(*cred, m.ak.name()).has_value());
+}
+
+TEST_F(ChallengeTest, QueuedTooLongIsBusy) {
+  options_.busy_queue_delay_ms = 50;
+  Restart();
+  EXPECT_EQ(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(80)}).reason(), "busy");
+  EXPECT_TRUE(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(10)}).ok());
+}
+
+TEST_F(ChallengeTest, AdmissionBoundsAreBusyAndBusyClient) {
+  options_.max_open_sessions = 2;
+  options_.max_open_sessions_per_client = 1;
+  Restart();
+  SoftMachine a, b, c;
+  Enroll(a, "node-a");
+  Enroll(b, "node-b");
+  Enroll(c, "node-c");
+  ASSERT_TRUE(attestation_->Challenge(a.ChallengeRequest(), Caller{"192.0.2.1:1", {}}).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(b.ChallengeRequest(), Caller{"192.0.2.1:2", {}})), "busy_client");
+  ASSERT_TRUE(attestation_->Challenge(b.ChallengeRequest(), Caller{"192.0.2.2:1", {}}).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(c.ChallengeRequest(), Caller{"192.0.2.3:1", {}})), "busy");
+}
+
+TEST_F(ChallengeTest, UnparsableKeysAreFieldInvalid) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto req = m.ChallengeRequest();
+  req.ek_public = Bytes{0x00, 0x01, 0x02};
+  auto r = attestation_->Challenge(req, caller_);
+  EXPECT_EQ(ReasonOf(r), "field_invalid");
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  req = m.ChallengeRequest();
+  req.ak_public = Bytes{0x00, 0x05, 1, 2, 3, 4, 5};
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(req, caller_)), "field_invalid");
+}
+
+TEST_F(ChallengeTest, UnknownMachineIsNotEnrolled) {
+  SoftMachine m;
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
+}
+
+TEST_F(ChallengeTest, PendingMachineWaits) {
+  SoftMachine m;
+  storage::Enrollment e;
+  e.hostname = "pending-1";
+  e.pool = "workers";
+  e.ek_public = m.ek.tpm2b_public();
+  e.ek_hash = m.EkHash();
+  e.state = "pending";
+  ASSERT_TRUE(store_->Enroll(e, storage::Actor{"test", ""}, false, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_pending");
+}
+
+TEST_F(ChallengeTest, RevokedMachineIsRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  ASSERT_TRUE(store_->Revoke("node-1", storage::Actor{"test", ""}, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_revoked");
+}
+
+TEST_F(ChallengeTest, MissingEkCertificateIsRefusedWhenRequired) {
+  options_.require_ek_certificate = true;
+  Restart();
+  SoftMachine m;
+  Enroll(m, "node-1");
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "ek_cert_missing");
+}
+
+TEST_F(ChallengeTest, UnusableEkCertificateIsRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto req = m.ChallengeRequest();
+  req.ek_certificate = Bytes{0x30, 0x03, 0x02, 0x01, 0x01};
+  auto r = attestation_->Challenge(req, caller_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason().rfind("ek_cert_", 0), 0u) << r.status().reason();
+  // A refusal, whatever code the certificate parser used.
+  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+}
+
+TEST_F(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  SoftKeySpec spec = SoftKey::AkSpec(attest::kAlgRsa);
+  spec.attributes &= ~attest::kAttrRestricted;
+  SoftKey weak = SoftKey::Generate(spec);
+  auto req = m.ChallengeRequest();
+  req.ak_public = weak.tpm2b_public();
+  auto r = attestation_->Challenge(req, caller_);
+  EXPECT_EQ(ReasonOf(r), "ak_not_restricted_signing");
+  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+}
+
+TEST_F(ChallengeTest, UnusablePolicyWaits) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "{\"version\": 1, \"no_such_rule\": true}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "policy_invalid");
+}
+
+TEST_F(ChallengeTest, PolicyPcrsJoinTheSelection) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "{\"version\": 1, \"tofu\": {\"sha256\": [9]}}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->pcr_selection, "sha256:0,1,2,3,4,5,6,7,9");
+}
+
+// --- evidence ---
+
+TEST_F(EvidenceTest, HonestEvidenceAttestsAndIssuesAToken) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  EvidenceResult r = Attest(m);
+  EXPECT_EQ(r.token.size(), 43u);
+  EXPECT_EQ(r.hostname, "node-1");
+  EXPECT_EQ(r.state, "attested");
+  EXPECT_TRUE(r.verdict.attested());
+  EXPECT_TRUE(r.verdict.quote_verified);
+  EXPECT_EQ(r.verdict.counters.reset_count, m.clock.reset_count);
+  EXPECT_EQ(r.verdict.counters.clock, m.clock.clock);
+  EXPECT_EQ(r.verdict.pcrs.at(attest::kAlgSha256).size(), 8u);
+  auto last = store_->LastSuccessfulAttestation(r.verdict.machine_id);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->verdict, "ok");
+}
+
+TEST_F(EvidenceTest, UnknownSessionIsRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  auto e = m.Answer(*c);
+  e.session = "no-such-session";
+  auto r = attestation_->Evidence(e, caller_);
+  EXPECT_EQ(ReasonOf(r), "session_unknown");
+  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+}
+
+TEST_F(EvidenceTest, ASessionAnswersOnce) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  const auto e = m.Answer(*c);
+  ASSERT_TRUE(attestation_->Evidence(e, caller_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "session_used");
+}
+
+TEST_F(EvidenceTest, ExpiredSessionIsRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  now_ += options_.session_ttl_seconds + 1;
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*c), caller_)), "session_expired");
+}
+
+TEST_F(EvidenceTest, RevokedBetweenChallengeAndEvidenceIsRefusedAndRecorded) {
+  SoftMachine m;
+  const storage::Machine enrolled = Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(store_->Revoke("node-1", storage::Actor{"test", ""}, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*c), caller_)), "machine_revoked");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().reason, "machine_revoked");
+  EXPECT_EQ(failures->front().machine_id, enrolled.id);
+}
+
+TEST_F(EvidenceTest, WrongSecretIsActivationFailed) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  auto e = m.Answer(*c);
+  e.secret[0] ^= 1;
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
+}
+
+TEST_F(EvidenceTest, QuoteRefusals) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  struct Case {
+    const char* reason;
+    std::function<void(const ChallengeResult&, wire::EvidenceRequest*)> mutate;
+  };
+  const std::vector<Case> cases = {
+      {"quote_nonce_mismatch",
+       [&](const ChallengeResult& c, wire::EvidenceRequest* e) {
+         ChallengeResult other = c;
+         other.nonce[0] ^= 1;
+         e->quote = m.QuoteMessage(other);
+         e->signature = m.ak.Sign(e->quote);
+       }},
+      {"signature_invalid",
+       [&](const ChallengeResult&, wire::EvidenceRequest* e) {
+         e->signature = SoftKey::GenerateAk(attest::kAlgRsa).Sign(e->quote);
+       }},
+      {"quote_pcr_digest_mismatch",
+       [&](const ChallengeResult&, wire::EvidenceRequest* e) { e->pcrs[attest::kAlgSha256][3][0] ^= 1; }},
+      {"pcr_values_incomplete",
+       [&](const ChallengeResult&, wire::EvidenceRequest* e) { e->pcrs[attest::kAlgSha256].erase(3); }},
+  };
+  for (const auto& c : cases) {
+    auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+    ASSERT_TRUE(challenge.ok());
+    auto e = m.Answer(*challenge);
+    c.mutate(*challenge, &e);
+    auto r = attestation_->Evidence(e, caller_);
+    EXPECT_EQ(ReasonOf(r), c.reason);
+    // Incomplete PCR values are a malformed request; the rest are refusals.
+    const bool malformed = std::string(c.reason) == "pcr_values_incomplete";
+    EXPECT_EQ(r.status().code(),
+              malformed ? Status::Code::kInvalidArgument : Status::Code::kVerificationFailed)
+        << c.reason;
+  }
+}
+
+// The TPM's counters only go forward, compared with the last good
+// attestation: reset count, then restart count, then clock.
+TEST_F(EvidenceTest, CountersThatGoBackwardsAreRefused) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  m.clock = attest::ClockInfo{9000, 5, 5, true};
+  Attest(m);
+  struct Case {
+    attest::ClockInfo clock;
+    const char* reason;
+  };
+  for (const Case& c : {Case{{99999, 4, 9, true}, "reset_count_regressed"},
+                        Case{{99999, 5, 4, true}, "restart_count_regressed"},
+                        Case{{8999, 5, 5, true}, "clock_regressed"}}) {
+    m.clock = c.clock;
+    auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+    ASSERT_TRUE(challenge.ok());
+    auto r = attestation_->Evidence(m.Answer(*challenge), caller_);
+    EXPECT_EQ(ReasonOf(r), c.reason);
+    EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  }
+  // Forward again (a reboot: a new reset count) passes.
+  m.clock = attest::ClockInfo{100, 6, 0, true};
+  Attest(m);
+}
+
+TEST_F(EvidenceTest, EventLogRefusals) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  for (const auto& [log, reason] : std::vector<std::pair<Bytes, std::string>>{
+           {Bytes{}, "eventlog_empty"}, {Bytes{0x00, 0x00, 0x00}, "eventlog_truncated"}}) {
+    auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+    ASSERT_TRUE(challenge.ok());
+    auto e = m.Answer(*challenge);
+    e.event_log = log;
+    auto r = attestation_->Evidence(e, caller_);
+    EXPECT_EQ(ReasonOf(r), reason);
+    // A malformed log is as final as a forged quote: a refusal.
+    EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  }
+}
+
+TEST_F(EvidenceTest, BootPolicyViolationListsEveryRule) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "{\"version\": 1, \"pcrs\": {\"sha256\": {\"0\": \"" + Hex32(0xaa) + "\", \"1\": \"" +
+                          Hex32(0xbb) + "\"}}}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  auto r = attestation_->Evidence(m.Answer(*challenge), caller_);
+  EXPECT_EQ(ReasonOf(r), "boot_policy_violation");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().reason, "boot_policy_violation");
+  EXPECT_GE(failures->front().reasons.size(), 2u);
+}
+
+TEST_F(EvidenceTest, PolicyMadeUnusableAfterTheChallengeWaitsAndIsNotHeldAgainstTheMachine) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "[not a policy";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*challenge), caller_)), "policy_invalid");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_TRUE(failures.ok());
+  EXPECT_TRUE(failures->empty());
+}
+
+// A policy judges the event log: without one, eventlog_missing, and a failed
+// attestation pins no TOFU value.
+TEST_F(EvidenceTest, TofuPolicyWithoutAnEventLogPinsNothing) {
+  SoftMachine m;
+  const storage::Machine enrolled = Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "{\"version\": 1, \"tofu\": {\"sha256\": [9]}}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*challenge), caller_)), "boot_policy_violation");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().reasons, std::vector<std::string>{"eventlog:eventlog_missing"});
+  auto machine = store_->GetMachineById(enrolled.id);
+  ASSERT_TRUE(machine.ok());
+  EXPECT_FALSE(machine->tofu_pcrs_json.has_value() && !machine->tofu_pcrs_json->empty());
+}
+
+// Verify is the verdict as a value: no store, no clock.
+TEST_F(EvidenceTest, VerifyIsAPureVerdict) {
+  SoftMachine m;
+  const storage::Machine machine = Enroll(m, "node-1");
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  auto session = store_->ConsumeSession(challenge->session, now_);
+  ASSERT_TRUE(session.ok());
+  const auto evidence = m.Answer(*challenge);
+  EvidenceContext context;
+  context.session = &*session;
+  context.machine = &machine;
+  Verdict ok = AttestationService::Verify(evidence, context);
+  EXPECT_TRUE(ok.attested());
+  EXPECT_EQ(ok.hostname, "node-1");
+  EXPECT_EQ(ok.counters.restart_count, m.clock.restart_count);
+
+  storage::AttestationRecord last;
+  last.reset_count = m.clock.reset_count + 1;
+  context.last = &last;
+  Verdict regressed = AttestationService::Verify(evidence, context);
+  EXPECT_FALSE(regressed.attested());
+  EXPECT_EQ(regressed.refusal.reason(), "reset_count_regressed");
+  EXPECT_TRUE(regressed.quote_verified);
+
+  context.last = nullptr;
+  context.policy_unusable = true;
+  EXPECT_EQ(AttestationService::Verify(evidence, context).refusal.reason(), "policy_invalid");
+}
+
+// --- tokens ---
+
+TEST_F(TokenTest, TokenRefusals) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  EvidenceResult r = Attest(m);
+  ASSERT_TRUE(attestation_->Authenticate(r.token).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Authenticate(std::nullopt)), "token_missing");
+  EXPECT_EQ(ReasonOf(attestation_->Authenticate(std::string("not-a-token"))), "token_unknown");
+  EXPECT_EQ(ReasonOf(attestation_->Authenticate(std::string(200, 'a'))), "token_unknown");
+  now_ += options_.token_ttl_seconds + 1;
+  EXPECT_EQ(ReasonOf(attestation_->Authenticate(r.token)), "token_expired");
+}
+
+TEST_F(TokenTest, RevokedMachinesTokenIsRevoked) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  EvidenceResult r = Attest(m);
+  ASSERT_TRUE(store_->Revoke("node-1", storage::Actor{"test", ""}, now_).ok());
+  EXPECT_EQ(ReasonOf(attestation_->Authenticate(r.token)), "token_revoked");
+}
+
+TEST_F(TokenTest, WhoAmIShowsTheMachineAndItsPoolsDemand) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.settings_json = "{\"require_tpm_key\": true}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  EvidenceResult r = Attest(m);
+  auto view = attestation_->WhoAmI(r.token);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  EXPECT_EQ(view->hostname, "node-1");
+  EXPECT_EQ(view->pool, "workers");
+  EXPECT_EQ(view->state, "attested");
+  EXPECT_TRUE(view->require_tpm_key);
+  EXPECT_EQ(ReasonOf(attestation_->WhoAmI(std::nullopt)), "token_missing");
+}
+
+// --- the policy cache ---
+
+TEST(PolicyCache, ParsesATextOnceAndANewTextAgain) {
+  PolicyCache cache;
+  const std::string a = "{\"version\": 1, \"tofu\": {\"sha256\": [9]}}";
+  auto first = cache.Policy(a);
+  auto again = cache.Policy(a);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first->get(), again->get());
+  auto changed = cache.Policy("{\"version\": 1, \"tofu\": {\"sha256\": [8]}}");
+  ASSERT_TRUE(changed.ok());
+  EXPECT_NE(changed->get(), first->get());
+  EXPECT_EQ(cache.Policy("").value(), nullptr);
+  EXPECT_EQ(cache.Policy("{}").value(), nullptr);
+  EXPECT_FALSE(cache.Policy("[").ok());
+  EXPECT_EQ(cache.TofuValues("not json"), nullptr);
+}
+
+}  // namespace
+}  // namespace rackgate::core::testing

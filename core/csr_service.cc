@@ -1,0 +1,261 @@
+// CSR vouching: the token, the flood limits, the rules, the signer, the record.
+#include "core/csr_service.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "attest/tpm.h"
+#include "core/secrets.h"
+#include "base/log.h"
+
+namespace rackgate::core {
+
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("csr");
+  return log;
+}
+
+constexpr size_t kMaxCsrField = 64 * 1024;
+
+std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16); }
+
+// The machine's enrolled names and addresses, as the rules compare them.
+csr::MachineFacts Facts(const storage::Machine& m) {
+  csr::MachineFacts f;
+  f.hostname = m.hostname;
+  for (const auto& a : m.addresses) {
+    if (a.kind == storage::kAddressInternalIP || a.kind == storage::kAddressExternalIP) {
+      f.ip_addresses.push_back(a.value);
+    } else {
+      f.dns_names.push_back(a.value);
+    }
+  }
+  f.state = std::string(storage::StateName(m.state));
+  f.last_attested_at = m.last_attested_at;
+  f.client_cert_issued_at = m.client_cert_issued_at;
+  return f;
+}
+
+// Holds a CSR slot for the request's lifetime.
+class Slot {
+ public:
+  Slot(std::mutex* mu, int* total, std::map<int64_t, int>* by_machine, int64_t machine)
+      : mu_(mu), total_(total), by_machine_(by_machine), machine_(machine) {}
+  ~Slot() {
+    std::lock_guard<std::mutex> l(*mu_);
+    --*total_;
+    if (--(*by_machine_)[machine_] == 0) by_machine_->erase(machine_);
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+ private:
+  std::mutex* mu_;
+  int* total_;
+  std::map<int64_t, int>* by_machine_;
+  int64_t machine_;
+};
+
+}  // namespace
+
+
+CsrService::CsrService(storage::Store* store, AttestationService* attestation, CsrOptions options, Metrics* metrics)
+    : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
+
+Status CsrService::Reload() {
+  auto loaded = csr::LocalCaSigner::Load(options_.cluster_ca_certificate, options_.cluster_ca_key);
+  if (!loaded.ok()) return loaded.status();
+  std::lock_guard<std::mutex> l(mu_);
+  signer_ = std::shared_ptr<csr::Signer>(std::move(loaded).value());
+  return Status::Ok();
+}
+
+std::shared_ptr<csr::Signer> CsrService::CurrentSigner() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (signer_) return signer_;
+  }
+  if (Status s = Reload(); !s.ok()) {
+    Log()->error("cluster CA not loaded from {}: {}", options_.cluster_ca_certificate, s.ToString());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  return signer_;
+}
+
+Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable) {
+  const std::string& reason = refusal.reason();
+  const std::string& message = refusal.message();
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
+                         {{"verdict", "refused"}, {"kind", kind}, {"reason", reason}});
+  }
+  Log()->warn("{} CSR of {} refused: {} ({})", kind.empty() ? "a" : kind, Who(m), reason, message);
+  // Refusals the machine can wait out (busy) are not decisions about it.
+  if (!waitable) {
+    const json detail = {{"kind", kind}, {"reason", reason}, {"message", message}};
+    if (Status s = store_->AuditMachineEvent(m.id, "csr_refused", detail.dump(),
+                                             storage::Actor{"rackgated", "CSR vouching"}, attestation_->Now());
+        !s.ok()) {
+      Log()->error("CSR refusal of {} not audited: {}", Who(m), s.ToString());
+    }
+  }
+  return refusal;
+}
+
+Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_token,
+                                     const Result<CsrSubmission>& submission) {
+  auto auth = attestation_->Authenticate(bearer_token);
+  if (!auth.ok()) return auth.status();
+  const storage::Machine& m = auth->machine;
+  const storage::Token& token = auth->token;
+  const Status busy = Status::IoError("busy", "try again later");
+
+  // Flood limits first, before any parsing or crypto: the approver's lesson
+  // is that an unbounded queue of pending CSRs takes the signer down.
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (in_flight_by_machine_[m.id] >= options_.max_in_flight_per_machine) {
+      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+      return Refuse(m, Status::Unsupported("csr_flood_machine", "too many CSRs in flight from this machine"), "",
+                    true);
+    }
+    if (in_flight_ >= options_.max_in_flight) {
+      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+      return Refuse(m, Status::Unsupported("csr_flood", "too many CSRs in flight; come back later"), "", true);
+    }
+    ++in_flight_;
+    ++in_flight_by_machine_[m.id];
+  }
+  Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
+
+  if (!submission.ok()) return submission.status();
+  const CsrSubmission& body = *submission;
+  auto kind = csr::KindFromSigner(body.signer);
+  if (!kind.ok()) return Status::InvalidArgument("signer_unknown", kind.status().message());
+  const std::string kind_name = *kind == csr::Kind::kClient ? "client" : "serving";
+  // Kubelet's defaults for each signer.
+  const std::vector<std::string> usages =
+      body.usages ? *body.usages
+                  : (*kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
+                                                 : std::vector<std::string>{"digital signature", "server auth"});
+  if (body.csr_pem.size() > kMaxCsrField) return Status::InvalidArgument("csr_malformed", "the CSR is too large");
+  auto parsed = csr::ParseCsr(body.csr_pem);
+  if (!parsed.ok()) return Refuse(m, parsed.status(), kind_name);
+
+  // A TPM-resident key: the AK that attested certified it, over the nonce of
+  // the session this token was issued for.
+  bool tpm_key_proven = false;
+  if (body.tpm_key) {
+    const TpmKeyProof& k = *body.tpm_key;
+    if (!k.public_area || !k.certify_info || !k.certify_signature) {
+      return Status::InvalidArgument("field_invalid",
+                                     "tpm_key needs public, certify_info and certify_signature (base64)");
+    }
+    if (token.nonce.empty() || token.ak_public.empty()) {
+      return Refuse(m,
+                    Status::VerificationFailed("csr_tpm_key_unprovable",
+                                               "attest again: this token predates TPM key proofs"),
+                    kind_name);
+    }
+    if (Status s = csr::CheckTpmKey(*k.public_area, *k.certify_info, *k.certify_signature, token.ak_public,
+                                    token.nonce, *parsed);
+        !s.ok()) {
+      return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
+    }
+    tpm_key_proven = true;
+  }
+
+  // A client whose answer was lost (the appliance crashed after recording
+  // the certificate, the connection was cut) asks again with the same key:
+  // it gets the same certificate, not client_cert_already_issued. Proof of
+  // possession is the CSR's self-signature; the token is the machine's.
+  if (*kind == csr::Kind::kClient && m.client_cert_issued_at) {
+    auto earlier = store_->FindClientCertificate(m.id, Sha256(parsed->spki_der));
+    if (earlier.ok() && !earlier->certificate_pem.empty()) {
+      auto signer = CurrentSigner();
+      Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
+      CsrIssued out;
+      out.certificate_pem = earlier->certificate_pem;
+      out.ca_pem = signer ? signer->ca_pem() : std::string();
+      out.serial = earlier->serial;
+      out.not_before = earlier->not_before;
+      out.not_after = earlier->not_after;
+      out.tpm_resident = earlier->tpm_resident;
+      out.state = std::string(storage::StateName(m.state));
+      return out;
+    }
+  }
+
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return Refuse(m, busy, kind_name, true);
+  auto settings = ParsePoolSettings(pool->settings_json);
+  if (!settings.ok()) {
+    Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
+    return Refuse(m, Status::Corruption("settings_invalid", "the pool's settings cannot be used"), kind_name, true);
+  }
+  csr::RuleOptions rules;
+  rules.client_window_seconds = settings->client_window_seconds.value_or(options_.client_window_seconds);
+  rules.require_tpm_key = settings->require_tpm_key;
+  const int64_t now = attestation_->Now();
+  const auto refusals = csr::Check(*parsed, *kind, usages, Facts(m), rules, tpm_key_proven, now);
+  if (!refusals.empty()) {
+    std::string all;
+    for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
+    return Refuse(m, Status::VerificationFailed(refusals.front().reason, all), kind_name);
+  }
+
+  const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");
+  auto signer = CurrentSigner();
+  if (!signer) return Refuse(m, unavailable, kind_name, true);
+  csr::Profile profile = csr::DefaultProfile(*kind);
+  profile.validity_seconds = *kind == csr::Kind::kClient ? options_.client_validity_seconds
+                                                        : options_.serving_validity_seconds;
+  auto issued = signer->Sign(*parsed, profile, now);
+  if (!issued.ok()) {
+    Log()->error("signing for {} failed: {}", Who(m), issued.status().ToString());
+    return Refuse(m, Status::IoError("signer_unavailable", "the certificate could not be signed"), kind_name, true);
+  }
+
+  // Recorded before it is sent: a certificate nobody knows of never leaves.
+  storage::IssuedCertificate rec;
+  rec.serial = issued->serial_hex;
+  rec.machine_id = m.id;
+  rec.kind = kind_name;
+  rec.subject = "O=system:nodes, CN=" + parsed->common_names.front();
+  if (*kind == csr::Kind::kServing) {
+    rec.sans = parsed->dns_names;
+    rec.sans.insert(rec.sans.end(), parsed->ip_addresses.begin(), parsed->ip_addresses.end());
+  }
+  rec.public_key_sha256 = Sha256(parsed->spki_der);
+  rec.tpm_resident = tpm_key_proven;
+  rec.not_before = issued->not_before;
+  rec.not_after = issued->not_after;
+  rec.certificate_pem = issued->certificate_pem;
+  auto after = store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
+  if (!after.ok()) {
+    if (after.status().code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
+    return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind_name);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
+                         {{"verdict", "signed"}, {"kind", kind_name}, {"reason", ""}});
+  }
+  Log()->info("{} certificate {} signed for {}{}; until {}; state {}", kind_name, issued->serial_hex, Who(m),
+              tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, storage::StateName(after->state));
+  CsrIssued out;
+  out.certificate_pem = issued->certificate_pem;
+  out.ca_pem = issued->ca_pem;
+  out.serial = issued->serial_hex;
+  out.not_before = issued->not_before;
+  out.not_after = issued->not_after;
+  out.tpm_resident = tpm_key_proven;
+  out.state = std::string(storage::StateName(after->state));
+  return out;
+}
+
+}  // namespace rackgate::core

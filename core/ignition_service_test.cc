@@ -1,0 +1,99 @@
+// Config serving's refusal matrix (docs/ignition.md) as tests of the core:
+// the public config behind the pool's provisioning token, the attested config
+// behind a soft-TPM machine's attestation token, over a real store.
+#include "core/ignition_service.h"
+
+#include <gtest/gtest.h>
+
+#include "core/secrets.h"
+#include "core/testing/core_fixture.h"
+
+namespace rackgate::core::testing {
+namespace {
+
+constexpr char kPublic[] =
+    R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/pool", "mode": 420,)"
+    R"( "contents": {"source": "data:,{{pool}}"}}]}})";
+constexpr char kAttested[] =
+    R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/rack", "mode": 420,)"
+    R"( "contents": {"source": "data:,{{machine.rack}}"}}]}})";
+constexpr char kIgnition33[] = "application/vnd.coreos.ignition+json;version=3.3.0";
+
+class IgnitionServiceTest : public CoreTest {
+ protected:
+  IgnitionServiceTest() {
+    IgnitionOptions o;
+    o.appliance_url = "https://appliance.example:22623";
+    o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+    ignition_ = std::make_unique<IgnitionService>(store_.get(), attestation_.get(), o, nullptr);
+  }
+  void SetTemplate(const char* which, const std::optional<std::string>& text) {
+    ASSERT_TRUE(store_->SetPoolTemplate("workers", which, text, text ? Sha256Hex(*text) : "",
+                                        storage::Actor{"test", ""}, now_)
+                    .ok());
+    ignition_->Invalidate("workers");
+  }
+  void RequireToken(const std::string& token) {
+    storage::Pool pool{"workers"};
+    pool.token_required = true;
+    ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+    ASSERT_TRUE(store_->RotatePoolToken("workers", TokenHash(token), now_, storage::Actor{"test", ""}, now_).ok());
+    ignition_->Invalidate("workers");
+  }
+  PublicConfigRequest Public(std::optional<std::string> token = std::nullopt,
+                             std::optional<std::string> accept = std::nullopt) {
+    return PublicConfigRequest{"workers", std::move(token), std::move(accept), "192.0.2.9:1"};
+  }
+
+  std::unique_ptr<IgnitionService> ignition_;
+};
+
+TEST_F(IgnitionServiceTest, PublicConfigIsServedInTheVersionAsked) {
+  SetTemplate("public", kPublic);
+  auto config = ignition_->PublicConfig(Public());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->spec_version, "3.2.0");
+  EXPECT_NE(config->body.find("/etc/pool"), std::string::npos);
+  auto newer = ignition_->PublicConfig(Public(std::nullopt, std::string(kIgnition33)));
+  ASSERT_TRUE(newer.ok()) << newer.status().ToString();
+  EXPECT_EQ(newer->spec_version, "3.3.0");
+}
+
+TEST_F(IgnitionServiceTest, PublicConfigRefusals) {
+  auto unknown = ignition_->PublicConfig(PublicConfigRequest{"no-such-pool", {}, {}, "x"});
+  EXPECT_EQ(ReasonOf(unknown), "pool_unknown");
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public())), "config_unavailable");
+  SetTemplate("public", kPublic);
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(
+                Public(std::nullopt, std::string("application/vnd.coreos.ignition+json;version=2.2.0")))),
+            "ignition_version_unsupported");
+  RequireToken("provisioning-token");
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public())), "token_missing");
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public(std::string("wrong")))), "token_invalid");
+  EXPECT_TRUE(ignition_->PublicConfig(Public(std::string("provisioning-token"))).ok());
+}
+
+TEST_F(IgnitionServiceTest, AttestedConfigRefusalsAndTheServedRecord) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  const std::string token = Attest(m).token;
+  AttestedConfigRequest req{token, std::nullopt, "192.0.2.9:1"};
+  EXPECT_EQ(ReasonOf(ignition_->AttestedConfig(AttestedConfigRequest{std::nullopt, {}, "x"})), "token_missing");
+  EXPECT_EQ(ReasonOf(ignition_->AttestedConfig(req)), "config_unavailable");
+  SetTemplate("public", kPublic);
+  SetTemplate("attested", kAttested);
+  // The machine has no `rack` value yet: it waits for the operator.
+  EXPECT_EQ(ReasonOf(ignition_->AttestedConfig(req)), "template_value_missing");
+  SetTemplate("attested", std::nullopt);
+  auto config = ignition_->AttestedConfig(req);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto machine = store_->GetMachine("node-1");
+  ASSERT_TRUE(machine.ok());
+  EXPECT_EQ(machine->state, "provisioned");
+  EXPECT_EQ(ReasonOf(ignition_->AttestedConfig(AttestedConfigRequest{
+                token, std::string("application/vnd.coreos.ignition+json;version=2.2.0"), "x"})),
+            "ignition_version_unsupported");
+}
+
+}  // namespace
+}  // namespace rackgate::core::testing

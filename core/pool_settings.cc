@@ -1,0 +1,30 @@
+// A pool's settings JSON, read in one place.
+#include "core/pool_settings.h"
+
+#include <nlohmann/json.hpp>
+
+namespace rackgate::core {
+
+using nlohmann::json;
+
+Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
+  const json j = json::parse(settings_json, nullptr, false);
+  if (!j.is_object()) return Status::InvalidArgument("settings_invalid", "pool settings must be a JSON object");
+  PoolSettings s;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "require_tpm_key") {
+      if (!v.is_boolean()) return Status::InvalidArgument("settings_invalid", "require_tpm_key is true or false");
+      s.require_tpm_key = v.get<bool>();
+    } else if (k == "client_csr_window_seconds") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 60 || v.get<int64_t>() > 30 * 86400) {
+        return Status::InvalidArgument("settings_invalid", "client_csr_window_seconds is 60 s to 30 days");
+      }
+      s.client_window_seconds = v.get<int64_t>();
+    } else {
+      return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
+    }
+  }
+  return s;
+}
+
+}  // namespace rackgate::core

@@ -1,0 +1,28 @@
+// A pool's settings (`rackgatectl pool put P --settings FILE`): the JSON the
+// store keeps opaque, read in one place. Unknown keys are refused, so that a
+// typo cannot silently weaken a setting.
+#ifndef RACKGATE_CORE_POOL_SETTINGS_H_
+#define RACKGATE_CORE_POOL_SETTINGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace rackgate::core {
+
+struct PoolSettings {
+  // Client CSRs must come with a TPM-resident key and its TPM2_Certify
+  // (docs/csr.md). The agent reads it from GET /v1/machine.
+  bool require_tpm_key = false;
+  // Overrides the config's client_csr_window_seconds for this pool.
+  std::optional<int64_t> client_window_seconds;
+};
+
+// kInvalidArgument (settings_invalid) for an unknown key or a wrong type.
+Result<PoolSettings> ParsePoolSettings(const std::string& settings_json);
+
+}  // namespace rackgate::core
+
+#endif  // RACKGATE_CORE_POOL_SETTINGS_H_

@@ -1,0 +1,115 @@
+// The core's test fixture: a real store, the services and soft-TPM machines.
+#include "core/testing/core_fixture.h"
+
+#include <stdlib.h>
+
+#include <stdexcept>
+
+#include "attest/quote.h"
+
+namespace rackgate::core::testing {
+
+namespace {
+
+using rackgate::testing::SoftKey;
+
+}  // namespace
+
+ScratchDir::ScratchDir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/rackgate-core-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+SoftMachine::SoftMachine()
+    : ek(SoftKey::GenerateEk(attest::kAlgRsa)), ak(SoftKey::GenerateAk(attest::kAlgRsa)) {
+  for (uint32_t i = 0; i < 24; ++i) pcrs[attest::kAlgSha256][i] = Bytes(32, static_cast<uint8_t>(i));
+}
+
+wire::ChallengeRequest SoftMachine::ChallengeRequest() const {
+  wire::ChallengeRequest r;
+  r.ek_public = ek.tpm2b_public();
+  r.ak_public = ak.tpm2b_public();
+  return r;
+}
+
+Bytes SoftMachine::QuoteMessage(const ChallengeResult& challenge) const {
+  auto selection = attest::ParsePcrSelectionList(challenge.pcr_selection);
+  if (!selection.ok()) throw std::runtime_error("selection: " + selection.status().ToString());
+  rackgate::testing::SoftQuoteSpec q;
+  q.selection = *selection;
+  q.clock = clock;
+  q.qualified_signer = rackgate::testing::AkQualifiedName(ek, ak);
+  return rackgate::testing::MakeQuoteMessage(q, pcrs, challenge.nonce);
+}
+
+wire::EvidenceRequest SoftMachine::Answer(const ChallengeResult& challenge) const {
+  auto cred = attest::DecodeCredentialFile(challenge.credential);
+  if (!cred.ok()) throw std::runtime_error("credential: " + cred.status().ToString());
+  auto secret = ek.ActivateCredential(*cred, ak.name());
+  if (!secret) throw std::runtime_error("ActivateCredential refused the credential");
+  auto selection = attest::ParsePcrSelectionList(challenge.pcr_selection);
+  if (!selection.ok()) throw std::runtime_error("selection: " + selection.status().ToString());
+  wire::EvidenceRequest e;
+  e.session = challenge.session;
+  e.secret = *secret;
+  e.quote = QuoteMessage(challenge);
+  e.signature = ak.Sign(e.quote);
+  for (const auto& s : *selection) {
+    for (uint32_t i : s.pcrs) e.pcrs[s.hash_alg][i] = pcrs.at(s.hash_alg).at(i);
+  }
+  return e;
+}
+
+Bytes SoftMachine::EkHash() const {
+  auto h = attest::EkKeyHash(ek.pub());
+  if (!h.ok()) throw std::runtime_error("EK hash: " + h.status().ToString());
+  return *h;
+}
+
+CoreTest::CoreTest() {
+  auto opened = storage::Store::Open(dir_.File("rackgate.db"));
+  if (!opened.ok()) throw std::runtime_error("store: " + opened.status().ToString());
+  store_ = std::move(opened).value();
+  storage::Pool pool;
+  pool.name = "workers";
+  pool.token_required = false;
+  if (!store_->PutPool(pool, storage::Actor{"test", "fixture"}, kStart).ok()) throw std::runtime_error("pool");
+  options_.require_ek_certificate = false;
+  options_.default_pcr_selection = *attest::ParsePcrSelectionList("sha256:0,1,2,3,4,5,6,7");
+  options_.busy_queue_delay_ms = 0;
+  Restart();
+}
+
+void CoreTest::Restart() {
+  attestation_ = std::make_unique<AttestationService>(store_.get(), &anchors_, options_, nullptr,
+                                                      [this] { return now_; });
+}
+
+storage::Machine CoreTest::Enroll(const SoftMachine& m, const std::string& hostname) {
+  storage::Enrollment e;
+  e.hostname = hostname;
+  e.pool = "workers";
+  e.ek_public = m.ek.tpm2b_public();
+  e.ek_hash = m.EkHash();
+  e.addresses = {{std::string(storage::kAddressInternalIP), "10.0.0.5"}, {std::string(storage::kAddressInternalDNS), hostname + ".example"}};
+  auto enrolled = store_->Enroll(e, storage::Actor{"test", "enroll"}, false, now_);
+  if (!enrolled.ok()) throw std::runtime_error("enroll: " + enrolled.status().ToString());
+  return *enrolled;
+}
+
+EvidenceResult CoreTest::Attest(const SoftMachine& m) {
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  if (!challenge.ok()) throw std::runtime_error("challenge: " + challenge.status().ToString());
+  auto result = attestation_->Evidence(m.Answer(*challenge), caller_);
+  if (!result.ok()) throw std::runtime_error("evidence: " + result.status().ToString());
+  return std::move(result).value();
+}
+
+}  // namespace rackgate::core::testing

@@ -1,0 +1,557 @@
+// The admin API: enrollment and machine management over the Unix socket.
+#include "daemon/handlers_admin.h"
+
+#include <malloc.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "attest/boot_policy.h"
+#include "attest/ek_identity.h"
+#include "wire/boot_policy_json.h"
+#include "wire/codec.h"
+#include "base/log.h"
+#include "core/pool_settings.h"
+#include "core/secrets.h"
+#include "daemon/status_http.h"
+#include "wire/protocol.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using attest::Bytes;
+using core::AttestationService;
+using wire::kMaxCertificate;
+using wire::kMaxTpm2bPublic;
+using core::IgnitionService;
+using core::NewToken;
+using core::ParsePoolSettings;
+using core::Sha256Hex;
+using core::TokenHash;
+using nlohmann::json;
+using wire::kMaxCertificate;
+using wire::kMaxTpm2bPublic;
+
+constexpr size_t kMaxImportRows = 100000;
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("admin");
+  return log;
+}
+
+json MachineJson(const storage::Machine& m) {
+  json addrs = json::array();
+  for (const auto& a : m.addresses) addrs.push_back({{"kind", a.kind}, {"value", a.value}});
+  json j = {{"hostname", m.hostname},
+            {"pool", m.pool},
+            {"state", std::string(storage::StateName(m.state))},
+            {"ek_hash", attest::HexString(m.ek_hash)},
+            {"has_ek_certificate", m.ek_certificate.has_value()},
+            {"tpm_manufacturer", m.tpm_manufacturer},
+            {"tpm_model", m.tpm_model},
+            {"tpm_version", m.tpm_version},
+            {"addresses", addrs},
+            {"created_at", m.created_at},
+            {"updated_at", m.updated_at},
+            {"has_policy", m.policy_json.has_value()},
+            {"vars", json::parse(m.vars_json, nullptr, false)}};
+  if (m.last_attested_at) j["last_attested_at"] = *m.last_attested_at;
+  if (m.client_cert_issued_at) j["client_cert_issued_at"] = *m.client_cert_issued_at;
+  return j;
+}
+
+Response StoreError(const Status& s) { return AdminErrorResponse(s); }
+
+Result<json> Body(const Request& r) {
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  return doc;
+}
+
+std::string Str(const json& o, const char* k) {
+  return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
+}
+
+}  // namespace
+
+AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
+                   std::optional<gid_t> admin_gid)
+    : store_(store), attestation_(attestation), ignition_(ignition), admin_gid_(admin_gid) {}
+
+std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& request) const {
+  if (!request.admin || !request.peer_cred) {
+    return Response::Error(403, "admin_forbidden", "the admin API is only served on the admin socket");
+  }
+  const PeerCred& p = *request.peer_cred;
+  // The socket's mode (0660, admin group) is the first gate; the peer's
+  // credentials are the second, so a socket file made too permissive by
+  // hand still admits only root, our own user and the admin group.
+  bool allowed = p.uid == 0 || p.uid == ::geteuid();
+  if (!allowed && admin_gid_) {
+    allowed = p.gid == *admin_gid_;
+    for (gid_t g : p.groups) allowed = allowed || g == *admin_gid_;
+  }
+  std::string name = "uid " + std::to_string(p.uid);
+  if (struct passwd* pw = ::getpwuid(p.uid)) name = pw->pw_name;
+  if (!allowed) {
+    Log()->warn("admin request from {} (uid {} pid {}) refused: not in the admin group", name, p.uid, p.pid);
+    return Response::Error(403, "admin_forbidden", "you are not in the admin group");
+  }
+  return storage::Actor{name, ""};
+}
+
+void AdminApi::Register(Router* router) {
+  router->Add("POST", "/v1/admin/machines", [this](const Request& r) { return Enroll(r); });
+  router->Add("GET", "/v1/admin/machines", [this](const Request& r) { return List(r); });
+  router->Add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
+  router->Add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
+  for (const char* verb : {"approve", "revoke", "reset"}) {
+    router->Add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
+                [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
+  }
+  router->Add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
+  router->Add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
+  router->Add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
+  router->Add("GET", "/v1/admin/pools/{name}", [this](const Request& r) { return GetPools(r); });
+  router->Add("PUT", "/v1/admin/pools/{name}", [this](const Request& r) { return PutPool(r); });
+  router->Add("PUT", "/v1/admin/pools/{name}/templates/{which}", [this](const Request& r) { return PutTemplate(r); });
+  router->Add("DELETE", "/v1/admin/pools/{name}/templates/{which}",
+              [this](const Request& r) { return PutTemplate(r); });
+  router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
+  router->Add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
+}
+
+namespace {
+
+// One enrollment from its JSON: the EK certificate validated against the
+// trust anchors (and against the EK public area when both are given), the
+// identity derived from the key, the boot policy validated.
+Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationService& service) {
+  if (!j.is_object()) return Status::InvalidArgument("field_invalid", "a machine must be a JSON object");
+  storage::Enrollment e;
+  e.hostname = Str(j, "hostname");
+  e.pool = Str(j, "pool");
+  if (e.hostname.empty()) return Status::InvalidArgument("field_missing", "hostname is required");
+  if (e.pool.empty()) return Status::InvalidArgument("field_missing", "pool is required");
+  std::optional<attest::TpmPublic> ek;
+  if (j.contains("ek_public")) {
+    auto b = wire::Base64Decode(Str(j, "ek_public"), wire::kMaxTpm2bPublic);
+    if (!b) return Status::InvalidArgument("field_invalid", "ek_public is not base64");
+    auto parsed = attest::ParseTpm2bPublic(*b);
+    if (!parsed.ok()) return parsed.status().Annotate("ek_public");
+    ek = std::move(parsed).value();
+    e.ek_public = *b;
+  }
+  if (j.contains("ek_certificate")) {
+    auto b = wire::Base64Decode(Str(j, "ek_certificate"), wire::kMaxCertificate);
+    if (!b) return Status::InvalidArgument("field_invalid", "ek_certificate is not base64");
+    auto info = service.CheckEkCertificate(*b, {}, ek ? &*ek : nullptr);
+    if (!info.ok()) return info.status();
+    auto hash = attest::EkKeyHashFromCertificate(info->der);
+    if (!hash.ok()) return hash.status();
+    e.ek_hash = *hash;
+    e.ek_certificate = info->der;
+    e.tpm_manufacturer = info->tpm_manufacturer;
+    e.tpm_model = info->tpm_model;
+    e.tpm_version = info->tpm_version;
+  } else if (ek) {
+    auto hash = attest::EkKeyHash(*ek);
+    if (!hash.ok()) return hash.status();
+    e.ek_hash = *hash;
+  } else {
+    return Status::InvalidArgument("field_missing", "ek_certificate or ek_public is required");
+  }
+  if (j.contains("addresses")) {
+    if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
+    for (const json& a : j.at("addresses")) {
+      e.addresses.push_back({Str(a, "kind"), Str(a, "value")});
+    }
+  }
+  if (j.contains("policy") && !j.at("policy").is_null()) {
+    std::string text = j.at("policy").dump();
+    auto policy = wire::ParseBootPolicy(text);
+    if (!policy.ok()) return policy.status().Annotate("policy");
+    e.policy_json = text;
+  }
+  // Operator-set values for templates ({{machine.NAME}}): strings by name.
+  if (j.contains("vars") && !j.at("vars").is_null()) {
+    const json& vars = j.at("vars");
+    if (!vars.is_object() || vars.size() > 64) {
+      return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
+    }
+    for (const auto& [k, v] : vars.items()) {
+      const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+      if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
+        return Status::InvalidArgument("field_invalid",
+                                       "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
+      }
+    }
+    e.vars_json = vars.dump();
+  }
+  return e;
+}
+
+int64_t QueryInt(const Request& r, const char* key, int64_t fallback) {
+  auto it = r.query.find(key);
+  if (it == r.query.end()) return fallback;
+  int64_t v = fallback;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return ec == std::errc() && p == it->second.data() + it->second.size() ? v : fallback;
+}
+
+}  // namespace
+
+Response AdminApi::Enroll(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  auto e = EnrollmentFromJson(*body, *attestation_);
+  if (!e.ok()) {
+    const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
+    return Response::Error(status, e.status().reason(), e.status().message());
+  }
+  const bool replace = body->contains("replace_ek") && body->at("replace_ek").is_boolean() &&
+                       body->at("replace_ek").get<bool>();
+  auto a = std::get<storage::Actor>(actor);
+  a.why = replace ? "EK replaced by an operator" : "enrolled by an operator";
+  auto m = store_->Enroll(*e, a, replace, attestation_->Now());
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} enrolled {} ek={} pool {}{}", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
+              m->pool, replace ? " (EK replaced)" : "");
+  return Response::Json(201, MachineJson(*m).dump());
+}
+
+Response AdminApi::Import(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  // Streamed: each row of "machines" becomes an enrollment as soon as it is
+  // parsed and its JSON is dropped, so that an inventory's JSON tree (four
+  // times its text: 276 MiB at the peak for 50,000 machines) is never held
+  // whole. What is refused, and how, is as for a body parsed at once.
+  std::vector<storage::Enrollment> rows;
+  std::optional<Response> refused;  // the first bad row, or too many
+  std::string top_key;
+  bool in_machines = false, machines_seen = false;
+  size_t index = 0;
+  const auto row = [&](const json& item) {
+    const size_t i = index++;
+    if (refused) return;
+    if (i >= kMaxImportRows) {
+      refused = Response::Error(400, "field_invalid",
+                                "at most " + std::to_string(kMaxImportRows) + " machines at once");
+      return;
+    }
+    auto e = EnrollmentFromJson(item, *attestation_);
+    if (!e.ok()) {
+      std::string host = item.is_object() ? Str(item, "hostname") : "";
+      const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
+      refused = Response::Error(status, e.status().reason(),
+                                "row " + std::to_string(i) + " (" + host + "): " + e.status().message());
+      return;
+    }
+    rows.push_back(std::move(e).value());
+  };
+  const json::parser_callback_t each = [&](int depth, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (depth == 1 && event == E::key) {
+      top_key = parsed.get<std::string>();
+    } else if (depth == 1 && event == E::array_start && top_key == "machines") {
+      if (machines_seen && !refused) refused = Response::Error(400, "field_invalid", "machines given twice");
+      in_machines = machines_seen = true;
+    } else if (depth == 1 && event == E::array_end) {
+      in_machines = false;
+    } else if (in_machines && depth == 2 &&
+               (event == E::object_end || event == E::array_end || event == E::value)) {
+      row(parsed);
+      return false;  // the row's JSON is not kept
+    }
+    return true;
+  };
+  json body = json::parse(request.body, each, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return Response::Error(400, "bad_json", "body is not a JSON object");
+  }
+  if (!body.contains("machines") || !body.at("machines").is_array()) {
+    return Response::Error(400, "field_missing", "machines must be a list");
+  }
+  if (refused) return std::move(*refused);
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "inventory import";
+  auto n = store_->Import(rows, a, attestation_->Now());
+  if (!n.ok()) return StoreError(n.status());
+  Log()->info("{} imported {} machines", a.name, *n);
+  // Give the heap the rows used back to the system rather than keep the
+  // high-water mark for the daemon's lifetime.
+  rows.clear();
+  rows.shrink_to_fit();
+  malloc_trim(0);
+  return Response::Json(200, json{{"imported", *n}}.dump());
+}
+
+Response AdminApi::List(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  storage::MachineFilter filter;
+  if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
+  if (auto it = request.query.find("state"); it != request.query.end()) {
+    filter.state = storage::ParseMachineState(it->second);
+    if (!filter.state) {
+      return StoreError(Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'"));
+    }
+  }
+  auto list = store_->ListMachines(filter);
+  if (!list.ok()) return StoreError(list.status());
+  json machines = json::array();
+  for (const auto& m : *list) machines.push_back(MachineJson(m));
+  return Response::Json(200, json{{"machines", machines}}.dump());
+}
+
+Response AdminApi::Show(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto m = store_->GetMachine(request.path_params.at("hostname"));
+  if (!m.ok()) return StoreError(m.status());
+  json j = MachineJson(*m);
+  auto last = store_->LastSuccessfulAttestation(m->id);
+  if (last.ok()) {
+    j["last_attestation"] = {{"at", last->at}, {"reset_count", last->reset_count},
+                             {"restart_count", last->restart_count}, {"clock", last->clock}};
+  }
+  return Response::Json(200, j.dump());
+}
+
+Response AdminApi::Action(const Request& request, const std::string& verb) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  auto body = Body(request);
+  a.why = body.ok() ? Str(*body, "reason") : "";
+  if (a.why.empty()) a.why = "by " + a.name;
+  const std::string& host = request.path_params.at("hostname");
+  const int64_t now = attestation_->Now();
+  auto m = verb == "approve" ? store_->Approve(host, a, now)
+           : verb == "revoke" ? store_->Revoke(host, a, now)
+                              : store_->Reset(host, a, now);
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, storage::StateName(m->state), a.why);
+  return Response::Json(200, MachineJson(*m).dump());
+}
+
+Response AdminApi::Audit(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  storage::AuditFilter filter;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) filter.hostname = it->second;
+  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
+  filter.since_id = QueryInt(request, "since", 0);
+  auto entries = store_->ListAudit(filter);
+  if (!entries.ok()) return StoreError(entries.status());
+  json out = json::array();
+  for (const auto& e : *entries) {
+    json j = {{"id", e.id}, {"at", e.at}, {"actor", e.actor}, {"action", e.action},
+              {"hostname", e.hostname}, {"why", e.why}};
+    if (e.from_state) j["from_state"] = *e.from_state;
+    if (e.to_state) j["to_state"] = *e.to_state;
+    json detail = json::parse(e.detail_json, nullptr, false);
+    if (!detail.is_discarded()) j["detail"] = detail;
+    out.push_back(std::move(j));
+  }
+  return Response::Json(200, json{{"entries", out}}.dump());
+}
+
+Response AdminApi::StatusReport(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto counts = store_->CountByState();
+  if (!counts.ok()) return StoreError(counts.status());
+  auto failures = store_->RecentFailures(20);
+  if (!failures.ok()) return StoreError(failures.status());
+  json f = json::array();
+  for (const auto& r : *failures) {
+    f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
+  }
+  return Response::Json(200, json{{"machines_by_state", *counts}, {"recent_failures", f}}.dump());
+}
+
+Response AdminApi::PutPool(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  storage::Pool pool;
+  pool.name = request.path_params.at("name");
+  if (auto existing = store_->GetPool(pool.name); existing.ok()) pool = *existing;
+  if (body->contains("settings")) {
+    if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
+    pool.settings_json = body->at("settings").dump();
+    if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
+      return Response::Error(400, settings.status().reason(), settings.status().message());
+    }
+  }
+  const bool created = !store_->GetPool(pool.name).ok();
+  if (body->contains("token_required")) {
+    if (!body->at("token_required").is_boolean()) {
+      return Response::Error(400, "field_invalid", "token_required must be true or false");
+    }
+    pool.token_required = body->at("token_required").get<bool>();
+  }
+  if (body->contains("boot_policy")) {
+    if (body->at("boot_policy").is_null()) {
+      pool.boot_policy_json.reset();
+    } else {
+      std::string text = body->at("boot_policy").dump();
+      auto policy = wire::ParseBootPolicy(text);
+      if (!policy.ok()) return Response::Error(400, policy.status().reason(), policy.status().message());
+      pool.boot_policy_json = text;
+    }
+  }
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "pool stored by an operator";
+  // A new pool that needs a token gets its first one now, shown only in this
+  // answer (only its hash is stored).
+  std::optional<std::string> first_token;
+  if (created && pool.token_required) first_token = NewToken();
+  auto stored = store_->PutPool(pool, a, attestation_->Now(),
+                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt);
+  ignition_->Invalidate(pool.name);
+  if (!stored.ok()) return StoreError(stored.status());
+  Log()->info("{} stored pool {} (provisioning token {})", a.name, stored->name,
+              stored->token_required ? "required" : "off");
+  json j = PoolJson(*stored);
+  if (first_token) j["provisioning_token"] = *first_token;
+  return Response::Json(created ? 201 : 200, j.dump());
+}
+
+json AdminApi::PoolJson(const storage::Pool& p) {
+  json j = {{"name", p.name},
+            {"settings", json::parse(p.settings_json, nullptr, false)},
+            {"token_required", p.token_required},
+            {"created_at", p.created_at},
+            {"updated_at", p.updated_at}};
+  if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);
+  json templates = json::object();
+  if (p.public_template) templates["public"] = json::parse(*p.public_template, nullptr, false);
+  if (p.attested_template) templates["attested"] = json::parse(*p.attested_template, nullptr, false);
+  j["templates"] = templates;
+  // Tokens by age, never by value or hash.
+  json tokens = json::array();
+  if (auto valid = store_->ValidPoolTokens(p.name, attestation_->Now()); valid.ok()) {
+    for (const auto& t : *valid) {
+      json tj = {{"created_at", t.created_at}, {"current", !t.expires_at.has_value()}};
+      if (t.expires_at) tj["valid_until"] = *t.expires_at;
+      tokens.push_back(tj);
+    }
+  }
+  j["provisioning_tokens"] = tokens;
+  return j;
+}
+
+Response AdminApi::PutTemplate(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  const std::string& pool = request.path_params.at("name");
+  const std::string& which = request.path_params.at("which");
+  if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
+    return Response::Error(404, "template_unknown", "a template is public or attested");
+  }
+  std::optional<std::string> text;
+  std::string digest;
+  if (request.method != "DELETE") {
+    auto t = ignition_->CheckTemplate(request.body, which == storage::kTemplatePublic
+                                                        ? ignition::TemplateKind::kPublic
+                                                        : ignition::TemplateKind::kAttested);
+    if (!t.ok()) {
+      const int status = t.status().code() == Status::Code::kIoError ? 503 : 400;
+      return Response::Error(status, t.status().reason(), t.status().message());
+    }
+    // Stored as the operator wrote it, less insignificant whitespace.
+    text = ignition::Serialize(t->config);
+    digest = Sha256Hex(*text);
+  }
+  auto a = std::get<storage::Actor>(actor);
+  a.why = text ? "template stored by an operator" : "template removed by an operator";
+  auto stored = store_->SetPoolTemplate(pool, which, text, digest, a, attestation_->Now());
+  ignition_->Invalidate(pool);
+  if (!stored.ok()) return StoreError(stored.status());
+  Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
+              text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
+  return Response::Json(200, PoolJson(*stored).dump());
+}
+
+Response AdminApi::Certificates(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  std::string hostname;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
+  auto certs = store_->ListCertificates(hostname, static_cast<int>(QueryInt(request, "limit", 1000)));
+  if (!certs.ok()) return StoreError(certs.status());
+  json out = json::array();
+  for (const auto& c : *certs) {
+    out.push_back({{"serial", c.serial},
+                   {"hostname", c.hostname},
+                   {"kind", c.kind},
+                   {"subject", c.subject},
+                   {"sans", c.sans},
+                   {"public_key_sha256", attest::HexString(c.public_key_sha256)},
+                   {"tpm_resident", c.tpm_resident},
+                   {"not_before", c.not_before},
+                   {"not_after", c.not_after},
+                   {"issued_at", c.issued_at}});
+  }
+  return Response::Json(200, json{{"certificates", out}}.dump());
+}
+
+Response AdminApi::RotateToken(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  int64_t grace = 0;
+  if (body->contains("grace_seconds")) {
+    const json& g = body->at("grace_seconds");
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
+      return Response::Error(400, "field_invalid", "grace_seconds is 0 to 30 days");
+    }
+    grace = g.get<int64_t>();
+  }
+  const std::string& pool = request.path_params.at("name");
+  const std::string token = NewToken();
+  auto a = std::get<storage::Actor>(actor);
+  a.why = "provisioning token rotated by an operator";
+  const int64_t now = attestation_->Now();
+  Status rotated = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now);
+  ignition_->Invalidate(pool);
+  if (!rotated.ok()) return StoreError(rotated);
+  Log()->info("{} rotated the provisioning token of pool {}; the previous one stays valid for {} s", a.name, pool,
+              grace);
+  json j = {{"pool", pool}, {"provisioning_token", token}};
+  if (grace > 0) j["previous_valid_until"] = now + grace;
+  return Response::Json(200, j.dump());
+}
+
+Response AdminApi::GetPools(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto pools = store_->ListPools();
+  if (!pools.ok()) return StoreError(pools.status());
+  auto one = request.path_params.find("name");
+  json out = json::array();
+  for (const auto& p : *pools) {
+    if (one != request.path_params.end() && p.name != one->second) continue;
+    out.push_back(PoolJson(p));
+  }
+  if (one != request.path_params.end()) {
+    if (out.empty()) return Response::Error(404, "pool_unknown", "no pool " + one->second);
+    return Response::Json(200, out.front().dump());
+  }
+  return Response::Json(200, json{{"pools", out}}.dump());
+}
+
+}  // namespace rackgate::daemon

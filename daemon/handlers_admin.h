@@ -1,0 +1,59 @@
+// The admin API on the Unix socket (docs/operations.md): enrollment, import,
+// listing, approve/revoke/reset, audit, status, pools with their Ignition
+// templates and provisioning tokens, for rackgatectl.
+// Every request is checked against the peer's credentials, and every change
+// is audited with the peer's user and the operator's reason.
+#ifndef RACKGATE_DAEMON_HANDLERS_ADMIN_H_
+#define RACKGATE_DAEMON_HANDLERS_ADMIN_H_
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/attestation.h"
+#include "daemon/http.h"
+#include "core/ignition_service.h"
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+
+class AdminApi {
+ public:
+  // BORROWED: store and attestation outlive the API. `admin_gid` is the group
+  // whose members may call it (besides root and the daemon's own user);
+  // nullopt when the group does not exist.
+  AdminApi(storage::Store* store, core::AttestationService* attestation, core::IgnitionService* ignition,
+           std::optional<gid_t> admin_gid);
+
+  // Adds the /v1/admin/... routes.
+  void Register(Router* router);
+
+ private:
+  // The actor for the audit log, or a 403 when the peer may not administer.
+  std::variant<storage::Actor, Response> Authorize(const Request& request) const;
+
+  Response Enroll(const Request& request);
+  Response Import(const Request& request);
+  Response List(const Request& request);
+  Response Show(const Request& request);
+  Response Action(const Request& request, const std::string& verb);
+  Response Audit(const Request& request);
+  Response StatusReport(const Request& request);
+  Response PutPool(const Request& request);
+  Response GetPools(const Request& request);
+  Response PutTemplate(const Request& request);  // PUT and DELETE
+  Response RotateToken(const Request& request);
+  Response Certificates(const Request& request);
+  nlohmann::json PoolJson(const storage::Pool& pool);
+
+  storage::Store* store_;
+  core::AttestationService* attestation_;
+  core::IgnitionService* ignition_;
+  std::optional<gid_t> admin_gid_;
+};
+
+}  // namespace rackgate::daemon
+
+#endif  // RACKGATE_DAEMON_HANDLERS_ADMIN_H_

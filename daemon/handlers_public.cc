@@ -1,0 +1,143 @@
+// The public API's handlers: decode, call the core, encode.
+#include "daemon/handlers_public.h"
+
+#include <nlohmann/json.hpp>
+
+#include "wire/codec.h"
+#include "wire/protocol.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxTpmField = 4096;
+constexpr size_t kMaxUsages = 16;
+constexpr size_t kMaxUsageBytes = 64;
+
+core::Caller CallerOf(const Request& r) { return core::Caller{r.peer_address, r.queued}; }
+
+std::optional<attest::Bytes> Base64Field(const json& o, const char* key) {
+  if (!o.contains(key) || !o.at(key).is_string()) return std::nullopt;
+  return wire::Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
+}
+
+Response Config(const core::ConfigResult& config) {
+  return Response::Text(200, config.body, core::kIgnitionMediaType + config.spec_version);
+}
+
+}  // namespace
+
+Result<core::CsrSubmission> DecodeCsrSubmission(std::string_view text) {
+  const json body = json::parse(text, nullptr, false);
+  if (!body.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  if (!body.contains("signer") || !body.at("signer").is_string() || !body.contains("csr") ||
+      !body.at("csr").is_string()) {
+    return Status::InvalidArgument("field_missing", "signer and csr are required");
+  }
+  core::CsrSubmission out;
+  out.signer = body.at("signer").get<std::string>();
+  out.csr_pem = body.at("csr").get<std::string>();
+  if (body.contains("usages")) {
+    const json& usages = body.at("usages");
+    if (!usages.is_array() || usages.size() > kMaxUsages) {
+      return Status::InvalidArgument("field_invalid", "usages must be a list of at most 16 strings");
+    }
+    out.usages.emplace();
+    for (const json& u : usages) {
+      if (!u.is_string() || u.get<std::string>().size() > kMaxUsageBytes) {
+        return Status::InvalidArgument("field_invalid", "usages must be a list of short strings");
+      }
+      out.usages->push_back(u.get<std::string>());
+    }
+  }
+  if (body.contains("tpm_key")) {
+    const json& k = body.at("tpm_key");
+    core::TpmKeyProof proof;
+    if (k.is_object()) {
+      proof.public_area = Base64Field(k, "public");
+      proof.certify_info = Base64Field(k, "certify_info");
+      proof.certify_signature = Base64Field(k, "certify_signature");
+    }
+    out.tpm_key = std::move(proof);
+  }
+  return out;
+}
+
+PublicHandlers::PublicHandlers(core::AttestationService* attestation, core::IgnitionService* ignition,
+                               core::CsrService* csrs, RetryPolicy retry)
+    : attestation_(attestation), ignition_(ignition), csrs_(csrs), retry_(retry) {}
+
+void PublicHandlers::Register(Router* router) {
+  router->Add("POST", "/v1/attest/challenge", [this](const Request& r) { return Challenge(r); });
+  router->Add("POST", "/v1/attest/evidence", [this](const Request& r) { return Evidence(r); });
+  router->Add("GET", "/v1/machine", [this](const Request& r) { return WhoAmI(r); });
+  router->Add("GET", "/v1/machine/config", [this](const Request& r) { return AttestedConfig(r); });
+  router->Add("GET", "/config/{pool}", [this](const Request& r) { return PublicConfig(r); });
+  router->Add("POST", "/v1/machine/csr", [this](const Request& r) { return SubmitCsr(r); });
+}
+
+Response PublicHandlers::Challenge(const Request& request) {
+  if (Status s = attestation_->ShedLoad(CallerOf(request)); !s.ok()) return Refused(s);
+  auto req = wire::ParseChallengeRequest(request.body);
+  if (!req.ok()) return Refused(req.status());
+  auto result = attestation_->Challenge(*req, CallerOf(request));
+  if (!result.ok()) return Refused(result.status());
+  const json body = {{"session", result->session},
+                     {"nonce", wire::HexEncode(result->nonce)},
+                     {"pcr_selection", result->pcr_selection},
+                     {"credential", wire::Base64Encode(result->credential)},
+                     {"expires_in", result->expires_in}};
+  return Response::Json(200, body.dump());
+}
+
+Response PublicHandlers::Evidence(const Request& request) {
+  auto req = wire::ParseEvidenceRequest(request.body);
+  if (!req.ok()) return Refused(req.status());
+  auto result = attestation_->Evidence(*req, CallerOf(request));
+  if (!result.ok()) return Refused(result.status());
+  const json body = {{"token", result->token},
+                     {"expires_in", result->expires_in},
+                     {"hostname", result->hostname},
+                     {"state", result->state}};
+  return Response::Json(200, body.dump());
+}
+
+Response PublicHandlers::WhoAmI(const Request& request) {
+  auto view = attestation_->WhoAmI(request.BearerToken());
+  if (!view.ok()) return Refused(view.status());
+  const json body = {{"hostname", view->hostname},
+                     {"pool", view->pool},
+                     {"state", view->state},
+                     {"require_tpm_key", view->require_tpm_key}};
+  return Response::Json(200, body.dump());
+}
+
+Response PublicHandlers::AttestedConfig(const Request& request) {
+  auto config = ignition_->AttestedConfig({request.BearerToken(), request.Header("Accept"), request.peer_address});
+  if (!config.ok()) return Refused(config.status());
+  return Config(*config);
+}
+
+Response PublicHandlers::PublicConfig(const Request& request) {
+  auto config = ignition_->PublicConfig(
+      {request.path_params.at("pool"), request.BearerToken(), request.Header("Accept"), request.peer_address});
+  if (!config.ok()) return Refused(config.status());
+  return Config(*config);
+}
+
+Response PublicHandlers::SubmitCsr(const Request& request) {
+  auto issued = csrs_->Submit(request.BearerToken(), DecodeCsrSubmission(request.body));
+  if (!issued.ok()) return Refused(issued.status());
+  const json body = {{"certificate", issued->certificate_pem},
+                     {"ca", issued->ca_pem},
+                     {"serial", issued->serial},
+                     {"not_before", issued->not_before},
+                     {"not_after", issued->not_after},
+                     {"tpm_resident", issued->tpm_resident},
+                     {"state", issued->state}};
+  return Response::Json(200, body.dump());
+}
+
+}  // namespace rackgate::daemon

@@ -1,0 +1,89 @@
+// Tests of the public API's handlers (daemon/handlers_public.h): what they
+// decode and how refusals reach HTTP. The decisions are core/'s tests.
+#include "daemon/handlers_public.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+namespace {
+
+// A challenge that waited longer than busy_queue_delay_ms for a handler
+// thread is put off (503 busy, jittered Retry-After) before its body is even
+// parsed; one that did not wait is handled (here: refused as malformed).
+TEST(QueueDelay, AChallengeThatWaitedTooLongIsPutOff) {
+  std::string dir = (std::filesystem::temp_directory_path() / "rackgate-queue-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  auto store = storage::Store::Open(dir + "/queue.db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  core::TrustAnchors anchors{attest::EkTrustStore()};
+  for (const int limit_ms : {50, 0}) {
+    core::AttestationOptions o;
+    o.busy_queue_delay_ms = limit_ms;
+    core::AttestationService service(store->get(), &anchors, o, nullptr);
+    RetryPolicy retry;
+    retry.busy_retry_after_seconds = 2;
+    PublicHandlers handlers(&service, nullptr, nullptr, retry);
+    Request r;
+    r.method = "POST";
+    r.path = "/v1/attest/challenge";
+    r.body = "not json";
+    r.peer_address = "10.0.0.1:4711";
+    r.queued = std::chrono::milliseconds(60);
+    Response late = handlers.Challenge(r);
+    r.queued = std::chrono::milliseconds(10);
+    Response prompt = handlers.Challenge(r);
+    EXPECT_EQ(prompt.status, 400) << limit_ms;
+    if (limit_ms == 0) {
+      EXPECT_EQ(late.status, 400) << "off: the delay is not looked at";
+      continue;
+    }
+    ASSERT_EQ(late.status, 503);
+    EXPECT_EQ(nlohmann::json::parse(late.body).at("error").at("reason"), "busy");
+    int retry_after = 0;
+    for (const auto& [name, value] : late.headers) {
+      if (name == "Retry-After") retry_after = std::stoi(value);
+    }
+    EXPECT_GE(retry_after, 2);
+    EXPECT_LE(retry_after, 4);
+  }
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DecodeCsrSubmission, RequiredOptionalAndMalformedFields) {
+  EXPECT_EQ(DecodeCsrSubmission("[1]").status().reason(), "bad_json");
+  EXPECT_EQ(DecodeCsrSubmission("not json").status().reason(), "bad_json");
+  EXPECT_EQ(DecodeCsrSubmission("{\"csr\": \"x\"}").status().reason(), "field_missing");
+  EXPECT_EQ(DecodeCsrSubmission("{\"signer\": 1, \"csr\": \"x\"}").status().reason(), "field_missing");
+  EXPECT_EQ(DecodeCsrSubmission("{\"signer\": \"s\", \"csr\": \"x\", \"usages\": \"a\"}").status().reason(),
+            "field_invalid");
+  EXPECT_EQ(DecodeCsrSubmission("{\"signer\": \"s\", \"csr\": \"x\", \"usages\": [1]}").status().reason(),
+            "field_invalid");
+  auto plain = DecodeCsrSubmission("{\"signer\": \"s\", \"csr\": \"pem\"}");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->signer, "s");
+  EXPECT_EQ(plain->csr_pem, "pem");
+  EXPECT_FALSE(plain->usages);
+  EXPECT_FALSE(plain->tpm_key);
+  auto full = DecodeCsrSubmission(
+      "{\"signer\": \"s\", \"csr\": \"pem\", \"usages\": [\"client auth\"],"
+      " \"tpm_key\": {\"public\": \"AAE=\", \"certify_info\": \"!\"}}");
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(*full->usages, std::vector<std::string>{"client auth"});
+  ASSERT_TRUE(full->tpm_key);
+  EXPECT_EQ(*full->tpm_key->public_area, (attest::Bytes{0x00, 0x01}));
+  // Not base64, or absent: the core refuses the proof as field_invalid.
+  EXPECT_FALSE(full->tpm_key->certify_info);
+  EXPECT_FALSE(full->tpm_key->certify_signature);
+}
+
+}  // namespace
+}  // namespace rackgate::daemon

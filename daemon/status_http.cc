@@ -1,0 +1,200 @@
+// The one table from the core's reason codes to HTTP status and Retry-After.
+#include "daemon/status_http.h"
+
+#include <unordered_map>
+
+#include "core/secrets.h"
+
+namespace rackgate::daemon {
+
+namespace {
+
+using Retry = HttpRule::Retry;
+
+constexpr HttpRule kMalformed{400, Retry::kNone};
+constexpr HttpRule kUnauthenticated{401, Retry::kNone};
+constexpr HttpRule kRefused{403, Retry::kNone};
+constexpr HttpRule kUnknown{404, Retry::kNone};
+constexpr HttpRule kUnacceptable{406, Retry::kNone};
+constexpr HttpRule kWait{503, Retry::kStandard};
+constexpr HttpRule kBusy{503, Retry::kJittered};
+
+}  // namespace
+
+const std::vector<ReasonRule>& ReasonTable() {
+  static const std::vector<ReasonRule> table = {
+      // Requests that do not decode (wire/protocol.h, the CSR body, Accept).
+      {"bad_json", kMalformed},
+      {"field_missing", kMalformed},
+      {"field_invalid", kMalformed},
+      {"signer_unknown", kMalformed},
+      {"csr_malformed", kMalformed},
+      {"pcr_values_incomplete", kMalformed},
+      {"accept_malformed", kMalformed},
+
+      // Bearer tokens (attestation tokens; provisioning tokens).
+      {"token_missing", kUnauthenticated},
+      {"token_unknown", kUnauthenticated},
+      {"token_expired", kUnauthenticated},
+      {"token_revoked", kRefused},
+      {"token_invalid", kRefused},
+
+      // What a machine waits out: 503 and Retry-After.
+      {"busy", kBusy},
+      {"busy_client", kBusy},
+      {"machine_not_enrolled", kWait},
+      {"machine_pending", kWait},
+      {"policy_invalid", kWait},
+      {"config_unavailable", kWait},
+      {"template_value_missing", kWait},
+      {"template_value_invalid", kWait},
+      {"settings_invalid", kWait},
+      {"signer_unavailable", kWait},
+      {"csr_flood", kWait},
+      {"csr_flood_machine", {429, Retry::kStandard}},
+
+      // Config serving.
+      {"pool_unknown", kUnknown},
+      {"ignition_version_unsupported", kUnacceptable},
+      {"ignition_config_too_new", kUnacceptable},
+      {"ignition_config_invalid", kUnacceptable},
+
+      // The machine and its session.
+      {"machine_revoked", kRefused},
+      {"machine_unknown", kRefused},
+      {"state_conflict", kRefused},
+      {"session_unknown", kRefused},
+      {"session_expired", kRefused},
+      {"session_used", kRefused},
+
+      // The EK certificate (attest/ek_cert.h) and the AK (CheckAkPolicy).
+      {"ek_cert_missing", kRefused},
+      {"ek_cert_malformed", kRefused},
+      {"ek_cert_untrusted", kRefused},
+      {"ek_cert_missing_intermediate", kRefused},
+      {"ek_cert_expired", kRefused},
+      {"ek_cert_not_yet_valid", kRefused},
+      {"ek_cert_signature_invalid", kRefused},
+      {"ek_cert_bad_basic_constraints", kRefused},
+      {"ek_cert_weak_crypto", kRefused},
+      {"ek_cert_unhandled_critical_extension", kRefused},
+      {"ek_cert_not_ek", kRefused},
+      {"ek_key_unsupported", kRefused},
+      {"ek_public_mismatch", kRefused},
+      {"ek_unsupported", kRefused},
+      {"ak_curve_unsupported", kRefused},
+      {"ak_decrypt_key", kRefused},
+      {"ak_key_too_weak", kRefused},
+      {"ak_name_alg_weak", kRefused},
+      {"ak_not_fixed_parent", kRefused},
+      {"ak_not_fixed_tpm", kRefused},
+      {"ak_not_restricted_signing", kRefused},
+      {"ak_not_sensitive_data_origin", kRefused},
+      {"key_curve_unsupported", kRefused},
+      {"key_invalid", kRefused},
+      {"key_type_unsupported", kRefused},
+      {"object_name_malformed", kRefused},
+      {"credential_secret_size", kRefused},
+
+      // The evidence: activation, quote, counters, event log, policy.
+      {"activation_failed", kRefused},
+      {"attest_malformed", kRefused},
+      {"quote_magic_invalid", kRefused},
+      {"quote_type_invalid", kRefused},
+      {"quote_nonce_mismatch", kRefused},
+      {"quote_pcr_digest_mismatch", kRefused},
+      {"quote_pcr_not_selected", kRefused},
+      {"signature_invalid", kRefused},
+      {"signature_malformed", kRefused},
+      {"signature_scheme_mismatch", kRefused},
+      {"signature_scheme_unsupported", kRefused},
+      {"hash_unsupported", kRefused},
+      {"reset_count_regressed", kRefused},
+      {"restart_count_regressed", kRefused},
+      {"clock_regressed", kRefused},
+      {"eventlog_empty", kRefused},
+      {"eventlog_too_large", kRefused},
+      {"eventlog_too_many_events", kRefused},
+      {"eventlog_truncated", kRefused},
+      {"eventlog_event_too_large", kRefused},
+      {"eventlog_bad_spec_id", kRefused},
+      {"eventlog_bad_digest_count", kRefused},
+      {"eventlog_unknown_digest_alg", kRefused},
+      {"eventlog_duplicate_digest_alg", kRefused},
+      {"eventlog_bad_pcr_index", kRefused},
+      {"eventlog_bad_startup_locality", kRefused},
+      {"eventlog_bank_missing", kRefused},
+      {"eventlog_pcr_mismatch", kRefused},
+      {"boot_policy_violation", kRefused},
+
+      // CSRs (docs/csr.md): a self-signature that does not verify is a
+      // refusal, not a malformed request.
+      {"csr_signature_invalid", kRefused},
+      {"csr_tpm_key_unprovable", kRefused},
+      {"csr_tpm_key_mismatch", kRefused},
+      {"csr_tpm_nonce_missing", kRefused},
+      {"certify_name_mismatch", kRefused},
+      {"certify_nonce_mismatch", kRefused},
+      {"certify_type_invalid", kRefused},
+      {"csr_subject_organization", kRefused},
+      {"csr_subject_common_name", kRefused},
+      {"csr_subject_extra", kRefused},
+      {"csr_key_unsupported", kRefused},
+      {"csr_usages", kRefused},
+      {"csr_state", kRefused},
+      {"csr_client_has_sans", kRefused},
+      {"csr_window_expired", kRefused},
+      {"client_cert_already_issued", kRefused},
+      {"csr_serving_no_sans", kRefused},
+      {"csr_san_not_enrolled", kRefused},
+      {"csr_serving_san_kind", kRefused},
+      {"csr_tpm_key_required", kRefused},
+  };
+  return table;
+}
+
+std::optional<HttpRule> RuleForReason(std::string_view reason) {
+  static const auto* index = [] {
+    auto* m = new std::unordered_map<std::string_view, HttpRule>;
+    for (const auto& row : ReasonTable()) m->emplace(row.reason, row.rule);
+    return m;
+  }();
+  auto it = index->find(reason);
+  if (it == index->end()) return std::nullopt;
+  return it->second;
+}
+
+HttpRule RuleFor(const Status& s) {
+  if (auto rule = RuleForReason(s.reason())) return *rule;
+  switch (s.code()) {
+    case Status::Code::kInvalidArgument: return kMalformed;
+    case Status::Code::kNotFound: return kUnknown;
+    case Status::Code::kIoError: return kWait;
+    default: return kRefused;
+  }
+}
+
+Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
+  const HttpRule rule = RuleFor(s);
+  switch (rule.retry) {
+    case Retry::kNone: return Response::Error(rule.status, s.reason(), s.message());
+    case Retry::kStandard: return Response::Error(rule.status, s.reason(), s.message(), retry.retry_after_seconds);
+    case Retry::kJittered: {
+      const int base = retry.busy_retry_after_seconds;
+      const int wait = base + static_cast<int>(core::RandomBytes(1)[0] % static_cast<unsigned>(base + 1));
+      return Response::Error(rule.status, s.reason(), s.message(), wait);
+    }
+  }
+  return Response::Error(500, "internal", "internal error");
+}
+
+Response AdminErrorResponse(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
+    case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());
+    case Status::Code::kIoError: return Response::Error(503, s.reason(), s.message(), 5);
+    default: return Response::Error(409, s.reason(), s.message());
+  }
+}
+
+}  // namespace rackgate::daemon

@@ -1,0 +1,106 @@
+// Tests of the one Status->HTTP table (daemon/status_http.h).
+#include "daemon/status_http.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace rackgate::daemon {
+namespace {
+
+std::optional<std::string> Header(const Response& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return std::nullopt;
+}
+
+TEST(StatusHttp, TableNamesEachReasonOnce) {
+  std::set<std::string_view> seen;
+  for (const auto& row : ReasonTable()) {
+    EXPECT_TRUE(seen.insert(row.reason).second) << row.reason;
+    EXPECT_GE(row.rule.status, 400) << row.reason;
+    EXPECT_LT(row.rule.status, 600) << row.reason;
+  }
+}
+
+TEST(StatusHttp, WaitableIsRetryAfterAndFinalIsNot) {
+  for (const auto& row : ReasonTable()) {
+    // Ignition gives up on a 4xx: only 429 (a flood limit) and 5xx may ask
+    // the machine to come back.
+    if (row.rule.retry != HttpRule::Retry::kNone) {
+      EXPECT_TRUE(row.rule.status == 503 || row.rule.status == 429) << row.reason;
+    } else {
+      EXPECT_LT(row.rule.status, 500) << row.reason;
+    }
+  }
+}
+
+// Issue 13: a CSR whose self-signature fails is a refusal (docs/csr.md: 403),
+// not a malformed request (it was answered 400).
+TEST(StatusHttp, Issue13CsrSignatureInvalidIs403) {
+  const Response r =
+      ErrorResponse(Status::VerificationFailed("csr_signature_invalid", "request signature does not verify"), {});
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("csr_signature_invalid"), std::string::npos);
+  EXPECT_FALSE(Header(r, "Retry-After"));
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("csr_malformed", "x")).status, 400);
+}
+
+TEST(StatusHttp, ReasonWinsOverCode) {
+  // token_missing is an InvalidArgument, but 401; pool_unknown is 404;
+  // machine_pending is NotFound, but 503 and waitable.
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("token_missing", "x")).status, 401);
+  EXPECT_EQ(RuleFor(Status::NotFound("token_unknown", "x")).status, 401);
+  EXPECT_EQ(RuleFor(Status::VerificationFailed("token_revoked", "x")).status, 403);
+  EXPECT_EQ(RuleFor(Status::NotFound("machine_pending", "x")).status, 503);
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("eventlog_truncated", "x")).status, 403);
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("pcr_values_incomplete", "x")).status, 400);
+  EXPECT_EQ(RuleFor(Status::Unsupported("ignition_config_too_new", "x")).status, 406);
+  EXPECT_EQ(RuleFor(Status::Unsupported("csr_flood_machine", "x")).status, 429);
+}
+
+TEST(StatusHttp, UnknownReasonsMapByCode) {
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("some_new_reason", "x")).status, 400);
+  EXPECT_EQ(RuleFor(Status::NotFound("some_new_reason", "x")).status, 404);
+  EXPECT_EQ(RuleFor(Status::VerificationFailed("some_new_reason", "x")).status, 403);
+  EXPECT_EQ(RuleFor(Status::Unsupported("some_new_reason", "x")).status, 403);
+  EXPECT_EQ(RuleFor(Status::Corruption("some_new_reason", "x")).status, 403);
+  EXPECT_EQ(RuleFor(Status::TpmError("some_new_reason", "x")).status, 403);
+  const HttpRule io = RuleFor(Status::IoError("some_new_reason", "x"));
+  EXPECT_EQ(io.status, 503);
+  EXPECT_EQ(io.retry, HttpRule::Retry::kStandard);
+}
+
+TEST(StatusHttp, RetryAfterSeconds) {
+  RetryPolicy retry;
+  retry.retry_after_seconds = 30;
+  retry.busy_retry_after_seconds = 2;
+  const Response wait = ErrorResponse(Status::NotFound("machine_not_enrolled", "not yet"), retry);
+  EXPECT_EQ(wait.status, 503);
+  EXPECT_EQ(Header(wait, "Retry-After"), "30");
+  for (int i = 0; i < 50; ++i) {
+    const Response busy = ErrorResponse(Status::Unsupported("busy", "come back"), retry);
+    EXPECT_EQ(busy.status, 503);
+    const int seconds = std::stoi(Header(busy, "Retry-After").value_or("-1"));
+    EXPECT_GE(seconds, 2);
+    EXPECT_LE(seconds, 4);
+  }
+  const Response flood = ErrorResponse(Status::Unsupported("csr_flood_machine", "slow down"), retry);
+  EXPECT_EQ(flood.status, 429);
+  EXPECT_EQ(Header(flood, "Retry-After"), "30");
+}
+
+TEST(StatusHttp, AdminMapsByCode) {
+  EXPECT_EQ(AdminErrorResponse(Status::NotFound("hostname_unknown", "x")).status, 404);
+  EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("hostname_invalid", "x")).status, 400);
+  EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("state_conflict", "x")).status, 400);
+  EXPECT_EQ(AdminErrorResponse(Status::VerificationFailed("x", "x")).status, 409);
+  const Response io = AdminErrorResponse(Status::IoError("db_error", "x"));
+  EXPECT_EQ(io.status, 503);
+  EXPECT_EQ(Header(io, "Retry-After"), "5");
+}
+
+}  // namespace
+}  // namespace rackgate::daemon

@@ -100,7 +100,7 @@ Result<json> ParseAddress(const std::string& text) {
 Result<std::string> FileBase64(const std::string& path) {
   auto b = ReadFile(path, kMaxCertFile);
   if (!b.ok()) return b.status();
-  return daemon::Base64Encode(*b);
+  return wire::Base64Encode(*b);
 }
 
 Result<json> ReadJsonFile(const std::string& path, size_t max) {
@@ -258,7 +258,7 @@ Result<json> InventoryRow(const std::string& hostname, const std::string& pool, 
       auto b = FileBase64(p.string());
       if (!b.ok()) return b.status();
       body[key] = *b;
-    } else if (daemon::Base64Decode(value, kMaxCertFile)) {
+    } else if (wire::Base64Decode(value, kMaxCertFile)) {
       body[key] = value;
     } else {
       return Status::InvalidArgument("usage", std::string(key) + " is neither a file nor base64");

@@ -32,7 +32,7 @@ int CodeFor(const Status& s) {
 }
 
 Result<Bytes> ParseHex(const std::string& hex, size_t max_bytes) {
-  auto b = daemon::HexDecode(hex.rfind("0x", 0) == 0 ? std::string_view(hex).substr(2) : hex, max_bytes);
+  auto b = wire::HexDecode(hex.rfind("0x", 0) == 0 ? std::string_view(hex).substr(2) : hex, max_bytes);
   if (!b || b->empty()) {
     return Status::InvalidArgument("hex_malformed", "expected 1.." + std::to_string(max_bytes) +
                                                         " bytes of hex");

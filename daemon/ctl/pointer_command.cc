@@ -41,7 +41,7 @@ std::string Fqdn() {
 std::string PointerConfig(const PointerOptions& o) {
   json merge = {{"source", o.url + "/config/" + o.pool}};
   if (o.token) merge["httpHeaders"] = json::array({{{"name", "Authorization"}, {"value", "Bearer " + *o.token}}});
-  const std::string ca = "data:;base64," + daemon::Base64Encode(std::span(
+  const std::string ca = "data:;base64," + wire::Base64Encode(std::span(
                                                reinterpret_cast<const uint8_t*>(o.ca_pem.data()), o.ca_pem.size()));
   json pointer = {{"ignition",
                    {{"version", "3.3.0"},

@@ -2,7 +2,7 @@
 // an attested machine (what OpenShift's cluster-machine-approver guesses from
 // Machine objects, decided here from the enrollment), and the proof that the
 // request's key lives in that machine's TPM. Pure: no I/O, no storage, no
-// HTTP. Signing is in daemon/signer.h.
+// HTTP. Signing is in core/signer.h.
 #ifndef RACKGATE_CORE_CSR_H_
 #define RACKGATE_CORE_CSR_H_
 

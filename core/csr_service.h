@@ -1,6 +1,6 @@
 // CSR vouching's decisions (docs/csr.md): POST /v1/machine/csr. A machine holding an
 // attestation token submits its kubelet client or serving CSR; the
-// approver's rules are applied against its attested identity (daemon/csr.h),
+// approver's rules are applied against its attested identity (core/csr.h),
 // a TPM-resident key is proven with a TPM2_Certify by the attested AK over
 // the session's nonce, and the cluster CA signs. Every decision is audited
 // and logged with the machine and the reason. Flood limits refuse

@@ -71,7 +71,7 @@ struct MhdResponseDeleter {
 using MhdResponse = std::unique_ptr<MHD_Response, MhdResponseDeleter>;
 
 // A client-chosen path, capped for one log line. Its control bytes are
-// escaped by the log sink itself (daemon/log.h), as every message's are.
+// escaped by the log sink itself (base/log.h), as every message's are.
 std::string LogSafe(const std::string& s) {
   constexpr size_t kMax = 256;
   if (s.size() <= kMax) return s;

@@ -1,4 +1,4 @@
-// libFuzzer target: the Accept header of a config request (daemon/ignition.h
+// libFuzzer target: the Accept header of a config request (core/ignition.h
 // Negotiate, RFC 9110 syntax), negotiated against every supported config
 // version, and the spec version text parser on the same bytes. Round trip: a
 // version that parses formats back to the same text.

@@ -1,5 +1,5 @@
 // libFuzzer target: PEM certificate requests (the kubelet CSRs a machine
-// submits), parsed and self-signature-checked with daemon/csr.h's ParseCsr,
+// submits), parsed and self-signature-checked with core/csr.h's ParseCsr,
 // then judged by every CSR rule for both kinds.
 #include <cstddef>
 #include <cstdint>
@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/csr.h"
+#include "core/csr.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace rackgate::daemon::csr;  // NOLINT
+  using namespace rackgate::core::csr;  // NOLINT
   const std::string_view pem(reinterpret_cast<const char*>(data), size);
   rackgate::Result<Csr> csr = ParseCsr(pem);
   if (!csr.ok()) return 0;

@@ -1,4 +1,4 @@
-// libFuzzer target: Ignition templates (daemon/ignition.h ParseTemplate), the
+// libFuzzer target: Ignition templates (core/ignition.h ParseTemplate), the
 // JSON an operator uploads, parsed as both a public and an attested template;
 // a template that parses is rendered with a value for every placeholder,
 // serialized and converted to every supported spec version.

@@ -1,4 +1,4 @@
-// What the files of daemon/ignition/ share with each other; not for use outside it.
+// What the files of core/ignition/ share with each other; not for use outside it.
 #ifndef RACKGATE_CORE_IGNITION_INTERNAL_H_
 #define RACKGATE_CORE_IGNITION_INTERNAL_H_
 

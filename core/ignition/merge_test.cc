@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/secrets.h"
+#include "core/secrets.h"
 
 #include "core/ignition/test_util.h"
 
@@ -112,10 +112,10 @@ TEST(Serialize, CompactAndSorted) {
             R"({"a":[1,2],"b":1,"c":{"y":"s","z":null}})");
 }
 
-// The digest rackgated audits for a served config (daemon/secrets.h).
+// The digest rackgated audits for a served config (core/secrets.h).
 TEST(Sha256Hex, KnownVectors) {
-  EXPECT_EQ(rackgate::daemon::Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(rackgate::daemon::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(rackgate::core::Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rackgate::core::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Helpers shared by the tests of daemon/ignition/: versions, template builders, placeholder values.
+// Helpers shared by the tests of core/ignition/: versions, template builders, placeholder values.
 #ifndef RACKGATE_CORE_IGNITION_TEST_UTIL_H_
 #define RACKGATE_CORE_IGNITION_TEST_UTIL_H_
 

@@ -472,8 +472,9 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   if (metrics_ != nullptr) {
     metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
   }
-  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state), record.reset_count,
-              record.restart_count, verdict.pcrs.empty() ? 0 : verdict.pcrs.begin()->second.size());
+  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state),
+              record.reset_count, record.restart_count,
+              verdict.pcrs.empty() ? 0 : verdict.pcrs.begin()->second.size());
   EvidenceResult out;
   out.verdict = std::move(verdict);
   out.token = token_text;

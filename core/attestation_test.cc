@@ -83,7 +83,7 @@ TEST_F(ChallengeTest, PendingMachineWaits) {
   e.pool = "workers";
   e.ek_public = m.ek.tpm2b_public();
   e.ek_hash = m.EkHash();
-  e.state = "pending";
+  e.state = storage::MachineState::kPending;
   ASSERT_TRUE(store_->Enroll(e, storage::Actor{"test", ""}, false, now_).ok());
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_pending");
 }

@@ -89,7 +89,7 @@ TEST_F(IgnitionServiceTest, AttestedConfigRefusalsAndTheServedRecord) {
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto machine = store_->GetMachine("node-1");
   ASSERT_TRUE(machine.ok());
-  EXPECT_EQ(machine->state, "provisioned");
+  EXPECT_EQ(machine->state, storage::MachineState::kProvisioned);
   EXPECT_EQ(ReasonOf(ignition_->AttestedConfig(AttestedConfigRequest{
                 token, std::string("application/vnd.coreos.ignition+json;version=2.2.0"), "x"})),
             "ignition_version_unsupported");

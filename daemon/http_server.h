@@ -35,9 +35,12 @@
 #include "base/status.h"
 #include "daemon/http.h"
 
+namespace rackgate {
+class Metrics;
+}  // namespace rackgate
+
 namespace rackgate::daemon {
 
-class Metrics;
 
 struct HttpServerOptions {
   // The public HTTPS listener. IPv4 or IPv6 literals ("192.0.2.10", "::1");

@@ -465,14 +465,14 @@ Response AdminApi::PutTemplate(const Request& request) {
   std::string digest;
   if (request.method != "DELETE") {
     auto t = ignition_->CheckTemplate(request.body, which == storage::kTemplatePublic
-                                                        ? ignition::TemplateKind::kPublic
-                                                        : ignition::TemplateKind::kAttested);
+                                                        ? core::ignition::TemplateKind::kPublic
+                                                        : core::ignition::TemplateKind::kAttested);
     if (!t.ok()) {
       const int status = t.status().code() == Status::Code::kIoError ? 503 : 400;
       return Response::Error(status, t.status().reason(), t.status().message());
     }
     // Stored as the operator wrote it, less insignificant whitespace.
-    text = ignition::Serialize(t->config);
+    text = core::ignition::Serialize(t->config);
     digest = Sha256Hex(*text);
   }
   auto a = std::get<storage::Actor>(actor);

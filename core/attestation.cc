@@ -282,7 +282,7 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   ChallengeResult out;
   out.session = session.id;
   out.nonce = session.nonce;
-  out.pcr_selection = session.pcr_selection;
+  out.pcr_selection = selection;
   out.credential = attest::EncodeCredentialFile(*cred);
   out.expires_in = options_.session_ttl_seconds;
   return out;

@@ -71,14 +71,9 @@ struct Caller {
   std::chrono::microseconds queued{0};
 };
 
-// A challenge's answer (docs/protocol.md, step 2).
-struct ChallengeResult {
-  std::string session;
-  attest::Bytes nonce;
-  std::string pcr_selection;  // "sha256:0,1,2+sha1:..."
-  attest::Bytes credential;   // the credential file (attest::EncodeCredentialFile)
-  int expires_in = 0;         // seconds
-};
+// A challenge's answer (docs/protocol.md, step 2): the wire module's type,
+// so the answer has one definition for the appliance and the agent.
+using ChallengeResult = wire::Challenge;
 
 // The counters a verified quote carried: they only go forward.
 struct TpmCounters {
@@ -121,12 +116,7 @@ struct EvidenceResult {
 };
 
 // GET /v1/machine: the token's own machine and what its pool asks of it.
-struct MachineView {
-  std::string hostname;
-  std::string pool;
-  std::string state;
-  bool require_tpm_key = false;
-};
+using MachineView = wire::MachineRecord;
 
 // What Verify judges besides the request: the consumed session, its machine,
 // the counters of its last good attestation (nullptr: none) and the policy

@@ -29,7 +29,7 @@ TEST_F(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->session.empty());
   EXPECT_EQ(c->nonce.size(), 32u);
-  EXPECT_EQ(c->pcr_selection, "sha256:0,1,2,3,4,5,6,7");
+  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7");
   EXPECT_EQ(c->expires_in, options_.session_ttl_seconds);
   // The credential is bound to this EK and AK: the soft TPM recovers it.
   auto cred = attest::DecodeCredentialFile(c->credential);
@@ -147,7 +147,7 @@ TEST_F(ChallengeTest, PolicyPcrsJoinTheSelection) {
   ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->pcr_selection, "sha256:0,1,2,3,4,5,6,7,9");
+  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,9");
 }
 
 // --- evidence ---

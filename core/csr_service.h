@@ -21,6 +21,7 @@
 #include "core/pool_settings.h"
 #include "core/signer.h"
 #include "storage/store.h"
+#include "wire/protocol.h"
 
 namespace rackgate::core {
 
@@ -42,15 +43,8 @@ struct CsrSubmission {
 };
 
 // A signed certificate (or the one already issued for the same key).
-struct CsrIssued {
-  std::string certificate_pem;
-  std::string ca_pem;
-  std::string serial;
-  int64_t not_before = 0;
-  int64_t not_after = 0;
-  bool tpm_resident = false;
-  std::string state;  // the machine's state after the certificate
-};
+// The issued certificate, as the wire module defines the answer.
+using CsrIssued = wire::IssuedCertificate;
 
 struct CsrOptions {
   // Where LocalCaSigner finds the cluster CA; read at the first CSR and at

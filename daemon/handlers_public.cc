@@ -84,12 +84,7 @@ Response PublicHandlers::Challenge(const Request& request) {
   if (!req.ok()) return Refused(req.status());
   auto result = attestation_->Challenge(*req, CallerOf(request));
   if (!result.ok()) return Refused(result.status());
-  const json body = {{"session", result->session},
-                     {"nonce", wire::HexEncode(result->nonce)},
-                     {"pcr_selection", result->pcr_selection},
-                     {"credential", wire::Base64Encode(result->credential)},
-                     {"expires_in", result->expires_in}};
-  return Response::Json(200, body.dump());
+  return Response::Json(200, wire::EncodeChallenge(*result));
 }
 
 Response PublicHandlers::Evidence(const Request& request) {
@@ -97,21 +92,14 @@ Response PublicHandlers::Evidence(const Request& request) {
   if (!req.ok()) return Refused(req.status());
   auto result = attestation_->Evidence(*req, CallerOf(request));
   if (!result.ok()) return Refused(result.status());
-  const json body = {{"token", result->token},
-                     {"expires_in", result->expires_in},
-                     {"hostname", result->hostname},
-                     {"state", result->state}};
-  return Response::Json(200, body.dump());
+  return Response::Json(200, wire::EncodeToken(
+                                 {result->token, result->expires_in, result->hostname, result->state}));
 }
 
 Response PublicHandlers::WhoAmI(const Request& request) {
   auto view = attestation_->WhoAmI(request.BearerToken());
   if (!view.ok()) return Refused(view.status());
-  const json body = {{"hostname", view->hostname},
-                     {"pool", view->pool},
-                     {"state", view->state},
-                     {"require_tpm_key", view->require_tpm_key}};
-  return Response::Json(200, body.dump());
+  return Response::Json(200, wire::EncodeMachineRecord(*view));
 }
 
 Response PublicHandlers::AttestedConfig(const Request& request) {
@@ -130,14 +118,7 @@ Response PublicHandlers::PublicConfig(const Request& request) {
 Response PublicHandlers::SubmitCsr(const Request& request) {
   auto issued = csrs_->Submit(request.BearerToken(), DecodeCsrSubmission(request.body));
   if (!issued.ok()) return Refused(issued.status());
-  const json body = {{"certificate", issued->certificate_pem},
-                     {"ca", issued->ca_pem},
-                     {"serial", issued->serial},
-                     {"not_before", issued->not_before},
-                     {"not_after", issued->not_after},
-                     {"tpm_resident", issued->tpm_resident},
-                     {"state", issued->state}};
-  return Response::Json(200, body.dump());
+  return Response::Json(200, wire::EncodeIssuedCertificate(*issued));
 }
 
 }  // namespace rackgate::daemon

@@ -40,10 +40,8 @@ wire::ChallengeRequest SoftMachine::ChallengeRequest() const {
 }
 
 Bytes SoftMachine::QuoteMessage(const ChallengeResult& challenge) const {
-  auto selection = attest::ParsePcrSelectionList(challenge.pcr_selection);
-  if (!selection.ok()) throw std::runtime_error("selection: " + selection.status().ToString());
   rackgate::testing::SoftQuoteSpec q;
-  q.selection = *selection;
+  q.selection = challenge.pcr_selection;
   q.clock = clock;
   q.qualified_signer = rackgate::testing::AkQualifiedName(ek, ak);
   return rackgate::testing::MakeQuoteMessage(q, pcrs, challenge.nonce);
@@ -54,14 +52,12 @@ wire::EvidenceRequest SoftMachine::Answer(const ChallengeResult& challenge) cons
   if (!cred.ok()) throw std::runtime_error("credential: " + cred.status().ToString());
   auto secret = ek.ActivateCredential(*cred, ak.name());
   if (!secret) throw std::runtime_error("ActivateCredential refused the credential");
-  auto selection = attest::ParsePcrSelectionList(challenge.pcr_selection);
-  if (!selection.ok()) throw std::runtime_error("selection: " + selection.status().ToString());
   wire::EvidenceRequest e;
   e.session = challenge.session;
   e.secret = *secret;
   e.quote = QuoteMessage(challenge);
   e.signature = ak.Sign(e.quote);
-  for (const auto& s : *selection) {
+  for (const auto& s : challenge.pcr_selection) {
     for (uint32_t i : s.pcrs) e.pcrs[s.hash_alg][i] = pcrs.at(s.hash_alg).at(i);
   }
   return e;

@@ -67,6 +67,10 @@ TEST_F(IgnitionServiceTest, PublicConfigRefusals) {
   EXPECT_EQ(ReasonOf(ignition_->PublicConfig(
                 Public(std::nullopt, std::string("application/vnd.coreos.ignition+json;version=2.2.0")))),
             "ignition_version_unsupported");
+  // An Accept header that does not parse is the client's to fix (400), not
+  // a version question.
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public(std::nullopt, std::string("*/*;q=1.5")))),
+            "accept_malformed");
   RequireToken("provisioning-token");
   EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public())), "token_missing");
   EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public(std::string("wrong")))), "token_invalid");

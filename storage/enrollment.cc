@@ -13,6 +13,23 @@ namespace rackgate::storage {
 
 namespace {
 
+// Parameters ?2..?12 of the enrollment's INSERT and of the UPDATE that
+// replaces an EK: the same columns in the same places, so one binder serves
+// both (?1 is the hostname for one, the machine id for the other).
+Stmt& BindEnrollment(Stmt& s, const Enrollment& in, int64_t now) {
+  return s.BindText(2, in.pool)
+      .BindText(3, StateName(in.state))
+      .BindBlob(4, in.ek_public)
+      .BindBlob(5, in.ek_hash)
+      .BindOptBlob(6, in.ek_certificate)
+      .BindText(7, in.tpm_manufacturer)
+      .BindText(8, in.tpm_model)
+      .BindText(9, in.tpm_version)
+      .BindOptText(10, in.policy_json)
+      .BindInt(11, now)
+      .BindText(12, in.vars_json);
+}
+
 // Enroll's rules (store.h). Sets *changed when a row was written.
 Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool replace_ek, int64_t now,
                  bool* changed) {
@@ -40,19 +57,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
           "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, "
           "tpm_model, tpm_version, policy_json, created_at, updated_at, vars_json) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)");
-      s.BindText(1, in.hostname)
-          .BindText(2, in.pool)
-          .BindText(3, StateName(in.state))
-          .BindBlob(4, in.ek_public)
-          .BindBlob(5, in.ek_hash)
-          .BindOptBlob(6, in.ek_certificate)
-          .BindText(7, in.tpm_manufacturer)
-          .BindText(8, in.tpm_model)
-          .BindText(9, in.tpm_version)
-          .BindOptText(10, in.policy_json)
-          .BindInt(11, now)
-          .BindText(12, in.vars_json)
-          .Run();
+      BindEnrollment(s.BindText(1, in.hostname), in, now).Run();
     }
     const int64_t id = c.LastInsertRowid();
     ReplaceAddresses(c, id, addresses);
@@ -81,19 +86,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
           "tpm_manufacturer = ?7, tpm_model = ?8, tpm_version = ?9, policy_json = ?10, tofu_pcrs_json = NULL, "
           "client_cert_issued_at = NULL, attest_epoch = attest_epoch + 1, updated_at = ?11, vars_json = ?12 "
           "WHERE id = ?1");
-      s.BindInt(1, old.id)
-          .BindText(2, in.pool)
-          .BindText(3, StateName(in.state))
-          .BindBlob(4, in.ek_public)
-          .BindBlob(5, in.ek_hash)
-          .BindOptBlob(6, in.ek_certificate)
-          .BindText(7, in.tpm_manufacturer)
-          .BindText(8, in.tpm_model)
-          .BindText(9, in.tpm_version)
-          .BindOptText(10, in.policy_json)
-          .BindInt(11, now)
-          .BindText(12, in.vars_json)
-          .Run();
+      BindEnrollment(s.BindInt(1, old.id), in, now).Run();
     }
     ReplaceAddresses(c, old.id, addresses);
     auto [sessions, tokens] = DropCredentials(c, old.id);

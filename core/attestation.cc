@@ -73,10 +73,9 @@ Status Denied(std::string reason, std::string message) {
   return Status::VerificationFailed(std::move(reason), std::move(message));
 }
 
-// A store failure: the machine may try again; the cause stays in the log.
-Status StoreBusy() { return Status::IoError("busy", "try again later"); }
-
 }  // namespace
+
+Status StoreBusy() { return Status::IoError("busy", "try again later"); }
 
 AttestationService::AttestationService(storage::Store* store, const TrustAnchors* anchors,
                                        AttestationOptions options, Metrics* metrics, Clock clock)

@@ -133,6 +133,10 @@ struct EvidenceContext {
   bool policy_unusable = false;
 };
 
+// A store failure, as every core service answers it: reason "busy" (the
+// machine may try again; the cause stays in the appliance's log).
+Status StoreBusy();
+
 // The protocol's decisions for challenge, evidence and bearer tokens. No
 // HTTP: typed requests in, typed results or a Status out, whose reason() is
 // the protocol's reason code; the daemon maps it to a status code

@@ -113,7 +113,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   if (!auth.ok()) return auth.status();
   const storage::Machine& m = auth->machine;
   const storage::Token& token = auth->token;
-  const Status busy = Status::IoError("busy", "try again later");
+  const Status busy = StoreBusy();
 
   // Flood limits first, before any parsing or crypto: the approver's lesson
   // is that an unbounded queue of pending CSRs takes the signer down.

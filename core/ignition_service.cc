@@ -216,7 +216,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
     if (found.status().code() == Status::Code::kNotFound) {
       return Refuse(Status::NotFound("pool_unknown", "no such pool"), who);
     }
-    return Refuse(Status::IoError("busy", "try again later"), who);
+    return Refuse(StoreBusy(), who);
   }
   const storage::Pool* pool = &(*found)->pool;
   if (pool->token_required) {
@@ -290,7 +290,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
   const storage::Machine& m = auth->machine;
   const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(Status::IoError("busy", "try again later"), who);
+  if (!pool.ok()) return Refuse(StoreBusy(), who);
   if (!pool->public_template && !pool->attested_template) {
     return Refuse(Unavailable("the pool has no config yet"), who);
   }
@@ -338,7 +338,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
       return Refuse(Status::VerificationFailed("state_conflict", "this machine cannot be provisioned now"), who);
     }
     Log()->error("config for {} not recorded: {}", who, served.status().ToString());
-    return Refuse(Status::IoError("busy", "try again later"), who);
+    return Refuse(StoreBusy(), who);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",

@@ -296,7 +296,11 @@ bool ValidHostname(std::string_view name) {
 }
 
 std::string EncodeMachineRecord(const MachineRecord& m) {
-  json body = {{"hostname", m.hostname}, {"pool", m.pool}, {"state", m.state}, {"require_tpm_key", m.require_tpm_key}};
+  json body = {{"hostname", m.hostname},
+               {"pool", m.pool},
+               {"state", m.state},
+               {"require_tpm_key", m.require_tpm_key},
+               {"renew_fraction", m.renew_fraction}};
   return body.dump();
 }
 
@@ -313,6 +317,11 @@ Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
   m.pool = attest::PrintableAscii(Str(*doc, "pool").value_or(""), 64);
   m.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
   m.require_tpm_key = Bool(*doc, "require_tpm_key");
+  // An appliance before renewal sends none: the default stands.
+  if (auto it = doc->find("renew_fraction"); it != doc->end() && it->is_number()) {
+    const double f = it->get<double>();
+    if (f > 0.0 && f <= 1.0) m.renew_fraction = f;
+  }
   return m;
 }
 
@@ -326,11 +335,25 @@ std::string EncodeCsrRequest(const CsrRequest& r) {
                        {"certify_info", Base64Encode(r.tpm_key->certify_info)},
                        {"certify_signature", Base64Encode(r.tpm_key->certify_signature)}};
   }
+  if (r.renewal) {
+    body["renewal"] = {{"certificate", r.renewal->certificate_pem},
+                       {"signature", Base64Encode(r.renewal->signature)}};
+  }
   return body.dump();
 }
 
+Bytes RenewalSignedMessage(std::span<const uint8_t> nonce, std::span<const uint8_t> new_spki_sha256) {
+  static constexpr char kLabel[] = "rackgate-renewal-v1";  // with its NUL
+  Bytes m(kLabel, kLabel + sizeof(kLabel));
+  m.push_back(static_cast<uint8_t>(nonce.size() >> 8));
+  m.push_back(static_cast<uint8_t>(nonce.size() & 0xff));
+  m.insert(m.end(), nonce.begin(), nonce.end());
+  m.insert(m.end(), new_spki_sha256.begin(), new_spki_sha256.end());
+  return m;
+}
+
 Result<CsrRequest> DecodeCsrRequest(std::string_view body) {
-  auto doc = ParseObject(body, {"signer", "csr", "usages", "tpm_key"});
+  auto doc = ParseObject(body, {"signer", "csr", "usages", "tpm_key", "renewal"});
   if (!doc.ok()) return doc.status();
   CsrRequest r;
   for (const char* field : {"signer", "csr"}) {
@@ -371,6 +394,22 @@ Result<CsrRequest> DecodeCsrRequest(std::string_view body) {
     }
     r.tpm_key = std::move(proof);
   }
+  if (doc->contains("renewal")) {
+    const json& k = doc->at("renewal");
+    const char* kNeeds = "needs certificate (PEM) and signature (base64)";
+    if (!k.is_object()) return Invalid("renewal", kNeeds);
+    if (Status s = CheckAllowed(k, {"certificate", "signature"}, "renewal."); !s.ok()) return s;
+    auto cert = k.find("certificate");
+    if (cert == k.end() || !cert->is_string() || cert->get_ref<const std::string&>().empty() ||
+        cert->get_ref<const std::string&>().size() > kMaxPemChars) {
+      return Invalid("renewal.certificate", kNeeds);
+    }
+    auto sig = k.find("signature");
+    auto b = sig != k.end() && sig->is_string() ? Base64Decode(sig->get_ref<const std::string&>(), kMaxSignature)
+                                                : std::nullopt;
+    if (!b || b->empty()) return Invalid("renewal.signature", kNeeds);
+    r.renewal = RenewalProof{cert->get<std::string>(), std::move(*b)};
+  }
   return r;
 }
 
@@ -397,6 +436,74 @@ Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body) {
   out.tpm_resident = Bool(*doc, "tpm_resident");
   out.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
   return out;
+}
+
+// --- Provisioning reports ----------------------------------------------------
+
+namespace {
+
+bool ReportName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeProvisioningReport(const ProvisioningReport& r) {
+  json body = {{"outcome", r.outcome}, {"step", r.step},         {"reason", r.reason},
+               {"message", r.message}, {"exit_status", r.exit_status}, {"done", r.done}};
+  return body.dump();
+}
+
+Result<ProvisioningReport> DecodeProvisioningReport(std::string_view body) {
+  auto doc = ParseObject(body, {"outcome", "step", "reason", "message", "exit_status", "done"});
+  if (!doc.ok()) return doc.status();
+  ProvisioningReport r;
+  for (const char* field : {"outcome", "step"}) {
+    if (!doc->contains(field) || !doc->at(field).is_string()) return Missing(field);
+  }
+  r.outcome = doc->at("outcome").get<std::string>();
+  if (r.outcome != "ok" && r.outcome != "failed") return Invalid("outcome", "expected ok or failed");
+  r.step = doc->at("step").get<std::string>();
+  if (!ReportName(r.step)) return Invalid("step", "expected [a-z0-9_], 1..64 characters");
+  if (doc->contains("reason")) {
+    const json& v = doc->at("reason");
+    if (!v.is_string()) return Invalid("reason", "expected a string");
+    r.reason = v.get<std::string>();
+    if (!r.reason.empty() && !ReportName(r.reason)) return Invalid("reason", "expected [a-z0-9_], 1..64 characters");
+  }
+  if (r.outcome == "failed" && r.reason.empty()) return Missing("reason");
+  if (doc->contains("message")) {
+    const json& v = doc->at("message");
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > kMaxReportMessage) {
+      return Invalid("message", "expected a string of at most " + std::to_string(kMaxReportMessage) + " characters");
+    }
+    // SECURITY: shown on operators' terminals and logged: printable only.
+    r.message = attest::PrintableAscii(v.get<std::string>(), kMaxReportMessage);
+  }
+  if (doc->contains("exit_status")) {
+    const json& v = doc->at("exit_status");
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 255) {
+      return Invalid("exit_status", "expected an integer 0..255");
+    }
+    r.exit_status = static_cast<int>(v.get<long long>());
+  }
+  if (doc->contains("done")) {
+    const json& list = doc->at("done");
+    if (!list.is_array() || list.size() > kMaxReportDone) {
+      return Invalid("done", "expected a list of at most " + std::to_string(kMaxReportDone) + " names");
+    }
+    for (const json& d : list) {
+      if (!d.is_string() || !ReportName(d.get_ref<const std::string&>())) {
+        return Invalid("done", "expected names of [a-z0-9_]");
+      }
+      r.done.push_back(d.get<std::string>());
+    }
+  }
+  return r;
 }
 
 // --- Errors ------------------------------------------------------------------

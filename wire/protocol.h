@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,9 @@ struct MachineRecord {
   std::string state;
   // The pool asks for a TPM-resident client key (docs/csr.md).
   bool require_tpm_key = false;
+  // Renewal is open once at most this fraction of a certificate's validity
+  // is left (docs/csr.md, "Renewal"): the agent renews no earlier.
+  double renew_fraction = 1.0 / 3.0;
   bool operator==(const MachineRecord&) const = default;
 };
 std::string EncodeMachineRecord(const MachineRecord& m);
@@ -128,12 +132,29 @@ struct TpmKeyProof {
   bool operator==(const TpmKeyProof&) const = default;
 };
 
+// A renewal: the machine's current certificate of the same kind, and a
+// signature by that certificate's key over RenewalSignedMessage() (proof that
+// the machine still holds the key it is renewing).
+struct RenewalProof {
+  std::string certificate_pem;
+  Bytes signature;  // DER ECDSA, or PKCS#1 v1.5 for an RSA key; SHA-256
+  bool operator==(const RenewalProof&) const = default;
+};
+
+// What the current key signs for a renewal: a fixed label, the session's
+// nonce (the token's attestation: fresh) and the SHA-256 of the new CSR's
+// SubjectPublicKeyInfo (DER), so a proof is good for this new key only.
+//   "rackgate-renewal-v1" 0x00 | u16 BE len(nonce) | nonce | SHA-256(spki)
+Bytes RenewalSignedMessage(std::span<const uint8_t> nonce, std::span<const uint8_t> new_spki_sha256);
+
 struct CsrRequest {
   std::string signer;
   std::string csr_pem;
   // Absent: the signer's defaults, which the appliance chooses.
   std::optional<std::vector<std::string>> usages;
   std::optional<TpmKeyProof> tpm_key;
+  // Present when the machine renews a certificate it holds.
+  std::optional<RenewalProof> renewal;
   bool operator==(const CsrRequest&) const = default;
 };
 std::string EncodeCsrRequest(const CsrRequest& r);
@@ -158,6 +179,29 @@ struct IssuedCertificate {
 std::string EncodeIssuedCertificate(const IssuedCertificate& c);
 // certificate and ca are required; serial and state are made printable.
 Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body);
+
+// --- Provisioning reports: POST /v1/machine/report --------------------------
+
+// What the agent did on this run, so an operator sees why a node is stuck
+// without its console (docs/protocol.md, "Reports").
+struct ProvisioningReport {
+  std::string outcome;  // "ok" or "failed"
+  std::string step;     // the step that failed, or the last one run: attest, config, csr
+  std::string reason;   // the failure's reason code; "" when ok
+  std::string message;  // at most kMaxReportMessage printable characters
+  int exit_status = 0;  // the agent's exit status for this run
+  // What was done, in order, e.g. "config_applied", "client_certificate_kept",
+  // "client_certificate_renewed", "serving_certificate_written".
+  std::vector<std::string> done;
+  bool operator==(const ProvisioningReport&) const = default;
+};
+inline constexpr size_t kMaxReportMessage = 512;
+inline constexpr size_t kMaxReportDone = 16;
+std::string EncodeProvisioningReport(const ProvisioningReport& r);
+// outcome ok|failed, step and reason [a-z0-9_] of at most 64 characters,
+// message printable ASCII, exit_status 0..255, done at most kMaxReportDone
+// names like step's (field_invalid otherwise; unknown fields refused).
+Result<ProvisioningReport> DecodeProvisioningReport(std::string_view body);
 
 // --- Errors -----------------------------------------------------------------
 

@@ -350,4 +350,94 @@ TEST(ErrorBody, RoundTripsAndIsMadePrintable) {
 }
 
 }  // namespace
+TEST(Renewal, RoundTripsAndRefusals) {
+  CsrRequest r;
+  r.signer = "kubernetes.io/kube-apiserver-client-kubelet";
+  r.csr_pem = "PEM";
+  r.renewal = RenewalProof{"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", Seq(71, 3)};
+  const std::string body = EncodeCsrRequest(r);
+  auto back = DecodeCsrRequest(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  ExpectEveryPrefixRefused(body, DecodeCsrRequest);
+
+  const nlohmann::json good = {{"signer", "s"}, {"csr", "PEM"}};
+  for (const auto& [renewal, field] :
+       std::vector<std::pair<nlohmann::json, std::string>>{
+           {nlohmann::json("x"), "renewal"},
+           {{{"certificate", "C"}}, "renewal.signature"},
+           {{{"signature", "AQ=="}}, "renewal.certificate"},
+           {{{"certificate", ""}, {"signature", "AQ=="}}, "renewal.certificate"},
+           {{{"certificate", "C"}, {"signature", "A"}}, "renewal.signature"},
+           {{{"certificate", "C"}, {"signature", "AQ=="}, {"key", "x"}}, "renewal.key"}}) {
+    nlohmann::json b = good;
+    b["renewal"] = renewal;
+    auto x = DecodeCsrRequest(b.dump());
+    ASSERT_FALSE(x.ok()) << b.dump();
+    EXPECT_EQ(x.status().reason(), "field_invalid") << b.dump();
+    EXPECT_NE(x.status().message().find(field), std::string::npos) << x.status().message();
+  }
+}
+
+TEST(Renewal, SignedMessageBindsNonceAndKey) {
+  const Bytes nonce = Seq(32, 1), key = Seq(32, 9);
+  const Bytes m = RenewalSignedMessage(nonce, key);
+  const std::string label = "rackgate-renewal-v1";
+  ASSERT_EQ(m.size(), label.size() + 1 + 2 + 32 + 32);
+  EXPECT_EQ(std::string(m.begin(), m.begin() + label.size()), label);
+  EXPECT_EQ(m[label.size()], 0);
+  EXPECT_EQ(m[label.size() + 1], 0);
+  EXPECT_EQ(m[label.size() + 2], 32);
+  EXPECT_NE(RenewalSignedMessage(Seq(32, 2), key), m);
+  EXPECT_NE(RenewalSignedMessage(nonce, Seq(32, 8)), m);
+}
+
+TEST(MachineRecordWire, RenewFraction) {
+  MachineRecord m{"node-1", "workers", "joined", false, 0.25};
+  auto back = DecodeMachineRecord(EncodeMachineRecord(m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, m);
+  // An older appliance sends none; a nonsense one is ignored.
+  auto old = DecodeMachineRecord(R"({"hostname": "node-1"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_DOUBLE_EQ(old->renew_fraction, 1.0 / 3.0);
+  auto odd = DecodeMachineRecord(R"({"hostname": "node-1", "renew_fraction": 7})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_DOUBLE_EQ(odd->renew_fraction, 1.0 / 3.0);
+}
+
+TEST(Report, RoundTripsAndRefusals) {
+  ProvisioningReport r{"failed", "config", "template_value_missing", "the value 'x' is missing", 3,
+                       {"attested"}};
+  const std::string body = EncodeProvisioningReport(r);
+  auto back = DecodeProvisioningReport(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  ExpectEveryPrefixRefused(body, DecodeProvisioningReport);
+  auto ok = DecodeProvisioningReport(R"({"outcome": "ok", "step": "csr", "done": ["config_applied"]})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->exit_status, 0);
+
+  auto esc = DecodeProvisioningReport(R"({"outcome": "failed", "step": "csr", "reason": "x", "message": "a\u001b[31mb\nc"})");
+  ASSERT_TRUE(esc.ok());
+  for (char c : esc->message) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << int(c);
+
+  for (const char* bad : {
+           R"({"outcome": "maybe", "step": "csr"})",
+           R"({"outcome": "ok", "step": "CSR!"})",
+           R"({"outcome": "failed", "step": "csr"})",
+           R"({"outcome": "ok", "step": "csr", "exit_status": 256})",
+           R"({"outcome": "ok", "step": "csr", "exit_status": -1})",
+           R"({"outcome": "ok", "step": "csr", "done": ["a b"]})",
+           R"({"outcome": "ok", "step": "csr", "hostname": "other"})",
+       }) {
+    auto x = DecodeProvisioningReport(bad);
+    EXPECT_FALSE(x.ok()) << bad;
+  }
+  nlohmann::json long_message = {{"outcome", "ok"}, {"step", "csr"}, {"message", std::string(kMaxReportMessage + 1, 'm')}};
+  EXPECT_FALSE(DecodeProvisioningReport(long_message.dump()).ok());
+  nlohmann::json many = {{"outcome", "ok"}, {"step", "csr"}, {"done", std::vector<std::string>(kMaxReportDone + 1, "x")}};
+  EXPECT_FALSE(DecodeProvisioningReport(many.dump()).ok());
+}
+
 }  // namespace rackgate::wire

@@ -130,7 +130,8 @@ Result<CsrApprovalRequest> SqliteStore::DecideCsrRequest(int64_t id, bool approv
     CheckActor(actor);
     if (!approve) {
       CheckSize("deny_reason", deny_reason.size(), 1, kMaxReason);
-      if (!IsPrintableAscii(deny_reason)) {
+      // The machine is told the reason: printable ASCII and spaces only.
+      if (!std::all_of(deny_reason.begin(), deny_reason.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; })) {
         return Status::InvalidArgument("field_invalid", "a deny reason is printable ASCII");
       }
     }

@@ -66,8 +66,10 @@ class CsrApprovalTest : public CoreTest {
   size_t Count(const std::string& action) {
     storage::AuditFilter f;
     f.limit = 10000;
+    auto entries = store_->ListAudit(f);
+    EXPECT_TRUE(entries.ok());
     size_t n = 0;
-    for (const auto& e : *store_->ListAudit(f)) n += e.action == action ? 1 : 0;
+    for (const auto& e : *entries) n += e.action == action ? 1 : 0;
     return n;
   }
   std::vector<storage::CsrApprovalRequest> Waiting() { return *store_->ListCsrRequests(false); }

@@ -36,7 +36,7 @@ lab_ca lab
 # Short waits: every wait below should take a second or two.
 rg_config retry_after_seconds 1
 rg_config discovery true
-rg_config discovery_pool default
+rg_config discovery_pool '"default"'
 
 lab_machine a1 lab   # (a) approved
 lab_machine a2 lab   # (a) denied

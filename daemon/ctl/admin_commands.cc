@@ -145,7 +145,8 @@ constexpr char kShowHelp[] = "Usage: rackgatectl show HOSTNAME [--json]\n";
 constexpr char kActionHelp[] =
     "Usage: rackgatectl approve|revoke|reset HOSTNAME [--reason TEXT] [--json]\n"
     "\n"
-    "approve: pending -> enrolled (discovery mode).\n"
+    "approve: pending -> enrolled (discovery mode); it can also rename, move\n"
+    "         and address the machine: rackgatectl approve --help.\n"
     "revoke:  any state -> revoked; its tokens stop working at once. Terminal\n"
     "         until the machine is enrolled again with --replace-ek.\n"
     "reset:   attested/provisioned/joined/revoked -> enrolled: lets the machine\n"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "attest/tpm.h"
+#include "core/csr_approval.h"
 #include "core/secrets.h"
 #include "base/log.h"
 
@@ -207,6 +208,16 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
     std::string all;
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
     return Refuse(m, Status::VerificationFailed(refusals.front().reason, all), kind_name);
+  }
+
+  // Manual approval (core/csr_approval.h): every rule passed, nothing signed
+  // yet. An approved key is signed here, the rules above checked again now.
+  if (Status s = CheckCsrApproval(store_, *settings,
+                                  {&m, kind_name, Sha256(parsed->spki_der), body.csr_pem, usages, tpm_key_proven,
+                                   /*renewal=*/false},
+                                  now);
+      !s.ok()) {
+    return Refuse(m, s.code() == Status::Code::kIoError ? busy : s, kind_name, s.reason() != "csr_denied");
   }
 
   const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");

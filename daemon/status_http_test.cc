@@ -102,5 +102,21 @@ TEST(StatusHttp, AdminMapsByCode) {
   EXPECT_EQ(Header(io, "Retry-After"), "5");
 }
 
+// Manual CSR approval: a waiting CSR is 503 with Retry-After (the agent keeps
+// asking), a denied one 403 with the operator's reason and no Retry-After.
+TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {
+  RetryPolicy retry;
+  retry.retry_after_seconds = 7;
+  const Response wait = ErrorResponse(Status::Unsupported("csr_awaiting_approval", "CSR 3 waits"), retry);
+  EXPECT_EQ(wait.status, 503);
+  EXPECT_EQ(Header(wait, "Retry-After"), "7");
+  EXPECT_NE(wait.body.find("csr_awaiting_approval"), std::string::npos);
+  const Response denied =
+      ErrorResponse(Status::VerificationFailed("csr_denied", "CSR 3 was denied by an operator: wrong rack"), retry);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_FALSE(Header(denied, "Retry-After"));
+  EXPECT_NE(denied.body.find("wrong rack"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rackgate::daemon

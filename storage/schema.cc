@@ -181,10 +181,33 @@ CREATE INDEX certificates_machine ON certificates(machine_id, issued_at);
 CREATE INDEX certificates_hostname ON certificates(hostname, issued_at);
 )sql";
 
+// Manual CSR approval (docs/csr.md, "Manual approval"): CSRs that passed
+// every rule and wait for an operator, and the operator's decision.
+constexpr char kV4Approval[] = R"sql(
+CREATE TABLE csr_requests (
+  id                INTEGER PRIMARY KEY,
+  machine_id        INTEGER NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  attest_epoch      INTEGER NOT NULL,
+  kind              TEXT NOT NULL CHECK (kind IN ('client', 'serving')),
+  public_key_sha256 BLOB NOT NULL,
+  csr_pem           TEXT NOT NULL,
+  usages_json       TEXT NOT NULL DEFAULT '[]',
+  tpm_resident      INTEGER NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
+  state             TEXT NOT NULL CHECK (state IN ('waiting', 'approved', 'denied')),
+  deny_reason       TEXT NOT NULL DEFAULT '',
+  decided_by        TEXT NOT NULL DEFAULT '',
+  created_at        INTEGER NOT NULL,
+  decided_at        INTEGER
+) STRICT;
+CREATE UNIQUE INDEX csr_requests_key ON csr_requests(machine_id, attest_epoch, kind, public_key_sha256);
+CREATE INDEX csr_requests_state ON csr_requests(state, created_at);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
     {3, "Ignition templates, provisioning tokens, machine vars, certificates", kV3},
+    {4, "csr_requests: CSRs waiting for an operator", kV4Approval},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -215,6 +215,32 @@ class Store {
   // Newest first; hostname "" for every machine.
   virtual Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit = 1000) = 0;
 
+  // --- Manual CSR approval (docs/csr.md, "Manual approval") ----------------
+  // The machine's request for r.kind and r.public_key_sha256 in its current
+  // attest epoch, in whatever state it is; when there is none, inserts r as
+  // waiting (audited as csr_waiting, once). A new request is refused
+  // csr_flood_machine (kUnsupported) when the machine already has
+  // limits.max_waiting_per_machine waiting, csr_flood when the appliance has
+  // limits.max_waiting. machine_unknown, field_invalid.
+  virtual Result<CsrApprovalRequest> QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
+                                                     const Actor& actor, int64_t now) = 0;
+  // waiting -> approved (audited csr_approved) or denied with `deny_reason`
+  // (audited csr_denied; the reason is 1..256 printable characters).
+  // csr_request_unknown (kNotFound); state_conflict when already decided.
+  virtual Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
+                                                      const Actor& actor, int64_t now) = 0;
+  // Waiting requests of current epochs, oldest first; `all`: every request,
+  // newest first. At most `limit`.
+  virtual Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit = 1000) = 0;
+  // pending -> enrolled like Approve, and in the same transaction (one audit
+  // row, approve, with old and new hostname in its detail) the changes:
+  // rename, move to another pool, replace the addresses and vars.
+  // hostname_taken (kInvalidArgument) when another machine has the new
+  // hostname (the message names it); pool_unknown, hostname_invalid,
+  // field_invalid, state_conflict, hostname_unknown.
+  virtual Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                                  int64_t now) = 0;
+
   // --- Audit and status ------------------------------------------------------
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;
   // Machines per state, by StateName(); every state is present (0 when none).

@@ -239,6 +239,48 @@ struct StoreOptions {
   int max_failures_per_machine = 100;
 };
 
+// --- Manual CSR approval (docs/csr.md, "Manual approval") ---------------------
+
+// A CSR request's state; the database stores these texts.
+inline constexpr std::string_view kCsrWaiting = "waiting";
+inline constexpr std::string_view kCsrApproved = "approved";
+inline constexpr std::string_view kCsrDenied = "denied";
+
+// A CSR that passed every rule and waits for an operator (or was decided).
+// Identified for the machine by (kind, public key) within its attest epoch:
+// a reset or a new EK starts over.
+struct CsrApprovalRequest {
+  int64_t id = 0;  // set by storage
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by reads; ignored on writes
+  std::string kind;      // kCertClient or kCertServing
+  Bytes public_key_sha256;
+  std::string csr_pem;  // public: the request as the machine sent it
+  std::vector<std::string> usages;
+  bool tpm_resident = false;
+  std::string state;        // kCsrWaiting, kCsrApproved or kCsrDenied; set by storage
+  std::string deny_reason;  // the operator's reason when denied
+  std::string decided_by;   // the operator's name once decided
+  int64_t created_at = 0;   // set by storage
+  std::optional<int64_t> decided_at;
+  bool current = true;  // filled by reads: false once its machine was reset or re-keyed
+};
+
+// Bounds on waiting requests, so a flood of CSRs cannot fill the store.
+struct CsrQueueLimits {
+  int max_waiting_per_machine = 4;
+  int max_waiting = 1000;
+};
+
+// What an operator sets on a pending machine as it is approved (discovery):
+// each field, when given, replaces the machine's.
+struct ApprovalChanges {
+  std::optional<std::string> hostname;
+  std::optional<std::string> pool;
+  std::optional<std::vector<Address>> addresses;
+  std::optional<std::string> vars_json;  // a JSON object, opaque here
+};
+
 // (done, total), called after each row has been checked and written, inside
 // the transaction; done == total means every row is in and commit follows.
 using ImportProgress = std::function<void(size_t done, size_t total)>;

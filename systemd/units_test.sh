@@ -122,6 +122,17 @@ elif grep -qiE '^RemainAfterExit=(yes|true|1|on)' "$agent_unit"; then
 else
   pass "rackgate-agent-renew.timer reruns rackgate-agent.service"
 fi
+# verify loads a timer without judging its time spans ("OnBootSec=6hh" is
+# only logged as ignored when a manager loads it): each is parsed here.
+bad_spans=""
+while IFS='=' read -r key value; do
+  systemd-analyze timespan "$value" >/dev/null 2>&1 || bad_spans+=" $key=$value"
+done < <(grep -E '^(On[A-Za-z]*Sec|RandomizedDelaySec|AccuracySec)=' "$agent_timer")
+if [ -n "$bad_spans" ]; then
+  fail "rackgate-agent-renew.timer: not a time span:$bad_spans"
+else
+  pass "rackgate-agent-renew.timer's time spans parse"
+fi
 # The unit runs the whole path (issue 14): attest, config, csr.
 if grep -qE '^ExecStart=.* --steps attest,config,csr .*--apiserver \$\{RACKGATE_APISERVER\}' "$agent_unit"; then
   pass "rackgate-agent.service runs every step (attest,config,csr)"

@@ -291,7 +291,8 @@ PY
 # (none unless replayed), --max-wait, the root's paths in place of / (the
 # appliance CA, --apply-root, kubelet's directory and kubeconfig; the
 # agent takes the last of a repeated flag), the machine's address, then
-# ARGS. Output and exit code as boot_agent's.
+# ARGS. The argument vector is kept in $(lab_dir NAME)/unit.argv, one a
+# line. Output and exit code as boot_agent's.
 boot_unit() {
   local name="$1"; shift
   local m R extra rc=0 argv=()
@@ -302,7 +303,7 @@ boot_unit() {
   extra+=" --kubeconfig $R/var/lib/kubelet/kubeconfig --node-ip $(boot_ip "$name") $*"
   mapfile -t argv < <(boot_unit_argv "$R/etc/rackgate/agent.env" "$extra") || true
   if (( ${#argv[@]} < 2 )); then echo "boot_unit: cannot build the unit's command line" >"$m/agent.last"; cat "$m/agent.last" >&2; return 1; fi
-  printf '%q ' "${argv[@]}" > "$m/unit.cmdline"
+  printf '%s\n' "${argv[@]}" > "$m/unit.argv"  # one argument a line
   boot_spawn "${argv[@]}" >/dev/null 2>"$m/agent.last" || rc=$?
   cat "$m/agent.last" >> "$m/agent.log"
   cat "$m/agent.last" >&2

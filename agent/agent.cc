@@ -363,40 +363,6 @@ Outcome<Done> Agent::Csr(Attestation* a) {
 
 namespace {
 
-// What the kubelet holds for one certificate, and what to do about it.
-struct Held {
-  std::optional<HeldCertificate> cert;  // absent: ask for a first one
-  bool renew = false;
-  std::string why;  // for the log line
-};
-
-// A joined machine's certificate on disk is kept while valid and not due,
-// renewed when due; anything else asks for a first certificate (which the
-// appliance refuses for a joined machine's client certificate until an
-// operator's reset: a wiped disk). `key_matches` checks a key that is not
-// in the file (the TPM-resident client key).
-Held Judge(const std::string& dir, const char* prefix, bool joined, std::time_t now, double renew_fraction,
-           const std::function<bool(const HeldCertificate&)>& key_matches) {
-  Held h;
-  if (!joined) {
-    h.why = "first";
-    return h;
-  }
-  auto cert = ReadHeldCertificate(dir, prefix);
-  if (!cert.ok()) {
-    h.why = cert.status().reason();
-    return h;
-  }
-  if (!key_matches(*cert)) {
-    h.why = "key_mismatch";
-    return h;
-  }
-  h.renew = DecideCertificate(cert->not_before, cert->not_after, now, renew_fraction) == CertificateAction::kRenew;
-  h.why = h.renew ? (now >= cert->not_after ? "expired" : "due") : "valid";
-  h.cert = std::move(cert).value();
-  return h;
-}
-
 std::string CurrentPath(const std::string& dir, const char* prefix) {
   return (std::filesystem::path(dir) / (std::string(prefix) + "-current.pem")).string();
 }
@@ -429,7 +395,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
   // The current key when it is TPM-resident: its blobs beside the
   // certificate, and its public area must be the certificate's key.
   std::optional<KeyBlobs> current_blobs;
-  Held held = Judge(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), machine.renew_fraction,
+  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), machine.renew_fraction,
                     [&](const HeldCertificate& c) {
                       if (c.private_key) return true;  // checked against the certificate when read
                       auto blobs = ReadClientBlobs(options_.kubelet_dir);
@@ -490,6 +456,8 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
       const KeyBlobs cb = *current_blobs;
       current = [this, cb](std::span<const uint8_t> digest) { return SignWithTpmClientKey(cb, digest); };
     }
+    Log("note", "certificate=client renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
+                    " renew_fraction=" + std::to_string(machine.renew_fraction));
     auto proof = MakeRenewalProof(held.cert->certificate_pem, a->nonce, public_key.get(), current);
     if (!proof.ok()) {
       Wipe(&key_pem);
@@ -574,7 +542,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
 Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::MachineRecord& machine) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& hostname = machine.hostname;
-  Held held = Judge(options_.kubelet_dir, kServerPrefix, a.token.state == "joined", clock_.now(),
+  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kServerPrefix, a.token.state == "joined", clock_.now(),
                     machine.renew_fraction, [](const HeldCertificate& c) { return c.private_key != nullptr; });
   if (held.cert && !held.renew) {
     Log("ok", "certificate=serving kept not_after=" + std::to_string(held.cert->not_after) +
@@ -598,6 +566,8 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::Machin
   req.usages = {"digital signature", "server auth"};
   req.csr_pem = std::move(csr).value();
   if (held.cert) {
+    Log("note", "certificate=serving renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
+                    " renew_fraction=" + std::to_string(machine.renew_fraction));
     auto proof = MakeRenewalProof(held.cert->certificate_pem, a.nonce, key,
                                   SoftwareSigner(held.cert->private_key.get()));
     if (!proof.ok()) {

@@ -103,6 +103,29 @@ CertificateAction DecideCertificate(std::time_t not_before, std::time_t not_afte
   return left <= renew_fraction * validity ? CertificateAction::kRenew : CertificateAction::kKeep;
 }
 
+CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool joined, std::time_t now,
+                                double renew_fraction,
+                                const std::function<bool(const HeldCertificate&)>& key_matches) {
+  CertificatePlan p;
+  if (!joined) {
+    p.why = "first";
+    return p;
+  }
+  auto cert = ReadHeldCertificate(dir, prefix);
+  if (!cert.ok()) {
+    p.why = cert.status().reason();
+    return p;
+  }
+  if (!key_matches(*cert)) {
+    p.why = "key_mismatch";
+    return p;
+  }
+  p.renew = DecideCertificate(cert->not_before, cert->not_after, now, renew_fraction) == CertificateAction::kRenew;
+  p.why = p.renew ? (now >= cert->not_after ? "expired" : "due") : "valid";
+  p.cert = std::move(cert).value();
+  return p;
+}
+
 Bytes SpkiSha256(evp_pkey_st* key) {
   unsigned char* der = nullptr;
   const int n = i2d_PUBKEY(key, &der);

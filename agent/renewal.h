@@ -12,6 +12,8 @@
 #endif
 
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +49,23 @@ enum class CertificateAction {
 // default third. A certificate with not_after <= not_before is due.
 CertificateAction DecideCertificate(std::time_t not_before, std::time_t not_after, std::time_t now,
                                     double renew_fraction);
+
+// What to do with one of the kubelet's certificates on this run.
+struct CertificatePlan {
+  std::optional<HeldCertificate> cert;  // absent: ask for a first certificate
+  bool renew = false;                   // with cert: renew it (else keep it)
+  std::string why;  // for the log: first, certificate_missing, certificate_invalid, key_mismatch, valid, due, expired
+};
+// A joined machine's certificate on disk (<dir>/<prefix>-current.pem) is
+// kept while valid and not due, renewed when due or expired; anything else
+// (not joined, missing, unreadable, `key_matches` false) asks for a first
+// certificate, which the appliance refuses for a joined machine's client
+// certificate until an operator's reset (a wiped disk). `key_matches`
+// checks a key that is not in the file (the TPM-resident client key); a
+// key in the file was checked against the certificate when read.
+CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool joined, std::time_t now,
+                                double renew_fraction,
+                                const std::function<bool(const HeldCertificate&)>& key_matches);
 
 // SHA-256 of the key's SubjectPublicKeyInfo (DER).
 Bytes SpkiSha256(evp_pkey_st* key);

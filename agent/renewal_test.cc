@@ -121,6 +121,44 @@ TEST(ReadHeldCertificate, MissingMismatchedAndGarbage) {
   EXPECT_EQ(garbage.status().reason(), "certificate_invalid");
 }
 
+TEST(PlanCertificate, KeepRenewOrFirstForCertificatesOnDisk) {
+  TempDir d;
+  const std::string dir = d.path().string();
+  auto any_key = [](const HeldCertificate&) { return true; };
+  PkeyPtr key = GenerateP256Key();
+  // Valid [kT0, kT0 + 3000]: kept until 2000 s in, renewed after.
+  ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 3000),
+                               PrivateKeyPem(key.get()), kT0).ok());
+  auto keep = PlanCertificate(dir, kClientPrefix, true, kT0 + 100, 1.0 / 3, any_key);
+  ASSERT_TRUE(keep.cert.has_value());
+  EXPECT_FALSE(keep.renew);
+  EXPECT_EQ(keep.why, "valid");
+  auto due = PlanCertificate(dir, kClientPrefix, true, kT0 + 2500, 1.0 / 3, any_key);
+  ASSERT_TRUE(due.cert.has_value());
+  EXPECT_TRUE(due.renew);
+  EXPECT_EQ(due.why, "due");
+  EXPECT_EQ(EVP_PKEY_eq(due.cert->private_key.get(), key.get()), 1);
+  auto expired = PlanCertificate(dir, kClientPrefix, true, kT0 + 4000, 1.0 / 3, any_key);
+  EXPECT_TRUE(expired.renew);
+  EXPECT_EQ(expired.why, "expired");
+  // The pool's fraction decides: a half left at 1600 s in is due.
+  EXPECT_TRUE(PlanCertificate(dir, kClientPrefix, true, kT0 + 1600, 0.5, any_key).renew);
+  EXPECT_FALSE(PlanCertificate(dir, kClientPrefix, true, kT0 + 1600, 1.0 / 3, any_key).renew);
+  // Not joined (new, or reset by an operator): a first certificate, whatever is on disk.
+  auto fresh = PlanCertificate(dir, kClientPrefix, false, kT0 + 100, 1.0 / 3, any_key);
+  EXPECT_FALSE(fresh.cert.has_value());
+  EXPECT_EQ(fresh.why, "first");
+  // A key elsewhere (the TPM's) that is not the certificate's.
+  auto mismatch = PlanCertificate(dir, kClientPrefix, true, kT0 + 100, 1.0 / 3,
+                                  [](const HeldCertificate&) { return false; });
+  EXPECT_FALSE(mismatch.cert.has_value());
+  EXPECT_EQ(mismatch.why, "key_mismatch");
+  // A wiped disk: nothing to keep.
+  auto wiped = PlanCertificate(dir, kServerPrefix, true, kT0 + 100, 1.0 / 3, any_key);
+  EXPECT_FALSE(wiped.cert.has_value());
+  EXPECT_EQ(wiped.why, "certificate_missing");
+}
+
 // What the appliance does with the proof: SHA-256 over the signed message,
 // ECDSA verified with the current certificate's key.
 bool Verifies(evp_pkey_st* current_public, const Bytes& message, const Bytes& signature) {

@@ -458,7 +458,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
     }
     Log("note", "certificate=client renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
                     " renew_fraction=" + std::to_string(machine.renew_fraction));
-    auto proof = MakeRenewalProof(held.cert->certificate_pem, a->nonce, public_key.get(), current);
+    auto proof = MakeRenewalProof(*held.cert, a->nonce, public_key.get(), current);
     if (!proof.ok()) {
       Wipe(&key_pem);
       return Failure::FromStatus(proof.status());
@@ -568,7 +568,7 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::Machin
   if (held.cert) {
     Log("note", "certificate=serving renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
                     " renew_fraction=" + std::to_string(machine.renew_fraction));
-    auto proof = MakeRenewalProof(held.cert->certificate_pem, a.nonce, key,
+    auto proof = MakeRenewalProof(*held.cert, a.nonce, key,
                                   SoftwareSigner(held.cert->private_key.get()));
     if (!proof.ok()) {
       Wipe(&key_pem);

@@ -135,14 +135,23 @@ Bytes SpkiSha256(evp_pkey_st* key) {
   return d;
 }
 
-Result<wire::RenewalProof> MakeRenewalProof(const std::string& current_certificate_pem,
-                                            std::span<const uint8_t> nonce, evp_pkey_st* new_key,
-                                            const DigestSigner& current_signer) {
+Result<wire::RenewalProof> MakeRenewalProof(const HeldCertificate& current, std::span<const uint8_t> nonce,
+                                            evp_pkey_st* new_key, const DigestSigner& current_signer) {
   const Bytes spki = SpkiSha256(new_key);
   const Bytes message = wire::RenewalSignedMessage(nonce, spki);
   auto sig = current_signer(Sha256(message));
   if (!sig.ok()) return sig.status();
-  return wire::RenewalProof{current_certificate_pem, std::move(sig).value()};
+  // What the appliance does: SHA-256 over the message, verified with the
+  // current certificate's key. A proof that would be refused is not sent.
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, current.public_key.get()) != 1) {
+    throw std::runtime_error("EVP_DigestVerifyInit failed");
+  }
+  if (EVP_DigestVerify(ctx.get(), sig->data(), sig->size(), message.data(), message.size()) != 1) {
+    return Status::VerificationFailed("renewal_signature_invalid",
+                                      "the current key's renewal signature does not verify against its certificate");
+  }
+  return wire::RenewalProof{current.certificate_pem, std::move(sig).value()};
 }
 
 std::string ConfigStampPath(const std::string& apply_root) {

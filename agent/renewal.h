@@ -72,11 +72,13 @@ Bytes SpkiSha256(evp_pkey_st* key);
 
 // The proof that goes with a renewal CSR: the current certificate and the
 // current key's signature (by `current_signer`, over SHA-256 of
-// wire::RenewalSignedMessage(nonce, SpkiSha256(new_key))). `new_key` is
-// BORROWED. The signer's failure as it is.
-Result<wire::RenewalProof> MakeRenewalProof(const std::string& current_certificate_pem,
-                                            std::span<const uint8_t> nonce, evp_pkey_st* new_key,
-                                            const DigestSigner& current_signer);
+// wire::RenewalSignedMessage(nonce, SpkiSha256(new_key))). The signature is
+// verified against the current certificate's key before it is returned, as
+// the appliance will (a TPM signer's answer included). `new_key` is
+// BORROWED. The signer's failure as it is; kVerificationFailed
+// ("renewal_signature_invalid") when the signature does not verify.
+Result<wire::RenewalProof> MakeRenewalProof(const HeldCertificate& current, std::span<const uint8_t> nonce,
+                                            evp_pkey_st* new_key, const DigestSigner& current_signer);
 
 // The first-boot stamp: the attested config is applied under `apply_root`
 // once, and this file records that it was (docs/agent.md):

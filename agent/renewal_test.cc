@@ -39,6 +39,17 @@ std::string CertificatePem(evp_pkey_st* key, std::time_t not_before, std::time_t
   return std::string(p, static_cast<size_t>(n));
 }
 
+// The current certificate as the agent holds it (ReadHeldCertificate).
+HeldCertificate Held(const std::string& pem) {
+  HeldCertificate h;
+  h.certificate_pem = pem;
+  ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  ossl::X509Ptr x(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  EXPECT_NE(x, nullptr);
+  h.public_key = ossl::PkeyPtr(X509_get_pubkey(x.get()));
+  return h;
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -173,7 +184,7 @@ TEST(RenewalProof, VerifiesWithOpenSslForThisNonceAndThisNewKeyOnly) {
   PkeyPtr stranger = GenerateP256Key();
   const std::string cert = CertificatePem(current.get(), kT0, kT0 + 60);
   const Bytes nonce(32, 0x5a);
-  auto proof = MakeRenewalProof(cert, nonce, fresh.get(), SoftwareSigner(current.get()));
+  auto proof = MakeRenewalProof(Held(cert), nonce, fresh.get(), SoftwareSigner(current.get()));
   ASSERT_TRUE(proof.ok()) << proof.status().ToString();
   EXPECT_EQ(proof->certificate_pem, cert);
   EXPECT_TRUE(Verifies(current.get(), wire::RenewalSignedMessage(nonce, SpkiSha256(fresh.get())), proof->signature));
@@ -195,12 +206,25 @@ TEST(RenewalProof, VerifiesWithOpenSslForThisNonceAndThisNewKeyOnly) {
 }
 
 TEST(RenewalProof, SignerFailureIsPassedOn) {
+  PkeyPtr current = GenerateP256Key();
   PkeyPtr fresh = GenerateP256Key();
-  auto proof = MakeRenewalProof("pem", Bytes(16, 1), fresh.get(), [](std::span<const uint8_t>) -> Result<Bytes> {
-    return Status::TpmError("tpm_failed", "no");
-  });
+  auto proof = MakeRenewalProof(Held(CertificatePem(current.get(), kT0, kT0 + 60)), Bytes(16, 1), fresh.get(),
+                                [](std::span<const uint8_t>) -> Result<Bytes> {
+                                  return Status::TpmError("tpm_failed", "no");
+                                });
   ASSERT_FALSE(proof.ok());
   EXPECT_EQ(proof.status().reason(), "tpm_failed");
+}
+
+TEST(RenewalProof, ASignatureByAnotherKeyIsNotSent) {
+  PkeyPtr current = GenerateP256Key();
+  PkeyPtr other = GenerateP256Key();
+  PkeyPtr fresh = GenerateP256Key();
+  auto proof = MakeRenewalProof(Held(CertificatePem(current.get(), kT0, kT0 + 60)), Bytes(16, 1), fresh.get(),
+                                SoftwareSigner(other.get()));
+  ASSERT_FALSE(proof.ok());
+  EXPECT_EQ(proof.status().code(), Status::Code::kVerificationFailed);
+  EXPECT_EQ(proof.status().reason(), "renewal_signature_invalid");
 }
 
 TEST(SpkiSha256, DiffersPerKeyAndIsStable) {

@@ -18,6 +18,11 @@ struct PoolSettings {
   bool require_tpm_key = false;
   // Overrides the config's client_csr_window_seconds for this pool.
   std::optional<int64_t> client_window_seconds;
+
+  // renew: renewal opens once at most this fraction of the current
+  // certificate's validity is left (docs/csr.md, "Renewal"); in (0, 1].
+  // The agent reads it from GET /v1/machine.
+  double renew_fraction = 1.0 / 3.0;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

@@ -193,7 +193,7 @@ class RenewalTest : public CsrServiceTest {
   RenewalTest() {
     options_csr_.client_validity_seconds = kValidity;
     options_csr_.serving_validity_seconds = kValidity;
-    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), options_csr_, nullptr);
+    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), options_csr_, &metrics_);
     WithClusterCa();
   }
 
@@ -241,6 +241,7 @@ class RenewalTest : public CsrServiceTest {
     ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
   }
 
+  Metrics metrics_;
   ossl::PkeyPtr key_ = NewKey("EC", "P-256");
   ossl::PkeyPtr next_ = NewKey("EC", "P-256");
 };
@@ -266,6 +267,9 @@ TEST_F(RenewalTest, RenewsWhenDueWithOneAuditRowAndKeepsTheClientMark) {
   EXPECT_EQ(AuditRows("certificate_issued"), 1u);  // the join only
   EXPECT_EQ(store_->GetMachine("node-1")->client_cert_issued_at, mark);
   EXPECT_EQ(store_->GetCertificate(first.serial)->replaced_by, renewed->serial);
+  const std::string metrics = metrics_.Render();
+  EXPECT_NE(metrics.find("verdict=\"renewed\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("verdict=\"signed\""), std::string::npos) << metrics;
 
   // The answer was lost: the same renewal again gets the same certificate.
   auto again = csrs_->Submit(token, renewal);

@@ -122,7 +122,7 @@ CsrIssued CsrService::Answer(const storage::IssuedCertificate& cert, const stora
 
 Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machine& m, const storage::Token& token,
                                                             const std::string& kind, const wire::RenewalProof& proof,
-                                                            const csr::Csr& csr, double renew_fraction, int64_t now,
+                                                            const csr::Csr& csr, const PoolSettings& settings, int64_t now,
                                                             std::optional<storage::IssuedCertificate>* done) {
   // Only a joined machine renews: anything before has no certificate to
   // renew yet, a revoked one has no token, and a reset one starts over.
@@ -182,10 +182,10 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
 
   // Renewal opens in the last renew_fraction of the validity, or after it
   // ended; the stored validity counts, not the presented text's.
-  if (!csr::RenewalDue(stored->not_before, stored->not_after, renew_fraction, now)) {
+  if (!csr::RenewalDue(stored->not_before, stored->not_after, settings.renew_fraction, now)) {
     return Status::VerificationFailed("renewal_not_due",
                                       "the certificate is not due for renewal yet (renewal opens when " +
-                                          std::to_string(renew_fraction) + " of its validity is left)");
+                                          std::to_string(settings.renew_fraction) + " of its validity is left)");
   }
   return std::move(*stored);
 }
@@ -281,7 +281,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   std::optional<storage::IssuedCertificate> replaces;
   if (body.renewal) {
     std::optional<storage::IssuedCertificate> done;
-    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, settings->renew_fraction, now, &done);
+    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, *settings, now, &done);
     if (!current.ok()) {
       const bool waitable = current.status().code() == Status::Code::kIoError;
       return Refuse(m, current.status(), kind_name, waitable);

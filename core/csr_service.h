@@ -85,7 +85,7 @@ class CsrService {
   // this very key (an answer that was lost), that renewal in *done.
   Result<storage::IssuedCertificate> CheckRenewal(const storage::Machine& m, const storage::Token& token,
                                                   const std::string& kind, const wire::RenewalProof& proof,
-                                                  const csr::Csr& csr, double renew_fraction, int64_t now,
+                                                  const csr::Csr& csr, const PoolSettings& settings, int64_t now,
                                                   std::optional<storage::IssuedCertificate>* done);
   CsrIssued Answer(const storage::IssuedCertificate& cert, const storage::Machine& m);
 

@@ -509,6 +509,8 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   if (!pool.ok()) return StoreBusy();
   auto settings = ParsePoolSettings(pool->settings_json);
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
+  // When the agent asks to renew (docs/csr.md, "Renewal").
+  view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;
   return view;
 }
 

@@ -46,6 +46,12 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
       s.client_window_seconds = v.get<int64_t>();
     } else if (k == "csr_approval") {
       if (Status st = ParseCsrApproval(v, &s); !st.ok()) return st;
+    } else if (k == "renew_fraction") {
+      // renew: 1 opens renewal at once; 0 would never open it before expiry.
+      if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) {
+        return Status::InvalidArgument("settings_invalid", "renew_fraction is a number in (0, 1]");
+      }
+      s.renew_fraction = v.get<double>();
     } else {
       return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
     }

@@ -27,6 +27,10 @@ struct PoolSettings {
   bool client_csr_manual = false;
   bool serving_csr_manual = false;
   bool renewal_csr_manual = false;
+  // renew: renewal opens once at most this fraction of the current
+  // certificate's validity is left (docs/csr.md, "Renewal"); in (0, 1].
+  // The agent reads it from GET /v1/machine.
+  double renew_fraction = 1.0 / 3.0;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

@@ -154,6 +154,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       // an operator is waited out; a denial is final.
       {"csr_awaiting_approval", kWait},
       {"csr_denied", kRefused},
+      // renew: renewal and one nonce, one use (docs/csr.md).
+      {"renewal_not_due", kRefused},
+      {"renewal_proof_invalid", kRefused},
+      {"certify_nonce_used", kRefused},
   };
   return table;
 }

@@ -48,6 +48,18 @@ TEST(StatusHttp, Issue13CsrSignatureInvalidIs403) {
   EXPECT_EQ(RuleFor(Status::InvalidArgument("csr_malformed", "x")).status, 400);
 }
 
+// Renewal and one nonce, one use (docs/csr.md): final refusals, 403 without
+// Retry-After, whatever Status code carries them.
+TEST(StatusHttp, RenewalAndCertifyNonceRefusalsAre403) {
+  for (const char* reason : {"renewal_not_due", "renewal_proof_invalid", "certify_nonce_used"}) {
+    ASSERT_TRUE(RuleForReason(reason)) << reason;
+    const Response r = ErrorResponse(Status::InvalidArgument(reason, "x"), {});
+    EXPECT_EQ(r.status, 403) << reason;
+    EXPECT_NE(r.body.find(reason), std::string::npos) << reason;
+    EXPECT_FALSE(Header(r, "Retry-After")) << reason;
+  }
+}
+
 TEST(StatusHttp, ReasonWinsOverCode) {
   // token_missing is an InvalidArgument, but 401; pool_unknown is 404;
   // machine_pending is NotFound, but 503 and waitable.

@@ -201,6 +201,27 @@ CREATE TABLE csr_requests (
 ) STRICT;
 CREATE UNIQUE INDEX csr_requests_key ON csr_requests(machine_id, attest_epoch, kind, public_key_sha256);
 CREATE INDEX csr_requests_state ON csr_requests(state, created_at);
+// Version 5 (renew): renewal by re-attestation and one nonce, one use
+// (docs/csr.md, "Renewal" and "One nonce, one use").
+//  - tokens.certify_nonce_used_at: when the session's nonce served as a
+//    TPM2_Certify's qualifying data for a CSR; a second CSR with it is
+//    refused (certify_nonce_used).
+//  - certificates.attest_epoch: the machine's epoch when it was signed, so a
+//    certificate from before a reset or an EK replacement is never renewed.
+//    Rows from before v4 get the machine's current epoch when they were
+//    issued after its last reset or EK replacement (the audit log says
+//    when), else -1 (never current again).
+//  - certificates.replaced_by: the serial of the certificate that renewed
+//    this one; a replaced certificate is renewed no more.
+constexpr char kV5Renew[] = R"sql(
+ALTER TABLE tokens ADD COLUMN certify_nonce_used_at INTEGER;
+ALTER TABLE certificates ADD COLUMN attest_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE certificates ADD COLUMN replaced_by TEXT;
+UPDATE certificates SET attest_epoch = CASE
+  WHEN issued_at >= COALESCE((SELECT max(a.at) FROM audit a WHERE a.machine_id = certificates.machine_id
+                                AND a.action IN ('reset', 'replace_ek')), 0)
+  THEN COALESCE((SELECT m.attest_epoch FROM machines m WHERE m.id = certificates.machine_id), -1)
+  ELSE -1 END;
 )sql";
 
 constexpr Migration kMigrations[] = {
@@ -208,6 +229,7 @@ constexpr Migration kMigrations[] = {
     {2, "machines.client_cert_issued_at", kV2},
     {3, "Ignition templates, provisioning tokens, machine vars, certificates", kV3},
     {4, "csr_requests: CSRs waiting for an operator", kV4Approval},
+    {5, "renewal: certificates.attest_epoch and replaced_by; tokens.certify_nonce_used_at", kV5Renew},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -86,6 +86,11 @@ class SqliteStore final : public Store {
   Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit) override;
   Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
                           int64_t now) override;
+  // renew: certificates.cc, sessions.cc
+  Result<IssuedCertificate> GetCertificate(const std::string& serial) override;
+  Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
+                                int64_t now) override;
+  Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
 
   // audit.cc
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,

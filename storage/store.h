@@ -23,8 +23,10 @@
 //                    state_conflict (current state does not allow the change),
 //                    client_cert_already_issued
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
-//                    session_unknown, token_unknown, attestation_unknown
-//  kVerificationFailed  session_used, session_expired, token_expired, token_revoked
+//                    session_unknown, token_unknown, attestation_unknown,
+//                    certificate_unknown
+//  kVerificationFailed  session_used, session_expired, token_expired, token_revoked,
+//                    renewal_proof_invalid, certify_nonce_used
 //  kUnsupported      db_newer_than_code (the file was written by a newer rackgate),
 //                    db_not_rackgate (an SQLite file of something else),
 //                    db_backend_unsupported (OpenStore: a backend not built)
@@ -240,6 +242,25 @@ class Store {
   // field_invalid, state_conflict, hostname_unknown.
   virtual Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
                                   int64_t now) = 0;
+  // --- Renewal and one nonce, one use (docs/csr.md) ---------------------------
+  // The certificate with this serial (any machine's), with replaced_by and
+  // since_reset filled: certificate_unknown (kNotFound).
+  virtual Result<IssuedCertificate> GetCertificate(const std::string& serial) = 0;
+  // Records `cert` as the renewal of the certificate `replaces`, in one
+  // transaction with ONE audit row (certificate_renewed, detail serial,
+  // replaces, kind): inserts it, marks `replaces` replaced_by it, keeps the
+  // client-certificate mark and the state. Checked in the transaction:
+  // the machine is joined (state_conflict); `replaces` is a certificate of
+  // this machine, of cert.kind, signed since its last reset or EK
+  // replacement and not yet replaced (kVerificationFailed
+  // renewal_proof_invalid); field_invalid as RecordCertificate.
+  virtual Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
+                                        const Actor& actor, int64_t now) = 0;
+  // Marks the token's session nonce used as a TPM2_Certify's qualifying
+  // data, atomically: certify_nonce_used (kVerificationFailed) when it
+  // already was, token_unknown. No audit row (as ConsumeSession): the
+  // certificate it leads to is audited.
+  virtual Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) = 0;
 
   // --- Audit and status ------------------------------------------------------
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;

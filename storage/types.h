@@ -135,6 +135,9 @@ struct Token {
   // attestation is checked against them. Empty for tokens issued before v3.
   Bytes nonce;
   Bytes ak_public;
+  // renew: when the nonce served as a TPM2_Certify's qualifying data for a
+  // CSR (ConsumeCertifyNonce); nullopt while unused.
+  std::optional<int64_t> certify_nonce_used_at;
 };
 
 // What a bearer token resolves to.
@@ -176,6 +179,12 @@ struct IssuedCertificate {
   // a cut connection) asks again with the same key and gets the same
   // certificate instead of a refusal.
   std::string certificate_pem;
+  // renew (docs/csr.md, "Renewal"): the serial of the certificate that
+  // renewed this one (nullopt: not renewed), and, filled by GetCertificate
+  // only, whether it was signed since the machine's last reset or EK
+  // replacement (a certificate from before is never renewed).
+  std::optional<std::string> replaced_by;
+  bool since_reset = false;
 };
 
 inline constexpr std::string_view kVerdictOk = "ok";

@@ -201,6 +201,8 @@ CREATE TABLE csr_requests (
 ) STRICT;
 CREATE UNIQUE INDEX csr_requests_key ON csr_requests(machine_id, attest_epoch, kind, public_key_sha256);
 CREATE INDEX csr_requests_state ON csr_requests(state, created_at);
+)sql";
+
 // Version 5 (renew): renewal by re-attestation and one nonce, one use
 // (docs/csr.md, "Renewal" and "One nonce, one use").
 //  - tokens.certify_nonce_used_at: when the session's nonce served as a

@@ -32,6 +32,7 @@ constexpr char kHelp[] =
     "                   pools: boot policies, Ignition templates\n"
     "  token rotate     a pool's provisioning token, with a grace period\n"
     "  certs            kubelet certificates signed for machines\n"
+    "  events           webhook events and their deliveries\n"
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
@@ -89,6 +90,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "token") return RunToken(socket, argc, argv, 2);
   if (cmd == "pointer") return RunPointer(argc, argv, 2);
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
+  if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "ca") return RunCa(argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);

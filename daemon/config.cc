@@ -56,13 +56,17 @@ Status ReadStrings(const json& v, const std::string& key, std::vector<std::strin
 
 // --- Webhooks (docs/events.md) ------------------------------------------------
 
-// The host of an http:// or https:// URL ("" when there is none): the
-// authority up to the port, brackets kept for IPv6.
-std::string UrlHost(std::string_view url) {
+// The authority of a scheme://authority/... URL ("" when there is none).
+std::string_view UrlAuthority(std::string_view url) {
   const size_t scheme = url.find("://");
   if (scheme == std::string_view::npos) return "";
   std::string_view rest = url.substr(scheme + 3);
-  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  return rest.substr(0, rest.find_first_of("/?#"));
+}
+
+// The host of a URL's authority, brackets kept for IPv6 ("" when none).
+std::string UrlHost(std::string_view url) {
+  std::string_view authority = UrlAuthority(url);
   if (!authority.empty() && authority.front() == '[') {
     const size_t close = authority.find(']');
     return close == std::string_view::npos ? "" : std::string(authority.substr(0, close + 1));
@@ -105,7 +109,7 @@ Status ReadWebhooks(const json& v, Config* c) {
     if ((!https && !http) || host.empty()) return Invalid(key + ".url", "expected an https:// URL");
     // Credentials in the URL would be logged with it; the HMAC secret is
     // the webhook's only credential.
-    if (hook.url.find('@') != std::string::npos && hook.url.find('@') < hook.url.find('/', hook.url.find("://") + 3)) {
+    if (UrlAuthority(hook.url).find('@') != std::string_view::npos) {
       return Invalid(key + ".url", "must not carry user:password");
     }
     // The HMAC proves who sent an event but hides nothing: hostnames, pools

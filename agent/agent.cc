@@ -16,6 +16,7 @@
 #include "agent/backoff.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
+#include "agent/renewal.h"
 #include "attest/boot_facts.h"
 #include "attest/ek_identity.h"
 #include "attest/quote.h"
@@ -92,10 +93,14 @@ int Agent::Run() {
   int backoff_attempt = 0;
   for (;;) {
     auto r = RunOnce();
-    if (r.ok()) return kExitOk;
+    if (r.ok()) {
+      Report(kExitOk, nullptr);
+      return kExitOk;
+    }
     const Failure& f = r.failure();
     if (f.kind != Failure::Kind::kWait && f.kind != Failure::Kind::kRetry) {
       LogFailure(f);
+      Report(f.ExitCode(), &f);
       return f.ExitCode();
     }
     std::chrono::milliseconds delay;
@@ -110,12 +115,31 @@ int Agent::Run() {
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) {
       LogFailure(f, "gave_up max_wait=" + std::to_string(options_.max_wait.count()) + "s");
+      Report(kExitUnreachable, &f);
       return kExitUnreachable;
     }
     delay = std::min(delay, remaining);
     LogFailure(f, "retry_in=" + Seconds(delay));
     clock_.sleep(delay);
   }
+}
+
+void Agent::Report(int exit_status, const Failure* failure) {
+  if (!last_token_) return;  // nothing to authenticate the report with
+  const std::string step = step_;
+  const wire::ProvisioningReport report = MakeReport(step, exit_status, failure ? failure->reason : "",
+                                                     failure ? failure->message : "", done_);
+  step_ = "report";
+  auto resp = client_->Post("/v1/machine/report", wire::EncodeProvisioningReport(report), {AuthHeader(*last_token_)});
+  if (!resp.ok()) {
+    Log("note", "report not sent: " + attest::PrintableAscii(resp.status().ToString(), 200));
+  } else if (resp->status < 200 || resp->status > 299) {
+    Log("note", "report not taken: status=" + std::to_string(resp->status));
+  } else {
+    Log("ok", "outcome=" + report.outcome + " last_step=" + step + " exit=" + std::to_string(exit_status) +
+                  " done=" + std::to_string(report.done.size()));
+  }
+  step_ = step;
 }
 
 Outcome<Done> Agent::RunOnce() {
@@ -246,6 +270,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
                 (choice->certificate ? "" : "(no-cert)") + " ak=" + (options_.ak == AkAlg::kRsa ? "rsa" : "ecc") +
                 " pcrs=" + attest::FormatPcrSelectionList(challenge->pcr_selection) + " eventlog=" + log_note +
                 " ms=" + std::to_string(MillisSince(t0)));
+  last_token_ = *token;
   Attestation a;
   a.token = std::move(token).value();
   a.nonce = challenge->nonce;
@@ -256,6 +281,16 @@ Outcome<Agent::Attestation> Agent::Attest() {
 Outcome<Done> Agent::Config(const Attestation& a) {
   step_ = "config";
   const auto t0 = std::chrono::steady_clock::now();
+  // Applied once, on the first boot. A machine the appliance still sees
+  // before its config (enrolled or attested: new, or reset by an operator)
+  // gets it again whatever the stamp says.
+  const bool provisioned = a.token.state == "provisioned" || a.token.state == "joined";
+  if (!options_.apply_root.empty() && provisioned && ConfigStampExists(options_.apply_root)) {
+    Log("ok", "kept=" + ConfigStampPath(options_.apply_root) + " state=" + a.token.state);
+    done_.push_back("config_kept");
+    config_done_ = true;
+    return Done{};
+  }
   auto resp = Call("GET", "/v1/machine/config", "",
                    {AuthHeader(a.token), std::string("Accept: ") + kIgnitionAccept});
   if (!resp.ok()) return resp.failure();
@@ -271,6 +306,7 @@ Outcome<Done> Agent::Config(const Attestation& a) {
       return Failure::FromStatus(s);
     }
     details += " written=" + options_.config_out;
+    done_.push_back("config_written");
   }
   if (!options_.apply_root.empty()) {
     if (Status s = ApplyIgnition(*plan, options_.apply_root); !s.ok()) return Failure::FromStatus(s);
@@ -282,6 +318,10 @@ Outcome<Done> Agent::Config(const Attestation& a) {
       for (const auto& n : plan->not_applied) list += (list.empty() ? "" : ",") + n;
       details += " not_applied=\"" + list + "\"";
     }
+    if (Status s = WriteConfigStamp(options_.apply_root, a.token.hostname, clock_.now()); !s.ok()) {
+      return Failure::FromStatus(s);
+    }
+    done_.push_back("config_applied");
   }
   Wipe(&resp->body);
   Log("ok", details + " ms=" + std::to_string(MillisSince(t0)));
@@ -303,11 +343,11 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   if (!machine.ok()) return machine.failure();
   if (!client_done_) {
     // --tpm-key, or the pool asks for it.
-    auto c = ClientCertificate(a, machine->hostname, options_.tpm_key || machine->require_tpm_key);
+    auto c = ClientCertificate(a, *machine, options_.tpm_key || machine->require_tpm_key);
     if (!c.ok()) return c.failure();
   }
   if (!serving_done_) {
-    auto s = ServingCertificate(*a, machine->hostname);
+    auto s = ServingCertificate(*a, *machine);
     if (!s.ok()) return s.failure();
   }
   const std::string ca = (std::filesystem::path(options_.kubelet_dir) / kCaFile).string();
@@ -321,8 +361,60 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   return Done{};
 }
 
-Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key) {
+namespace {
+
+std::string CurrentPath(const std::string& dir, const char* prefix) {
+  return (std::filesystem::path(dir) / (std::string(prefix) + "-current.pem")).string();
+}
+
+Result<KeyBlobs> ReadClientBlobs(const std::string& dir) {
+  auto pub = ReadFile((std::filesystem::path(dir) / kClientTpmPublic).string(), 4096);
+  if (!pub.ok()) return pub.status();
+  auto priv = ReadFile((std::filesystem::path(dir) / kClientTpmPrivate).string(), 4096);
+  if (!priv.ok()) return priv.status();
+  return KeyBlobs{std::move(pub).value(), std::move(priv).value()};
+}
+
+}  // namespace
+
+Result<Bytes> Agent::SignWithTpmClientKey(const KeyBlobs& blobs, std::span<const uint8_t> digest) {
+  auto srk = tpm_->CreateSrk();
+  if (!srk.ok()) return srk.status();
+  auto key = tpm_->LoadKey(*srk, blobs);
+  if (!key.ok()) return key.status();
+  srk->Flush();
+  auto sig = tpm_->SignDigest(*key, digest);
+  if (!sig.ok()) return sig.status();
+  return EcdsaDerFromTpmtSignature(*sig);
+}
+
+Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord& machine, bool tpm_key) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string& hostname = machine.hostname;
+  const bool joined = a->token.state == "joined";
+  // The current key when it is TPM-resident: its blobs beside the
+  // certificate, and its public area must be the certificate's key.
+  std::optional<KeyBlobs> current_blobs;
+  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), machine.renew_fraction,
+                    [&](const HeldCertificate& c) {
+                      if (c.private_key) return true;  // checked against the certificate when read
+                      auto blobs = ReadClientBlobs(options_.kubelet_dir);
+                      if (!blobs.ok()) return false;
+                      auto pub = PublicKeyFromTpm2bPublic(blobs->tpm2b_public);
+                      if (!pub.ok() || EVP_PKEY_eq(pub->get(), c.public_key.get()) != 1) return false;
+                      current_blobs = std::move(blobs).value();
+                      return true;
+                    });
+  if (held.cert && !held.renew) {
+    client_cert_path_ = CurrentPath(options_.kubelet_dir, kClientPrefix);
+    client_key_path_ = held.cert->private_key ? client_cert_path_ : "";
+    Log("ok", "certificate=client kept not_after=" + std::to_string(held.cert->not_after) +
+                  " path=" + client_cert_path_);
+    done_.push_back("client_certificate_kept");
+    client_done_ = true;
+    return Done{};
+  }
+
   CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {}, {}};
   wire::CsrRequest req;
   req.signer = kClientSigner;
@@ -334,20 +426,53 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
     // The key is born in the TPM under a fresh SRK (owner hierarchy), and
     // the AK that just attested vouches for it with TPM2_Certify over the
     // session's nonce: the appliance learns the key is TPM-resident and
-    // belongs to this attestation.
+    // belongs to this attestation. Made once per run: a CSR that waits is
+    // asked again with the same key.
+    if (!client_blobs_) {
+      auto srk = tpm_->CreateSrk();
+      if (!srk.ok()) return Failure::FromStatus(srk.status());
+      auto created = tpm_->CreateKey(*srk, ClientKeyTemplate());
+      if (!created.ok()) return Failure::FromStatus(created.status());
+      client_blobs_ = std::move(created).value();
+    }
+    blobs = *client_blobs_;
+    auto pub = PublicKeyFromTpm2bPublic(blobs.tpm2b_public);
+    if (!pub.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", pub.status().message()));
+    public_key = std::move(pub).value();
+  } else {
+    if (!client_key_) client_key_ = GenerateP256Key();
+    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
+    public_key = PkeyPtr(client_key_.get());
+    key_pem = PrivateKeyPem(public_key.get());
+  }
+  if (held.cert) {
+    // Renewal: the current key signs for the new one, over this session's
+    // nonce (docs/agent.md). Signed before the new TPM key is loaded:
+    // swtpm has three object slots and the AK holds one.
+    DigestSigner current;
+    if (held.cert->private_key) {
+      current = SoftwareSigner(held.cert->private_key.get());
+    } else {
+      const KeyBlobs cb = *current_blobs;
+      current = [this, cb](std::span<const uint8_t> digest) { return SignWithTpmClientKey(cb, digest); };
+    }
+    Log("note", "certificate=client renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
+                    " renew_fraction=" + std::to_string(machine.renew_fraction));
+    auto proof = MakeRenewalProof(*held.cert, a->nonce, public_key.get(), current);
+    if (!proof.ok()) {
+      Wipe(&key_pem);
+      return Failure::FromStatus(proof.status());
+    }
+    req.renewal = std::move(proof).value();
+  }
+  if (tpm_key) {
     auto srk = tpm_->CreateSrk();
     if (!srk.ok()) return Failure::FromStatus(srk.status());
-    auto created = tpm_->CreateKey(*srk, ClientKeyTemplate());
-    if (!created.ok()) return Failure::FromStatus(created.status());
-    blobs = std::move(created).value();
     auto key = tpm_->LoadKey(*srk, blobs);
     if (!key.ok()) return Failure::FromStatus(key.status());
     srk->Flush();
     auto certified = tpm_->Certify(*key, a->ak, a->nonce);
     if (!certified.ok()) return Failure::FromStatus(certified.status());
-    auto pub = PublicKeyFromTpm2bPublic(blobs.tpm2b_public);
-    if (!pub.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", pub.status().message()));
-    public_key = std::move(pub).value();
     TpmObject* loaded = &*key;
     DigestSigner signer = [this, loaded](std::span<const uint8_t> digest) -> Result<Bytes> {
       auto sig = tpm_->SignDigest(*loaded, digest);
@@ -364,12 +489,11 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
     req.tpm_key = wire::TpmKeyProof{blobs.tpm2b_public, std::move(certified->attest),
                                     std::move(certified->signature)};
   } else {
-    if (!client_key_) client_key_ = GenerateP256Key();
-    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
-    public_key = PkeyPtr(client_key_.get());
-    key_pem = PrivateKeyPem(public_key.get());
     auto csr = BuildCsrPem(subject, public_key.get(), SoftwareSigner(public_key.get()));
-    if (!csr.ok()) return Failure::FromStatus(csr.status());
+    if (!csr.ok()) {
+      Wipe(&key_pem);
+      return Failure::FromStatus(csr.status());
+    }
     req.csr_pem = std::move(csr).value();
   }
 
@@ -407,18 +531,32 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const std::string& hostna
   client_key_path_ = tpm_key ? "" : *path;
   step_ = "csr";
   Log("ok", std::string("certificate=client key=") + (tpm_key ? "tpm" : "software") +
-                " serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) + " path=" + *path +
+                (held.cert ? " renewed=" + held.why : "") + " serial=" + issued->serial +
+                " not_after=" + std::to_string(issued->not_after) + " path=" + *path +
                 " ms=" + std::to_string(MillisSince(t0)));
+  done_.push_back(held.cert ? "client_certificate_renewed" : "client_certificate_written");
   client_done_ = true;
   return Done{};
 }
 
-Outcome<Done> Agent::ServingCertificate(const Attestation& a, const std::string& hostname) {
+Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::MachineRecord& machine) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string& hostname = machine.hostname;
+  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kServerPrefix, a.token.state == "joined", clock_.now(),
+                    machine.renew_fraction, [](const HeldCertificate& c) { return c.private_key != nullptr; });
+  if (held.cert && !held.renew) {
+    Log("ok", "certificate=serving kept not_after=" + std::to_string(held.cert->not_after) +
+                  " path=" + CurrentPath(options_.kubelet_dir, kServerPrefix));
+    done_.push_back("serving_certificate_kept");
+    serving_done_ = true;
+    return Done{};
+  }
   CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {hostname}, options_.node_ips};
-  PkeyPtr key = GenerateP256Key();
-  std::string key_pem = PrivateKeyPem(key.get());
-  auto csr = BuildCsrPem(subject, key.get(), SoftwareSigner(key.get()));
+  // Kept across retries within this run, as the client key is.
+  if (!serving_key_) serving_key_ = GenerateP256Key();
+  evp_pkey_st* key = serving_key_.get();
+  std::string key_pem = PrivateKeyPem(key);
+  auto csr = BuildCsrPem(subject, key, SoftwareSigner(key));
   if (!csr.ok()) {
     Wipe(&key_pem);
     return Failure::FromStatus(csr.status());
@@ -427,12 +565,23 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const std::string&
   req.signer = kServingSigner;
   req.usages = {"digital signature", "server auth"};
   req.csr_pem = std::move(csr).value();
+  if (held.cert) {
+    Log("note", "certificate=serving renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
+                    " renew_fraction=" + std::to_string(machine.renew_fraction));
+    auto proof = MakeRenewalProof(*held.cert, a.nonce, key,
+                                  SoftwareSigner(held.cert->private_key.get()));
+    if (!proof.ok()) {
+      Wipe(&key_pem);
+      return Failure::FromStatus(proof.status());
+    }
+    req.renewal = std::move(proof).value();
+  }
   auto issued = SubmitCsr(a, req);
   if (!issued.ok()) {
     Wipe(&key_pem);
     return issued.failure();
   }
-  auto cert = CheckIssuedCertificate(issued->certificate_pem, key.get(), subject.common_name);
+  auto cert = CheckIssuedCertificate(issued->certificate_pem, key, subject.common_name);
   if (!cert.ok()) {
     Wipe(&key_pem);
     return Unusable(cert.status());
@@ -440,8 +589,10 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const std::string&
   auto path = WriteKubeletPair(options_.kubelet_dir, kServerPrefix, *cert, key_pem, clock_.now());
   Wipe(&key_pem);
   if (!path.ok()) return Failure::FromStatus(path.status());
-  Log("ok", "certificate=serving serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) +
+  Log("ok", "certificate=serving" + (held.cert ? " renewed=" + held.why : std::string()) +
+                " serial=" + issued->serial + " not_after=" + std::to_string(issued->not_after) +
                 " path=" + *path + " ms=" + std::to_string(MillisSince(t0)));
+  done_.push_back(held.cert ? "serving_certificate_renewed" : "serving_certificate_written");
   serving_done_ = true;
   return Done{};
 }

@@ -73,8 +73,14 @@ class Agent {
   Outcome<Attestation> Attest();
   Outcome<Done> Config(const Attestation& a);
   Outcome<Done> Csr(Attestation* a);
-  Outcome<Done> ClientCertificate(Attestation* a, const std::string& hostname, bool tpm_key);
-  Outcome<Done> ServingCertificate(const Attestation& a, const std::string& hostname);
+  Outcome<Done> ClientCertificate(Attestation* a, const wire::MachineRecord& machine, bool tpm_key);
+  Outcome<Done> ServingCertificate(const Attestation& a, const wire::MachineRecord& machine);
+  // The current TPM-resident client key (its blobs beside the certificate)
+  // signs `digest`; the key is loaded under a fresh SRK and flushed again.
+  Result<Bytes> SignWithTpmClientKey(const KeyBlobs& blobs, std::span<const uint8_t> digest);
+  // POSTs the run's provisioning report when a token was ever obtained;
+  // best effort: a failure is a log line, never the run's outcome.
+  void Report(int exit_status, const Failure* failure);
   Outcome<wire::IssuedCertificate> SubmitCsr(const Attestation& a, const wire::CsrRequest& request);
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,
                              const std::vector<std::string>& headers);
@@ -93,12 +99,20 @@ class Agent {
   bool config_done_ = false;
   bool client_done_ = false;
   bool serving_done_ = false;
+  // The latest token of this run (for the provisioning report) and what the
+  // run did, in order (wire::ProvisioningReport::done).
+  std::optional<wire::Token> last_token_;
+  std::vector<std::string> done_;
   std::string client_cert_path_;
   std::string client_key_path_;
   // The software client key, kept across retries within this run: when the
   // answer to a client CSR is lost, the same key asks again and rackgated
   // sends the same certificate (docs/csr.md) instead of refusing a second.
   PkeyPtr client_key_;
+  // The same for a TPM-resident client key (its blobs) and the serving key:
+  // a CSR that waits (503) is asked again with the same key.
+  std::optional<KeyBlobs> client_blobs_;
+  PkeyPtr serving_key_;
 };
 
 }  // namespace rackgate::agent

@@ -31,7 +31,9 @@ constexpr char kHelp[] =
     "Usage: rackgate-agent --url https://HOST:22623 --ca FILE [OPTIONS]\n"
     "\n"
     "Attests this machine with its TPM to a rackgate appliance, then fetches its\n"
-    "attested Ignition config and its kubelet certificates.\n"
+    "attested Ignition config and its kubelet certificates. Run on every boot\n"
+    "and from a timer: the config is applied once (stamp under the apply root's\n"
+    "/var/lib/rackgate-agent), valid certificates are kept, due ones renewed.\n"
     "\n"
     "Appliance:\n"
     "  --url URL            the appliance, https://HOST[:PORT] (required)\n"
@@ -63,7 +65,8 @@ constexpr char kHelp[] =
     "\n"
     "  --help, --version\n"
     "\n"
-    "Exit status: 0 ok; 2 usage; 3 refused by the appliance (reason on stderr);\n"
+    "Exit status: 0 ok; 2 usage; 3 refused by the appliance (reason on stderr;\n"
+    "a refused renewal too, the current certificates kept);\n"
     "4 appliance unreachable or gave up waiting; 5 TPM failure; 6 local I/O failure;\n"
     "1 internal error (a bug).\n";
 

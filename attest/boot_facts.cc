@@ -184,7 +184,18 @@ std::vector<std::span<const uint8_t>> CoveredBytes(const Event& ev) {
           return {text};
         }
       }
-      if (ev.pcr == kPcrKernelCmdline || ev.pcr == kPcrSystemdKernelConfig) return {data};
+      if (ev.pcr == kPcrKernelCmdline) return {data};
+      if (ev.pcr == kPcrSystemdKernelConfig) {
+        // systemd hashes the UTF-16 command line it logs with its NUL
+        // (systemd 251-257 do); its documentation says without. Either
+        // proves the same text.
+        std::vector<std::span<const uint8_t>> out{data};
+        if (data.size() >= 2 && data.size() % 2 == 0 && data[data.size() - 1] == 0 &&
+            data[data.size() - 2] == 0) {
+          out.push_back(data.first(data.size() - 2));
+        }
+        return out;
+      }
       return {};
     }
     case kEvEventTag: {
@@ -304,6 +315,36 @@ std::string DescribeImageLoad(const Event& ev) {
   return "image of " + size + (path.ok() ? "" : ", malformed device path");
 }
 
+// The PE section name an event's data gives, as systemd-stub logs it:
+// UTF-16LE with one terminating NUL, 2..8 printable ASCII characters (no
+// space), the first a '.'. Nullopt for anything else.
+std::optional<std::string> UkiSectionNameText(std::span<const uint8_t> data) {
+  if (data.size() % 2 != 0 || data.size() < 6) return std::nullopt;
+  const size_t chars = data.size() / 2 - 1;
+  if (chars > kMaxUkiSectionNameChars) return std::nullopt;
+  std::string s;
+  for (size_t i = 0; i < chars; ++i) {
+    const uint8_t lo = data[2 * i], hi = data[2 * i + 1];
+    if (hi != 0 || lo <= 0x20 || lo >= 0x7f) return std::nullopt;
+    s.push_back(static_cast<char>(lo));
+  }
+  if (data[2 * chars] != 0 || data[2 * chars + 1] != 0 || s[0] != '.') return std::nullopt;
+  return s;
+}
+
+// A systemd-stub section-name event: EV_IPL on PCR 11 naming a section,
+// whose digests (every bank we can hash, at least one) are of that name in
+// ASCII with its NUL. Nullopt for anything else.
+std::optional<std::string> UkiSectionNameOf(const Event& ev) {
+  if (ev.pcr != kPcrUkiSections || ev.type != kEvIpl) return std::nullopt;
+  auto name = UkiSectionNameText(ev.data);
+  if (!name) return std::nullopt;
+  const std::span<const uint8_t> ascii(reinterpret_cast<const uint8_t*>(name->c_str()),
+                                       name->size() + 1);
+  if (CheckCovered(ev, {ascii}) != EventDataCheck::kMatches) return std::nullopt;
+  return name;
+}
+
 // The command-line facts of one event, if it carries one.
 struct CmdlineCandidate {
   std::string source;
@@ -367,8 +408,14 @@ class Extractor {
   // AuditMode, DeployedMode, ...), which accounts for its digest.
   bool SecureBootConfig(const Event& ev, bool verified);
   void AddKernelCmdline(const Event& ev, bool verified);
+  // PCR 11: pairs systemd-stub's section-name events with the contents
+  // event that follows each; FinishUki after the last event.
+  void AddUkiEvent(const Event& ev);
+  void FinishUki();
 
   BootFacts facts_;
+  // The verified section-name event waiting for its contents event.
+  std::optional<std::pair<const Event*, std::string>> uki_name_;
   bool pcr7_separator_seen_ = false;
   bool pcr7_config_problem_ = false;
   int secure_boot_events_ = 0;
@@ -447,6 +494,50 @@ void Extractor::AddKernelCmdline(const Event& ev, bool verified) {
     Anomalous(ev, "event_data_malformed", "kernel command line with text after a NUL");
   }
   facts_.kernel_cmdlines.push_back(std::move(k));
+}
+
+void Extractor::AddUkiEvent(const Event& ev) {
+  if (uki_name_) {
+    // SECURITY: the name is the verified one; this event's own data is not
+    // covered by its digest, so a different name there changes nothing
+    // but is reported.
+    auto [name_event, name] = *std::move(uki_name_);
+    uki_name_.reset();
+    if (ev.type != kEvIpl || UkiSectionNameText(ev.data) != name) {
+      Anomalous(ev, "uki_section_mislabelled",
+                "the contents of UKI section " + name + " (event " +
+                    std::to_string(name_event->index) + ") are logged as \"" + DescribeEvent(ev) +
+                    "\"");
+    }
+    facts_.uki_sections.push_back(UkiSection{name_event->index, ev.index, name, ev.digests});
+    if (name == ".cmdline") {
+      KernelCmdline k;
+      k.event_index = ev.index;
+      k.pcr = ev.pcr;
+      k.type = ev.type;
+      k.source = "uki";
+      k.by_digest = true;
+      k.digests = ev.digests;
+      facts_.kernel_cmdlines.push_back(std::move(k));
+    }
+    return;
+  }
+  if (auto name = UkiSectionNameOf(ev)) {
+    uki_name_.emplace(&ev, std::move(*name));
+    return;
+  }
+  facts_.uki_unrecognized.push_back(
+      Measurement{ev.index, ev.pcr, ev.type, ev.digests, DescribeEvent(ev)});
+}
+
+void Extractor::FinishUki() {
+  if (!uki_name_) return;
+  const Event& ev = *uki_name_->first;
+  Anomalous(ev, "uki_section_incomplete",
+            "UKI section " + uki_name_->second + " has no contents event after it on PCR 11");
+  facts_.uki_unrecognized.push_back(
+      Measurement{ev.index, ev.pcr, ev.type, ev.digests, DescribeEvent(ev)});
+  uki_name_.reset();
 }
 
 BootFacts Extractor::Run(const EventLog& log) {
@@ -532,7 +623,9 @@ BootFacts Extractor::Run(const EventLog& log) {
     }
 
     AddKernelCmdline(ev, verified);
+    if (ev.pcr == kPcrUkiSections) AddUkiEvent(ev);
   }
+  FinishUki();
 
   // Secure Boot state, from PCR 7's configuration phase only.
   const SecureBootVariable* sb = nullptr;

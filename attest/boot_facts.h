@@ -49,8 +49,10 @@ inline constexpr uint32_t kLoadOptionsEventTagId = 0x8F3B22ED;
 // EV_S_CRTM_VERSION (digest = H(data)); EV_EFI_VARIABLE_BOOT/BOOT2 (H(data),
 // or H(VariableData) as EDK2 measures Boot####); grub's EV_IPL strings
 // "grub_cmd: ", "kernel_cmdline: ", "module_cmdline: " (H(text after the
-// prefix, without its NUL)); other EV_IPL on PCR 8 and 12 (systemd-boot's
-// UTF-16 command line, H(data)); EV_EVENT_TAG on PCR 12 with the load-options
+// prefix, without its NUL)); other EV_IPL on PCR 8 (systemd-boot's UTF-16
+// command line, H(data)) and 12 (systemd-boot's and systemd-stub's UTF-16
+// command line: H(data), or H(data without its UTF-16 NUL), which systemd's
+// documentation describes); EV_EVENT_TAG on PCR 12 with the load-options
 // tag (H(tagged payload)). Every digest the event carries for a bank we can
 // hash must match the same covered bytes.
 enum class EventDataCheck {
@@ -115,10 +117,40 @@ struct KernelCmdline {
   uint32_t pcr = 0;
   uint32_t type = 0;
   // "grub" (PCR 8 "kernel_cmdline: " string, whose text starts with the
-  // kernel's path), "systemd-boot" (PCR 8 UTF-16) or "systemd" (PCR 12).
+  // kernel's path), "systemd-boot" (PCR 8 UTF-16, systemd-boot < 251),
+  // "systemd" (PCR 12: the command line systemd-boot >= 251 passes to what
+  // it loads, or the one systemd-stub received; the log does not say which)
+  // or "uki" (PCR 11: a Unified Kernel Image's .cmdline section, measured by
+  // systemd-stub as a digest of the section, its text not logged).
   std::string source;
   std::string text;    // UTF-8; only meaningful when `verified`
   bool verified = false;
+  // "uki" only: the text is not in the log, only its digests (of the
+  // section's bytes, every bank, as logged); `text` is empty and `verified`
+  // false. A policy can compare them with the digest of a text it expects.
+  bool by_digest = false;
+  std::map<uint16_t, Bytes> digests;
+};
+
+// PCR 11, where systemd-stub measures the PE sections of a Unified Kernel
+// Image before it uses them: per section, in the UKI specification's order,
+// two EV_IPL events whose data is the section name in UTF-16LE with its NUL
+// (e.g. ".linux"): the first's digest is of the name in ASCII with its NUL,
+// the second's of the section's contents.
+inline constexpr uint32_t kPcrUkiSections = 11;
+// A PE section name has at most 8 bytes.
+inline constexpr size_t kMaxUkiSectionNameChars = 8;
+
+// One UKI section systemd-stub measured. Its name comes from the first
+// event, whose digest verified against the name; its digests are those of
+// the event that follows it on PCR 11 (the hash chain binds that order), the
+// contents of the section. The second event's own data is not covered by
+// its digest and is not believed (a different name there is an anomaly).
+struct UkiSection {
+  uint32_t name_event_index = 0;
+  uint32_t event_index = 0;           // the contents' event
+  std::string name;                   // ".linux", ".initrd", ".cmdline", ...
+  std::map<uint16_t, Bytes> digests;  // of the contents, every bank, as logged
 };
 
 // Something in the log that does not fit its PCR, its type or its own
@@ -131,7 +163,9 @@ struct Anomaly {
   // secure_boot_variable_outside_pcr7, secure_boot_variable_bad_vendor,
   // secure_boot_variable_duplicate, secure_boot_config_after_separator,
   // efi_signature_list_malformed, kernel_cmdline_outside_pcr8,
-  // separator_duplicate, pcr7_action
+  // separator_duplicate, pcr7_action, uki_section_mislabelled (a section's
+  // contents event names another section), uki_section_incomplete (a
+  // section name with no contents after it on PCR 11)
   std::string reason;
   std::string message;  // names the event; printable ASCII
 };
@@ -161,6 +195,11 @@ struct BootFacts {
   // EV_EFI_RUNTIME_SERVICES_DRIVER, EV_EFI_PLATFORM_FIRMWARE_BLOB(2)).
   std::vector<Measurement> option_roms;
   std::vector<KernelCmdline> kernel_cmdlines;  // in log order
+  // PCR 11: the UKI sections systemd-stub measured, in log order, and every
+  // other PCR 11 measurement (anything not a verified section name followed
+  // by its contents: Windows' EV_COMPACT_HASH, a dangling name, ...).
+  std::vector<UkiSection> uki_sections;
+  std::vector<Measurement> uki_unrecognized;
   std::vector<Separator> separators;           // PCRs 0-7, in log order
   // "UEFI Debug Mode" was logged on PCR 7: the firmware let a debugger run,
   // so its Secure Boot verdicts prove nothing.

@@ -407,6 +407,164 @@ TEST(BootFacts, SystemdTaggedCommandLine) {
   EXPECT_EQ(f.kernel_cmdlines[0].text, "root=/dev/vda ro");
 }
 
+// --- systemd: PCR 12 command lines, PCR 11 UKI sections -------------------
+
+// The real sd-boot log cut anywhere inside its PCR 12 events: the parser
+// refuses it as truncated, never yields a shorter command line.
+TEST(BootFactsFiles, SystemdLogTruncatedInsidePcr12) {
+  const Bytes bytes = ReadLog("tpm2-tools_event-sd-boot-fedora37.bin");
+  auto log = ParseEventLog(bytes);
+  ASSERT_TRUE(log.ok());
+  size_t cuts = 0;
+  for (size_t i = 0; i + 1 < log->events.size(); ++i) {
+    const Event& ev = log->events[i];
+    if (ev.pcr != 12) continue;
+    for (size_t end = ev.offset + 1; end < log->events[i + 1].offset; ++end) {
+      auto cut = ParseEventLog(std::span<const uint8_t>(bytes).first(end));
+      ASSERT_FALSE(cut.ok()) << "cut at " << end;
+      EXPECT_EQ(cut.status().reason(), "eventlog_truncated");
+      ++cuts;
+    }
+  }
+  EXPECT_GT(cuts, 100u);
+}
+
+// The real PCR 12 event with its data cut short (its digest still of the
+// whole): never a command line, since an unverified PCR 12 EV_IPL may be an
+// initrd systemd-stub measured.
+TEST(BootFactsFiles, SystemdPcr12EventWithShortDataIsNotACommandLine) {
+  auto log = ParseEventLog(ReadLog("tpm2-tools_event-sd-boot-fedora37.bin"));
+  ASSERT_TRUE(log.ok());
+  const Event* pcr12 = nullptr;
+  for (const Event& ev : log->events) {
+    if (ev.pcr == 12 && pcr12 == nullptr) pcr12 = &ev;
+  }
+  ASSERT_NE(pcr12, nullptr);
+  ASSERT_EQ(pcr12->type, kEvIpl);
+  for (size_t n = 0; n < pcr12->data.size(); ++n) {
+    SCOPED_TRACE(n);
+    EventLogBuilder b;
+    b.Raw(12, kEvIpl, {{kAlgSha256, pcr12->digests.at(kAlgSha256)}},
+          Bytes(pcr12->data.begin(), pcr12->data.begin() + static_cast<long>(n)));
+    const BootFacts f = Facts(b);
+    EXPECT_TRUE(f.kernel_cmdlines.empty());
+    EXPECT_EQ(f.data_mismatches.size(), 1u);
+  }
+}
+
+TEST(BootFacts, SystemdCommandLineHashedWithoutItsNul) {
+  // systemd's documentation: the digest covers the UTF-16 text without its
+  // NUL; the data logged has it.
+  EventLogBuilder b;
+  b.Measure(12, kEvIpl, testing::Utf16("root=/dev/vda ro"), testing::Utf16("root=/dev/vda ro", true));
+  const BootFacts f = Facts(b);
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].text, "root=/dev/vda ro");
+  EXPECT_TRUE(f.data_mismatches.empty());
+}
+
+// What systemd-stub logs for one UKI section (TPM2_PCR_MEASUREMENTS.md): the
+// name, data UTF-16 with NUL and digest of the ASCII name with NUL; then the
+// contents, data the same UTF-16 name and digest of the contents.
+void UkiSectionEvents(EventLogBuilder* b, const std::string& name, const Bytes& contents) {
+  b->Measure(11, kEvIpl, Str(std::string_view(name.c_str(), name.size() + 1)),
+             testing::Utf16(name, true));
+  b->Measure(11, kEvIpl, contents, testing::Utf16(name, true));
+}
+
+TEST(BootFacts, UkiSectionsFromTheSpecLayout) {
+  // No log in testdata/ was booted from a UKI (the sd-boot one has no PCR 11
+  // event), so these are built as systemd-stub writes them.
+  EventLogBuilder b;
+  UkiSectionEvents(&b, ".linux", Str("kernel image"));
+  UkiSectionEvents(&b, ".osrel", Str("ID=fedora\n"));
+  UkiSectionEvents(&b, ".cmdline", Str("root=/dev/vda ro"));
+  UkiSectionEvents(&b, ".initrd", Str("cpio"));
+  const BootFacts f = Facts(b);
+  EXPECT_TRUE(f.anomalies.empty());
+  EXPECT_TRUE(f.uki_unrecognized.empty());
+  EXPECT_TRUE(f.data_mismatches.empty());
+  ASSERT_EQ(f.uki_sections.size(), 4u);
+  const std::vector<std::string> names = {".linux", ".osrel", ".cmdline", ".initrd"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(f.uki_sections[i].name, names[i]);
+    EXPECT_EQ(f.uki_sections[i].name_event_index, 1 + 2 * i);
+    EXPECT_EQ(f.uki_sections[i].event_index, 2 + 2 * i);
+  }
+  EXPECT_EQ(f.uki_sections[0].digests.at(kAlgSha256), testing::Digest(kAlgSha256, Str("kernel image")));
+  // The .cmdline section is a command line known by digest only.
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_EQ(f.kernel_cmdlines[0].source, "uki");
+  EXPECT_EQ(f.kernel_cmdlines[0].pcr, 11u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].by_digest);
+  EXPECT_FALSE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].digests.at(kAlgSha256),
+            testing::Digest(kAlgSha256, Str("root=/dev/vda ro")));
+}
+
+TEST(BootFacts, MalformedUkiEventsAreNotSections) {
+  const std::string linux_nul(".linux\0", 7);
+  {
+    // A section name whose digest is not of the name: not a section.
+    EventLogBuilder b;
+    b.Measure(11, kEvIpl, Str(".linuy"), testing::Utf16(".linux", true));
+    b.Measure(11, kEvIpl, Str("kernel"), testing::Utf16(".linux", true));
+    const BootFacts f = Facts(b);
+    EXPECT_TRUE(f.uki_sections.empty());
+    EXPECT_EQ(Indices(f.uki_unrecognized), (std::vector<uint32_t>{1, 2}));
+  }
+  {
+    // A name with no contents after it.
+    EventLogBuilder b;
+    UkiSectionEvents(&b, ".linux", Str("kernel"));
+    b.Measure(11, kEvIpl, Str(linux_nul), testing::Utf16(".linux", true));
+    const BootFacts f = Facts(b);
+    EXPECT_EQ(f.uki_sections.size(), 1u);
+    EXPECT_EQ(Indices(f.uki_unrecognized), (std::vector<uint32_t>{3}));
+    EXPECT_EQ(AnomalyReasons(f).count("uki_section_incomplete"), 1u);
+  }
+  {
+    // Contents logged under another name: the verified name wins, and the
+    // relabelling is reported.
+    EventLogBuilder b;
+    b.Measure(11, kEvIpl, Str(linux_nul), testing::Utf16(".linux", true));
+    b.Measure(11, kEvIpl, Str("kernel"), testing::Utf16(".osrel", true));
+    const BootFacts f = Facts(b);
+    ASSERT_EQ(f.uki_sections.size(), 1u);
+    EXPECT_EQ(f.uki_sections[0].name, ".linux");
+    EXPECT_EQ(AnomalyReasons(f).count("uki_section_mislabelled"), 1u);
+  }
+  {
+    // Names that are not PE section names, even with a matching digest.
+    for (const std::string name : {"linux", ".", ".toolongx", ".li nux"}) {
+      SCOPED_TRACE(name);
+      EventLogBuilder b;
+      UkiSectionEvents(&b, name, Str("kernel"));
+      const BootFacts f = Facts(b);
+      EXPECT_TRUE(f.uki_sections.empty());
+      EXPECT_EQ(f.uki_unrecognized.size(), 2u);
+    }
+  }
+  // Every truncation of a name event's data: never a section name.
+  const Bytes name16 = testing::Utf16(".cmdline", true);
+  for (size_t n = 0; n < name16.size(); ++n) {
+    SCOPED_TRACE(n);
+    EventLogBuilder b;
+    b.Measure(11, kEvIpl, Str(std::string_view(".cmdline\0", 9)),
+              Bytes(name16.begin(), name16.begin() + static_cast<long>(n)));
+    b.Measure(11, kEvIpl, Str("ro"), name16);
+    const BootFacts f = Facts(b);
+    EXPECT_TRUE(f.uki_sections.empty());
+    EXPECT_TRUE(f.kernel_cmdlines.empty());
+  }
+  // Windows' PCR 11 events (BitLocker's EV_COMPACT_HASH) are not UKI
+  // sections and not anomalies either.
+  const BootFacts win = FactsOfFile("go-attestation_option_rom_eventlog.bin");
+  EXPECT_TRUE(win.uki_sections.empty());
+  EXPECT_EQ(win.uki_unrecognized.size(), 2u);
+}
+
 TEST(BootFacts, UefiDebugMode) {
   EventLogBuilder b;
   b.Add(7, kEvEfiAction, Str("UEFI Debug Mode")).SecureBootConfig(1).Separator(7);

@@ -7,7 +7,11 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <span>
+#include <string_view>
 #include <utility>
+
+#include "attest/digest.h"
 
 namespace rackgate::attest {
 
@@ -16,6 +20,30 @@ namespace {
 constexpr uint32_t kPcrBootApplications = 4;
 constexpr uint32_t kPcrSecureBoot = 7;
 constexpr uint32_t kMaxSeparatorPcr = 7;
+constexpr uint32_t kPcrGrubCmdline = 8;
+constexpr uint32_t kPcrLinuxStubLoadOptions = 9;
+constexpr uint32_t kPcrSystemdKernelConfig = 12;
+
+std::span<const uint8_t> AsBytes(std::string_view s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+// Whether digests of a UKI's .cmdline section are of `text`: of the text
+// itself or of the text with one NUL after it (ukify and other UKI builders
+// differ), in every bank we can hash, with at least one such bank.
+bool DigestsAreOfText(const std::map<uint16_t, Bytes>& digests, const std::string& text) {
+  const std::string with_nul = text + '\0';
+  for (std::string_view candidate : {std::string_view(text), std::string_view(with_nul)}) {
+    bool any = false, all = true;
+    for (const auto& [alg, digest] : digests) {
+      if (EvpMd(alg) == nullptr) continue;
+      any = true;
+      if (Hash(alg, {AsBytes(candidate)}) != digest) all = false;
+    }
+    if (any && all) return true;
+  }
+  return false;
+}
 
 class Evaluator {
  public:
@@ -51,6 +79,7 @@ class Evaluator {
                     const std::vector<PolicyDigest>& forbidden, const char* not_allowed,
                     const char* is_forbidden);
   void CheckKernelCmdline();
+  void CheckUki();
   void CheckTofu();
 
   const BootPolicy& policy_;
@@ -70,7 +99,7 @@ void Evaluator::CheckEventLog() {
     Add("eventlog", replayed.status().reason(), replayed.status().message());
     return;
   }
-  if (Status s = ComparePcrs(*replayed, evidence_.quoted); !s.ok()) {
+  if (Status s = CompareLogWithQuote(*replayed, evidence_.quoted); !s.ok()) {
     Add("eventlog", s.reason(), s.message());
   }
 }
@@ -195,6 +224,18 @@ void Evaluator::CheckKernelCmdline() {
     any = true;
     const std::string where = "kernel command line (event " + std::to_string(c.event_index) +
                               ", PCR " + std::to_string(c.pcr) + ", " + c.source + ")";
+    if (c.by_digest) {
+      // A UKI's .cmdline section: its text is not in the log, only its
+      // digest. Substrings cannot be judged against a digest; fail closed.
+      if (!k.required.empty() || !k.forbidden.empty()) {
+        Add("kernel_cmdline", "kernel_cmdline_unverified",
+            where + " is measured by digest only: only \"exact\" can judge it");
+      }
+      if (k.exact && !DigestsAreOfText(c.digests, *k.exact)) {
+        Add("kernel_cmdline", "kernel_cmdline_mismatch", where + " is not the exact one required");
+      }
+      continue;
+    }
     if (!c.verified) {
       Add("kernel_cmdline", "kernel_cmdline_unverified",
           where + " does not match its digest; what the kernel received is unknown");
@@ -220,7 +261,39 @@ void Evaluator::CheckKernelCmdline() {
   }
   if (!any) {
     Add("kernel_cmdline", "kernel_cmdline_missing",
-        "no kernel command line measured on a quoted PCR (8 or 12)");
+        "no kernel command line measured on a quoted PCR (8, 11 or 12)");
+  }
+}
+
+void Evaluator::CheckUki() {
+  if (!policy_.uki) return;
+  if (!RequireQuoted("uki", kPcrUkiSections)) return;
+  if (facts_.uki_sections.empty()) {
+    Add("uki", "uki_missing", "no UKI section measured on PCR 11: this boot did not use systemd-stub");
+  }
+  for (const auto& [name, allowed] : policy_.uki->sections) {
+    bool any = false;
+    for (const UkiSection& u : facts_.uki_sections) {
+      if (u.name != name) continue;
+      any = true;
+      if (!Matches(u.digests, allowed)) {
+        Add("uki", "uki_section_not_allowed",
+            "UKI section " + name + " (event " + std::to_string(u.event_index) + ") " +
+                Name(u.digests) + " is not allowed");
+      }
+    }
+    if (!any && !facts_.uki_sections.empty()) {
+      Add("uki", "uki_section_missing", "UKI section " + name + " was not measured on PCR 11");
+    }
+  }
+  // SECURITY: every PCR 11 measurement counts; one that is not a section
+  // systemd-stub measured could be anything (a relabelled event, an extend
+  // from the OS written into a forged log).
+  for (const Measurement& m : facts_.uki_unrecognized) {
+    Add("uki", "uki_measurement_unrecognized",
+        "PCR 11 event " + std::to_string(m.event_index) + " (" + EventTypeName(m.type) +
+            ", logged as \"" + m.description + "\") " + Name(m.digests) +
+            " is not a UKI section measured by systemd-stub");
   }
 }
 
@@ -268,6 +341,7 @@ Verdict Evaluator::Run() {
                policy_.allowed_authorities, policy_.forbidden_authorities,
                "authority_not_allowed", "authority_forbidden");
   CheckKernelCmdline();
+  CheckUki();
   CheckTofu();
   verdict_.ok = verdict_.violations.empty();
   // SECURITY: a failed attestation pins nothing; the first passing one does.
@@ -276,6 +350,54 @@ Verdict Evaluator::Run() {
 }
 
 }  // namespace
+
+std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy) {
+  std::set<uint32_t> out;
+  if (policy.require_separators) {
+    for (uint32_t pcr = 0; pcr <= kMaxSeparatorPcr; ++pcr) out.insert(pcr);
+  }
+  if (policy.allowed_boot_applications || !policy.forbidden_boot_applications.empty()) {
+    out.insert(kPcrBootApplications);
+  }
+  if (policy.require_secure_boot || policy.allowed_authorities ||
+      !policy.forbidden_authorities.empty()) {
+    out.insert(kPcrSecureBoot);
+  }
+  if (policy.kernel_cmdline) {
+    out.insert({kPcrGrubCmdline, kPcrLinuxStubLoadOptions, kPcrUkiSections,
+                kPcrSystemdKernelConfig});
+  }
+  if (policy.uki) out.insert(kPcrUkiSections);
+  return out;
+}
+
+Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
+                           std::string* phase) {
+  PcrValues adjusted = replayed;
+  std::string reached;
+  for (const auto& [alg, bank] : quoted) {
+    auto q = bank.find(kPcrUkiSections);
+    auto rb = adjusted.find(alg);
+    if (q == bank.end() || rb == adjusted.end() || EvpMd(alg) == nullptr) continue;
+    Bytes value = rb->second.count(kPcrUkiSections) != 0
+                      ? rb->second.at(kPcrUkiSections)
+                      : InitialPcrValue(kPcrUkiSections, DigestSize(alg));
+    std::string words;
+    for (std::string_view word : kSystemdBootPhases) {
+      if (value == q->second) break;
+      value = Hash(alg, {value, Hash(alg, {AsBytes(word)})});
+      words += (words.empty() ? "" : ":") + std::string(word);
+    }
+    // No match leaves the log's own value, for ComparePcrs to refuse.
+    if (value == q->second && !words.empty()) {
+      rb->second[kPcrUkiSections] = value;
+      reached = words;
+    }
+  }
+  Status s = ComparePcrs(adjusted, quoted);
+  if (s.ok() && phase != nullptr) *phase = reached;
+  return s;
+}
 
 Verdict Evaluate(const BootPolicy& policy, const BootFacts& facts, const Evidence& evidence) {
   return Evaluator(policy, facts, evidence).Run();

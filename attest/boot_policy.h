@@ -10,9 +10,13 @@
 #ifndef RACKGATE_ATTEST_BOOT_POLICY_H_
 #define RACKGATE_ATTEST_BOOT_POLICY_H_
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attest/boot_facts.h"
@@ -34,6 +38,16 @@ struct KernelCmdlinePolicy {
   std::vector<std::string> forbidden;  // substrings that must not appear
 };
 
+// A Unified Kernel Image rule (PCR 11, where systemd-stub measures the
+// UKI's sections; BootFacts::uki_sections).
+struct UkiPolicy {
+  // Section name (".linux", ".initrd", ".cmdline", ...) -> the digests its
+  // contents may have. Each named section must be measured, and every
+  // measurement of it must be in its list; sections not named are not
+  // judged. Never empty.
+  std::map<std::string, std::vector<PolicyDigest>> sections;
+};
+
 struct BootPolicy {
   // Golden values: each listed PCR must be quoted and equal, exactly.
   PcrValues pcrs;
@@ -47,7 +61,11 @@ struct BootPolicy {
   // configuration) must be in it.
   std::optional<std::vector<PolicyDigest>> allowed_authorities;
   std::vector<PolicyDigest> forbidden_authorities;
+  // Judged on every command line the log carries on a quoted PCR: grub's
+  // (PCR 8), systemd-boot's and systemd-stub's (PCR 12), a UKI's .cmdline
+  // section (PCR 11, by digest: only `exact` can judge it).
   std::optional<KernelCmdlinePolicy> kernel_cmdline;
+  std::optional<UkiPolicy> uki;
   // Trust on first use: these PCRs are pinned to the values of the first
   // attestation that passes, and must keep them until an operator resets
   // the machine.
@@ -71,7 +89,8 @@ struct Evidence {
 // One broken rule.
 struct Violation {
   std::string rule;     // policy field: eventlog, pcrs, secure_boot, separators,
-                        // boot_applications, authorities, kernel_cmdline, tofu
+                        // boot_applications, authorities, kernel_cmdline, uki,
+                        // tofu
   std::string reason;   // stable, lower_snake_case
   std::string message;  // names the PCR, event or digest; never a value the
                         // evidence was compared against, never a secret
@@ -88,12 +107,37 @@ struct Verdict {
   PcrValues tofu_to_record;
 };
 
+// The PCRs whose events the policy's rules read from the log, each of which
+// the machine must quote for its rule to pass: 0-7 (require_separators), 4
+// (boot_applications), 7 (require_secure_boot, authorities), 8, 9, 11 and 12
+// (kernel_cmdline: grub on 8, the Linux EFI stub on 9, a UKI's .cmdline
+// section on 11, systemd-boot and systemd-stub on 12), 11 (uki). Golden and
+// TOFU PCRs are the policy's own lists (BootPolicy::pcrs, ::tofu).
+std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy);
+
+// The boot phases systemd-pcrphase measures into PCR 11 from userspace, in
+// order (systemd's TPM2_PCR_MEASUREMENTS.md; each digest is of the word in
+// UTF-8 without a NUL). They are not in the firmware's event log.
+inline constexpr std::array<std::string_view, 4> kSystemdBootPhases = {
+    "enter-initrd", "leave-initrd", "sysinit", "ready"};
+
+// ComparePcrs, except that a quoted PCR 11 may also hold the log's value
+// extended by the first 1..4 of kSystemdBootPhases (a machine booted by
+// systemd-stub quotes PCR 11 after systemd-pcrphase extended it; how far
+// depends on when it quotes). Each extension is of a known constant, so the
+// quote still binds PCR 11's logged events and nothing unknown. On a match,
+// `*phase` (when not null) is set to the phases joined by ':' ("" when
+// none). Same reasons as ComparePcrs.
+Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
+                           std::string* phase = nullptr);
+
 // Judges the evidence. The log must replay to the quoted PCRs
-// (eventlog_bank_missing, eventlog_pcr_mismatch, or the replay's own reason),
+// (CompareLogWithQuote: eventlog_bank_missing, eventlog_pcr_mismatch, or
+// the replay's own reason),
 // then each rule the policy sets is checked. A rule that reads facts needs
 // their PCR quoted, else pcr_not_quoted under that rule (PCR 7 for
 // secure_boot and authorities, 4 for boot_applications, 0-7 for separators;
-// command lines on unquoted PCRs do not count). Reasons:
+// 11 for uki; command lines on unquoted PCRs do not count). Reasons:
 //   pcrs:               pcr_not_quoted, pcr_mismatch
 //   secure_boot:        secure_boot_disabled, secure_boot_not_measured,
 //                       secure_boot_unverifiable, secure_boot_no_separator,
@@ -104,6 +148,8 @@ struct Verdict {
 //   kernel_cmdline:     kernel_cmdline_missing, kernel_cmdline_unverified,
 //                       kernel_cmdline_mismatch, kernel_cmdline_required_missing,
 //                       kernel_cmdline_forbidden_present
+//   uki:                pcr_not_quoted, uki_missing, uki_section_missing,
+//                       uki_section_not_allowed, uki_measurement_unrecognized
 //   tofu:               pcr_not_quoted, tofu_mismatch
 // A null log fails with rule "eventlog", reason "eventlog_missing".
 // Throws only on OpenSSL resource failure.

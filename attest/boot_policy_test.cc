@@ -194,6 +194,173 @@ TEST(Evaluate, NoCommandLineMeasured) {
             (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_missing"}));
 }
 
+// --- Modern boots: systemd-boot, systemd-stub, UKIs ---------------------------
+
+// What a machine quotes when asked for sha256 PCRs 0-7 (the default
+// selection) plus what the policy reads from the log: the log's values, and
+// the initial value of any PCR the log never extended.
+PcrValues QuoteOf(const Case& c, std::set<uint32_t> pcrs) {
+  for (uint32_t p = 0; p <= 7; ++p) pcrs.insert(p);
+  PcrValues out;
+  const PcrBank& replayed = c.evidence.quoted.at(kAlgSha256);
+  for (uint32_t p : pcrs) {
+    auto it = replayed.find(p);
+    out[kAlgSha256][p] = it != replayed.end() ? it->second : InitialPcrValue(p, 32);
+  }
+  return out;
+}
+
+TEST(Evaluate, SystemdBootCommandLineIsFoundOnPcr12) {
+  Case c(ReadLog("tpm2-tools_event-sd-boot-fedora37.bin"));
+  BootPolicy policy;
+  policy.kernel_cmdline = Cmdline(std::nullopt, {"console=ttyS0", "efi=debug"}, {"init="});
+  const std::set<uint32_t> read = PcrsReadFromLog(policy);
+  EXPECT_EQ(read, (std::set<uint32_t>{8, 9, 11, 12}));
+  c.evidence.quoted = QuoteOf(c, read);
+  Verdict v = c.Judge(policy);
+  EXPECT_TRUE(v.ok);
+  for (const Violation& x : v.violations) ADD_FAILURE() << x.rule << ": " << x.message;
+
+  policy.kernel_cmdline = Cmdline(std::nullopt, {"console=ttyS1"}, {"efi=debug"});
+  // Both PCR 12 events (systemd-boot's, then the one the kernel received)
+  // break both rules.
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_required_missing",
+                                        "kernel_cmdline/kernel_cmdline_required_missing",
+                                        "kernel_cmdline/kernel_cmdline_forbidden_present",
+                                        "kernel_cmdline/kernel_cmdline_forbidden_present"}));
+
+  // The selection before PCR 12 was added (0-9) leaves it unquoted: the
+  // command line proves nothing, and the rule fails as it did then.
+  c.evidence.quoted = QuoteOf(c, {8, 9});
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_missing"}));
+}
+
+TEST(Evaluate, GrubCommandLineWithTheWiderSelection) {
+  // Quoting PCRs 11 and 12 on a grub boot changes nothing: they are unused.
+  Case c(ReadLog("go-attestation_coreos_36_shielded_vm_no_secure_boot_eventlog.bin"));
+  BootPolicy policy;
+  policy.kernel_cmdline = Cmdline(std::nullopt, {"ignition.platform.id=gcp"}, {"init="});
+  c.evidence.quoted = QuoteOf(c, PcrsReadFromLog(policy));
+  EXPECT_EQ(c.evidence.quoted.at(kAlgSha256).count(12), 1u);
+  EXPECT_TRUE(c.Judge(policy).ok);
+  policy.kernel_cmdline = Cmdline(std::nullopt, {"ignition.platform.id=metal"}, {});
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_required_missing"}));
+}
+
+TEST(Evaluate, PcrsReadFromLog) {
+  EXPECT_TRUE(PcrsReadFromLog(BootPolicy{}).empty());
+  BootPolicy p;
+  p.uki.emplace();
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{11}));
+  p = SecureBootPolicy();
+  p.allowed_boot_applications.emplace();
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{4, 7}));
+  p.require_separators = true;
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// A UKI boot as systemd-stub logs it (no log in testdata/ has one).
+Bytes UkiLog(const std::string& cmdline, bool stray_pcr11_event = false) {
+  EventLogBuilder b;
+  for (const auto& [name, contents] : std::vector<std::pair<std::string, std::string>>{
+           {".linux", "kernel image"}, {".osrel", "ID=fedora\n"}, {".cmdline", cmdline},
+           {".initrd", "cpio"}}) {
+    b.Measure(11, kEvIpl, Str(std::string_view(name.c_str(), name.size() + 1)),
+              testing::Utf16(name, true));
+    b.Measure(11, kEvIpl, Str(contents), testing::Utf16(name, true));
+  }
+  if (stray_pcr11_event) b.Measure(11, kEvIpl, Str("enter-initrd"), Str("enter-initrd"));
+  return b.bytes();
+}
+
+UkiPolicy UkiRule(std::vector<std::pair<std::string, std::string>> allowed) {
+  UkiPolicy u;
+  for (const auto& [name, contents] : allowed) {
+    u.sections[name].push_back(Sha256Digest(testing::Digest(kAlgSha256, Str(contents))));
+  }
+  return u;
+}
+
+TEST(Evaluate, UkiSections) {
+  Case c(UkiLog("root=/dev/vda ro"));
+  BootPolicy policy;
+  policy.uki = UkiRule({{".linux", "kernel image"}, {".initrd", "cpio"}});
+  EXPECT_TRUE(c.Judge(policy).ok);
+  policy.uki = UkiRule({{".linux", "another kernel"}, {".initrd", "cpio"}, {".ucode", "x"}});
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"uki/uki_section_not_allowed", "uki/uki_section_missing"}));
+
+  // PCR 11 not quoted: the sections prove nothing.
+  c.evidence.quoted.at(kAlgSha256).erase(11);
+  c.evidence.quoted.at(kAlgSha1).erase(11);
+  EXPECT_EQ(Reasons(c.Judge(policy)), (std::multiset<std::string>{"uki/pcr_not_quoted"}));
+
+  // Not a UKI boot at all.
+  Case sd(ReadLog("tpm2-tools_event-sd-boot-fedora37.bin"));
+  sd.evidence.quoted = QuoteOf(sd, {11});
+  policy.uki = UkiRule({{".linux", "kernel image"}});
+  EXPECT_EQ(Reasons(sd.Judge(policy)), (std::multiset<std::string>{"uki/uki_missing"}));
+
+  // Anything else on PCR 11 fails the rule.
+  Case stray(UkiLog("root=/dev/vda ro", true));
+  EXPECT_EQ(Reasons(stray.Judge(policy)),
+            (std::multiset<std::string>{"uki/uki_measurement_unrecognized"}));
+}
+
+TEST(Evaluate, UkiCommandLineIsJudgedByDigest) {
+  Case c(UkiLog("root=/dev/vda ro"));
+  BootPolicy policy;
+  policy.kernel_cmdline = Cmdline("root=/dev/vda ro", {}, {});
+  EXPECT_TRUE(c.Judge(policy).ok);
+  policy.kernel_cmdline = Cmdline("root=/dev/vda rw", {}, {});
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_mismatch"}));
+  // Substrings cannot be judged against a digest: fail closed.
+  policy.kernel_cmdline = Cmdline(std::nullopt, {"ro"}, {});
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_unverified"}));
+  // A builder that keeps a NUL after the text.
+  Case nul(UkiLog(std::string("root=/dev/vda ro\0", 17)));
+  policy.kernel_cmdline = Cmdline("root=/dev/vda ro", {}, {});
+  EXPECT_TRUE(nul.Judge(policy).ok);
+}
+
+TEST(Evaluate, SystemdBootPhasesOnPcr11) {
+  Case c(UkiLog("root=/dev/vda ro"));
+  BootPolicy policy;
+  policy.uki = UkiRule({{".linux", "kernel image"}});
+  const PcrValues logged = c.evidence.quoted;
+  // systemd-pcrphase extended PCR 11 after the firmware log ended.
+  for (auto& [alg, bank] : c.evidence.quoted) {
+    for (std::string_view word : {"enter-initrd", "leave-initrd"}) {
+      Bytes v = bank.at(11);
+      testing::Put(&v, testing::Digest(alg, Str(word)));
+      bank[11] = testing::Digest(alg, v);
+    }
+  }
+  std::string phase = "unset";
+  auto replayed = Replay(c.log);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(CompareLogWithQuote(*replayed, c.evidence.quoted, &phase).ok());
+  EXPECT_EQ(phase, "enter-initrd:leave-initrd");
+  EXPECT_FALSE(ComparePcrs(*replayed, c.evidence.quoted).ok());
+  EXPECT_TRUE(c.Judge(policy).ok);
+  EXPECT_TRUE(CompareLogWithQuote(*replayed, logged, &phase).ok());
+  EXPECT_EQ(phase, "");
+
+  // Anything but those words is unexplained.
+  for (auto& [alg, bank] : c.evidence.quoted) {
+    Bytes v = bank.at(11);
+    testing::Put(&v, testing::Digest(alg, Str("evil")));
+    bank[11] = testing::Digest(alg, v);
+  }
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"eventlog/eventlog_pcr_mismatch"}));
+}
+
 TEST(Evaluate, LogThatDoesNotMatchTheQuote) {
   Case c(ReadLog("tpm2-tools_event-moklisttrusted.bin"));
   c.evidence.quoted[kAlgSha256][4][0] ^= 1;

@@ -39,8 +39,8 @@ std::string Short(std::span<const uint8_t> ek_hash) { return attest::HexString(e
 std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + Short(m.ek_hash); }
 
 // The PCR selection a machine must quote: the configured default, plus what
-// its boot policy names (golden and TOFU PCRs, and the kernel command line's
-// PCRs when a rule reads it).
+// its boot policy names (golden and TOFU PCRs, and the PCRs its rules read
+// from the event log: attest::PcrsReadFromLog).
 std::vector<attest::PcrSelection> Selection(const std::vector<attest::PcrSelection>& base,
                                             const attest::BootPolicy* policy) {
   std::map<uint16_t, std::set<uint32_t>> want;
@@ -50,10 +50,11 @@ std::vector<attest::PcrSelection> Selection(const std::vector<attest::PcrSelecti
       for (const auto& [pcr, v] : bank) want[alg].insert(pcr);
     }
     for (const auto& s : policy->tofu) want[s.hash_alg].insert(s.pcrs.begin(), s.pcrs.end());
-    if (policy->kernel_cmdline) {
-      uint16_t bank = base.empty() ? attest::kAlgSha256 : base.front().hash_alg;
-      for (uint32_t pcr : {8u, 9u}) want[bank].insert(pcr);
-    }
+    // The PCRs the rules read from the event log: grub's command line in
+    // 8/9, systemd-boot's and systemd-stub's in 12, a UKI's sections in 11.
+    // Events in a PCR that is not quoted are unverified.
+    const uint16_t bank = base.empty() ? attest::kAlgSha256 : base.front().hash_alg;
+    for (uint32_t pcr : attest::PcrsReadFromLog(*policy)) want[bank].insert(pcr);
   }
   std::vector<attest::PcrSelection> out;
   for (const auto& [alg, pcrs] : want) out.push_back({alg, std::vector<uint32_t>(pcrs.begin(), pcrs.end())});
@@ -351,7 +352,7 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     if (!parsed.ok()) return refuse(Denied(parsed.status()));
     auto replayed = attest::Replay(*parsed);
     if (!replayed.ok()) return refuse(Denied(replayed.status()));
-    if (Status s = attest::ComparePcrs(*replayed, quote->pcrs); !s.ok()) return refuse(Denied(s));
+    if (Status s = attest::CompareLogWithQuote(*replayed, quote->pcrs); !s.ok()) return refuse(Denied(s));
     log = std::move(parsed).value();
   }
 
@@ -508,6 +509,8 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   if (!pool.ok()) return StoreBusy();
   auto settings = ParsePoolSettings(pool->settings_json);
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
+  // When the agent asks to renew (docs/csr.md, "Renewal").
+  view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;
   return view;
 }
 

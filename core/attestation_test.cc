@@ -150,6 +150,21 @@ TEST_F(ChallengeTest, PolicyPcrsJoinTheSelection) {
   EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,9");
 }
 
+// Issue 14: a command-line rule reads PCR 8/9 (grub), 12 (systemd-boot,
+// systemd-stub) and 11 (a UKI's .cmdline section); a UKI rule reads 11. The
+// challenge asks for all of them, so the quote covers what the log claims.
+TEST_F(ChallengeTest, CommandLineAndUkiRulesAskForTheModernBootsPcrs) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.boot_policy_json = "{\"version\": 1, \"kernel_cmdline\": {\"required\": [\"ro\"]}}";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,8,9,11,12");
+}
+
 // --- evidence ---
 
 TEST_F(EvidenceTest, HonestEvidenceAttestsAndIssuesAToken) {

@@ -2,11 +2,14 @@
 #include "core/csr.h"
 
 #include <arpa/inet.h>
+#include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -630,6 +633,99 @@ Status CheckTpmKey(std::span<const uint8_t> key_tpm2b_public,
                                       "the request's key is not the certified TPM key");
   }
   return Status::Ok();
+}
+
+namespace {
+
+Status ProofInvalid(std::string message) {
+  ERR_clear_error();
+  return Status::VerificationFailed("renewal_proof_invalid", std::move(message));
+}
+
+}  // namespace
+
+Result<PresentedCertificate> ParsePresentedCertificate(std::string_view pem) {
+  if (pem.empty() || pem.size() > kMaxCsrPemBytes) return ProofInvalid("the certificate is empty or too large");
+  ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) throw std::bad_alloc();
+  Bytes der;
+  int blocks = 0;
+  for (;;) {
+    char* name = nullptr;
+    char* header = nullptr;
+    unsigned char* data = nullptr;
+    long len = 0;
+    ERR_clear_error();
+    if (PEM_read_bio(bio.get(), &name, &header, &data, &len) != 1) {
+      const unsigned long e = ERR_peek_last_error();
+      const bool end = ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
+      if (!end) return ProofInvalid("the certificate's PEM is malformed");
+      break;
+    }
+    const bool is_cert = std::string_view(name) == "CERTIFICATE";
+    const bool has_header = header != nullptr && header[0] != '\0';
+    Bytes block(data, data + len);
+    OPENSSL_free(name);
+    OPENSSL_free(header);
+    OPENSSL_free(data);
+    // One certificate, the one the appliance sent: a chain or a key beside
+    // it is not what was issued.
+    if (++blocks > 1) return ProofInvalid("more than one PEM block");
+    if (!is_cert || has_header) return ProofInvalid("not one PEM CERTIFICATE without headers");
+    der = std::move(block);
+  }
+  if (blocks == 0) return ProofInvalid("no PEM CERTIFICATE block");
+  const unsigned char* p = der.data();
+  ossl::X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
+  if (!cert || p != der.data() + der.size()) return ProofInvalid("not one DER certificate");
+
+  PresentedCertificate out;
+  // The signer writes 16 random bytes; BN drops leading zero bytes, so pad.
+  ossl::BnPtr bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert.get()), nullptr));
+  unsigned char serial[16];
+  if (!bn || BN_is_negative(bn.get()) || BN_num_bytes(bn.get()) > static_cast<int>(sizeof(serial)) ||
+      BN_bn2binpad(bn.get(), serial, sizeof(serial)) != static_cast<int>(sizeof(serial))) {
+    return ProofInvalid("the certificate's serial is not one this appliance issues");
+  }
+  out.serial_hex = attest::HexString(std::span<const uint8_t>(serial, sizeof(serial)));
+  ossl::PkeyPtr key(X509_get_pubkey(cert.get()));  // a new reference
+  if (!key) return ProofInvalid("the certificate's key cannot be decoded");
+  const int type = EVP_PKEY_get_base_id(key.get());
+  if (type != EVP_PKEY_EC && type != EVP_PKEY_RSA) return ProofInvalid("the certificate's key is not EC or RSA");
+  out.public_key = std::shared_ptr<evp_pkey_st>(key.release(), EVP_PKEY_free);
+  out.der = std::move(der);
+  return out;
+}
+
+Status CheckRenewalSignature(const PresentedCertificate& cert, std::span<const uint8_t> message,
+                             std::span<const uint8_t> signature) {
+  if (!cert.public_key || signature.empty()) return ProofInvalid("no signature");
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  if (!ctx) throw std::bad_alloc();
+  EVP_PKEY_CTX* pctx = nullptr;  // BORROWED from ctx
+  if (EVP_DigestVerifyInit(ctx.get(), &pctx, EVP_sha256(), nullptr, cert.public_key.get()) != 1) {
+    return ProofInvalid("the certificate's key cannot verify");
+  }
+  // RSA: PKCS#1 v1.5 exactly, as wire::RenewalProof says; never PSS.
+  if (EVP_PKEY_get_base_id(cert.public_key.get()) == EVP_PKEY_RSA &&
+      EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
+    return ProofInvalid("the certificate's key cannot verify");
+  }
+  // SECURITY: this signature is the proof that the machine still holds the
+  // key of the certificate it renews; without it, anyone who copied the
+  // (public) certificate could renew it for a key of their own.
+  if (EVP_DigestVerify(ctx.get(), signature.data(), signature.size(), message.data(), message.size()) != 1) {
+    return ProofInvalid("the renewal signature does not verify with the certificate's key");
+  }
+  ERR_clear_error();
+  return Status::Ok();
+}
+
+bool RenewalDue(int64_t not_before, int64_t not_after, double fraction, int64_t now) {
+  if (now >= not_after) return true;
+  const double validity = static_cast<double>(not_after) - static_cast<double>(not_before);
+  // In doubles: a year of seconds times a fraction fits without overflow.
+  return static_cast<double>(now) >= static_cast<double>(not_after) - fraction * validity;
 }
 
 }  // namespace rackgate::core::csr

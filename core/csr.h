@@ -167,6 +167,38 @@ Status CheckTpmKey(std::span<const uint8_t> key_tpm2b_public,
                    std::span<const uint8_t> ak_tpm2b_public, std::span<const uint8_t> nonce,
                    const Csr& csr);
 
+// --- Renewal (docs/csr.md, "Renewal") ---------------------------------------
+
+// A certificate a machine presents as the one it renews. Untrusted until the
+// caller found it, byte for byte, among the certificates the appliance
+// issued to that machine. Copyable; copies share the key.
+struct PresentedCertificate {
+  // The serial as the signer records it: 16 bytes, lower-case hex.
+  std::string serial_hex;
+  Bytes der;
+  // The certificate's public key. Read-only, as Csr::public_key.
+  std::shared_ptr<evp_pkey_st> public_key;
+};
+
+// Parses one PEM "CERTIFICATE" (at most kMaxCsrPemBytes, exactly one block,
+// no PEM headers, DER that is exactly one certificate). Refuses with
+// kVerificationFailed "renewal_proof_invalid": anything else, a serial that
+// does not fit the signer's 16 bytes, or a key that is not EC or RSA (the
+// only kinds Check lets through, so no certificate of ours has another).
+Result<PresentedCertificate> ParsePresentedCertificate(std::string_view pem);
+
+// The possession proof: `signature` (DER ECDSA, or RSA PKCS#1 v1.5; SHA-256)
+// verifies with the certificate's key over `message`
+// (wire::RenewalSignedMessage of the session nonce and the new key).
+// kVerificationFailed "renewal_proof_invalid" otherwise.
+Status CheckRenewalSignature(const PresentedCertificate& cert, std::span<const uint8_t> message,
+                             std::span<const uint8_t> signature);
+
+// Whether a certificate valid from `not_before` to `not_after` may be renewed
+// at `now`: once at most `fraction` of its validity is left, or after it
+// expired (now >= not_after - fraction * (not_after - not_before)).
+bool RenewalDue(int64_t not_before, int64_t not_after, double fraction, int64_t now);
+
 }  // namespace rackgate::core::csr
 
 #endif  // RACKGATE_CORE_CSR_H_

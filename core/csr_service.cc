@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "attest/tpm.h"
+#include "core/csr_approval.h"
 #include "core/secrets.h"
 #include "base/log.h"
 
@@ -107,6 +108,89 @@ Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::
   return refusal;
 }
 
+CsrIssued CsrService::Answer(const storage::IssuedCertificate& cert, const storage::Machine& m) {
+  auto signer = CurrentSigner();
+  CsrIssued out;
+  out.certificate_pem = cert.certificate_pem;
+  out.ca_pem = signer ? signer->ca_pem() : std::string();
+  out.serial = cert.serial;
+  out.not_before = cert.not_before;
+  out.not_after = cert.not_after;
+  out.tpm_resident = cert.tpm_resident;
+  out.state = std::string(storage::StateName(m.state));
+  return out;
+}
+
+Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machine& m, const storage::Token& token,
+                                                            const std::string& kind, const wire::RenewalProof& proof,
+                                                            const csr::Csr& csr, const PoolSettings& settings, int64_t now,
+                                                            std::optional<storage::IssuedCertificate>* done) {
+  // Only a joined machine renews: anything before has no certificate to
+  // renew yet, a revoked one has no token, and a reset one starts over.
+  if (m.state != storage::MachineState::kJoined) {
+    return Status::VerificationFailed("state_conflict", "only a joined machine renews its certificates");
+  }
+  // TRUST: renewal refused for an untrusted machine (core/trust.h), wired at merge
+
+  // The certificate must be one this appliance issued to THIS machine, of
+  // this kind, byte for byte: the store's record is the reference, never the
+  // presented text (a certificate forged with a serial of ours, or another
+  // machine's, is refused).
+  auto presented = csr::ParsePresentedCertificate(proof.certificate_pem);
+  if (!presented.ok()) return presented.status();
+  auto stored = store_->GetCertificate(presented->serial_hex);
+  if (!stored.ok()) {
+    if (stored.status().code() == Status::Code::kIoError) return StoreBusy();
+    return Status::VerificationFailed("renewal_proof_invalid", "the certificate was not issued by this appliance");
+  }
+  if (stored->machine_id != m.id) {
+    return Status::VerificationFailed("renewal_proof_invalid", "the certificate was issued to another machine");
+  }
+  if (stored->kind != kind) {
+    return Status::VerificationFailed("renewal_proof_invalid", "the certificate is not a " + kind + " certificate");
+  }
+  auto reference = csr::ParsePresentedCertificate(stored->certificate_pem);
+  if (!reference.ok() || reference->der != presented->der) {
+    return Status::VerificationFailed("renewal_proof_invalid", "the certificate is not the one issued");
+  }
+  if (!stored->since_reset) {
+    return Status::VerificationFailed("renewal_proof_invalid",
+                                      "the certificate predates the machine's last reset; the operator's reset "
+                                      "starts the machine over");
+  }
+
+  // Possession: the certificate's key signed this session's nonce (fresh:
+  // the token comes from the attestation that just passed) and the new key
+  // (so the proof is good for this CSR's key only).
+  if (token.nonce.empty()) {
+    return Status::VerificationFailed("renewal_proof_invalid", "attest again: this token predates renewal proofs");
+  }
+  const attest::Bytes message = wire::RenewalSignedMessage(token.nonce, Sha256(csr.spki_der));
+  if (Status s = csr::CheckRenewalSignature(*presented, message, proof.signature); !s.ok()) return s;
+
+  if (stored->replaced_by) {
+    // Renewed already. The same new key again is a renewal whose answer was
+    // lost: the same answer. Another key would be a second successor.
+    auto successor = store_->GetCertificate(*stored->replaced_by);
+    if (successor.ok() && successor->machine_id == m.id && successor->public_key_sha256 == Sha256(csr.spki_der) &&
+        !successor->certificate_pem.empty()) {
+      *done = std::move(*successor);
+      return std::move(*stored);
+    }
+    return Status::VerificationFailed("renewal_proof_invalid",
+                                      "the certificate was already renewed; renew the newest one");
+  }
+
+  // Renewal opens in the last renew_fraction of the validity, or after it
+  // ended; the stored validity counts, not the presented text's.
+  if (!csr::RenewalDue(stored->not_before, stored->not_after, settings.renew_fraction, now)) {
+    return Status::VerificationFailed("renewal_not_due",
+                                      "the certificate is not due for renewal yet (renewal opens when " +
+                                          std::to_string(settings.renew_fraction) + " of its validity is left)");
+  }
+  return std::move(*stored);
+}
+
 Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_token,
                                      const Result<CsrSubmission>& submission) {
   auto auth = attestation_->Authenticate(bearer_token);
@@ -173,21 +257,14 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   // A client whose answer was lost (the appliance crashed after recording
   // the certificate, the connection was cut) asks again with the same key:
   // it gets the same certificate, not client_cert_already_issued. Proof of
-  // possession is the CSR's self-signature; the token is the machine's.
-  if (*kind == csr::Kind::kClient && m.client_cert_issued_at) {
+  // possession is the CSR's self-signature; the token is the machine's. A
+  // reboot that kept its key asks the same way. A renewal has its own
+  // answer for a lost reply (CheckRenewal).
+  if (*kind == csr::Kind::kClient && m.client_cert_issued_at && !body.renewal) {
     auto earlier = store_->FindClientCertificate(m.id, Sha256(parsed->spki_der));
     if (earlier.ok() && !earlier->certificate_pem.empty()) {
-      auto signer = CurrentSigner();
       Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
-      CsrIssued out;
-      out.certificate_pem = earlier->certificate_pem;
-      out.ca_pem = signer ? signer->ca_pem() : std::string();
-      out.serial = earlier->serial;
-      out.not_before = earlier->not_before;
-      out.not_after = earlier->not_after;
-      out.tpm_resident = earlier->tpm_resident;
-      out.state = std::string(storage::StateName(m.state));
-      return out;
+      return Answer(*earlier, m);
     }
   }
 
@@ -198,20 +275,64 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
     return Refuse(m, Status::Corruption("settings_invalid", "the pool's settings cannot be used"), kind_name, true);
   }
+  const int64_t now = attestation_->Now();
+
+  // A renewal: the machine's current certificate of this kind, its key's
+  // signature over this session's nonce and the new key, and the window.
+  std::optional<storage::IssuedCertificate> replaces;
+  if (body.renewal) {
+    std::optional<storage::IssuedCertificate> done;
+    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, *settings, now, &done);
+    if (!current.ok()) {
+      const bool waitable = current.status().code() == Status::Code::kIoError;
+      return Refuse(m, current.status(), kind_name, waitable);
+    }
+    if (done) {
+      Log()->info("{} certificate {} sent again to {} (renewal of {} with the same key)", kind_name, done->serial,
+                  Who(m), current->serial);
+      return Answer(*done, m);
+    }
+    replaces = std::move(*current);
+  }
+
   csr::RuleOptions rules;
   rules.client_window_seconds = settings->client_window_seconds.value_or(options_.client_window_seconds);
   rules.require_tpm_key = settings->require_tpm_key;
-  const int64_t now = attestation_->Now();
-  const auto refusals = csr::Check(*parsed, *kind, usages, Facts(m), rules, tpm_key_proven, now);
+  csr::MachineFacts facts = Facts(m);
+  // A renewal is the one client certificate's successor, not a second
+  // identity: every rule of a first CSR applies but the mark's.
+  if (replaces) facts.client_cert_issued_at.reset();
+  const auto refusals = csr::Check(*parsed, *kind, usages, facts, rules, tpm_key_proven, now);
   if (!refusals.empty()) {
     std::string all;
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
     return Refuse(m, Status::VerificationFailed(refusals.front().reason, all), kind_name);
   }
 
+  // Manual approval (core/csr_approval.h): every rule passed, nothing signed
+  // yet. An approved key is signed here, the rules above checked again now.
+  if (Status s = CheckCsrApproval(store_, *settings,
+                                  {&m, kind_name, Sha256(parsed->spki_der), body.csr_pem, usages, tpm_key_proven,
+                                   /*renewal=*/replaces.has_value()},
+                                  now);
+      !s.ok()) {
+    return Refuse(m, s.code() == Status::Code::kIoError ? busy : s, kind_name, s.reason() != "csr_denied");
+  }
+
   const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");
   auto signer = CurrentSigner();
   if (!signer) return Refuse(m, unavailable, kind_name, true);
+
+  // One nonce, one use (docs/csr.md): the session's nonce certifies the key
+  // of ONE CSR. Consumed after every check and once the signer is there (a
+  // refusal or a wait leaves it for the corrected request), before signing,
+  // so that of two CSRs certified over one nonce only one is signed.
+  if (tpm_key_proven) {
+    if (Status s = store_->ConsumeCertifyNonce(token.hash, now); !s.ok()) {
+      if (s.code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
+      return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
+    }
+  }
   csr::Profile profile = csr::DefaultProfile(*kind);
   profile.validity_seconds = *kind == csr::Kind::kClient ? options_.client_validity_seconds
                                                         : options_.serving_validity_seconds;
@@ -236,16 +357,19 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   rec.not_before = issued->not_before;
   rec.not_after = issued->not_after;
   rec.certificate_pem = issued->certificate_pem;
-  auto after = store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
+  auto after = replaces ? store_->RecordRenewal(rec, replaces->serial,
+                                                storage::Actor{"rackgated", "certificate renewed"}, now)
+                        : store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
   if (!after.ok()) {
     if (after.status().code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
     return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind_name);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
-                         {{"verdict", "signed"}, {"kind", kind_name}, {"reason", ""}});
+                         {{"verdict", replaces ? "renewed" : "signed"}, {"kind", kind_name}, {"reason", ""}});
   }
-  Log()->info("{} certificate {} signed for {}{}; until {}; state {}", kind_name, issued->serial_hex, Who(m),
+  Log()->info("{} certificate {} {} for {}{}; until {}; state {}", kind_name, issued->serial_hex,
+              replaces ? "renewed (replaces " + replaces->serial + ")" : std::string("signed"), Who(m),
               tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, storage::StateName(after->state));
   CsrIssued out;
   out.certificate_pem = issued->certificate_pem;

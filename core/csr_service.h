@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "core/attestation.h"
+#include "core/csr.h"
 #include "core/pool_settings.h"
 #include "core/signer.h"
 #include "storage/store.h"
@@ -40,6 +41,9 @@ struct CsrSubmission {
   std::string csr_pem;
   std::optional<std::vector<std::string>> usages;  // nullopt: kubelet's defaults for the signer
   std::optional<TpmKeyProof> tpm_key;
+  // A renewal of the machine's current certificate of this kind (docs/csr.md,
+  // "Renewal"): that certificate and a signature by its key.
+  std::optional<wire::RenewalProof> renewal;
 };
 
 // A signed certificate (or the one already issued for the same key).
@@ -66,7 +70,8 @@ class CsrService {
   // POST /v1/machine/csr, in docs/csr.md's order: the token, the flood
   // limits, then the body (`submission` is its decoding, or why it did not
   // decode: that answer waits until the token and the flood limits passed),
-  // the CSR, the TPM key proof, the rules, the signer, the record.
+  // the CSR, the TPM key proof, the renewal proof when there is one, the
+  // rules, the certify nonce's one use, the signer, the record.
   Result<CsrIssued> Submit(const std::optional<std::string>& bearer_token,
                            const Result<CsrSubmission>& submission);
   // Loads the cluster CA again (SIGHUP). An error keeps the running signer.
@@ -75,6 +80,14 @@ class CsrService {
  private:
   std::shared_ptr<csr::Signer> CurrentSigner();
   Status Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable = false);
+  // The certificate a renewal replaces, after every renewal check but the
+  // rules (docs/csr.md, "Renewal"); or, for a renewal already recorded for
+  // this very key (an answer that was lost), that renewal in *done.
+  Result<storage::IssuedCertificate> CheckRenewal(const storage::Machine& m, const storage::Token& token,
+                                                  const std::string& kind, const wire::RenewalProof& proof,
+                                                  const csr::Csr& csr, const PoolSettings& settings, int64_t now,
+                                                  std::optional<storage::IssuedCertificate>* done);
+  CsrIssued Answer(const storage::IssuedCertificate& cert, const storage::Machine& m);
 
   storage::Store* store_;
   AttestationService* attestation_;

@@ -5,8 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
 
+#include "core/pool_settings.h"
+#include "core/secrets.h"
 #include "core/signer.h"
 #include "core/testing/core_fixture.h"
 #include "core/testing/csr_test_util.h"
@@ -19,6 +25,7 @@ using csr::test_util::Der;
 using csr::test_util::MakeCsr;
 using csr::test_util::NewKey;
 using csr::test_util::Pem;
+using csr::test_util::CertFromPem;
 
 constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
 
@@ -153,6 +160,356 @@ TEST_F(CsrServiceTest, UnusableSettingsAndNoSignerWait) {
   pool.settings_json = "{\"no_such_setting\": 1}";
   ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
   EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), Client(pem))), "settings_invalid");
+}
+
+// --- Renewal (docs/csr.md, "Renewal") ------------------------------------------
+
+// What the agent does: sign RenewalSignedMessage(nonce, SHA-256(new SPKI))
+// with the current certificate's key (ECDSA DER or RSA PKCS#1 v1.5, SHA-256).
+Bytes SignWith(EVP_PKEY* key, const Bytes& message) {
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  size_t n = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &n, message.data(), message.size()) != 1) {
+    throw std::runtime_error("sign");
+  }
+  Bytes sig(n);
+  if (EVP_DigestSign(ctx.get(), sig.data(), &n, message.data(), message.size()) != 1) throw std::runtime_error("sign");
+  sig.resize(n);
+  return sig;
+}
+
+std::string CertPem(X509* cert) {
+  ossl::BioPtr bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(bio.get(), cert);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+class RenewalTest : public CsrServiceTest {
+ protected:
+  static constexpr int64_t kValidity = 3000;
+  RenewalTest() {
+    options_csr_.client_validity_seconds = kValidity;
+    options_csr_.serving_validity_seconds = kValidity;
+    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), options_csr_, &metrics_);
+    WithClusterCa();
+  }
+
+  // A machine that joined with `key_`: its client certificate.
+  CsrIssued Join() {
+    auto issued = csrs_->Submit(Token(), Client(ClientCsr(key_.get())));
+    if (!issued.ok()) throw std::runtime_error("join: " + issued.status().ToString());
+    return std::move(issued).value();
+  }
+  // Moves the clock to `at` and attests again (a fresh token and nonce).
+  std::string Reattest(int64_t at) {
+    now_ = at;
+    machine_.clock.clock += 1000;
+    token_ = Attest(machine_).token;
+    return token_;
+  }
+  Bytes Nonce(const std::string& token) {
+    auto bearer = attestation_->Authenticate(token);
+    if (!bearer.ok()) throw std::runtime_error("authenticate: " + bearer.status().ToString());
+    return bearer->token.nonce;
+  }
+  static Bytes SpkiHash(const std::string& csr_pem) { return Sha256(csr::test_util::MustParse(csr_pem).spki_der); }
+  // A client CSR for `new_key` renewing `current` (held with `current_key`),
+  // signed over this token's nonce.
+  CsrSubmission Renewal(const std::string& token, EVP_PKEY* current_key, const std::string& current_pem,
+                        EVP_PKEY* new_key) {
+    CsrSubmission s = Client(ClientCsr(new_key));
+    s.renewal = wire::RenewalProof{
+        current_pem, SignWith(current_key, wire::RenewalSignedMessage(Nonce(token), SpkiHash(s.csr_pem)))};
+    return s;
+  }
+  size_t AuditRows(const std::string& action) {
+    storage::AuditFilter f;
+    f.hostname = "node-1";
+    f.limit = 10000;
+    auto rows = store_->ListAudit(f);
+    EXPECT_TRUE(rows.ok());
+    return static_cast<size_t>(std::count_if(rows->begin(), rows->end(),
+                                             [&](const storage::AuditEntry& e) { return e.action == action; }));
+  }
+  void SetPoolSettings(const std::string& json) {
+    storage::Pool pool{"workers"};
+    pool.token_required = false;
+    pool.settings_json = json;
+    ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  }
+
+  Metrics metrics_;
+  ossl::PkeyPtr key_ = NewKey("EC", "P-256");
+  ossl::PkeyPtr next_ = NewKey("EC", "P-256");
+};
+
+TEST_F(RenewalTest, RenewsWhenDueWithOneAuditRowAndKeepsTheClientMark) {
+  const CsrIssued first = Join();
+  const auto mark = store_->GetMachine("node-1")->client_cert_issued_at;
+  ASSERT_TRUE(mark);
+  // Two thirds of the validity passed: renewal is open (default 1/3 left).
+  const std::string token = Reattest(first.not_after - kValidity / 3 + 10);
+  const CsrSubmission renewal = Renewal(token, key_.get(), first.certificate_pem, next_.get());
+  auto renewed = csrs_->Submit(token, renewal);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_NE(renewed->serial, first.serial);
+  EXPECT_EQ(renewed->state, "joined");
+  EXPECT_EQ(renewed->not_after, now_ + kValidity);
+  // The new certificate carries the new key.
+  auto cert = CertFromPem(renewed->certificate_pem);
+  ASSERT_TRUE(cert);
+  EXPECT_EQ(EVP_PKEY_eq(X509_get0_pubkey(cert.get()), next_.get()), 1);
+
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+  EXPECT_EQ(AuditRows("certificate_issued"), 1u);  // the join only
+  EXPECT_EQ(store_->GetMachine("node-1")->client_cert_issued_at, mark);
+  EXPECT_EQ(store_->GetCertificate(first.serial)->replaced_by, renewed->serial);
+  const std::string metrics = metrics_.Render();
+  EXPECT_NE(metrics.find("verdict=\"renewed\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("verdict=\"signed\""), std::string::npos) << metrics;
+
+  // The answer was lost: the same renewal again gets the same certificate.
+  auto again = csrs_->Submit(token, renewal);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->serial, renewed->serial);
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+  // The replaced certificate renews no more, for any other key.
+  auto third = NewKey("EC", "P-256");
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, third.get()))),
+            "renewal_proof_invalid");
+  // A reboot that kept the new key asks without a proof: the same certificate.
+  auto reboot = csrs_->Submit(token, Client(ClientCsr(next_.get())));
+  ASSERT_TRUE(reboot.ok()) << reboot.status().ToString();
+  EXPECT_EQ(reboot->serial, renewed->serial);
+  // A wiped disk (a new key, no proof) still needs the operator's reset.
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, Client(ClientCsr(third.get())))), "client_cert_already_issued");
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+}
+
+TEST_F(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
+  const CsrIssued first = Join();
+  // Half the validity left: not yet (one third by default).
+  std::string token = Reattest(first.not_after - kValidity / 2);
+  auto early = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
+  EXPECT_EQ(ReasonOf(early), "renewal_not_due");
+  EXPECT_EQ(early.status().code(), Status::Code::kVerificationFailed);
+  EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
+  // The pool opens renewal at once; GET /v1/machine tells the agent.
+  SetPoolSettings("{\"renew_fraction\": 1}");
+  EXPECT_EQ(attestation_->WhoAmI(token)->renew_fraction, 1.0);
+  auto renewed = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  // The setting is checked: (0, 1] only.
+  EXPECT_EQ(ReasonOf(ParsePoolSettings("{\"renew_fraction\": 0}")), "settings_invalid");
+  EXPECT_EQ(ReasonOf(ParsePoolSettings("{\"renew_fraction\": 1.5}")), "settings_invalid");
+  EXPECT_EQ(ReasonOf(ParsePoolSettings("{\"renew_fraction\": \"1\"}")), "settings_invalid");
+  EXPECT_DOUBLE_EQ(ParsePoolSettings("{}")->renew_fraction, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(ParsePoolSettings("{\"renew_fraction\": 0.25}")->renew_fraction, 0.25);
+}
+
+TEST_F(RenewalTest, AnExpiredCertificateRenewsAnRsaKeyProvesWithPkcs1) {
+  key_ = NewKey("RSA", "2048");
+  const CsrIssued first = Join();
+  const std::string token = Reattest(first.not_after + 86400);
+  auto renewed = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+}
+
+TEST_F(RenewalTest, TheProofMustBeTheCurrentKeysOverThisNonceAndThisNewKey) {
+  const CsrIssued first = Join();
+  const Bytes old_nonce = Nonce(token_);
+  const std::string token = Reattest(first.not_after - 100);
+  auto other = NewKey("EC", "P-256");
+  // Signed by another key.
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, Renewal(token, other.get(), first.certificate_pem, next_.get()))),
+            "renewal_proof_invalid");
+  // Over another session's nonce (a replayed proof).
+  CsrSubmission stale = Renewal(token, key_.get(), first.certificate_pem, next_.get());
+  stale.renewal->signature = SignWith(key_.get(), wire::RenewalSignedMessage(old_nonce, SpkiHash(stale.csr_pem)));
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, stale)), "renewal_proof_invalid");
+  // Over another new key than the CSR's.
+  CsrSubmission swapped = Renewal(token, key_.get(), first.certificate_pem, other.get());
+  swapped.csr_pem = ClientCsr(next_.get());
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, swapped)), "renewal_proof_invalid");
+  // Not a signature at all.
+  CsrSubmission garbage = Renewal(token, key_.get(), first.certificate_pem, next_.get());
+  garbage.renewal->signature = Bytes(64, 1);
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, garbage)), "renewal_proof_invalid");
+  EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
+  // The honest one passes.
+  EXPECT_TRUE(csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get())).ok());
+}
+
+TEST_F(RenewalTest, OnlyACertificateIssuedToThisMachineOfThisKindRenews) {
+  const CsrIssued first = Join();
+  // Another machine joins; its certificate, with its own key's signature.
+  SoftMachine other;
+  other.clock.clock = machine_.clock.clock;
+  Enroll(other, "node-2");
+  const std::string other_token = Attest(other).token;
+  auto other_key = NewKey("EC", "P-256");
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-2"}};
+  auto other_cert = csrs_->Submit(other_token, Client(MakeCsr(other_key.get(), spec)));
+  ASSERT_TRUE(other_cert.ok()) << other_cert.status().ToString();
+
+  const std::string token = Reattest(first.not_after - 100);
+  auto r = csrs_->Submit(token, Renewal(token, other_key.get(), other_cert->certificate_pem, next_.get()));
+  EXPECT_EQ(ReasonOf(r), "renewal_proof_invalid");
+  EXPECT_NE(r.status().message().find("another machine"), std::string::npos) << r.status().message();
+
+  // A forgery: this machine's certificate re-signed by its own key, so the
+  // serial is ours but the bytes are not; and one with a serial we never
+  // issued.
+  auto real = CertFromPem(first.certificate_pem);
+  ASSERT_TRUE(real);
+  ossl::X509Ptr forged(X509_dup(real.get()));
+  ASSERT_TRUE(X509_gmtime_adj(X509_getm_notAfter(forged.get()), 10L * 365 * 86400));
+  ASSERT_GT(X509_sign(forged.get(), key_.get(), EVP_sha256()), 0);
+  r = csrs_->Submit(token, Renewal(token, key_.get(), CertPem(forged.get()), next_.get()));
+  EXPECT_EQ(ReasonOf(r), "renewal_proof_invalid");
+  EXPECT_NE(r.status().message().find("not the one issued"), std::string::npos) << r.status().message();
+  ossl::X509Ptr unknown(X509_dup(real.get()));
+  ASSERT_TRUE(ASN1_INTEGER_set(X509_get_serialNumber(unknown.get()), 424242));
+  ASSERT_GT(X509_sign(unknown.get(), key_.get(), EVP_sha256()), 0);
+  r = csrs_->Submit(token, Renewal(token, key_.get(), CertPem(unknown.get()), next_.get()));
+  EXPECT_EQ(ReasonOf(r), "renewal_proof_invalid");
+  EXPECT_NE(r.status().message().find("not issued by this appliance"), std::string::npos) << r.status().message();
+  // Not a certificate.
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, Renewal(token, key_.get(), "garbage", next_.get()))),
+            "renewal_proof_invalid");
+
+  // A client certificate does not renew a serving one.
+  CsrSubmission serving = Renewal(token, key_.get(), first.certificate_pem, next_.get());
+  CsrSpec serving_spec;
+  serving_spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
+  serving_spec.san = "DNS:node-1.example,IP:10.0.0.5";
+  serving.signer = "kubernetes.io/kubelet-serving";
+  serving.csr_pem = MakeCsr(next_.get(), serving_spec);
+  serving.renewal->signature =
+      SignWith(key_.get(), wire::RenewalSignedMessage(Nonce(token), SpkiHash(serving.csr_pem)));
+  r = csrs_->Submit(token, serving);
+  EXPECT_EQ(ReasonOf(r), "renewal_proof_invalid");
+  EXPECT_NE(r.status().message().find("not a serving"), std::string::npos) << r.status().message();
+  EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
+}
+
+TEST_F(RenewalTest, AServingCertificateRenewsWithItsOwnProof) {
+  Join();
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
+  spec.san = "DNS:node-1.example,IP:10.0.0.5";
+  CsrSubmission serving;
+  serving.signer = "kubernetes.io/kubelet-serving";
+  serving.csr_pem = MakeCsr(key_.get(), spec);
+  auto first = csrs_->Submit(token_, serving);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string token = Reattest(first->not_after - 100);
+  CsrSubmission renewal = serving;
+  renewal.csr_pem = MakeCsr(next_.get(), spec);
+  renewal.renewal = wire::RenewalProof{
+      first->certificate_pem,
+      SignWith(key_.get(), wire::RenewalSignedMessage(Nonce(token), SpkiHash(renewal.csr_pem)))};
+  auto renewed = csrs_->Submit(token, renewal);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_EQ(store_->GetCertificate(first->serial)->replaced_by, renewed->serial);
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+  // The renewed CSR obeys the first one's rules: a SAN not enrolled.
+  spec.san = "DNS:node-2.example";
+  renewal.csr_pem = MakeCsr(next_.get(), spec);
+  renewal.renewal = wire::RenewalProof{
+      renewed->certificate_pem,
+      SignWith(next_.get(), wire::RenewalSignedMessage(Nonce(token), SpkiHash(renewal.csr_pem)))};
+  SetPoolSettings("{\"renew_fraction\": 1}");
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, renewal)), "csr_san_not_enrolled");
+}
+
+TEST_F(RenewalTest, OnlyAJoinedMachineRenews) {
+  const CsrIssued first = Join();
+  // The operator resets the machine; it attests again but has not joined.
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"test", "reset"}, now_).ok());
+  const std::string token = Reattest(first.not_after - 100);
+  ASSERT_EQ(store_->GetMachine("node-1")->state, storage::MachineState::kAttested);
+  auto r = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
+  EXPECT_EQ(ReasonOf(r), "state_conflict");
+  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  // Joined again with a new key: the certificate from before the reset is
+  // history and renews nothing.
+  auto rejoined = csrs_->Submit(token, Client(ClientCsr(next_.get())));
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString();
+  auto third = NewKey("EC", "P-256");
+  SetPoolSettings("{\"renew_fraction\": 1}");
+  r = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, third.get()));
+  EXPECT_EQ(ReasonOf(r), "renewal_proof_invalid");
+  EXPECT_NE(r.status().message().find("reset"), std::string::npos) << r.status().message();
+  EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
+  // A revoked machine has no token at all.
+  const CsrSubmission late = Renewal(token, next_.get(), rejoined->certificate_pem, third.get());
+  ASSERT_TRUE(store_->Revoke("node-1", storage::Actor{"test", "revoke"}, now_).ok());
+  EXPECT_EQ(ReasonOf(csrs_->Submit(token, late)), "token_revoked");
+}
+
+// --- One nonce, one use (docs/csr.md) ------------------------------------------
+
+TEST_F(RenewalTest, ACertifyNonceProvesOneCsrOnly) {
+  const std::string token = Token();
+  const Bytes nonce = Nonce(token);
+  auto tpm_key = [] {
+    rackgate::testing::SoftKeySpec spec;
+    spec.type = attest::kAlgEcc;
+    spec.scheme = attest::kAlgNull;
+    spec.attributes &= ~attest::kAttrRestricted;
+    return rackgate::testing::SoftKey::Generate(spec);
+  };
+  auto proof = [&](const rackgate::testing::SoftKey& key) {
+    TpmKeyProof p;
+    p.public_area = key.tpm2b_public();
+    p.certify_info = rackgate::testing::MakeCertifyMessage(key.name(), nonce);
+    p.certify_signature = machine_.ak.Sign(*p.certify_info);
+    return p;
+  };
+  const auto client_key = tpm_key();
+  CsrSubmission client = Client(ClientCsr(client_key.pkey()));
+  client.tpm_key = proof(client_key);
+  auto issued = csrs_->Submit(token, client);
+  ASSERT_TRUE(issued.ok()) << issued.status().ToString();
+  EXPECT_TRUE(issued->tpm_resident);
+  // The answer was lost: the same CSR and proof get the same certificate.
+  auto again = csrs_->Submit(token, client);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->serial, issued->serial);
+  // A second key certified over the same nonce: refused, nothing signed.
+  const auto serving_key = tpm_key();
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
+  spec.san = "DNS:node-1.example";
+  CsrSubmission serving;
+  serving.signer = "kubernetes.io/kubelet-serving";
+  serving.csr_pem = MakeCsr(serving_key.pkey(), spec);
+  serving.tpm_key = proof(serving_key);
+  auto reused = csrs_->Submit(token, serving);
+  EXPECT_EQ(ReasonOf(reused), "certify_nonce_used");
+  EXPECT_EQ(reused.status().code(), Status::Code::kVerificationFailed);
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 1u);
+  // Without the proof the serving key is an ordinary file key: signed.
+  serving.tpm_key.reset();
+  EXPECT_TRUE(csrs_->Submit(token, serving).ok());
+  // A fresh attestation brings a fresh nonce.
+  const std::string fresh = Reattest(now_ + 60);
+  const Bytes fresh_nonce = Nonce(fresh);
+  ASSERT_NE(fresh_nonce, nonce);
+  TpmKeyProof p;
+  p.public_area = serving_key.tpm2b_public();
+  p.certify_info = rackgate::testing::MakeCertifyMessage(serving_key.name(), fresh_nonce);
+  p.certify_signature = machine_.ak.Sign(*p.certify_info);
+  serving.tpm_key = p;
+  auto proven = csrs_->Submit(fresh, serving);
+  ASSERT_TRUE(proven.ok()) << proven.status().ToString();
+  EXPECT_TRUE(proven->tpm_resident);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "core/csr.h"
 
 #include <gtest/gtest.h>
+#include <openssl/bn.h>
+#include <openssl/rsa.h>
 
 #include "core/testing/csr_test_util.h"
 
@@ -533,6 +535,124 @@ TEST_F(TpmKeyTest, RefusesMalformedPublicAreas) {
   Bytes cut(key_.tpm2b_public().begin(), key_.tpm2b_public().end() - 1);
   EXPECT_EQ(CheckTpmKey(cut, info, sig, ak_.tpm2b_public(), nonce_, csr).reason(), "tpm2b_public_malformed");
   EXPECT_EQ(CheckTpmKey(key_.tpm2b_public(), info, sig, {}, nonce_, csr).reason(), "tpm2b_public_malformed");
+}
+
+// ---------------------------------------------------------------- renewal
+
+// A certificate for `key` with `serial` (big-endian bytes), self-signed.
+std::string SelfSigned(EVP_PKEY* key, const Bytes& serial) {
+  ossl::X509Ptr cert(X509_new());
+  ossl::BnPtr bn(BN_bin2bn(serial.data(), static_cast<int>(serial.size()), nullptr));
+  if (!cert || !bn || X509_set_version(cert.get(), X509_VERSION_3) != 1 ||
+      BN_to_ASN1_INTEGER(bn.get(), X509_get_serialNumber(cert.get())) == nullptr ||
+      X509_gmtime_adj(X509_getm_notBefore(cert.get()), 0) == nullptr ||
+      X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600) == nullptr || X509_set_pubkey(cert.get(), key) != 1) {
+    throw std::runtime_error("certificate");
+  }
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("t"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+  const bool eddsa = EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519;
+  if (X509_sign(cert.get(), key, eddsa ? nullptr : EVP_sha256()) <= 0) throw std::runtime_error("sign");
+  unsigned char* der = nullptr;
+  const int n = i2d_X509(cert.get(), &der);
+  std::vector<uint8_t> bytes(der, der + n);
+  OPENSSL_free(der);
+  return Pem("CERTIFICATE", bytes);
+}
+
+Bytes Sign(EVP_PKEY* key, const Bytes& message, int rsa_padding = RSA_PKCS1_PADDING) {
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  EVP_PKEY_CTX* pctx = nullptr;
+  size_t n = 0;
+  if (EVP_DigestSignInit(ctx.get(), &pctx, EVP_sha256(), nullptr, key) != 1) throw std::runtime_error("sign");
+  if (EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA) EVP_PKEY_CTX_set_rsa_padding(pctx, rsa_padding);
+  EVP_DigestSign(ctx.get(), nullptr, &n, message.data(), message.size());
+  Bytes sig(n);
+  if (EVP_DigestSign(ctx.get(), sig.data(), &n, message.data(), message.size()) != 1) throw std::runtime_error("sign");
+  sig.resize(n);
+  return sig;
+}
+
+const Bytes kSerial = {0x00, 0x7f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+
+TEST(PresentedCertificate, ReadsTheSerialAsTheSignerWritesIt) {
+  auto key = NewKey("EC", "P-256");
+  auto cert = ParsePresentedCertificate(SelfSigned(key.get(), kSerial));
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  // A leading zero byte is kept: 16 bytes, lower-case hex.
+  EXPECT_EQ(cert->serial_hex, "007f0102030405060708090a0b0c0d0e");
+  EXPECT_EQ(EVP_PKEY_eq(cert->public_key.get(), key.get()), 1);
+  EXPECT_FALSE(cert->der.empty());
+}
+
+TEST(PresentedCertificate, RefusesAnythingButOneCertificateOfOurs) {
+  auto key = NewKey("EC", "P-256");
+  const std::string pem = SelfSigned(key.get(), kSerial);
+  for (const std::string& bad : {std::string(), std::string("garbage"), pem + pem, MakeCsr(key.get()),
+                                 SelfSigned(key.get(), Bytes(17, 0x42)),  // a serial we never write
+                                 SelfSigned(NewKey("ED25519", "").get(), kSerial),
+                                 std::string(kMaxCsrPemBytes + 1, 'a')}) {
+    auto r = ParsePresentedCertificate(bad);
+    EXPECT_EQ(r.ok() ? "" : r.status().reason(), "renewal_proof_invalid") << bad.substr(0, 40);
+    if (!r.ok()) EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  }
+}
+
+TEST(PresentedCertificate, TruncationLoop) {
+  auto key = NewKey("EC", "P-256");
+  const std::string pem = SelfSigned(key.get(), kSerial);
+  ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  ossl::X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  unsigned char* der = nullptr;
+  const int n = i2d_X509(cert.get(), &der);
+  const Bytes bytes(der, der + n);
+  OPENSSL_free(der);
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    EXPECT_FALSE(ParsePresentedCertificate(Pem("CERTIFICATE", Bytes(bytes.begin(), bytes.begin() + len))).ok())
+        << len;
+  }
+  // Trailing bytes after the certificate.
+  Bytes longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(ParsePresentedCertificate(Pem("CERTIFICATE", longer)).ok());
+}
+
+TEST(RenewalSignature, EcdsaAndRsaPkcs1OverTheMessageOnly) {
+  const Bytes message = {'r', 'e', 'n', 'e', 'w'};
+  for (auto [type, param] : {std::pair{"EC", "P-256"}, std::pair{"EC", "P-384"}, std::pair{"RSA", "2048"}}) {
+    auto key = NewKey(type, param);
+    auto cert = ParsePresentedCertificate(SelfSigned(key.get(), kSerial));
+    ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+    const Bytes sig = Sign(key.get(), message);
+    EXPECT_TRUE(CheckRenewalSignature(*cert, message, sig).ok()) << type << param;
+    const Bytes other = {'o', 't', 'h', 'e', 'r'};
+    EXPECT_EQ(CheckRenewalSignature(*cert, other, sig).reason(), "renewal_proof_invalid");
+    EXPECT_EQ(CheckRenewalSignature(*cert, message, {}).reason(), "renewal_proof_invalid");
+    auto stranger = NewKey(type, param);
+    EXPECT_EQ(CheckRenewalSignature(*cert, message, Sign(stranger.get(), message)).reason(), "renewal_proof_invalid");
+  }
+  // RSA-PSS is not what the proof is made with.
+  auto rsa = NewKey("RSA", "2048");
+  auto cert = ParsePresentedCertificate(SelfSigned(rsa.get(), kSerial));
+  ASSERT_TRUE(cert.ok());
+  EXPECT_EQ(CheckRenewalSignature(*cert, message, Sign(rsa.get(), message, RSA_PKCS1_PSS_PADDING)).reason(),
+            "renewal_proof_invalid");
+}
+
+TEST(RenewalDue, TheLastFractionOfTheValidityOrAfterIt) {
+  // Valid 3000 s from 1000: with one third, renewal opens at 3000.
+  EXPECT_FALSE(RenewalDue(1000, 4000, 1.0 / 3.0, 1000));
+  EXPECT_FALSE(RenewalDue(1000, 4000, 1.0 / 3.0, 2999));
+  EXPECT_TRUE(RenewalDue(1000, 4000, 1.0 / 3.0, 3000));
+  EXPECT_TRUE(RenewalDue(1000, 4000, 1.0 / 3.0, 4000));
+  EXPECT_TRUE(RenewalDue(1000, 4000, 1.0 / 3.0, 1'000'000));
+  EXPECT_TRUE(RenewalDue(1000, 4000, 1.0, 1000));
+  EXPECT_FALSE(RenewalDue(1000, 4000, 0.1, 3699));
+  EXPECT_TRUE(RenewalDue(1000, 4000, 0.1, 3700));
+  // A year of seconds does not overflow.
+  EXPECT_FALSE(RenewalDue(1'800'000'000, 1'800'000'000 + 365 * 86400, 1.0 / 3.0, 1'800'000'000 + 200 * 86400));
+  EXPECT_TRUE(RenewalDue(1'800'000'000, 1'800'000'000 + 365 * 86400, 1.0 / 3.0, 1'800'000'000 + 250 * 86400));
 }
 
 }  // namespace

@@ -7,6 +7,30 @@ namespace rackgate::core {
 
 using nlohmann::json;
 
+namespace {
+
+// "csr_approval": {"client": "manual"|"auto", "serving": ..., "renewal": ...}
+Status ParseCsrApproval(const json& v, PoolSettings* s) {
+  if (!v.is_object()) return Status::InvalidArgument("settings_invalid", "csr_approval is an object");
+  for (const auto& [kind, mode] : v.items()) {
+    bool* manual = kind == "client"    ? &s->client_csr_manual
+                   : kind == "serving" ? &s->serving_csr_manual
+                   : kind == "renewal" ? &s->renewal_csr_manual
+                                       : nullptr;
+    if (manual == nullptr) {
+      return Status::InvalidArgument("settings_invalid", "csr_approval has client, serving and renewal; not '" +
+                                                             kind + "'");
+    }
+    if (!mode.is_string() || (mode != "manual" && mode != "auto")) {
+      return Status::InvalidArgument("settings_invalid", "csr_approval." + kind + " is \"manual\" or \"auto\"");
+    }
+    *manual = mode == "manual";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
   const json j = json::parse(settings_json, nullptr, false);
   if (!j.is_object()) return Status::InvalidArgument("settings_invalid", "pool settings must be a JSON object");
@@ -20,6 +44,14 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
         return Status::InvalidArgument("settings_invalid", "client_csr_window_seconds is 60 s to 30 days");
       }
       s.client_window_seconds = v.get<int64_t>();
+    } else if (k == "csr_approval") {
+      if (Status st = ParseCsrApproval(v, &s); !st.ok()) return st;
+    } else if (k == "renew_fraction") {
+      // renew: 1 opens renewal at once; 0 would never open it before expiry.
+      if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) {
+        return Status::InvalidArgument("settings_invalid", "renew_fraction is a number in (0, 1]");
+      }
+      s.renew_fraction = v.get<double>();
     } else {
       return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
     }

@@ -18,6 +18,19 @@ struct PoolSettings {
   bool require_tpm_key = false;
   // Overrides the config's client_csr_window_seconds for this pool.
   std::optional<int64_t> client_window_seconds;
+
+  // --- Manual CSR approval (docs/csr.md, "Manual approval") ---
+  // "csr_approval": {"client": "manual"|"auto", "serving": ..., "renewal": ...}.
+  // A manual kind's CSRs that pass every rule wait for an operator
+  // (`rackgatectl csr approve`); renewals follow "renewal" (auto by default:
+  // the machine proves its current certificate's key and attests afresh).
+  bool client_csr_manual = false;
+  bool serving_csr_manual = false;
+  bool renewal_csr_manual = false;
+  // renew: renewal opens once at most this fraction of the current
+  // certificate's validity is left (docs/csr.md, "Renewal"); in (0, 1].
+  // The agent reads it from GET /v1/machine.
+  double renew_fraction = 1.0 / 3.0;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

@@ -220,12 +220,12 @@ const std::map<std::string, KeyReader>& Readers() {
        }},
       {"client_certificate_validity_seconds",
        [](const json& v, Config* c) {
-         return ReadInt(v, "client_certificate_validity_seconds", 3600, 10 * 365 * 86400,
+         return ReadInt(v, "client_certificate_validity_seconds", 60, 10 * 365 * 86400,
                         &c->client_certificate_validity_seconds);
        }},
       {"serving_certificate_validity_seconds",
        [](const json& v, Config* c) {
-         return ReadInt(v, "serving_certificate_validity_seconds", 3600, 10 * 365 * 86400,
+         return ReadInt(v, "serving_certificate_validity_seconds", 60, 10 * 365 * 86400,
                         &c->serving_certificate_validity_seconds);
        }},
       {"max_csrs_in_flight",

@@ -126,6 +126,9 @@ void AdminApi::Register(Router* router) {
   router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
   router->Add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
   router->Add("GET", "/v1/admin/events", [this](const Request& r) { return Events(r); });
+  router->Add("GET", "/v1/admin/csrs", [this](const Request& r) { return Csrs(r); });
+  router->Add("POST", "/v1/admin/csrs/{id}/approve", [this](const Request& r) { return DecideCsr(r, true); });
+  router->Add("POST", "/v1/admin/csrs/{id}/deny", [this](const Request& r) { return DecideCsr(r, false); });
 }
 
 namespace {
@@ -330,6 +333,7 @@ Response AdminApi::Show(const Request& request) {
 }
 
 Response AdminApi::Action(const Request& request, const std::string& verb) {
+  if (verb == "approve") return ApproveMachine(request);
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   auto a = std::get<storage::Actor>(actor);
@@ -585,6 +589,130 @@ Response AdminApi::Events(const Request& request) {
     out.push_back(std::move(j));
   }
   return Response::Json(200, json{{"events", out}}.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// --- Manual CSR approval and discovery -----------------------------------------
+
+namespace {
+
+// The body of POST /v1/admin/machines/{hostname}/approve: what the operator
+// sets as the pending machine is approved; absent fields keep the machine's.
+Result<storage::ApprovalChanges> ApprovalChangesFromJson(const json& j) {
+  storage::ApprovalChanges ch;
+  if (j.contains("hostname")) {
+    if (!j.at("hostname").is_string()) return Status::InvalidArgument("field_invalid", "hostname is a string");
+    ch.hostname = j.at("hostname").get<std::string>();
+  }
+  if (j.contains("pool")) {
+    if (!j.at("pool").is_string()) return Status::InvalidArgument("field_invalid", "pool is a string");
+    ch.pool = j.at("pool").get<std::string>();
+  }
+  if (j.contains("addresses")) {
+    if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
+    ch.addresses.emplace();
+    for (const json& a : j.at("addresses")) {
+      if (!a.is_object()) return Status::InvalidArgument("field_invalid", "an address is {kind, value}");
+      ch.addresses->push_back({Str(a, "kind"), Str(a, "value")});
+    }
+  }
+  if (j.contains("vars")) {
+    const json& vars = j.at("vars");
+    if (!vars.is_object() || vars.size() > 64) {
+      return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
+    }
+    for (const auto& [k, v] : vars.items()) {
+      const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+      if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
+        return Status::InvalidArgument("field_invalid",
+                                       "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
+      }
+    }
+    ch.vars_json = vars.dump();
+  }
+  return ch;
+}
+
+json CsrRequestJson(const storage::CsrApprovalRequest& r, int64_t now) {
+  json j = {{"id", r.id},
+            {"hostname", r.hostname},
+            {"kind", r.kind},
+            {"public_key_sha256", attest::HexString(r.public_key_sha256)},
+            {"usages", r.usages},
+            {"tpm_resident", r.tpm_resident},
+            {"state", r.state},
+            {"created_at", r.created_at},
+            {"age_seconds", std::max<int64_t>(0, now - r.created_at)},
+            {"current", r.current},
+            {"csr", r.csr_pem}};
+  if (r.decided_at) {
+    j["decided_at"] = *r.decided_at;
+    j["decided_by"] = r.decided_by;
+  }
+  if (!r.deny_reason.empty()) j["deny_reason"] = r.deny_reason;
+  return j;
+}
+
+}  // namespace
+
+Response AdminApi::ApproveMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  // An empty body is the old call: approve as recorded.
+  storage::ApprovalChanges changes;
+  if (!request.body.empty()) {
+    auto body = Body(request);
+    if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+    auto parsed = ApprovalChangesFromJson(*body);
+    if (!parsed.ok()) return Response::Error(400, parsed.status().reason(), parsed.status().message());
+    changes = std::move(parsed).value();
+    a.why = Str(*body, "reason");
+  }
+  if (a.why.empty()) a.why = "by " + a.name;
+  const std::string& host = request.path_params.at("hostname");
+  auto m = store_->Approve(host, changes, a, attestation_->Now());
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} approved {} as {} in pool {} ({})", a.name, host, m->hostname, m->pool, a.why);
+  return Response::Json(200, MachineJson(*m).dump());
+}
+
+Response AdminApi::Csrs(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  const bool all = request.query.count("all") != 0 && request.query.at("all") != "0";
+  auto list = store_->ListCsrRequests(all, static_cast<int>(QueryInt(request, "limit", 1000)));
+  if (!list.ok()) return StoreError(list.status());
+  const int64_t now = attestation_->Now();
+  json out = json::array();
+  for (const auto& r : *list) out.push_back(CsrRequestJson(r, now));
+  return Response::Json(200, json{{"csrs", out}}.dump());
+}
+
+Response AdminApi::DecideCsr(const Request& request, bool approve) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  const std::string& id_text = request.path_params.at("id");
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
+    return Response::Error(400, "field_invalid", "a CSR id is a positive number");
+  }
+  std::string reason;
+  if (!request.body.empty()) {
+    auto body = Body(request);
+    if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+    reason = Str(*body, "reason");
+  }
+  if (!approve && reason.empty()) {
+    return Response::Error(400, "field_missing", "a denial needs a reason (the machine is told it)");
+  }
+  a.why = reason.empty() ? "by " + a.name : reason;
+  auto r = store_->DecideCsrRequest(id, approve, reason, a, attestation_->Now());
+  if (!r.ok()) return StoreError(r.status());
+  Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
+  return Response::Json(200, CsrRequestJson(*r, attestation_->Now()).dump());
 }
 
 }  // namespace rackgate::daemon

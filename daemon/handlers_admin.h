@@ -49,6 +49,10 @@ class AdminApi {
   // Webhook events (docs/events.md).
   Response Events(const Request& request);
   nlohmann::json PoolJson(const storage::Pool& pool);
+  // Manual CSR approval and discovery (docs/csr.md, docs/operations.md).
+  Response ApproveMachine(const Request& request);
+  Response Csrs(const Request& request);
+  Response DecideCsr(const Request& request, bool approve);
 
   storage::Store* store_;
   core::AttestationService* attestation_;

@@ -12,16 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxTpmField = 4096;
-constexpr size_t kMaxUsages = 16;
-constexpr size_t kMaxUsageBytes = 64;
-
 core::Caller CallerOf(const Request& r) { return core::Caller{r.peer_address, r.queued}; }
-
-std::optional<attest::Bytes> Base64Field(const json& o, const char* key) {
-  if (!o.contains(key) || !o.at(key).is_string()) return std::nullopt;
-  return wire::Base64Decode(o.at(key).get<std::string>(), kMaxTpmField);
-}
 
 Response Config(const core::ConfigResult& config) {
   return Response::Text(200, config.body, core::kIgnitionMediaType + config.spec_version);
@@ -30,38 +21,19 @@ Response Config(const core::ConfigResult& config) {
 }  // namespace
 
 Result<core::CsrSubmission> DecodeCsrSubmission(std::string_view text) {
-  const json body = json::parse(text, nullptr, false);
-  if (!body.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
-  if (!body.contains("signer") || !body.at("signer").is_string() || !body.contains("csr") ||
-      !body.at("csr").is_string()) {
-    return Status::InvalidArgument("field_missing", "signer and csr are required");
-  }
+  // The wire module's one definition of the body, shared with the agent:
+  // the renewal proof (docs/csr.md, "Renewal") comes with it.
+  auto req = wire::DecodeCsrRequest(text);
+  if (!req.ok()) return req.status();
   core::CsrSubmission out;
-  out.signer = body.at("signer").get<std::string>();
-  out.csr_pem = body.at("csr").get<std::string>();
-  if (body.contains("usages")) {
-    const json& usages = body.at("usages");
-    if (!usages.is_array() || usages.size() > kMaxUsages) {
-      return Status::InvalidArgument("field_invalid", "usages must be a list of at most 16 strings");
-    }
-    out.usages.emplace();
-    for (const json& u : usages) {
-      if (!u.is_string() || u.get<std::string>().size() > kMaxUsageBytes) {
-        return Status::InvalidArgument("field_invalid", "usages must be a list of short strings");
-      }
-      out.usages->push_back(u.get<std::string>());
-    }
+  out.signer = std::move(req->signer);
+  out.csr_pem = std::move(req->csr_pem);
+  out.usages = std::move(req->usages);
+  if (req->tpm_key) {
+    out.tpm_key = core::TpmKeyProof{std::move(req->tpm_key->public_area), std::move(req->tpm_key->certify_info),
+                                    std::move(req->tpm_key->certify_signature)};
   }
-  if (body.contains("tpm_key")) {
-    const json& k = body.at("tpm_key");
-    core::TpmKeyProof proof;
-    if (k.is_object()) {
-      proof.public_area = Base64Field(k, "public");
-      proof.certify_info = Base64Field(k, "certify_info");
-      proof.certify_signature = Base64Field(k, "certify_signature");
-    }
-    out.tpm_key = std::move(proof);
-  }
+  out.renewal = std::move(req->renewal);
   return out;
 }
 

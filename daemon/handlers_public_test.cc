@@ -75,14 +75,30 @@ TEST(DecodeCsrSubmission, RequiredOptionalAndMalformedFields) {
   EXPECT_FALSE(plain->tpm_key);
   auto full = DecodeCsrSubmission(
       "{\"signer\": \"s\", \"csr\": \"pem\", \"usages\": [\"client auth\"],"
-      " \"tpm_key\": {\"public\": \"AAE=\", \"certify_info\": \"!\"}}");
-  ASSERT_TRUE(full.ok());
+      " \"tpm_key\": {\"public\": \"AAE=\", \"certify_info\": \"AAI=\", \"certify_signature\": \"AAM=\"},"
+      " \"renewal\": {\"certificate\": \"CERT\", \"signature\": \"AAQ=\"}}");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
   EXPECT_EQ(*full->usages, std::vector<std::string>{"client auth"});
   ASSERT_TRUE(full->tpm_key);
   EXPECT_EQ(*full->tpm_key->public_area, (attest::Bytes{0x00, 0x01}));
-  // Not base64, or absent: the core refuses the proof as field_invalid.
-  EXPECT_FALSE(full->tpm_key->certify_info);
-  EXPECT_FALSE(full->tpm_key->certify_signature);
+  EXPECT_EQ(*full->tpm_key->certify_info, (attest::Bytes{0x00, 0x02}));
+  EXPECT_EQ(*full->tpm_key->certify_signature, (attest::Bytes{0x00, 0x03}));
+  // The renewal proof reaches the core (docs/csr.md, "Renewal").
+  ASSERT_TRUE(full->renewal);
+  EXPECT_EQ(full->renewal->certificate_pem, "CERT");
+  EXPECT_EQ(full->renewal->signature, (attest::Bytes{0x00, 0x04}));
+  EXPECT_FALSE(plain->renewal);
+  // A proof that is not base64 or misses a member is field_invalid (the
+  // wire module's decoding, shared with the agent).
+  EXPECT_EQ(DecodeCsrSubmission("{\"signer\": \"s\", \"csr\": \"pem\", \"tpm_key\": {\"public\": \"AAE=\", "
+                                "\"certify_info\": \"!\"}}")
+                .status()
+                .reason(),
+            "field_invalid");
+  EXPECT_EQ(DecodeCsrSubmission("{\"signer\": \"s\", \"csr\": \"pem\", \"renewal\": {\"certificate\": \"C\"}}")
+                .status()
+                .reason(),
+            "field_invalid");
 }
 
 }  // namespace

@@ -149,6 +149,15 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"csr_san_not_enrolled", kRefused},
       {"csr_serving_san_kind", kRefused},
       {"csr_tpm_key_required", kRefused},
+
+      // Manual CSR approval (docs/csr.md, "Manual approval"): waiting for
+      // an operator is waited out; a denial is final.
+      {"csr_awaiting_approval", kWait},
+      {"csr_denied", kRefused},
+      // renew: renewal and one nonce, one use (docs/csr.md).
+      {"renewal_not_due", kRefused},
+      {"renewal_proof_invalid", kRefused},
+      {"certify_nonce_used", kRefused},
   };
   return table;
 }

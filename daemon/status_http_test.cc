@@ -48,6 +48,18 @@ TEST(StatusHttp, Issue13CsrSignatureInvalidIs403) {
   EXPECT_EQ(RuleFor(Status::InvalidArgument("csr_malformed", "x")).status, 400);
 }
 
+// Renewal and one nonce, one use (docs/csr.md): final refusals, 403 without
+// Retry-After, whatever Status code carries them.
+TEST(StatusHttp, RenewalAndCertifyNonceRefusalsAre403) {
+  for (const char* reason : {"renewal_not_due", "renewal_proof_invalid", "certify_nonce_used"}) {
+    ASSERT_TRUE(RuleForReason(reason)) << reason;
+    const Response r = ErrorResponse(Status::InvalidArgument(reason, "x"), {});
+    EXPECT_EQ(r.status, 403) << reason;
+    EXPECT_NE(r.body.find(reason), std::string::npos) << reason;
+    EXPECT_FALSE(Header(r, "Retry-After")) << reason;
+  }
+}
+
 TEST(StatusHttp, ReasonWinsOverCode) {
   // token_missing is an InvalidArgument, but 401; pool_unknown is 404;
   // machine_pending is NotFound, but 503 and waitable.
@@ -100,6 +112,22 @@ TEST(StatusHttp, AdminMapsByCode) {
   const Response io = AdminErrorResponse(Status::IoError("db_error", "x"));
   EXPECT_EQ(io.status, 503);
   EXPECT_EQ(Header(io, "Retry-After"), "5");
+}
+
+// Manual CSR approval: a waiting CSR is 503 with Retry-After (the agent keeps
+// asking), a denied one 403 with the operator's reason and no Retry-After.
+TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {
+  RetryPolicy retry;
+  retry.retry_after_seconds = 7;
+  const Response wait = ErrorResponse(Status::Unsupported("csr_awaiting_approval", "CSR 3 waits"), retry);
+  EXPECT_EQ(wait.status, 503);
+  EXPECT_EQ(Header(wait, "Retry-After"), "7");
+  EXPECT_NE(wait.body.find("csr_awaiting_approval"), std::string::npos);
+  const Response denied =
+      ErrorResponse(Status::VerificationFailed("csr_denied", "CSR 3 was denied by an operator: wrong rack"), retry);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_FALSE(Header(denied, "Retry-After"));
+  EXPECT_NE(denied.body.find("wrong rack"), std::string::npos);
 }
 
 }  // namespace

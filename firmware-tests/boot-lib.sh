@@ -16,7 +16,8 @@
 #   boot_new_machine r1 10.0.0.11      # swtpm + the machine's address
 #   boot_enroll r1 node-1 workers      # by its EK certificate (RSA unless told)
 #   boot_machine r1 workers            # Ignition, then the agent; agent's exit code
-#   boot_agent r1 attest               # the agent alone (a later boot)
+#   boot_agent r1 attest               # the agent alone, these steps only
+#   boot_unit r1                       # the shipped unit's command line (a later boot)
 #
 # Every function and variable here starts with boot_ / BOOT_. A machine's
 # files live in $(lab_dir NAME): root/ (its disk as Ignition and the agent
@@ -30,6 +31,7 @@ BOOT_IGNITION="${BOOT_IGNITION:-/usr/lib/dracut/modules.d/30ignition/ignition}"
 # The kubeconfig the agent writes names an API server; nothing talks to it.
 BOOT_APISERVER=https://api.lab:6443
 BOOT_AGENT=""
+BOOT_AGENT_UNIT=""
 BOOT_DIR=""
 # The agent uses libcurl, which honours https_proxy even for 127.0.0.1: a
 # proxy in the caller's environment must not sit between a lab machine and
@@ -45,9 +47,13 @@ boot_skip_unless_ignition() {
   command -v curl >/dev/null 2>&1 || lab_skip "curl missing"
 }
 
-# boot_init AGENT: where the agent is; writes the templates.
+# boot_init AGENT [UNIT]: where the agent is, and the built
+# rackgate-agent.service whose command line machines run (default: beside
+# the agent in the build tree, build/systemd/rackgate-agent.service);
+# writes the templates.
 boot_init() {
   BOOT_AGENT="$(realpath "$1")"
+  BOOT_AGENT_UNIT="$(realpath "${2:-$(dirname "$BOOT_AGENT")/../systemd/rackgate-agent.service}")"
   BOOT_DIR="$LAB_DIR/boot"
   mkdir -p "$BOOT_DIR"
   boot_templates
@@ -61,17 +67,22 @@ boot_init() {
 # the agent applies is exercised. Both are validated by rackgated when
 # stored (ignition-validate included).
 boot_templates() {
-  cat > "$BOOT_DIR/public.ign" <<'IGN'
+  # The shipped unit itself (JSON-quoted into the template), and the
+  # agent.env it reads (docs/systemd.md).
+  local unit_json
+  unit_json="$(lab_python -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()))' "$BOOT_AGENT_UNIT")" || return 1
+  cat > "$BOOT_DIR/public.ign" <<IGN
 {
   "ignition": {"version": "3.3.0"},
   "storage": {"files": [
     {"path": "/etc/rackgate/pool", "mode": 420, "contents": {"source": "data:,{{pool}}"}},
     {"path": "/etc/rackgate/appliance", "mode": 420, "contents": {"source": "data:,{{appliance.url}}"}},
-    {"path": "/etc/rackgate/ca.pem", "mode": 420, "contents": {"source": "data:,{{appliance.ca_pem}}"}}
+    {"path": "/etc/rackgate/ca.pem", "mode": 420, "contents": {"source": "data:,{{appliance.ca_pem}}"}},
+    {"path": "/etc/rackgate/agent.env", "mode": 420,
+     "contents": {"source": "data:,RACKGATE_URL%3D{{appliance.url}}%0ARACKGATE_CA%3D%2Fetc%2Frackgate%2Fca.pem%0ARACKGATE_APISERVER%3D${BOOT_APISERVER//\//%2F}%0A"}}
   ]},
   "systemd": {"units": [
-    {"name": "rackgate-agent.service", "enabled": true,
-     "contents": "[Unit]\nDescription=rackgate agent: attest, attested config, kubelet certificates\nBefore=kubelet.service\n[Service]\nType=oneshot\nExecStart=/usr/bin/rackgate-agent --url {{appliance.url}} --ca /etc/rackgate/ca.pem --steps attest,config,csr --apply-root / --apiserver https://api.lab:6443\n[Install]\nWantedBy=multi-user.target\n"}
+    {"name": "rackgate-agent.service", "enabled": true, "contents": $unit_json}
   ]}
 }
 IGN
@@ -231,13 +242,81 @@ boot_agent() {
   return "$rc"
 }
 
+# boot_unit_argv ENVFILE EXTRA: prints, one per line, the command line
+# systemd would run for $BOOT_AGENT_UNIT's ExecStart= with the variables of
+# ENVFILE (KEY=VALUE lines, as EnvironmentFile= reads them), EXTRA appended
+# to RACKGATE_AGENT_ARGS: ${VAR} is one argument, $VAR is split on
+# whitespace (systemd.service(5), "Command lines"). The binary is the one
+# under test. Fails on anything else in the line (quotes, specifiers), so
+# that a unit this cannot read exactly is never approximated.
+boot_unit_argv() {
+  lab_python - "$BOOT_AGENT_UNIT" "$1" "$2" "$BOOT_AGENT" <<'PY'
+import re, sys
+unit, envfile, extra, agent = sys.argv[1:]
+env = {}
+for line in open(envfile):
+    line = line.strip()
+    if not line or line.startswith("#"):
+        continue
+    k, v = line.split("=", 1)
+    env[k.strip()] = v.strip()
+env["RACKGATE_AGENT_ARGS"] = (env.get("RACKGATE_AGENT_ARGS", "") + " " + extra).strip()
+execs = [l[len("ExecStart="):].rstrip("\n") for l in open(unit) if l.startswith("ExecStart=")]
+if len(execs) != 1:
+    sys.exit("want exactly one ExecStart= in %s" % unit)
+words = execs[0].split()
+if not words[0].endswith("/rackgate-agent"):
+    sys.exit("ExecStart= runs %s" % words[0])
+print(agent)
+for w in words[1:]:
+    m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", w)
+    if m:
+        print(env.get(m.group(1), ""))
+        continue
+    m = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)", w)
+    if m:
+        for part in env.get(m.group(1), "").split():
+            print(part)
+        continue
+    if re.search(r"[$%\x22\x27\\]", w):
+        sys.exit("cannot read %r as systemd would" % w)
+    print(w)
+PY
+}
+
+# boot_unit NAME [AGENT ARGS...]: the machine runs its rackgate-agent.service,
+# exactly the shipped unit's ExecStart= with the agent.env the public config
+# wrote into its root. The lab's only additions go through
+# RACKGATE_AGENT_ARGS, as a site's would: the swtpm TCTI, the event log
+# (none unless replayed), --max-wait, the root's paths in place of / (the
+# appliance CA, --apply-root, kubelet's directory and kubeconfig; the
+# agent takes the last of a repeated flag), the machine's address, then
+# ARGS. The argument vector is kept in $(lab_dir NAME)/unit.argv, one a
+# line. Output and exit code as boot_agent's.
+boot_unit() {
+  local name="$1"; shift
+  local m R extra rc=0 argv=()
+  m="$(lab_dir "$name")"; R="$m/root"
+  extra="--tcti $(lab_tcti "$name") --max-wait ${BOOT_MAX_WAIT:-30}"
+  if [[ -s "$m/eventlog" ]]; then extra+=" --eventlog $(cat "$m/eventlog")"; else extra+=" --eventlog="; fi
+  extra+=" --ca $R/etc/rackgate/ca.pem --apply-root $R --kubelet-dir $R/var/lib/kubelet/pki"
+  extra+=" --kubeconfig $R/var/lib/kubelet/kubeconfig --node-ip $(boot_ip "$name") $*"
+  mapfile -t argv < <(boot_unit_argv "$R/etc/rackgate/agent.env" "$extra") || true
+  if (( ${#argv[@]} < 2 )); then echo "boot_unit: cannot build the unit's command line" >"$m/agent.last"; cat "$m/agent.last" >&2; return 1; fi
+  printf '%s\n' "${argv[@]}" > "$m/unit.argv"  # one argument a line
+  boot_spawn "${argv[@]}" >/dev/null 2>"$m/agent.last" || rc=$?
+  cat "$m/agent.last" >> "$m/agent.log"
+  cat "$m/agent.last" >&2
+  return "$rc"
+}
+
 # boot_machine NAME POOL [AGENT ARGS...]: a whole first boot — Ignition, then
-# the agent with every step. Returns Ignition's failure as 100, else the
-# agent's exit code.
+# the agent as the shipped unit runs it (boot_unit). Returns Ignition's
+# failure as 100, else the agent's exit code.
 boot_machine() {
   local name="$1" pool="$2"; shift 2
   boot_ignition "$name" "$pool" || return 100
-  boot_agent "$name" attest,config,csr "$@"
+  boot_unit "$name" "$@"
 }
 
 # boot_reboot NAME: power cycle: the TPM is reset (resetCount goes up, PCRs

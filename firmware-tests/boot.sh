@@ -15,10 +15,14 @@
 #       refused (activation_failed); the honest agent on a TPM carrying
 #       another machine's EK certificate stops before it says anything;
 #   (e) a revoked machine is refused (exit 3);
-#   (f) a rebooted machine re-attests (resetCount up) but does not join twice;
+#   (f) a rebooted machine runs the shipped unit again: it re-attests
+#       (resetCount up), keeps its config and certificates, exits 0; with
+#       its disk wiped it does not join twice (client_cert_already_issued);
 #   (g) a machine reset by the operator re-provisions and joins again with a
 #       second client certificate.
-# Usage: boot.sh RACKGATE_AGENT RACKGATED RACKGATECTL
+# Every machine's agent runs the exact command line of the built
+# rackgate-agent.service (boot-lib.sh, boot_unit).
+# Usage: boot.sh RACKGATE_AGENT RACKGATED RACKGATECTL [RACKGATE_AGENT_UNIT]
 set -euo pipefail
 
 # Agent exit codes (agent/failure.h) and log lines (docs/agent.md).
@@ -31,6 +35,8 @@ R_TAMPERED='step=attest machine=[0-9a-f]{16} refused status=403 reason=eventlog_
 R_OTHER_OS='refused status=403 reason=boot_policy_violation message=".*pcrs:pcr_mismatch'
 R_REVOKED='step=attest machine=[0-9a-f]{16} refused status=403 reason=machine_revoked'
 R_SECOND_JOIN='step=csr machine=[0-9a-f]{16} refused status=403 reason=client_cert_already_issued'
+R_KEPT='step=csr machine=[0-9a-f]{16} ok certificate=client kept '
+R_CONFIG_KEPT='step=config machine=[0-9a-f]{16} ok kept=.*/var/lib/rackgate-agent/config-applied state=joined'
 R_NOT_ITS_CERT='step=attest machine=[0-9a-f]{16} tpm-failure reason=ek_template_mismatch'
 
 # The measured boot: a real log, and the other OS that is not allowed.
@@ -61,7 +67,7 @@ rg_init "$RACKGATED" "$RACKGATECTL"
 # Machines waiting for enrollment come back within seconds.
 rg_config retry_after_seconds 1
 lab_ca lab
-boot_init "$AGENT"
+boot_init "$AGENT" ${4:+"$4"}
 
 # check DESC CMD...: lab_check that shows what CMD printed when it fails.
 check() {
@@ -304,19 +310,29 @@ check "(e) node-02 stays revoked" state_is node-02 revoked
 scenario_done "(e) revoked" "$t"
 
 # --- (f) reboot -------------------------------------------------------------------
-echo "# (f) a rebooted machine re-attests"
+echo "# (f) a rebooted machine re-attests, keeps what it has and exits 0"
 t=$(date +%s%N)
+pki="$(boot_root r3)/var/lib/kubelet/pki"
 before="$(rg_ctl show node-03 --json | boot_json - last_attestation.reset_count)"
-serial_before="$(client_serial r3)"
+client_before="$(cat "$pki/kubelet-client-current.pem")"
+server_before="$(cat "$pki/kubelet-server-current.pem")"
 boot_reboot r3
-lab_expect "$RC_OK" 'step=attest machine=[0-9a-f]{16} ok hostname=node-03 state=joined ' \
-  "(f) node-03 after a TPM reset and startup: attests again, still joined" boot_agent r3 attest
+lab_expect "$RC_OK" "$R_KEPT" \
+  "(f) node-03 after a TPM reset: the shipped unit's command line attests again and exits 0" boot_unit r3
 after="$(rg_ctl show node-03 --json | boot_json - last_attestation.reset_count)"
 check "(f) its reset count went up ($before -> $after)" test "$after" -gt "$before"
-lab_expect "$RC_REFUSED" "$R_SECOND_JOIN" "(f) a reboot is no second join: a new client CSR is refused (client_cert_already_issued)" \
-  boot_agent r3 csr
-check "(f) its kubelet keeps its first client certificate" test "$(client_serial r3)" == "$serial_before"
-check "(f) node-03 is joined" state_is node-03 joined
+check "(f) the attested config is not applied again (the stamp)" grep -Eq "$R_CONFIG_KEPT" "$(lab_dir r3)/agent.last"
+check "(f) it keeps its client certificate, byte for byte" test "$(cat "$pki/kubelet-client-current.pem")" == "$client_before"
+check "(f) and its serving certificate" test "$(cat "$pki/kubelet-server-current.pem")" == "$server_before"
+check "(f) node-03 is joined, its disk complete" joined_ok r3 node-03 rack
+# A wiped disk: no certificates left. The approver's "no Node exists yet"
+# rule: a second client certificate needs an operator's reset.
+mv "$pki" "$pki.saved"
+boot_reboot r3
+lab_expect "$RC_REFUSED" "$R_SECOND_JOIN" \
+  "(f) with its certificates wiped, a new client CSR is refused (client_cert_already_issued, exit 3)" boot_unit r3
+rm -rf "$pki"; mv "$pki.saved" "$pki"
+check "(f) node-03 is still joined" state_is node-03 joined
 scenario_done "(f) reboot" "$t"
 
 # --- (g) reset by the operator ----------------------------------------------------

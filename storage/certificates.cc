@@ -35,19 +35,57 @@ Result<Machine> SqliteStore::RecordConfigServed(int64_t machine_id, const std::s
   });
 }
 
+namespace {
+
+// The checks every recorded certificate passes, whether first or renewed.
+Status CheckCertificate(const IssuedCertificate& cert) {
+  CheckSize("serial", cert.serial.size(), 1, 64);
+  CheckSize("subject", cert.subject.size(), 1, 1024);
+  CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
+  for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
+  CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
+  CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
+  if (cert.kind != kCertClient && cert.kind != kCertServing) {
+    return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
+  }
+  return Status::Ok();
+}
+
+// Inserts `cert` for machine `m` in the machine's current epoch, so that a
+// reset or an EK replacement ends its renewals.
+void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate& cert, int64_t now) {
+  {
+    Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");
+    s.BindText(1, cert.serial);
+    if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
+  }
+  Stmt s = c.Prepare(
+      "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
+      "tpm_resident, not_before, not_after, issued_at, certificate_pem, attest_epoch) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  s.BindText(1, cert.serial)
+      .BindInt(2, m.id)
+      .BindText(3, m.hostname)
+      .BindText(4, cert.kind)
+      .BindText(5, cert.subject)
+      .BindText(6, Dump(json(cert.sans)))
+      .BindBlob(7, cert.public_key_sha256)
+      .BindInt(8, cert.tpm_resident ? 1 : 0)
+      .BindInt(9, cert.not_before)
+      .BindInt(10, cert.not_after)
+      .BindInt(11, now)
+      .BindText(12, cert.certificate_pem)
+      .BindInt(13, Epoch(c, m.id))
+      .Run();
+}
+
+}  // namespace
+
 Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
-    CheckSize("serial", cert.serial.size(), 1, 64);
-    CheckSize("subject", cert.subject.size(), 1, 1024);
-    CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
-    for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
-    CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
-    CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
+    if (Status s = CheckCertificate(cert); !s.ok()) return s;
     const bool client = cert.kind == kCertClient;
-    if (!client && cert.kind != kCertServing) {
-      return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
-    }
     return db_->Write([&](Connection& c) {
       Machine m = MustMachineById(c, cert.machine_id);
       MachineState to = m.state;
@@ -66,30 +104,7 @@ Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, co
         Fail(Status::InvalidArgument("state_conflict",
                                      MachineIs(m) + "; a serving certificate needs provisioned or joined"));
       }
-      {
-        Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");
-        s.BindText(1, cert.serial);
-        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
-      }
-      {
-        Stmt s = c.Prepare(
-            "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
-            "tpm_resident, not_before, not_after, issued_at, certificate_pem) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
-        s.BindText(1, cert.serial)
-            .BindInt(2, m.id)
-            .BindText(3, m.hostname)
-            .BindText(4, cert.kind)
-            .BindText(5, cert.subject)
-            .BindText(6, Dump(json(cert.sans)))
-            .BindBlob(7, cert.public_key_sha256)
-            .BindInt(8, cert.tpm_resident ? 1 : 0)
-            .BindInt(9, cert.not_before)
-            .BindInt(10, cert.not_after)
-            .BindInt(11, now)
-            .BindText(12, cert.certificate_pem)
-            .Run();
-      }
+      InsertCertificate(c, m, cert, now);
       if (client) {
         Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
         s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
@@ -98,6 +113,80 @@ Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, co
       WriteAudit(c, actor, now,
                  {"certificate_issued", &after, m.state, to,
                   json{{"serial", cert.serial},
+                       {"kind", cert.kind},
+                       {"not_after", cert.not_after},
+                       {"tpm_resident", cert.tpm_resident},
+                       {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+      return after;
+    });
+  });
+}
+
+// --- renew ---------------------------------------------------------------------
+
+Result<IssuedCertificate> SqliteStore::GetCertificate(const std::string& serial) {
+  return Guard([&]() -> Result<IssuedCertificate> {
+    if (serial.empty() || serial.size() > 64) return Status::NotFound("certificate_unknown", "no such certificate");
+    return db_->Read([&](Connection& c) {
+      Stmt s = c.Prepare(std::string(kCertificateSelect) + "WHERE serial = ?1");
+      s.BindText(1, serial);
+      if (!s.Step()) Fail(Status::NotFound("certificate_unknown", "no such certificate"));
+      IssuedCertificate cert = ReadCertificate(s);
+      // Signed in the machine's current epoch (kV4Renew); the same read
+      // snapshot as the row above.
+      Stmt epoch = c.Prepare(
+          "SELECT 1 FROM certificates c JOIN machines m ON m.id = c.machine_id "
+          "WHERE c.serial = ?1 AND c.attest_epoch = m.attest_epoch");
+      epoch.BindText(1, serial);
+      cert.since_reset = epoch.Step();
+      return cert;
+    });
+  });
+}
+
+Result<Machine> SqliteStore::RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
+                                           const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    if (Status s = CheckCertificate(cert); !s.ok()) return s;
+    CheckSize("replaces", replaces.size(), 1, 64);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineById(c, cert.machine_id);
+      // SECURITY: the core checked all of this before signing; checked again
+      // here, in the transaction that records the renewal, so that two
+      // racing renewals of one certificate cannot both be recorded and a
+      // reset or revoke in between wins.
+      if (m.state != MachineState::kJoined) {
+        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; only a joined machine renews"));
+      }
+      {
+        Stmt s = c.Prepare(
+            "SELECT machine_id, kind, attest_epoch, replaced_by FROM certificates WHERE serial = ?1");
+        s.BindText(1, replaces);
+        if (!s.Step() || s.Int(0) != m.id || s.Text(1) != cert.kind || s.Int(2) != Epoch(c, m.id)) {
+          Fail(Status::VerificationFailed("renewal_proof_invalid",
+                                          "the renewed certificate is not this machine's current " + cert.kind +
+                                              " certificate"));
+        }
+        if (!s.IsNull(3)) {
+          Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
+        }
+      }
+      InsertCertificate(c, m, cert, now);
+      {
+        Stmt s = c.Prepare("UPDATE certificates SET replaced_by = ?2 WHERE serial = ?1 AND replaced_by IS NULL");
+        s.BindText(1, replaces).BindText(2, cert.serial).Run();
+        if (c.Changes() != 1) {
+          Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
+        }
+      }
+      // The client-certificate mark stays set: the machine joined once, and
+      // a renewal is the same identity with a new key.
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"certificate_renewed", &after, m.state, after.state,
+                  json{{"serial", cert.serial},
+                       {"replaces", replaces},
                        {"kind", cert.kind},
                        {"not_after", cert.not_after},
                        {"tpm_resident", cert.tpm_resident},

@@ -122,5 +122,90 @@ TEST_F(StoreTest, ConfigServedMovesAttestedToProvisionedAndAuditsTheDigest) {
   EXPECT_EQ(audit.back().detail_json, "{\"sha256\":\"d1g3st\",\"version\":\"3.1.0\"}");
 }
 
+// --- Renewal (docs/csr.md, "Renewal") ------------------------------------------
+
+TEST_F(StoreTest, ARenewalReplacesTheCurrentCertificateWithOneAuditRow) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
+  const size_t before = AuditCount();
+  auto renewed = store_->RecordRenewal(Cert(m, "c2"), "c1", Op(), 2000);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_EQ(renewed->state, MachineState::kJoined);
+  // The client-certificate mark stays: the machine joined once.
+  EXPECT_EQ(renewed->client_cert_issued_at, 1100);
+  ASSERT_EQ(AuditCount(), before + 1);
+  const AuditEntry last = Audit("node-1").back();
+  EXPECT_EQ(last.action, "certificate_renewed");
+  EXPECT_EQ(last.from_state, "joined");
+  EXPECT_EQ(last.to_state, "joined");
+  EXPECT_NE(last.detail_json.find("\"serial\":\"c2\""), std::string::npos) << last.detail_json;
+  EXPECT_NE(last.detail_json.find("\"replaces\":\"c1\""), std::string::npos) << last.detail_json;
+  EXPECT_NE(last.detail_json.find("\"kind\":\"client\""), std::string::npos) << last.detail_json;
+
+  auto old = store_->GetCertificate("c1");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->replaced_by, "c2");
+  EXPECT_TRUE(old->since_reset);
+  auto now = store_->GetCertificate("c2");
+  ASSERT_TRUE(now.ok());
+  EXPECT_FALSE(now->replaced_by);
+  EXPECT_EQ(now->issued_at, 2000);
+  // The renewed key is found as the client key since the reset.
+  EXPECT_EQ(store_->FindClientCertificate(m.id, B("spki-c2"))->serial, "c2");
+
+  // A replaced certificate is renewed no more; nothing changes.
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c3"), "c1", Op(), 2100).status(), Status::Code::kVerificationFailed,
+                "renewal_proof_invalid");
+  ExpectFailure(store_->GetCertificate("c3").status(), Status::Code::kNotFound, "certificate_unknown");
+  EXPECT_EQ(AuditCount(), before + 1);
+  // The newest one is.
+  ASSERT_TRUE(store_->RecordRenewal(Cert(m, "c3"), "c2", Op(), 2200).ok());
+}
+
+TEST_F(StoreTest, ARenewalNeedsThisMachinesCurrentCertificateOfTheKind) {
+  Machine m = Attested("node-1", "a");
+  Machine other = Attested("node-2", "b");
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(other, "o1"), Op(), 1100).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "s1", "serving"), Op(), 1150).ok());
+  const size_t before = AuditCount();
+  // Another machine's certificate, an unknown serial, another kind.
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c2"), "o1", Op(), 2000).status(), Status::Code::kVerificationFailed,
+                "renewal_proof_invalid");
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c2"), "nope", Op(), 2000).status(),
+                Status::Code::kVerificationFailed, "renewal_proof_invalid");
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c2"), "s1", Op(), 2000).status(), Status::Code::kVerificationFailed,
+                "renewal_proof_invalid");
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c1", "serving"), "s1", Op(), 2000).status(),
+                Status::Code::kInvalidArgument, "field_invalid");  // the serial is taken
+  EXPECT_EQ(AuditCount(), before);
+  // A serving certificate renews a serving one.
+  ASSERT_TRUE(store_->RecordRenewal(Cert(m, "s2", "serving"), "s1", Op(), 2000).ok());
+}
+
+TEST_F(StoreTest, OnlyAJoinedMachineRenewsAndAResetEndsItsCertificates) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->RecordConfigServed(m.id, "abcd", "3.3.0", Op(), 1060).ok());
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "s1", "serving"), Op(), 1080).ok());
+  // Provisioned, not joined yet.
+  ExpectFailure(store_->RecordRenewal(Cert(m, "s2", "serving"), "s1", Op(), 1090).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200).ok());
+  EXPECT_FALSE(store_->GetCertificate("c1")->since_reset);
+  // Joined again after the reset: the certificates from before are history.
+  auto again = store_->RecordAttestationSuccess(Record(m, 1300), MakeToken(m, "a2", 1300), std::nullopt);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c2"), Op(), 1400).ok());
+  EXPECT_TRUE(store_->GetCertificate("c2")->since_reset);
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c3"), "c1", Op(), 1500).status(), Status::Code::kVerificationFailed,
+                "renewal_proof_invalid");
+  ASSERT_TRUE(store_->RecordRenewal(Cert(m, "c3"), "c2", Op(), 1500).ok());
+  // A revoked machine renews nothing.
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 1600).ok());
+  ExpectFailure(store_->RecordRenewal(Cert(m, "c4"), "c3", Op(), 1700).status(), Status::Code::kInvalidArgument,
+                "state_conflict");
+}
+
 }  // namespace
 }  // namespace rackgate::storage

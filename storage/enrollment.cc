@@ -1,5 +1,6 @@
 // Enrollment: one machine (Enroll) or an inventory in one transaction (Import),
-// under the same rules: the EK is the identity.
+// under the same rules: the EK is the identity; and the approval of a machine
+// discovery recorded (Approve with changes).
 #include <optional>
 #include <string>
 #include <vector>
@@ -182,6 +183,69 @@ Result<size_t> SqliteStore::Import(const std::vector<Enrollment>& rows, const Ac
                     json{{"rows", rows.size()}, {"changed", changed_rows}}});
       }
       return rows.size();
+    });
+  });
+}
+
+Result<Machine> SqliteStore::Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                                     int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    return db_->Write([&](Connection& c) {
+      Machine old = MustMachineByHostname(c, hostname);
+      if (old.state != MachineState::kPending) {
+        Fail(Status::InvalidArgument("state_conflict", MachineIs(old) + ", not pending"));
+      }
+      // The machine as it will be, checked by enrollment's rules.
+      Enrollment e;
+      e.hostname = changes.hostname.value_or(old.hostname);
+      e.pool = changes.pool.value_or(old.pool);
+      e.ek_public = old.ek_public;
+      e.ek_hash = old.ek_hash;
+      e.ek_certificate = old.ek_certificate;
+      e.addresses = changes.addresses.value_or(old.addresses);
+      e.vars_json = changes.vars_json.value_or(old.vars_json);
+      e.state = MachineState::kEnrolled;
+      CheckEnrollment(e);
+      const std::vector<Address> addresses = NormalizeAddresses(e.addresses);
+      if (!PoolExists(c, e.pool)) Fail(Status::NotFound("pool_unknown", "no pool named '" + e.pool + "'"));
+      // SECURITY: the hostname becomes the kubelet certificate's CN, so two
+      // machines never share one; the refusal names the holder so the
+      // operator can see which machine to rename or revoke.
+      if (e.hostname != old.hostname) {
+        if (auto holder = MachineByHostname(c, e.hostname)) {
+          Fail(Status::InvalidArgument("hostname_taken", "'" + e.hostname + "' is already the hostname of a " +
+                                                             std::string(StateName(holder->state)) +
+                                                             " machine (ek " + Hex(holder->ek_hash).substr(0, 16) +
+                                                             "); rename or revoke it first"));
+        }
+      }
+      std::vector<std::string> what;
+      if (e.hostname != old.hostname) what.push_back("hostname");
+      if (e.pool != old.pool) what.push_back("pool");
+      if (addresses != old.addresses) what.push_back("addresses");
+      if (e.vars_json != old.vars_json) what.push_back("vars");
+      {
+        Stmt s = c.Prepare(
+            "UPDATE machines SET hostname = ?2, pool = ?3, vars_json = ?4, state = ?5, updated_at = ?6 WHERE id = ?1");
+        s.BindInt(1, old.id)
+            .BindText(2, e.hostname)
+            .BindText(3, e.pool)
+            .BindText(4, e.vars_json)
+            .BindText(5, StateName(MachineState::kEnrolled))
+            .BindInt(6, now)
+            .Run();
+      }
+      if (addresses != old.addresses) ReplaceAddresses(c, old.id, addresses);
+      Machine m = MustMachineById(c, old.id);
+      WriteAudit(c, actor, now,
+                 {"approve", &m, old.state, m.state,
+                  json{{"old_hostname", old.hostname},
+                       {"hostname", m.hostname},
+                       {"pool", m.pool},
+                       {"addresses", addresses.size()},
+                       {"changed", what}}});
+      return m;
     });
   });
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/rows.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
 
@@ -314,6 +315,96 @@ TEST_F(StoreTest, MachineVarsAreEnrolledAndUpdated) {
   EXPECT_NE(Audit("node-1").back().detail_json.find("vars"), std::string::npos);
   e.vars_json = "";
   ExpectFailure(store_->Enroll(e, Op(), false, 300).status(), Status::Code::kInvalidArgument, "field_invalid");
+}
+
+// --- Approve with changes (discovery) ------------------------------------------
+
+TEST_F(StoreTest, ApproveRenamesMovesAndAddressesInOneAuditRow) {
+  Machine pending = Enroll("pending-0a1b2c", "disc", MachineState::kPending);
+  const size_t before = AuditCount();
+  ApprovalChanges ch;
+  ch.hostname = "node-x";
+  ch.pool = "masters";
+  ch.addresses = std::vector<Address>{{"InternalIP", "10.0.0.9"}, {"Hostname", "node-x"}};
+  ch.vars_json = R"({"rack":"r1"})";
+  auto m = store_->Approve("pending-0a1b2c", ch, Op("racked in r1"), 200);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->id, pending.id);
+  EXPECT_EQ(m->hostname, "node-x");
+  EXPECT_EQ(m->pool, "masters");
+  EXPECT_EQ(m->state, MachineState::kEnrolled);
+  EXPECT_EQ(m->vars_json, R"({"rack":"r1"})");
+  ASSERT_EQ(m->addresses.size(), 2u);
+  EXPECT_EQ(m->addresses[0].kind, "Hostname");  // sorted
+  EXPECT_EQ(m->ek_hash, pending.ek_hash);
+  EXPECT_FALSE(store_->GetMachine("pending-0a1b2c").ok());
+  EXPECT_EQ(store_->GetMachine("node-x")->id, pending.id);
+
+  auto audit = Audit();
+  ASSERT_EQ(audit.size(), before + 1);
+  const AuditEntry& a = audit.back();
+  EXPECT_EQ(a.action, "approve");
+  EXPECT_EQ(a.hostname, "node-x");
+  EXPECT_EQ(a.from_state, "pending");
+  EXPECT_EQ(a.to_state, "enrolled");
+  EXPECT_EQ(a.why, "racked in r1");
+  EXPECT_NE(a.detail_json.find(R"("old_hostname":"pending-0a1b2c")"), std::string::npos) << a.detail_json;
+  EXPECT_NE(a.detail_json.find(R"("hostname":"node-x")"), std::string::npos) << a.detail_json;
+}
+
+TEST_F(StoreTest, ApproveWithoutChangesKeepsTheOldCallsBehaviour) {
+  Machine pending = Enroll("pending-1", "disc", MachineState::kPending);
+  auto m = store_->Approve("pending-1", ApprovalChanges{}, Op(), 200);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->hostname, "pending-1");
+  EXPECT_EQ(m->pool, pending.pool);
+  EXPECT_EQ(m->addresses, pending.addresses);
+  EXPECT_EQ(m->state, MachineState::kEnrolled);
+  ExpectFailure(store_->Approve("pending-1", ApprovalChanges{}, Op(), 300).status(),
+                Status::Code::kInvalidArgument, "state_conflict");
+}
+
+TEST_F(StoreTest, ApproveRefusesATakenHostnameAndNamesTheHolder) {
+  Machine holder = Enroll("node-x", "held");
+  Enroll("pending-2", "disc", MachineState::kPending);
+  const size_t before = AuditCount();
+  ApprovalChanges ch;
+  ch.hostname = "node-x";
+  auto m = store_->Approve("pending-2", ch, Op(), 200);
+  ExpectFailure(m.status(), Status::Code::kInvalidArgument, "hostname_taken");
+  EXPECT_NE(m.status().message().find("'node-x'"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("enrolled machine"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find(Hex(holder.ek_hash).substr(0, 16)), std::string::npos);
+  // Nothing changed: still pending under its old name, no audit row.
+  EXPECT_EQ(store_->GetMachine("pending-2")->state, MachineState::kPending);
+  EXPECT_EQ(AuditCount(), before);
+}
+
+TEST_F(StoreTest, ApproveRefusesBadChangesAndChangesNothing) {
+  Enroll("pending-3", "disc", MachineState::kPending);
+  const size_t before = AuditCount();
+  ApprovalChanges bad_name;
+  bad_name.hostname = "Node_X";
+  ExpectFailure(store_->Approve("pending-3", bad_name, Op(), 200).status(), Status::Code::kInvalidArgument,
+                "hostname_invalid");
+  ApprovalChanges bad_pool;
+  bad_pool.pool = "nowhere";
+  ExpectFailure(store_->Approve("pending-3", bad_pool, Op(), 200).status(), Status::Code::kNotFound,
+                "pool_unknown");
+  ApprovalChanges bad_address;
+  bad_address.addresses = std::vector<Address>{{"Nowhere", "1.2.3.4"}};
+  ExpectFailure(store_->Approve("pending-3", bad_address, Op(), 200).status(), Status::Code::kInvalidArgument,
+                "field_invalid");
+  ExpectFailure(store_->Approve("ghost", bad_pool, Op(), 200).status(), Status::Code::kNotFound,
+                "hostname_unknown");
+  // An enrolled machine is not renamed by approve.
+  Enroll("node-9", "nine");
+  ApprovalChanges rename;
+  rename.hostname = "node-10";
+  ExpectFailure(store_->Approve("node-9", rename, Op(), 200).status(), Status::Code::kInvalidArgument,
+                "state_conflict");
+  EXPECT_EQ(store_->GetMachine("pending-3")->state, MachineState::kPending);
+  EXPECT_EQ(AuditCount(), before + 1);  // node-9's enroll
 }
 
 }  // namespace

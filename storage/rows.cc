@@ -220,6 +220,7 @@ IssuedCertificate ReadCertificate(const Stmt& s) {
   cert.not_after = s.Int(9);
   cert.issued_at = s.Int(10);
   cert.certificate_pem = s.Text(11);
+  cert.replaced_by = s.OptText(12);
   return cert;
 }
 

@@ -77,7 +77,7 @@ int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string
 
 inline constexpr char kCertificateSelect[] =
     "SELECT serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, tpm_resident, "
-    "not_before, not_after, issued_at, certificate_pem FROM certificates ";
+    "not_before, not_after, issued_at, certificate_pem, replaced_by FROM certificates ";
 IssuedCertificate ReadCertificate(const Stmt& s);
 
 }  // namespace rackgate::storage

@@ -181,7 +181,52 @@ CREATE INDEX certificates_machine ON certificates(machine_id, issued_at);
 CREATE INDEX certificates_hostname ON certificates(hostname, issued_at);
 )sql";
 
-// Version 4 (events): webhook events (docs/events.md), fed by the database
+// Manual CSR approval (docs/csr.md, "Manual approval"): CSRs that passed
+// every rule and wait for an operator, and the operator's decision.
+constexpr char kV4Approval[] = R"sql(
+CREATE TABLE csr_requests (
+  id                INTEGER PRIMARY KEY,
+  machine_id        INTEGER NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  attest_epoch      INTEGER NOT NULL,
+  kind              TEXT NOT NULL CHECK (kind IN ('client', 'serving')),
+  public_key_sha256 BLOB NOT NULL,
+  csr_pem           TEXT NOT NULL,
+  usages_json       TEXT NOT NULL DEFAULT '[]',
+  tpm_resident      INTEGER NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
+  state             TEXT NOT NULL CHECK (state IN ('waiting', 'approved', 'denied')),
+  deny_reason       TEXT NOT NULL DEFAULT '',
+  decided_by        TEXT NOT NULL DEFAULT '',
+  created_at        INTEGER NOT NULL,
+  decided_at        INTEGER
+) STRICT;
+CREATE UNIQUE INDEX csr_requests_key ON csr_requests(machine_id, attest_epoch, kind, public_key_sha256);
+CREATE INDEX csr_requests_state ON csr_requests(state, created_at);
+)sql";
+
+// Version 5 (renew): renewal by re-attestation and one nonce, one use
+// (docs/csr.md, "Renewal" and "One nonce, one use").
+//  - tokens.certify_nonce_used_at: when the session's nonce served as a
+//    TPM2_Certify's qualifying data for a CSR; a second CSR with it is
+//    refused (certify_nonce_used).
+//  - certificates.attest_epoch: the machine's epoch when it was signed, so a
+//    certificate from before a reset or an EK replacement is never renewed.
+//    Rows from before v4 get the machine's current epoch when they were
+//    issued after its last reset or EK replacement (the audit log says
+//    when), else -1 (never current again).
+//  - certificates.replaced_by: the serial of the certificate that renewed
+//    this one; a replaced certificate is renewed no more.
+constexpr char kV5Renew[] = R"sql(
+ALTER TABLE tokens ADD COLUMN certify_nonce_used_at INTEGER;
+ALTER TABLE certificates ADD COLUMN attest_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE certificates ADD COLUMN replaced_by TEXT;
+UPDATE certificates SET attest_epoch = CASE
+  WHEN issued_at >= COALESCE((SELECT max(a.at) FROM audit a WHERE a.machine_id = certificates.machine_id
+                                AND a.action IN ('reset', 'replace_ek')), 0)
+  THEN COALESCE((SELECT m.attest_epoch FROM machines m WHERE m.id = certificates.machine_id), -1)
+  ELSE -1 END;
+)sql";
+
+// Version 6 (events): webhook events (docs/events.md), fed by the database
 // itself. Triggers on audit and attestations write the event in the SAME
 // transaction (the same statement, even) as the change it reports, so no
 // code path can change a machine and forget to tell: a crash either loses
@@ -198,7 +243,7 @@ CREATE INDEX certificates_hostname ON certificates(hostname, issued_at);
 //  - event_deliveries: per event and webhook, the delivery's state.
 // Retention is the daemon's (events older than 14 days are purged, delivered
 // or not, and at most 100000 are kept); deliveries go with their event.
-constexpr char kV4Events[] = R"sql(
+constexpr char kV6Events[] = R"sql(
 CREATE TABLE events (
   id             INTEGER PRIMARY KEY AUTOINCREMENT,
   at             INTEGER NOT NULL,
@@ -274,7 +319,9 @@ constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
     {3, "Ignition templates, provisioning tokens, machine vars, certificates", kV3},
-    {4, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV4Events},
+    {4, "csr_requests: CSRs waiting for an operator", kV4Approval},
+    {5, "renewal: certificates.attest_epoch and replaced_by; tokens.certify_nonce_used_at", kV5Renew},
+    {6, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV6Events},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -121,6 +121,44 @@ TEST(Migrations, EachStepIsConsistent) {
   }
 }
 
+// renew: certificates signed before the renewal migration get the machine's
+// epoch when they came after its last reset or EK replacement (renewable),
+// else -1 (never renewed); the certify nonce starts unused.
+TEST(Migrations, RenewalMigrationDatesOldCertificatesByTheLastReset) {
+  int renew = 0;
+  for (const Migration& m : Migrations()) {
+    if (std::string(m.description).rfind("renewal:", 0) == 0) renew = m.version;
+  }
+  ASSERT_GT(renew, 1);
+  TempDir dir;
+  auto c = RawOpen(dir.File("renew.db"));
+  ASSERT_TRUE(Migrate(c.get(), renew - 1).ok());
+  c->Exec(R"sql(
+INSERT INTO pools (name, created_at, updated_at) VALUES ('workers', 100, 100);
+INSERT INTO machines (id, hostname, pool, state, ek_public, ek_hash, attest_epoch, created_at, updated_at)
+  VALUES (7, 'node-1', 'workers', 'joined', X'0102', X'aabb', 2, 100, 100),
+         (8, 'node-2', 'workers', 'joined', X'0103', X'aacc', 0, 100, 100);
+INSERT INTO audit (at, actor, action, machine_id, hostname) VALUES (500, 'op', 'reset', 7, 'node-1');
+INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at) VALUES (X'cafe', 7, 's', 100, 1000);
+INSERT INTO certificates (serial, machine_id, hostname, kind, subject, public_key_sha256, not_before, not_after,
+                          issued_at)
+  VALUES ('before-reset', 7, 'node-1', 'client', 'CN=a', X'01', 0, 9, 400),
+         ('after-reset', 7, 'node-1', 'client', 'CN=a', X'02', 0, 9, 600),
+         ('never-reset', 8, 'node-2', 'client', 'CN=b', X'03', 0, 9, 300),
+         ('machine-gone', 99, 'node-9', 'client', 'CN=c', X'04', 0, 9, 300);
+)sql");
+  ASSERT_TRUE(Migrate(c.get(), renew).ok());
+  auto epoch = [&](const std::string& serial) {
+    return QueryInt(c.get(), "SELECT attest_epoch FROM certificates WHERE serial = '" + serial + "'");
+  };
+  EXPECT_EQ(epoch("before-reset"), -1);
+  EXPECT_EQ(epoch("after-reset"), 2);
+  EXPECT_EQ(epoch("never-reset"), 0);
+  EXPECT_EQ(epoch("machine-gone"), -1);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM certificates WHERE replaced_by IS NOT NULL"), 0);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM tokens WHERE certify_nonce_used_at IS NULL"), 1);
+}
+
 TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
   for (int v = 1; v < LatestSchemaVersion(); ++v) {
     SCOPED_TRACE("from version " + std::to_string(v));

@@ -100,11 +100,11 @@ Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
       Token t;
       {
         Stmt s = c.Prepare(
-            "SELECT hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public FROM tokens "
-            "WHERE hash = ?1");
+            "SELECT hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public, certify_nonce_used_at "
+            "FROM tokens WHERE hash = ?1");
         s.BindBlob(1, token_hash);
         if (!s.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
-        t = Token{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6)};
+        t = Token{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6), s.OptInt(7)};
       }
       auto m = MachineById(c, t.machine_id);
       if (!m) Fail(Status::NotFound("token_unknown", "unknown token"));
@@ -114,6 +114,28 @@ Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
       if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
       return Bearer{std::move(*m), std::move(t)};
     });
+  });
+}
+
+Status SqliteStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
+  return Guard([&]() -> Status {
+    if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
+    // SECURITY: one nonce, one use (docs/csr.md). The check and the mark are
+    // one statement in one write transaction under the writer lock: of two
+    // racing CSRs certified over the same nonce, exactly one gets it.
+    db_->Write([&](Connection& c) {
+      Stmt s = c.Prepare(
+          "UPDATE tokens SET certify_nonce_used_at = ?2 WHERE hash = ?1 AND certify_nonce_used_at IS NULL");
+      s.BindBlob(1, token_hash).BindInt(2, now).Run();
+      if (c.Changes() == 1) return true;
+      Stmt known = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
+      known.BindBlob(1, token_hash);
+      if (!known.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
+      Fail(Status::VerificationFailed("certify_nonce_used",
+                                      "this attestation's nonce already certified a key for a CSR; attest again"));
+      return false;
+    });
+    return Status::Ok();
   });
 }
 

@@ -33,6 +33,27 @@ TEST_F(StoreTest, TokensKeepTheSessionNonceAndAk) {
   EXPECT_EQ(bearer->token.expires_at, 1900);
 }
 
+// One nonce, one use (docs/csr.md): the token's nonce certifies one CSR's key.
+TEST_F(StoreTest, TheCertifyNonceIsConsumedOnce) {
+  Machine m = Enroll("node-1", "a");
+  Token t = MakeToken(m, "a");
+  t.nonce = B("the-nonce");
+  ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1000), t, std::nullopt).ok());
+  EXPECT_FALSE(store_->LookupToken(B("tokhash-a"), 1001)->token.certify_nonce_used_at);
+  const size_t audit = AuditCount();
+  ASSERT_TRUE(store_->ConsumeCertifyNonce(B("tokhash-a"), 1010).ok());
+  EXPECT_EQ(store_->LookupToken(B("tokhash-a"), 1011)->token.certify_nonce_used_at, 1010);
+  ExpectFailure(store_->ConsumeCertifyNonce(B("tokhash-a"), 1020), Status::Code::kVerificationFailed,
+                "certify_nonce_used");
+  EXPECT_EQ(store_->LookupToken(B("tokhash-a"), 1021)->token.certify_nonce_used_at, 1010);
+  ExpectFailure(store_->ConsumeCertifyNonce(B("tokhash-zz"), 1020), Status::Code::kNotFound, "token_unknown");
+  ExpectFailure(store_->ConsumeCertifyNonce(Bytes{}, 1020), Status::Code::kNotFound, "token_unknown");
+  EXPECT_EQ(AuditCount(), audit);
+  // A fresh attestation brings a fresh nonce.
+  ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1100), MakeToken(m, "b", 1100), std::nullopt).ok());
+  EXPECT_TRUE(store_->ConsumeCertifyNonce(B("tokhash-b"), 1110).ok());
+}
+
 // --- Sessions and tokens -----------------------------------------------------
 
 TEST_F(StoreTest, SessionsAreSingleUse) {

@@ -78,6 +78,20 @@ class SqliteStore final : public Store {
   Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) override;
   Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit) override;
 
+  // csr_requests.cc and enrollment.cc (manual CSR approval, discovery)
+  Result<CsrApprovalRequest> QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
+                                             const Actor& actor, int64_t now) override;
+  Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
+                                              const Actor& actor, int64_t now) override;
+  Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit) override;
+  Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                          int64_t now) override;
+  // renew: certificates.cc, sessions.cc
+  Result<IssuedCertificate> GetCertificate(const std::string& serial) override;
+  Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
+                                int64_t now) override;
+  Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
+
   // audit.cc
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                            const Actor& actor, int64_t now) override;

@@ -23,8 +23,10 @@
 //                    state_conflict (current state does not allow the change),
 //                    client_cert_already_issued
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
-//                    session_unknown, token_unknown, attestation_unknown
-//  kVerificationFailed  session_used, session_expired, token_expired, token_revoked
+//                    session_unknown, token_unknown, attestation_unknown,
+//                    certificate_unknown
+//  kVerificationFailed  session_used, session_expired, token_expired, token_revoked,
+//                    renewal_proof_invalid, certify_nonce_used
 //  kUnsupported      db_newer_than_code (the file was written by a newer rackgate),
 //                    db_not_rackgate (an SQLite file of something else),
 //                    db_backend_unsupported (OpenStore: a backend not built)
@@ -214,6 +216,51 @@ class Store {
   virtual Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) = 0;
   // Newest first; hostname "" for every machine.
   virtual Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit = 1000) = 0;
+
+  // --- Manual CSR approval (docs/csr.md, "Manual approval") ----------------
+  // The machine's request for r.kind and r.public_key_sha256 in its current
+  // attest epoch, in whatever state it is; when there is none, inserts r as
+  // waiting (audited as csr_waiting, once). A new request is refused
+  // csr_flood_machine (kUnsupported) when the machine already has
+  // limits.max_waiting_per_machine waiting, csr_flood when the appliance has
+  // limits.max_waiting. machine_unknown, field_invalid.
+  virtual Result<CsrApprovalRequest> QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
+                                                     const Actor& actor, int64_t now) = 0;
+  // waiting -> approved (audited csr_approved) or denied with `deny_reason`
+  // (audited csr_denied; the reason is 1..256 printable characters).
+  // csr_request_unknown (kNotFound); state_conflict when already decided.
+  virtual Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
+                                                      const Actor& actor, int64_t now) = 0;
+  // Waiting requests of current epochs, oldest first; `all`: every request,
+  // newest first. At most `limit`.
+  virtual Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit = 1000) = 0;
+  // pending -> enrolled like Approve, and in the same transaction (one audit
+  // row, approve, with old and new hostname in its detail) the changes:
+  // rename, move to another pool, replace the addresses and vars.
+  // hostname_taken (kInvalidArgument) when another machine has the new
+  // hostname (the message names it); pool_unknown, hostname_invalid,
+  // field_invalid, state_conflict, hostname_unknown.
+  virtual Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                                  int64_t now) = 0;
+  // --- Renewal and one nonce, one use (docs/csr.md) ---------------------------
+  // The certificate with this serial (any machine's), with replaced_by and
+  // since_reset filled: certificate_unknown (kNotFound).
+  virtual Result<IssuedCertificate> GetCertificate(const std::string& serial) = 0;
+  // Records `cert` as the renewal of the certificate `replaces`, in one
+  // transaction with ONE audit row (certificate_renewed, detail serial,
+  // replaces, kind): inserts it, marks `replaces` replaced_by it, keeps the
+  // client-certificate mark and the state. Checked in the transaction:
+  // the machine is joined (state_conflict); `replaces` is a certificate of
+  // this machine, of cert.kind, signed since its last reset or EK
+  // replacement and not yet replaced (kVerificationFailed
+  // renewal_proof_invalid); field_invalid as RecordCertificate.
+  virtual Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
+                                        const Actor& actor, int64_t now) = 0;
+  // Marks the token's session nonce used as a TPM2_Certify's qualifying
+  // data, atomically: certify_nonce_used (kVerificationFailed) when it
+  // already was, token_unknown. No audit row (as ConsumeSession): the
+  // certificate it leads to is audited.
+  virtual Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) = 0;
 
   // --- Audit and status ------------------------------------------------------
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;

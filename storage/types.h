@@ -135,6 +135,9 @@ struct Token {
   // attestation is checked against them. Empty for tokens issued before v3.
   Bytes nonce;
   Bytes ak_public;
+  // renew: when the nonce served as a TPM2_Certify's qualifying data for a
+  // CSR (ConsumeCertifyNonce); nullopt while unused.
+  std::optional<int64_t> certify_nonce_used_at;
 };
 
 // What a bearer token resolves to.
@@ -176,6 +179,12 @@ struct IssuedCertificate {
   // a cut connection) asks again with the same key and gets the same
   // certificate instead of a refusal.
   std::string certificate_pem;
+  // renew (docs/csr.md, "Renewal"): the serial of the certificate that
+  // renewed this one (nullopt: not renewed), and, filled by GetCertificate
+  // only, whether it was signed since the machine's last reset or EK
+  // replacement (a certificate from before is never renewed).
+  std::optional<std::string> replaced_by;
+  bool since_reset = false;
 };
 
 inline constexpr std::string_view kVerdictOk = "ok";
@@ -241,7 +250,7 @@ struct StoreOptions {
 
 // --- Webhook events (docs/events.md) ----------------------------------------
 // An event is written by the database's triggers in the transaction of the
-// change it reports (storage/schema.cc, kV4Events); storage only reads them
+// change it reports (storage/schema.cc, kV6Events); storage only reads them
 // and keeps each delivery's state.
 
 // One webhook's delivery of one event.
@@ -281,6 +290,48 @@ struct DueDelivery {
 struct EventFilter {
   bool pending_only = false;  // only events with an undelivered delivery
   int limit = 100;            // the newest `limit`, clamped to [1, 10000]
+};
+
+// --- Manual CSR approval (docs/csr.md, "Manual approval") ---------------------
+
+// A CSR request's state; the database stores these texts.
+inline constexpr std::string_view kCsrWaiting = "waiting";
+inline constexpr std::string_view kCsrApproved = "approved";
+inline constexpr std::string_view kCsrDenied = "denied";
+
+// A CSR that passed every rule and waits for an operator (or was decided).
+// Identified for the machine by (kind, public key) within its attest epoch:
+// a reset or a new EK starts over.
+struct CsrApprovalRequest {
+  int64_t id = 0;  // set by storage
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by reads; ignored on writes
+  std::string kind;      // kCertClient or kCertServing
+  Bytes public_key_sha256;
+  std::string csr_pem;  // public: the request as the machine sent it
+  std::vector<std::string> usages;
+  bool tpm_resident = false;
+  std::string state;        // kCsrWaiting, kCsrApproved or kCsrDenied; set by storage
+  std::string deny_reason;  // the operator's reason when denied
+  std::string decided_by;   // the operator's name once decided
+  int64_t created_at = 0;   // set by storage
+  std::optional<int64_t> decided_at;
+  bool current = true;  // filled by reads: false once its machine was reset or re-keyed
+};
+
+// Bounds on waiting requests, so a flood of CSRs cannot fill the store.
+struct CsrQueueLimits {
+  int max_waiting_per_machine = 4;
+  int max_waiting = 1000;
+};
+
+// What an operator sets on a pending machine as it is approved (discovery):
+// each field, when given, replaces the machine's.
+struct ApprovalChanges {
+  std::optional<std::string> hostname;
+  std::optional<std::string> pool;
+  std::optional<std::vector<Address>> addresses;
+  std::optional<std::string> vars_json;  // a JSON object, opaque here
 };
 
 // (done, total), called after each row has been checked and written, inside

@@ -3,11 +3,14 @@
 # systemd's own tools (meson test 'systemd units', suite unit).
 #
 #   units_test.sh --sbindir DIR --bindir DIR rackgated.service \
-#                 rackgate-agent.service rackgate.sysusers rackgate.tmpfiles
+#                 rackgate-agent.service rackgate.sysusers rackgate.tmpfiles \
+#                 rackgate-agent-renew.timer
 #
 # 1. The configured units name the installed binaries (@sbindir@/rackgated,
 #    @bindir@/rackgate-agent) and have nothing left unsubstituted.
-# 2. `systemd-analyze verify` accepts both units, with no message about them.
+# 2. `systemd-analyze verify` accepts both units and the agent's timer, with
+#    no message about them; the timer starts rackgate-agent.service, which
+#    can run again (no RemainAfterExit=yes).
 # 3. `systemd-analyze security --offline=true` rates rackgated.service at an
 #    overall exposure of at most 2.0 (and the agent at most 2.5).
 # 4. systemd-sysusers and systemd-tmpfiles accept the snippets (in a scratch
@@ -30,11 +33,11 @@ while [ $# -gt 0 ]; do
     *) files+=("$1"); shift ;;
   esac
 done
-if [ -z "$sbindir" ] || [ -z "$bindir" ] || [ ${#files[@]} -ne 4 ]; then
-  echo "usage: $0 --sbindir DIR --bindir DIR rackgated.service rackgate-agent.service SYSUSERS TMPFILES" >&2
+if [ -z "$sbindir" ] || [ -z "$bindir" ] || [ ${#files[@]} -ne 5 ]; then
+  echo "usage: $0 --sbindir DIR --bindir DIR rackgated.service rackgate-agent.service SYSUSERS TMPFILES TIMER" >&2
   exit 2
 fi
-daemon_unit=${files[0]} agent_unit=${files[1]} sysusers=${files[2]} tmpfiles=${files[3]}
+daemon_unit=${files[0]} agent_unit=${files[1]} sysusers=${files[2]} tmpfiles=${files[3]} agent_timer=${files[4]}
 
 if ! command -v systemd-analyze >/dev/null; then
   echo "1..0 # SKIP systemd-analyze not found (apt-get install systemd)"
@@ -85,6 +88,7 @@ sed "s#^\(Exec[A-Za-z]*=[-+!@:]*\)$sbindir/rackgated\b#\1$tmp/stand-ins/rackgate
   "$daemon_unit" >"$tmp/units/rackgated.service"
 sed "s#^\(Exec[A-Za-z]*=[-+!@:]*\)$bindir/rackgate-agent\b#\1$tmp/stand-ins/rackgate-agent#" \
   "$agent_unit" >"$tmp/units/rackgate-agent.service"
+cp "$agent_timer" "$tmp/units/rackgate-agent-renew.timer"
 
 # verify's exit status catches what makes a unit unloadable (a missing
 # binary, a bad [Unit] reference); an unknown key or a value systemd cannot
@@ -96,17 +100,44 @@ sed "s#^\(Exec[A-Za-z]*=[-+!@:]*\)$bindir/rackgate-agent\b#\1$tmp/stand-ins/rack
 # count. --man=no: no man-db needed.
 set +e
 verify_out=$(cd "$tmp" && systemd-analyze verify --man=no --recursive-errors=no \
-  "$tmp/units/rackgated.service" "$tmp/units/rackgate-agent.service" 2>&1)
+  "$tmp/units/rackgated.service" "$tmp/units/rackgate-agent.service" \
+  "$tmp/units/rackgate-agent-renew.timer" 2>&1)
 verify_rc=$?
 set -e
 [ -n "$verify_out" ] && printf '%s\n' "$verify_out" | sed 's/^/#   verify: /'
-ours=$(printf '%s\n' "$verify_out" | grep -E "rackgated\.service|rackgate-agent\.service|$tmp" || true)
+ours=$(printf '%s\n' "$verify_out" | grep -E "rackgated\.service|rackgate-agent\.service|rackgate-agent-renew\.timer|$tmp" || true)
 if [ $verify_rc -ne 0 ]; then
   fail "systemd-analyze verify exited $verify_rc"
 elif [ -n "$ours" ]; then
   fail "systemd-analyze verify complained about our units"
 else
-  pass "systemd-analyze verify rackgated.service rackgate-agent.service"
+  pass "systemd-analyze verify rackgated.service rackgate-agent.service rackgate-agent-renew.timer"
+fi
+# The timer starts the agent's own unit, and that unit can be started again
+# (a oneshot with RemainAfterExit=yes would stay active and never rerun).
+if [ "$(sed -n 's/^Unit=//p' "$agent_timer")" != rackgate-agent.service ]; then
+  fail "rackgate-agent-renew.timer does not start rackgate-agent.service"
+elif grep -qiE '^RemainAfterExit=(yes|true|1|on)' "$agent_unit"; then
+  fail "rackgate-agent.service has RemainAfterExit=yes: its timer could never run it again"
+else
+  pass "rackgate-agent-renew.timer reruns rackgate-agent.service"
+fi
+# verify loads a timer without judging its time spans ("OnBootSec=6hh" is
+# only logged as ignored when a manager loads it): each is parsed here.
+bad_spans=""
+while IFS='=' read -r key value; do
+  systemd-analyze timespan "$value" >/dev/null 2>&1 || bad_spans+=" $key=$value"
+done < <(grep -E '^(On[A-Za-z]*Sec|RandomizedDelaySec|AccuracySec)=' "$agent_timer")
+if [ -n "$bad_spans" ]; then
+  fail "rackgate-agent-renew.timer: not a time span:$bad_spans"
+else
+  pass "rackgate-agent-renew.timer's time spans parse"
+fi
+# The unit runs the whole path (issue 14): attest, config, csr.
+if grep -qE '^ExecStart=.* --steps attest,config,csr .*--apiserver \$\{RACKGATE_APISERVER\}' "$agent_unit"; then
+  pass "rackgate-agent.service runs every step (attest,config,csr)"
+else
+  fail "rackgate-agent.service does not run --steps attest,config,csr with --apiserver \${RACKGATE_APISERVER}"
 fi
 
 # --- 3. exposure -------------------------------------------------------------

@@ -233,10 +233,37 @@ void ReadDigestRule(const json& j, const std::string& where,
   if (j.contains("forbidden")) *forbidden = ReadDigests(j.at("forbidden"), where + ".forbidden");
 }
 
+// A PE section name as systemd-stub measures it: 2..8 printable ASCII
+// characters, no space, the first a '.'.
+bool IsUkiSectionName(const std::string& name) {
+  return name.size() >= 2 && name.size() <= attest::kMaxUkiSectionNameChars && name[0] == '.' &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// {"sections": {".linux": [digest], ...}}
+attest::UkiPolicy ReadUki(const json& j) {
+  OnlyKeys(Object(j, "uki"), "uki", {"sections"});
+  if (!j.contains("sections")) Fail("uki", "missing \"sections\"");
+  const json& sections = Object(j.at("sections"), "uki.sections");
+  if (sections.empty()) Fail("uki.sections", "names no section");
+  if (sections.size() > kMaxPolicyUkiSections) {
+    Fail("uki.sections", "more than " + std::to_string(kMaxPolicyUkiSections) + " sections");
+  }
+  attest::UkiPolicy u;
+  for (const auto& item : sections.items()) {
+    const std::string w = "uki.sections." + item.key().substr(0, 16);
+    if (!IsUkiSectionName(item.key())) {
+      Fail(w, "a section name is 2 to 8 printable characters starting with '.'");
+    }
+    u.sections[item.key()] = ReadDigests(item.value(), w);
+  }
+  return u;
+}
+
 BootPolicy ReadPolicy(const json& j) {
   OnlyKeys(Object(j, "policy"), "policy",
            {"version", "comment", "pcrs", "require_secure_boot", "require_separators",
-            "boot_applications", "authorities", "kernel_cmdline", "tofu"});
+            "boot_applications", "authorities", "kernel_cmdline", "uki", "tofu"});
   if (!j.contains("version")) Fail("policy", "missing \"version\"");
   const json& version = j.at("version");
   if (!version.is_number_integer() || version.get<int64_t>() != kBootPolicyVersion) {
@@ -273,6 +300,7 @@ BootPolicy ReadPolicy(const json& j) {
     }
     p.kernel_cmdline = std::move(kp);
   }
+  if (j.contains("uki")) p.uki = ReadUki(j.at("uki"));
   if (j.contains("tofu")) {
     for (const auto& bank : Object(j.at("tofu"), "tofu").items()) {
       const std::string w = "tofu." + bank.key().substr(0, 16);

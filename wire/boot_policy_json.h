@@ -22,6 +22,7 @@ inline constexpr size_t kMaxPolicyDepth = 8;            // nesting of [ and {
 inline constexpr size_t kMaxPolicyDigests = 4096;       // per allowed/forbidden list
 inline constexpr size_t kMaxPolicyStrings = 256;        // per command-line list
 inline constexpr size_t kMaxPolicyStringSize = 4096;    // bytes, one string
+inline constexpr size_t kMaxPolicyUkiSections = 64;     // names in "uki.sections"
 
 inline constexpr int kBootPolicyVersion = 1;
 
@@ -32,7 +33,8 @@ inline constexpr int kBootPolicyVersion = 1;
 // does not define, at any level (a typo must never silently drop a rule); a
 // value of the wrong type; a bank other than sha1/sha256/sha384/sha512; a PCR
 // index above 23; a digest whose length is not its bank's; a list above its
-// limit.
+// limit; a "uki" rule naming no section, or a name that is not a PE section
+// name (2..8 printable characters starting with '.').
 Result<attest::BootPolicy> ParseBootPolicy(std::string_view json);
 
 // PCR values as JSON: {"sha256": {"0": "<hex>", ...}, ...}, banks strongest

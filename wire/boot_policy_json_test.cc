@@ -78,6 +78,50 @@ TEST(ParseBootPolicy, MinimalPolicy) {
   EXPECT_FALSE(p->kernel_cmdline.has_value());
 }
 
+TEST(ParseBootPolicy, UkiRule) {
+  auto p = ParseBootPolicy(R"({"version": 1, "uki": {"sections": {
+      ".linux": ["sha256:)" + std::string(64, 'a') + R"("],
+      ".cmdline": [")" + std::string(64, 'b') + R"(", ")" + std::string(40, 'c') + R"("],
+      ".initrd": []}}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->uki.has_value());
+  ASSERT_EQ(p->uki->sections.size(), 3u);
+  EXPECT_EQ(p->uki->sections.at(".linux").at(0).value, Bytes(32, 0xaa));
+  EXPECT_EQ(p->uki->sections.at(".cmdline").size(), 2u);
+  EXPECT_EQ(p->uki->sections.at(".cmdline")[1].alg, kAlgSha1);
+  EXPECT_TRUE(p->uki->sections.at(".initrd").empty());  // present, allows nothing
+  // A policy without "uki" (every policy before it) has no UKI rule.
+  EXPECT_FALSE(ParseBootPolicy(R"({"version": 1})")->uki.has_value());
+}
+
+TEST(ParseBootPolicy, UkiRuleIsStrict) {
+  const std::string d = R"(["sha256:)" + kSha256Zero + R"("])";
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {}}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {".linux": )" + d + R"(}, "pcr": 11}})"),
+            "policy_malformed");
+  EXPECT_NE(Message(R"({"version": 1, "uki": {"section": {}}})").find("section"),
+            std::string::npos);
+  for (const char* name : {"linux", ".", ".toolongname", ". linux", ""}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {")" + std::string(name) +
+                     R"(": )" + d + R"(}}})"),
+              "policy_malformed");
+  }
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {".linux": "sha256:00"}}})"),
+            "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {".linux": ["sha256:00"]}}})"),
+            "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki": {"sections": {".linux": )" + d +
+                   R"(, ".linux": )" + d + R"(}}})"),
+            "policy_malformed");
+  std::string many = R"({"version": 1, "uki": {"sections": {)";
+  for (size_t i = 0; i <= kMaxPolicyUkiSections; ++i) {
+    many += (i ? ", " : "") + std::string("\".s") + std::to_string(i) + "\": []";
+  }
+  EXPECT_EQ(Reason(many + "}}}"), "policy_malformed");
+}
+
 TEST(ParseBootPolicy, UnknownFieldsAreRefusedAtEveryLevel) {
   // Typos must never silently drop a rule.
   EXPECT_EQ(Reason(R"({"version": 1, "require_secureboot": true})"), "policy_malformed");

@@ -145,7 +145,8 @@ constexpr char kShowHelp[] = "Usage: rackgatectl show HOSTNAME [--json]\n";
 constexpr char kActionHelp[] =
     "Usage: rackgatectl approve|revoke|reset HOSTNAME [--reason TEXT] [--json]\n"
     "\n"
-    "approve: pending -> enrolled (discovery mode).\n"
+    "approve: pending -> enrolled (discovery mode); it can also rename, move\n"
+    "         and address the machine: rackgatectl approve --help.\n"
     "revoke:  any state -> revoked; its tokens stop working at once. Terminal\n"
     "         until the machine is enrolled again with --replace-ek.\n"
     "reset:   attested/provisioned/joined/revoked -> enrolled: lets the machine\n"
@@ -406,6 +407,7 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
 }
 
 int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first) {
+  if (verb == "approve") return RunApprove(socket, argc, argv, first);
   auto args = Args::Parse(argc, argv, first, {{"reason"}, {"json"}});
   if (!args.ok()) return UsageError(kActionHelp, args.status().message());
   if (args->Has("help")) return std::fputs(kActionHelp, stdout), kExitOk;
@@ -759,6 +761,106 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
       }
     }
   }
+  return kExitOk;
+}
+
+// --- Manual CSR approval and discovery -----------------------------------------
+
+int RunApprove(const std::string& socket, int argc, char** argv, int first) {
+  static constexpr char kHelp[] =
+      "Usage: rackgatectl approve HOSTNAME [--hostname NEW] [--pool POOL]\n"
+      "         [--address KIND=VALUE]... [--var NAME=VALUE]... [--reason TEXT] [--json]\n"
+      "\n"
+      "pending -> enrolled (discovery mode). A discovered machine is recorded as\n"
+      "pending-<EK hash>; approve names it (--hostname: the kubelet certificate's\n"
+      "CN is system:node:NEW), puts it in POOL and gives it its addresses (KIND is\n"
+      "InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname; any --address\n"
+      "replaces the whole set, as --var does the vars), in one audited change.\n"
+      "A hostname another machine has is refused (hostname_taken, naming it).\n";
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "pool", "address", "var", "reason"}, {"json"}});
+  if (!args.ok()) return UsageError(kHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  if (args->positional().size() != 1) return UsageError(kHelp, "give one HOSTNAME");
+  json body = {{"reason", args->Get("reason").value_or("")}};
+  if (auto h = args->Get("hostname")) body["hostname"] = *h;
+  if (auto p = args->Get("pool")) body["pool"] = *p;
+  const auto addresses = args->GetAll("address");
+  if (!addresses.empty()) body["addresses"] = json::array();
+  for (const auto& a : addresses) {
+    auto addr = ParseAddress(a);
+    if (!addr.ok()) return UsageError(kHelp, addr.status().message());
+    body["addresses"].push_back(*addr);
+  }
+  for (const auto& v : args->GetAll("var")) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) return UsageError(kHelp, "--var takes NAME=VALUE");
+    body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  int code = kExitOk;
+  const std::string& host = args->positional()[0];
+  auto m = Send(socket, "POST", "/v1/admin/machines/" + host + "/approve", body, &code);
+  if (!m.ok()) return code;
+  if (args->Has("json")) return PrintJson(*m), kExitOk;
+  std::printf("approve %s: %s in pool %s, state %s\n", host.c_str(), Str(*m, "hostname").c_str(),
+              Str(*m, "pool").c_str(), Str(*m, "state").c_str());
+  return kExitOk;
+}
+
+int RunCsr(const std::string& socket, int argc, char** argv, int first) {
+  static constexpr char kHelp[] =
+      "Usage: rackgatectl csr list [--all] [--json]\n"
+      "       rackgatectl csr approve ID [--reason TEXT] [--json]\n"
+      "       rackgatectl csr deny ID --reason TEXT [--json]\n"
+      "\n"
+      "Kubelet CSRs that passed every rule and wait for an operator, because\n"
+      "their pool's settings say \"csr_approval\": {\"client\": \"manual\"} (or\n"
+      "serving, renewal). list shows the waiting ones (--all: every request and\n"
+      "its decision). approve lets the machine's next submission of the same key\n"
+      "be signed (every rule is checked again then); deny is final for that CSR,\n"
+      "and the machine is told the reason. Both are audited.\n";
+  if (first >= argc) return UsageError(kHelp, "give list, approve or deny");
+  const std::string sub = argv[first];
+  if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
+  auto args = Args::Parse(argc, argv, first + 1, {{"reason"}, {"all", "json"}});
+  if (!args.ok()) return UsageError(kHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  int code = kExitOk;
+  if (sub == "list") {
+    if (!args->positional().empty()) return UsageError(kHelp, "list takes no arguments");
+    auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
+    if (!r.ok()) return code;
+    if (args->Has("json")) return PrintJson(*r), kExitOk;
+    std::printf("%-6s %-24s %-8s %-17s %-8s %-4s %s\n", "ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM",
+                "STATE");
+    for (const json& c : r->value("csrs", json::array())) {
+      const int64_t age = c.value("age_seconds", int64_t{0});
+      const std::string age_text = age < 120 ? std::to_string(age) + "s"
+                                   : age < 7200 ? std::to_string(age / 60) + "m"
+                                                : std::to_string(age / 3600) + "h";
+      std::string state = Str(c, "state");
+      if (c.contains("deny_reason")) state += ": " + Str(c, "deny_reason");
+      std::printf("%-6lld %-24s %-8s %-17s %-8s %-4s %s\n", static_cast<long long>(c.value("id", int64_t{0})),
+                  Str(c, "hostname").c_str(), Str(c, "kind").c_str(),
+                  Str(c, "public_key_sha256").substr(0, 16).c_str(), age_text.c_str(),
+                  c.value("tpm_resident", false) ? "yes" : "no", state.c_str());
+    }
+    return kExitOk;
+  }
+  if (sub != "approve" && sub != "deny") return UsageError(kHelp, "unknown csr command '" + sub + "'");
+  if (args->positional().size() != 1) return UsageError(kHelp, "give one ID");
+  const std::string& id = args->positional()[0];
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+    return UsageError(kHelp, "an ID is a number (rackgatectl csr list)");
+  }
+  if (sub == "deny" && args->Get("reason").value_or("").empty()) {
+    return UsageError(kHelp, "deny needs --reason TEXT (the machine is told it)");
+  }
+  json body = {{"reason", args->Get("reason").value_or("")}};
+  auto r = Send(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, body, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("csr %s %s (%s, %s): %s\n", id.c_str(), sub == "approve" ? "approved" : "denied",
+              Str(*r, "hostname").c_str(), Str(*r, "kind").c_str(), Str(*r, "state").c_str());
   return kExitOk;
 }
 

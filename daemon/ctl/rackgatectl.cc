@@ -33,6 +33,8 @@ constexpr char kHelp[] =
     "  token rotate     a pool's provisioning token, with a grace period\n"
     "  certs            kubelet certificates signed for machines\n"
     "  events           webhook events and their deliveries\n"
+    "  csr list|approve|deny\n"
+    "                   kubelet CSRs waiting for an operator (manual approval)\n"
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
@@ -91,6 +93,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "pointer") return RunPointer(argc, argv, 2);
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
   if (cmd == "events") return RunEvents(socket, argc, argv, 2);
+  if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
   if (cmd == "ca") return RunCa(argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "attest/tpm.h"
+#include "core/events.h"
 
 namespace rackgate::daemon {
 
@@ -49,6 +50,82 @@ Status ReadStrings(const json& v, const std::string& key, std::vector<std::strin
   for (const json& e : v) {
     if (!e.is_string()) return Invalid(key, "expected a list of strings");
     out->push_back(e.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+// --- Webhooks (docs/events.md) ------------------------------------------------
+
+// The authority of a scheme://authority/... URL ("" when there is none).
+std::string_view UrlAuthority(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return "";
+  std::string_view rest = url.substr(scheme + 3);
+  return rest.substr(0, rest.find_first_of("/?#"));
+}
+
+// The host of a URL's authority, brackets kept for IPv6 ("" when none).
+std::string UrlHost(std::string_view url) {
+  std::string_view authority = UrlAuthority(url);
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    return close == std::string_view::npos ? "" : std::string(authority.substr(0, close + 1));
+  }
+  return std::string(authority.substr(0, authority.find(':')));
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "[::1]") return true;
+  // 127.0.0.0/8, written as four decimal octets.
+  if (host.rfind("127.", 0) != 0) return false;
+  int dots = 0;
+  for (char ch : host) {
+    if (ch == '.') ++dots;
+    else if (ch < '0' || ch > '9') return false;
+  }
+  return dots == 3;
+}
+
+Status ReadWebhooks(const json& v, Config* c) {
+  if (!v.is_array()) return Invalid("webhooks", "expected a list of objects");
+  c->webhooks.clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& w = v[i];
+    const std::string key = "webhooks[" + std::to_string(i) + "]";
+    if (!w.is_object()) return Invalid(key, "expected an object");
+    Config::Webhook hook;
+    for (const auto& [k, value] : w.items()) {
+      Status s = k == "url"           ? ReadString(value, key + ".url", &hook.url)
+                 : k == "secret_file" ? ReadString(value, key + ".secret_file", &hook.secret_file)
+                 : k == "events"      ? ReadStrings(value, key + ".events", &hook.events)
+                 : k == "ca_file"     ? ReadString(value, key + ".ca_file", &hook.ca_file)
+                                      : Invalid(key + "." + k, "unknown key");
+      if (!s.ok()) return s;
+    }
+    if (hook.url.size() > 2048) return Invalid(key + ".url", "longer than 2048 characters");
+    const bool https = hook.url.rfind("https://", 0) == 0;
+    const bool http = hook.url.rfind("http://", 0) == 0;
+    const std::string host = UrlHost(hook.url);
+    if ((!https && !http) || host.empty()) return Invalid(key + ".url", "expected an https:// URL");
+    // Credentials in the URL would be logged with it; the HMAC secret is
+    // the webhook's only credential.
+    if (UrlAuthority(hook.url).find('@') != std::string_view::npos) {
+      return Invalid(key + ".url", "must not carry user:password");
+    }
+    // The HMAC proves who sent an event but hides nothing: hostnames, pools
+    // and why machines were revoked would cross the network in clear text.
+    // Plain HTTP is only for a receiver on this host (a local relay, the lab).
+    if (http && !IsLoopbackHost(host)) {
+      return Invalid(key + ".url", "http:// is allowed only to a loopback host (127.0.0.0/8, [::1], localhost)");
+    }
+    if (hook.secret_file.empty()) return Invalid(key + ".secret_file", "required");
+    for (const std::string& t : hook.events) {
+      if (!core::IsEventType(t)) return Invalid(key + ".events", "unknown event type '" + t + "'");
+    }
+    for (const Config::Webhook& other : c->webhooks) {
+      if (other.url == hook.url) return Invalid(key + ".url", "listed twice");
+    }
+    c->webhooks.push_back(std::move(hook));
   }
   return Status::Ok();
 }
@@ -158,6 +235,7 @@ const std::map<std::string, KeyReader>& Readers() {
          return ReadInt(v, "max_csrs_in_flight_per_machine", 1, 64, &c->max_csrs_in_flight_per_machine);
        }},
       {"log_level", [](const json& v, Config* c) { return ReadString(v, "log_level", &c->log_level); }},
+      {"webhooks", ReadWebhooks},
   };
   return *readers;
 }

@@ -79,6 +79,19 @@ struct Config {
   int max_csrs_in_flight = 64;             // over all machines
   int max_csrs_in_flight_per_machine = 2;
 
+  // Webhooks (docs/events.md): events POSTed, HMAC-signed, to these URLs.
+  // url: https://, or http:// to a loopback host only; secret_file: the
+  // HMAC key (at least 32 bytes; read at start, never logged); events: the
+  // types sent (empty: every type); ca_file: PEM roots for the URL's TLS
+  // certificate (empty: the system's).
+  struct Webhook {
+    std::string url;
+    std::string secret_file;
+    std::vector<std::string> events;
+    std::string ca_file;
+  };
+  std::vector<Webhook> webhooks;
+
   std::string log_level = "info";
 
   std::string database_path() const { return state_dir + "/rackgate.db"; }

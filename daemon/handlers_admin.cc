@@ -15,6 +15,7 @@
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "base/log.h"
+#include "core/events.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
@@ -124,6 +125,7 @@ void AdminApi::Register(Router* router) {
               [this](const Request& r) { return PutTemplate(r); });
   router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
   router->Add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
+  router->Add("GET", "/v1/admin/events", [this](const Request& r) { return Events(r); });
   router->Add("GET", "/v1/admin/csrs", [this](const Request& r) { return Csrs(r); });
   router->Add("POST", "/v1/admin/csrs/{id}/approve", [this](const Request& r) { return DecideCsr(r, true); });
   router->Add("POST", "/v1/admin/csrs/{id}/deny", [this](const Request& r) { return DecideCsr(r, false); });
@@ -556,6 +558,37 @@ Response AdminApi::GetPools(const Request& request) {
     return Response::Json(200, out.front().dump());
   }
   return Response::Json(200, json{{"pools", out}}.dump());
+}
+
+// --- Webhook events (docs/events.md) -----------------------------------------
+
+// GET /v1/admin/events?pending=1&limit=N: the newest events, each with its
+// deliveries' state. Bodies as webhooks receive them, plus the deliveries.
+Response AdminApi::Events(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  storage::EventFilter filter;
+  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
+  filter.pending_only = QueryInt(request, "pending", 0) != 0;
+  auto events = store_->ListEvents(filter);
+  if (!events.ok()) return StoreError(events.status());
+  json out = json::array();
+  for (const storage::Event& e : *events) {
+    json j = json::parse(core::EventBody(e));
+    json deliveries = json::array();
+    for (const storage::EventDelivery& d : e.deliveries) {
+      json dj = {{"webhook", d.webhook}, {"attempts", d.attempts}, {"last_error", d.last_error}};
+      if (d.delivered_at) {
+        dj["delivered_at"] = *d.delivered_at;
+      } else {
+        dj["next_attempt_at"] = d.next_attempt_at;
+      }
+      deliveries.push_back(std::move(dj));
+    }
+    j["deliveries"] = std::move(deliveries);
+    out.push_back(std::move(j));
+  }
+  return Response::Json(200, json{{"events", out}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // --- Manual CSR approval and discovery -----------------------------------------

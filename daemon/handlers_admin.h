@@ -46,6 +46,8 @@ class AdminApi {
   Response PutTemplate(const Request& request);  // PUT and DELETE
   Response RotateToken(const Request& request);
   Response Certificates(const Request& request);
+  // Webhook events (docs/events.md).
+  Response Events(const Request& request);
   nlohmann::json PoolJson(const storage::Pool& pool);
   // Manual CSR approval and discovery (docs/csr.md, docs/operations.md).
   Response ApproveMachine(const Request& request);

@@ -28,6 +28,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/webhooks.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -114,6 +115,13 @@ int Run(const std::string& config_path, bool check_only) {
   auto anchors_loaded = LoadAnchors(*config);
   if (!anchors_loaded.ok()) {
     Log()->critical("EK trust anchors: {}", anchors_loaded.status().ToString());
+    return 2;
+  }
+  // Webhooks (docs/events.md): a missing or short secret file stops the
+  // start, as --check-config says.
+  auto webhook_endpoints = LoadWebhookEndpoints(config->webhooks);
+  if (!webhook_endpoints.ok()) {
+    Log()->critical("webhooks: {}", webhook_endpoints.status().ToString());
     return 2;
   }
   if (check_only) {
@@ -222,6 +230,13 @@ int Run(const std::string& config_path, bool check_only) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // Webhooks: the dispatcher's thread sends what the store's triggers queue.
+  auto webhooks = WebhookDispatcher::Start(store->get(), std::move(webhook_endpoints).value(), {}, &metrics);
+  if (!webhooks.ok()) {
+    Log()->critical("webhooks: {}", webhooks.status().ToString());
+    return 1;
+  }
+
   auto server = HttpServer::Start(std::move(o));
   if (!server.ok()) {
     Log()->critical("cannot serve: {}", server.status().ToString());
@@ -245,6 +260,7 @@ int Run(const std::string& config_path, bool check_only) {
       notifier.Stopping();
       notifier.StopWatchdog();
       (*server)->Stop();
+      (*webhooks)->Stop();  // undelivered events stay queued for the next start
       Log()->info("stopped");
       return 0;
     }

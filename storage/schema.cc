@@ -226,12 +226,102 @@ UPDATE certificates SET attest_epoch = CASE
   ELSE -1 END;
 )sql";
 
+// Version 6 (events): webhook events (docs/events.md), fed by the database
+// itself. Triggers on audit and attestations write the event in the SAME
+// transaction (the same statement, even) as the change it reports, so no
+// code path can change a machine and forget to tell: a crash either loses
+// both or keeps both. A second trigger fans each event out into one delivery
+// row per configured webhook whose filter takes it, again atomically.
+//  - events: what happened, to which machine, by whom. detail_json is the
+//    audit row's detail (never a secret); a refused attestation's reason
+//    and reasons_json are copied as they are and made into the detail when
+//    read. (Triggers use no JSON functions: the connections run with
+//    trusted_schema off, under which SQLite 3.40 refuses them in triggers.)
+//  - webhooks: the configured URLs and their filters, written by rackgated
+//    at start from its config. types is ",t1,t2," ('' takes every type). A
+//    webhook dropped from the config takes its undelivered deliveries along.
+//  - event_deliveries: per event and webhook, the delivery's state.
+// Retention is the daemon's (events older than 14 days are purged, delivered
+// or not, and at most 100000 are kept); deliveries go with their event.
+constexpr char kV6Events[] = R"sql(
+CREATE TABLE events (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  at             INTEGER NOT NULL,
+  type           TEXT NOT NULL
+                 CHECK (type IN ('attestation_failed', 'machine_untrusted', 'machine_trusted', 'machine_revoked',
+                                 'certificate_issued', 'certificate_renewed', 'csr_waiting')),
+  machine_id     INTEGER,
+  hostname       TEXT NOT NULL DEFAULT '',
+  pool           TEXT NOT NULL DEFAULT '',
+  actor          TEXT NOT NULL DEFAULT '',
+  why            TEXT NOT NULL DEFAULT '',
+  detail_json    TEXT NOT NULL DEFAULT '{}',
+  attestation_id INTEGER,
+  reason         TEXT NOT NULL DEFAULT '',
+  reasons_json   TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+CREATE INDEX events_at ON events(at);
+
+CREATE TABLE webhooks (
+  url      TEXT PRIMARY KEY NOT NULL,
+  types    TEXT NOT NULL DEFAULT '',
+  added_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE event_deliveries (
+  event_id        INTEGER NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+  webhook         TEXT NOT NULL REFERENCES webhooks(url) ON DELETE CASCADE,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  delivered_at    INTEGER,
+  last_error      TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (event_id, webhook)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX event_deliveries_due ON event_deliveries(next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX event_deliveries_webhook ON event_deliveries(webhook);
+
+CREATE TRIGGER events_from_audit AFTER INSERT ON audit
+WHEN NEW.action IN ('untrusted', 'trusted', 'revoke', 'certificate_issued', 'certificate_renewed', 'csr_waiting')
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, why, detail_json)
+  VALUES (NEW.at,
+          CASE NEW.action
+            WHEN 'untrusted' THEN 'machine_untrusted'
+            WHEN 'trusted' THEN 'machine_trusted'
+            WHEN 'revoke' THEN 'machine_revoked'
+            ELSE NEW.action
+          END,
+          NEW.machine_id, NEW.hostname,
+          COALESCE((SELECT pool FROM machines WHERE id = NEW.machine_id), ''),
+          NEW.actor, NEW.why, NEW.detail_json);
+END;
+
+-- Failures of unknown EKs are never stored (no machine), so every refused
+-- row names a machine; the join keeps it that way.
+CREATE TRIGGER events_from_attestations AFTER INSERT ON attestations
+WHEN NEW.verdict = 'refused'
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, attestation_id, reason, reasons_json)
+  SELECT NEW.at, 'attestation_failed', m.id, m.hostname, m.pool, 'attestation', NEW.id, NEW.reason,
+         NEW.reasons_json
+  FROM machines m WHERE m.id = NEW.machine_id;
+END;
+
+CREATE TRIGGER events_fan_out AFTER INSERT ON events
+BEGIN
+  INSERT INTO event_deliveries (event_id, webhook, next_attempt_at)
+  SELECT NEW.id, w.url, NEW.at FROM webhooks w
+  WHERE w.types = '' OR instr(w.types, ',' || NEW.type || ',') > 0;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
     {3, "Ignition templates, provisioning tokens, machine vars, certificates", kV3},
     {4, "csr_requests: CSRs waiting for an operator", kV4Approval},
     {5, "renewal: certificates.attest_epoch and replaced_by; tokens.certify_nonce_used_at", kV5Renew},
+    {6, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV6Events},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -97,6 +97,15 @@ class SqliteStore final : public Store {
                            const Actor& actor, int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
 
+  // events.cc
+  Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) override;
+  Result<std::vector<DueDelivery>> DueDeliveries(int64_t now, int limit) override;
+  Status RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
+                               int64_t next_attempt_at, const std::string& error, int64_t now) override;
+  Result<std::vector<Event>> ListEvents(const EventFilter& filter) override;
+  Result<int64_t> CountPendingDeliveries() override;
+  Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) override;
+
   // sqlite_store.cc
   WriteStats GetWriteStats() const override;
   Status Backup(const std::string& dest_path) override;

@@ -269,6 +269,33 @@ class Store {
   // Sessions issued and neither used nor expired at `now` (a metric).
   virtual Result<int64_t> CountOpenSessions(int64_t now) = 0;
 
+  // --- Webhook events (docs/events.md) --------------------------------------
+  // Events are written by triggers in the transaction of the change they
+  // report; these methods keep the webhooks and their deliveries. Delivery
+  // bookkeeping is no operator action and writes no audit row.
+  //
+  // Makes the stored webhooks exactly `hooks` (by URL): new ones are added
+  // (they get events from now on, not the past's), filters are updated, and
+  // webhooks no longer configured are dropped with their deliveries. Returns
+  // the number of undelivered deliveries dropped that way. field_invalid for
+  // an empty or duplicate URL.
+  virtual Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) = 0;
+  // Up to `limit` undelivered deliveries with next_attempt_at <= now, the
+  // longest waiting first, each with its event.
+  virtual Result<std::vector<DueDelivery>> DueDeliveries(int64_t now, int limit) = 0;
+  // Records one attempt: attempts + 1, and either delivered_at = now or
+  // next_attempt_at and last_error (at most 512 bytes kept). A delivery that
+  // is gone (purged, webhook dropped) or already delivered is left alone.
+  virtual Status RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
+                                       int64_t next_attempt_at, const std::string& error, int64_t now) = 0;
+  // Events, newest first, with their deliveries.
+  virtual Result<std::vector<Event>> ListEvents(const EventFilter& filter = {}) = 0;
+  // Deliveries not yet delivered (the queue's depth).
+  virtual Result<int64_t> CountPendingDeliveries() = 0;
+  // Deletes events with at < older_than, then the oldest beyond
+  // `keep_at_most`, delivered or not, with their deliveries. Returns how many.
+  virtual Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) = 0;
+
   // Writes are committed in groups (docs/storage.md, "Group commit"): the
   // write transactions committed since Open, and the writes they carried.
   struct WriteStats {

@@ -248,6 +248,50 @@ struct StoreOptions {
   int max_failures_per_machine = 100;
 };
 
+// --- Webhook events (docs/events.md) ----------------------------------------
+// An event is written by the database's triggers in the transaction of the
+// change it reports (storage/schema.cc, kV6Events); storage only reads them
+// and keeps each delivery's state.
+
+// One webhook's delivery of one event.
+struct EventDelivery {
+  std::string webhook;  // the webhook's URL
+  int64_t attempts = 0;
+  int64_t next_attempt_at = 0;
+  std::optional<int64_t> delivered_at;
+  std::string last_error;  // the last failed attempt's cause; "" when none
+};
+
+struct Event {
+  int64_t id = 0;
+  int64_t at = 0;
+  std::string type;  // attestation_failed, machine_untrusted, ... (docs/events.md)
+  std::optional<int64_t> machine_id;
+  std::string hostname;
+  std::string pool;
+  std::string actor;
+  std::string why;
+  std::string detail_json = "{}";  // a JSON object; never a secret
+  std::vector<EventDelivery> deliveries;  // by webhook URL (ListEvents only)
+};
+
+// A configured webhook as storage knows it: no secret, ever.
+struct WebhookTarget {
+  std::string url;
+  std::vector<std::string> events;  // the types it takes; empty: every type
+};
+
+// A delivery that is due, with its event (whose `deliveries` is empty).
+struct DueDelivery {
+  Event event;
+  EventDelivery delivery;
+};
+
+struct EventFilter {
+  bool pending_only = false;  // only events with an undelivered delivery
+  int limit = 100;            // the newest `limit`, clamped to [1, 10000]
+};
+
 // --- Manual CSR approval (docs/csr.md, "Manual approval") ---------------------
 
 // A CSR request's state; the database stores these texts.

@@ -710,6 +710,60 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
   return kExitOk;
 }
 
+// --- Webhook events (docs/events.md) -----------------------------------------
+
+namespace {
+
+constexpr char kEventsHelp[] =
+    "Usage: rackgatectl events [--pending] [--limit N] [--json]\n"
+    "\n"
+    "The newest webhook events (default 50), newest first, with each webhook's\n"
+    "delivery: delivered, or the attempts so far, the next one and the last\n"
+    "error. --pending lists only events some webhook has not received yet.\n";
+
+// One delivery's state in a few words.
+std::string DeliveryState(const json& d) {
+  std::string out = Str(d, "webhook") + ": ";
+  const std::string attempts = d.contains("attempts") ? d.at("attempts").dump() : "?";
+  if (d.contains("delivered_at")) return out + "delivered " + FormatTime(d, "delivered_at") + " (attempts " + attempts + ")";
+  out += "pending, attempts " + attempts + ", next " + FormatTime(d, "next_attempt_at");
+  const std::string err = Str(d, "last_error", "");
+  if (!err.empty()) out += ", last error: " + err;
+  return out;
+}
+
+}  // namespace
+
+int RunEvents(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"limit"}, {"pending", "json"}});
+  if (!args.ok()) return UsageError(kEventsHelp, args.status().message());
+  if (args->Has("help")) return std::fputs(kEventsHelp, stdout), kExitOk;
+  const std::string limit = args->Get("limit").value_or("50");
+  if (limit.empty() || limit.find_first_not_of("0123456789") != std::string::npos) {
+    return UsageError(kEventsHelp, "--limit takes a number");
+  }
+  std::string path = "/v1/admin/events?limit=" + limit;
+  if (args->Has("pending")) path += "&pending=1";
+  int code = kExitOk;
+  auto r = Send(socket, "GET", path, nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("%-8s %-21s %-20s %-20s %s\n", "ID", "TIME", "TYPE", "MACHINE", "DELIVERIES");
+  if (r->contains("events") && r->at("events").is_array()) {
+    for (const json& e : r->at("events")) {
+      const json machine = e.contains("machine") ? e.at("machine") : json::object();
+      const json deliveries = e.contains("deliveries") ? e.at("deliveries") : json::array();
+      std::printf("%-8s %-21s %-20s %-20s %s\n", e.contains("id") ? e.at("id").dump().c_str() : "?",
+                  FormatTime(e, "at").c_str(), Str(e, "type").c_str(), Str(machine, "hostname").c_str(),
+                  deliveries.empty() ? "(no webhook)" : DeliveryState(deliveries.at(0)).c_str());
+      for (size_t i = 1; i < deliveries.size(); ++i) {
+        std::printf("%-8s %-21s %-20s %-20s %s\n", "", "", "", "", DeliveryState(deliveries.at(i)).c_str());
+      }
+    }
+  }
+  return kExitOk;
+}
+
 // --- Manual CSR approval and discovery -----------------------------------------
 
 int RunApprove(const std::string& socket, int argc, char** argv, int first) {

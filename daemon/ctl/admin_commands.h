@@ -22,6 +22,8 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first);
 int RunPool(const std::string& socket, int argc, char** argv, int first);
 int RunToken(const std::string& socket, int argc, char** argv, int first);
 int RunCerts(const std::string& socket, int argc, char** argv, int first);
+// events: webhook events and their deliveries (docs/events.md).
+int RunEvents(const std::string& socket, int argc, char** argv, int first);
 // Manual CSR approval and discovery: `csr list|approve|deny`, and
 // `approve HOSTNAME --hostname NEW --pool P --address KIND=VALUE`.
 int RunCsr(const std::string& socket, int argc, char** argv, int first);

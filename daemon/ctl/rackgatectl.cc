@@ -32,6 +32,7 @@ constexpr char kHelp[] =
     "                   pools: boot policies, Ignition templates\n"
     "  token rotate     a pool's provisioning token, with a grace period\n"
     "  certs            kubelet certificates signed for machines\n"
+    "  events           webhook events and their deliveries\n"
     "  csr list|approve|deny\n"
     "                   kubelet CSRs waiting for an operator (manual approval)\n"
     "\n"
@@ -91,6 +92,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "token") return RunToken(socket, argc, argv, 2);
   if (cmd == "pointer") return RunPointer(argc, argv, 2);
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
+  if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
   if (cmd == "ca") return RunCa(argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);

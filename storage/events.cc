@@ -1,0 +1,209 @@
+// Webhook events: the configured webhooks, the deliveries' state, listing and
+// retention. The events themselves are written by the schema's triggers
+// (schema.cc, kV4Events), in the transaction of the change they report.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "storage/rows.h"
+#include "storage/sqlite_store.h"
+#include "storage/validation.h"
+
+namespace rackgate::storage {
+
+namespace {
+
+// Columns 0..11 of an event, read by ReadEvent.
+#define RACKGATE_EVENT_COLUMNS                                                                             \
+  "e.id, e.at, e.type, e.machine_id, e.hostname, e.pool, e.actor, e.why, e.detail_json, e.attestation_id, " \
+  "e.reason, e.reasons_json"
+constexpr int kEventColumnCount = 12;
+constexpr char kEventColumns[] = "SELECT " RACKGATE_EVENT_COLUMNS " FROM events e ";
+
+Event ReadEvent(const Stmt& s) {
+  Event e;
+  e.id = s.Int(0);
+  e.at = s.Int(1);
+  e.type = s.Text(2);
+  e.machine_id = s.OptInt(3);
+  e.hostname = s.Text(4);
+  e.pool = s.Text(5);
+  e.actor = s.Text(6);
+  e.why = s.Text(7);
+  e.detail_json = s.Text(8);
+  // A refused attestation's detail is made here, from the columns its
+  // trigger copied (schema.cc says why not in SQL).
+  if (std::optional<int64_t> attestation_id = s.OptInt(9)) {
+    json reasons = json::parse(s.Text(11), nullptr, false);
+    if (!reasons.is_array()) reasons = json::array();
+    e.detail_json = Dump(json{{"attestation_id", *attestation_id}, {"reason", s.Text(10)}, {"reasons", reasons}});
+  }
+  return e;
+}
+
+// Columns 0..4 of `s` from `first`: webhook, attempts, next_attempt_at,
+// delivered_at, last_error.
+EventDelivery ReadDelivery(const Stmt& s, int first) {
+  EventDelivery d;
+  d.webhook = s.Text(first);
+  d.attempts = s.Int(first + 1);
+  d.next_attempt_at = s.Int(first + 2);
+  d.delivered_at = s.OptInt(first + 3);
+  d.last_error = s.Text(first + 4);
+  return d;
+}
+
+// A last_error is for the operator's eyes: bounded, and cut on a UTF-8
+// boundary so the JSON that shows it stays valid.
+std::string BoundedError(const std::string& error) {
+  constexpr size_t kMax = 512;
+  if (error.size() <= kMax) return error;
+  size_t n = kMax;
+  while (n > 0 && (static_cast<unsigned char>(error[n]) & 0xC0) == 0x80) --n;
+  return error.substr(0, n);
+}
+
+}  // namespace
+
+Result<int64_t> SqliteStore::SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) {
+  return Guard([&]() -> Result<int64_t> {
+    std::set<std::string> urls;
+    for (const WebhookTarget& h : hooks) {
+      CheckSize("webhook url", h.url.size(), 1, 2048);
+      if (!urls.insert(h.url).second) {
+        return Status::InvalidArgument("field_invalid", "webhook URL listed twice: " + h.url);
+      }
+      for (const std::string& t : h.events) {
+        CheckSize("webhook event type", t.size(), 1, 64);
+        if (t.find(',') != std::string::npos) {
+          return Status::InvalidArgument("field_invalid", "an event type has no comma: " + t);
+        }
+      }
+    }
+    return db_->Write([&](Connection& c) -> int64_t {
+      int64_t dropped = 0;
+      std::vector<std::string> stale;
+      {
+        Stmt s = c.Prepare("SELECT url FROM webhooks");
+        while (s.Step()) {
+          if (!urls.count(s.Text(0))) stale.push_back(s.Text(0));
+        }
+      }
+      for (const std::string& url : stale) {
+        Stmt count = c.Prepare("SELECT count(*) FROM event_deliveries WHERE webhook = ?1 AND delivered_at IS NULL");
+        count.BindText(1, url);
+        if (count.Step()) dropped += count.Int(0);
+        Stmt del = c.Prepare("DELETE FROM webhooks WHERE url = ?1");
+        del.BindText(1, url).Run();
+      }
+      for (const WebhookTarget& h : hooks) {
+        Stmt s = c.Prepare(
+            "INSERT INTO webhooks (url, types, added_at) VALUES (?1, ?2, ?3) "
+            "ON CONFLICT (url) DO UPDATE SET types = excluded.types");
+        std::string types;  // ",t1,t2,", or "" for every type
+        for (const std::string& t : h.events) types += "," + t;
+        if (!types.empty()) types += ",";
+        s.BindText(1, h.url).BindText(2, types).BindInt(3, now).Run();
+      }
+      return dropped;
+    });
+  });
+}
+
+Result<std::vector<DueDelivery>> SqliteStore::DueDeliveries(int64_t now, int limit) {
+  return Guard([&]() -> Result<std::vector<DueDelivery>> {
+    return db_->Read([&](Connection& c) {
+      // The event's columns (as kEventColumns) and the delivery's, from the join.
+      Stmt q = c.Prepare(
+          "SELECT " RACKGATE_EVENT_COLUMNS ", d.webhook, d.attempts, d.next_attempt_at, d.delivered_at, d.last_error "
+          "FROM event_deliveries d JOIN events e ON e.id = d.event_id "
+          "WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ?1 "
+          "ORDER BY d.next_attempt_at, d.event_id LIMIT ?2");
+      q.BindInt(1, now).BindInt(2, std::clamp(limit, 1, 10000));
+      std::vector<DueDelivery> out;
+      while (q.Step()) out.push_back({ReadEvent(q), ReadDelivery(q, kEventColumnCount)});
+      return out;
+    });
+  });
+}
+
+Status SqliteStore::RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
+                                          int64_t next_attempt_at, const std::string& error, int64_t now) {
+  return Guard([&]() -> Status {
+    db_->Write([&](Connection& c) {
+      Stmt s = c.Prepare(
+          "UPDATE event_deliveries SET attempts = attempts + 1, "
+          "delivered_at = CASE WHEN ?3 THEN ?4 ELSE NULL END, "
+          "next_attempt_at = CASE WHEN ?3 THEN next_attempt_at ELSE ?5 END, "
+          "last_error = CASE WHEN ?3 THEN last_error ELSE ?6 END "
+          "WHERE event_id = ?1 AND webhook = ?2 AND delivered_at IS NULL");
+      s.BindInt(1, event_id)
+          .BindText(2, webhook)
+          .BindInt(3, delivered ? 1 : 0)
+          .BindInt(4, now)
+          .BindInt(5, next_attempt_at)
+          .BindText(6, BoundedError(error))
+          .Run();
+    });
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<Event>> SqliteStore::ListEvents(const EventFilter& filter) {
+  return Guard([&]() -> Result<std::vector<Event>> {
+    return db_->Read([&](Connection& c) {
+      std::string sql = kEventColumns;
+      if (filter.pending_only) {
+        sql += "WHERE EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_id = e.id AND d.delivered_at IS NULL) ";
+      }
+      sql += "ORDER BY e.id DESC LIMIT ?1";
+      Stmt s = c.Prepare(sql);
+      s.BindInt(1, std::clamp(filter.limit, 1, 10000));
+      std::vector<Event> out;
+      std::map<int64_t, size_t> index;
+      while (s.Step()) {
+        index[s.Int(0)] = out.size();
+        out.push_back(ReadEvent(s));
+      }
+      if (out.empty()) return out;
+      Stmt d = c.Prepare(
+          "SELECT event_id, webhook, attempts, next_attempt_at, delivered_at, last_error FROM event_deliveries "
+          "WHERE event_id BETWEEN ?1 AND ?2 ORDER BY event_id, webhook");
+      d.BindInt(1, out.back().id).BindInt(2, out.front().id);
+      while (d.Step()) {
+        auto it = index.find(d.Int(0));
+        if (it != index.end()) out[it->second].deliveries.push_back(ReadDelivery(d, 1));
+      }
+      return out;
+    });
+  });
+}
+
+Result<int64_t> SqliteStore::CountPendingDeliveries() {
+  return Guard([&]() -> Result<int64_t> {
+    return db_->Read([&](Connection& c) -> int64_t {
+      Stmt s = c.Prepare("SELECT count(*) FROM event_deliveries WHERE delivered_at IS NULL");
+      return s.Step() ? s.Int(0) : 0;
+    });
+  });
+}
+
+Result<int64_t> SqliteStore::PurgeEvents(int64_t older_than, int64_t keep_at_most) {
+  return Guard([&]() -> Result<int64_t> {
+    return db_->Write([&](Connection& c) -> int64_t {
+      Stmt old = c.Prepare("DELETE FROM events WHERE at < ?1");
+      old.BindInt(1, older_than).Run();
+      int64_t n = c.Changes();
+      Stmt over = c.Prepare(
+          "DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)");
+      over.BindInt(1, std::max<int64_t>(keep_at_most, 0)).Run();
+      n += c.Changes();
+      return n;
+    });
+  });
+}
+
+}  // namespace rackgate::storage

@@ -1,0 +1,200 @@
+// Tests for the webhook event queue: the triggers that turn audit rows and
+// refused attestations into events (atomically with the change), the fan-out
+// to webhooks, the deliveries' state, listing and retention.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+#include "storage/store_test_fixture.h"
+
+namespace rackgate::storage {
+namespace {
+
+using nlohmann::json;
+using testing::Op;
+using testing::StoreTest;
+
+class EventsTest : public StoreTest {
+ protected:
+  std::vector<Event> Events(bool pending_only = false) {
+    EventFilter f;
+    f.pending_only = pending_only;
+    f.limit = 10000;
+    auto e = store_->ListEvents(f);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : std::vector<Event>{};
+  }
+  int64_t Pending() {
+    auto n = store_->CountPendingDeliveries();
+    EXPECT_TRUE(n.ok());
+    return n.ok() ? *n : -1;
+  }
+};
+
+TEST_F(EventsTest, EachReportedAuditActionYieldsExactlyOneEvent) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(Events().empty()) << "enroll and pool_put are no events";
+  const std::pair<const char*, const char*> kMap[] = {
+      {"untrusted", "machine_untrusted"},     {"trusted", "machine_trusted"},
+      {"certificate_issued", "certificate_issued"}, {"certificate_renewed", "certificate_renewed"},
+      {"csr_waiting", "csr_waiting"},
+  };
+  for (const auto& [action, type] : kMap) {
+    const size_t before = Events().size();
+    ASSERT_TRUE(store_->AuditMachineEvent(m.id, action, R"({"reason":"r1"})", Op(), 2000).ok());
+    auto events = Events();
+    ASSERT_EQ(events.size(), before + 1) << action;
+    const Event& e = events.front();  // newest first
+    EXPECT_EQ(e.type, type);
+    EXPECT_EQ(e.hostname, "node-1");
+    EXPECT_EQ(e.pool, m.pool);
+    EXPECT_EQ(e.at, 2000);
+    ASSERT_TRUE(e.machine_id.has_value());
+    EXPECT_EQ(*e.machine_id, m.id);
+    EXPECT_EQ(json::parse(e.detail_json).at("reason"), "r1");
+    EXPECT_EQ(e.actor, Op().name);
+  }
+  // Revoke writes its own audit row (revoke): one event, and a second revoke
+  // is a no-op with no row and no event.
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 3000).ok());
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 3001).ok());
+  auto events = Events();
+  ASSERT_EQ(events.size(), std::size(kMap) + 1);
+  EXPECT_EQ(events.front().type, "machine_revoked");
+}
+
+TEST_F(EventsTest, OtherAuditActionsYieldNone) {
+  Machine m = Attested("node-1", "1");  // enroll, attest
+  for (const char* action : {"csr_approved", "csr_denied", "csr_refused", "config_served", "approve", "reset",
+                             "untrusted_", "revoked"}) {
+    ASSERT_TRUE(store_->AuditMachineEvent(m.id, action, "{}", Op(), 2000).ok()) << action;
+  }
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 2100).ok());
+  EXPECT_TRUE(Events().empty());
+}
+
+TEST_F(EventsTest, RefusedAttestationYieldsAttestationFailed) {
+  Machine m = Attested("node-1", "1");
+  EXPECT_TRUE(Events().empty()) << "an ok attestation is no event";
+  AttestationRecord r = Record(m, 1500);
+  r.verdict = "refused";
+  r.reason = "pcr_mismatch";
+  r.reasons = {"pcr_mismatch", "secure_boot_off"};
+  ASSERT_TRUE(store_->RecordAttestationFailure(r).ok());
+  auto events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, "attestation_failed");
+  EXPECT_EQ(events[0].hostname, "node-1");
+  EXPECT_EQ(events[0].pool, m.pool);
+  EXPECT_EQ(events[0].at, 1500);
+  json detail = json::parse(events[0].detail_json);
+  EXPECT_EQ(detail.at("reason"), "pcr_mismatch");
+  EXPECT_EQ(detail.at("reasons"), json({"pcr_mismatch", "secure_boot_off"}));
+}
+
+TEST_F(EventsTest, AFailedChangeLeavesNoEvent) {
+  // The event is written by the statement that writes the audit row: a
+  // change that is refused (and rolled back) leaves no event behind.
+  ASSERT_FALSE(store_->AuditMachineEvent(9999, "untrusted", "{}", Op(), 2000).ok());
+  ASSERT_FALSE(store_->Revoke("nobody", Op(), 2000).ok());
+  EXPECT_TRUE(Events().empty());
+}
+
+TEST_F(EventsTest, EventsFanOutToMatchingWebhooks) {
+  Machine m = Enroll("node-1", "1");
+  auto dropped = store_->SyncWebhooks({{"https://a.example/hook", {}},
+                                       {"https://b.example/hook", {"machine_revoked"}}},
+                                      1000);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(*dropped, 0);
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000).ok());
+  ASSERT_TRUE(store_->Revoke("node-1", Op(), 2001).ok());
+  auto events = Events();
+  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events[0].type, "machine_revoked");
+  ASSERT_EQ(events[0].deliveries.size(), 2u);
+  EXPECT_EQ(events[0].deliveries[0].webhook, "https://a.example/hook");
+  EXPECT_EQ(events[0].deliveries[1].webhook, "https://b.example/hook");
+  ASSERT_EQ(events[1].deliveries.size(), 1u) << "b takes machine_revoked only";
+  EXPECT_EQ(events[1].deliveries[0].webhook, "https://a.example/hook");
+  EXPECT_EQ(Pending(), 3);
+
+  // Due: oldest first; nothing before its time.
+  auto due = store_->DueDeliveries(1999, 100);
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->empty());
+  due = store_->DueDeliveries(3000, 100);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 3u);
+  EXPECT_EQ((*due)[0].event.type, "machine_untrusted");
+  EXPECT_EQ((*due)[0].event.hostname, "node-1");
+}
+
+TEST_F(EventsTest, DeliveryAttemptsRetryThenDeliver) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}}, 1000).ok());
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000).ok());
+  const int64_t id = Events()[0].id;
+
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(id, "https://a.example/hook", false, 2010, "HTTP 500", 2000).ok());
+  auto due = store_->DueDeliveries(2005, 10);
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->empty()) << "retried at 2010, not before";
+  due = store_->DueDeliveries(2010, 10);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].delivery.attempts, 1);
+  EXPECT_EQ((*due)[0].delivery.last_error, "HTTP 500");
+
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(id, "https://a.example/hook", true, 0, "", 2011).ok());
+  EXPECT_EQ(Pending(), 0);
+  EXPECT_TRUE(Events(/*pending_only=*/true).empty());
+  auto all = Events();
+  ASSERT_EQ(all[0].deliveries.size(), 1u);
+  EXPECT_EQ(all[0].deliveries[0].attempts, 2);
+  ASSERT_TRUE(all[0].deliveries[0].delivered_at.has_value());
+  EXPECT_EQ(*all[0].deliveries[0].delivered_at, 2011);
+
+  // A late failure report for a delivered delivery changes nothing.
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(id, "https://a.example/hook", false, 9999, "late", 2012).ok());
+  EXPECT_EQ(Pending(), 0);
+  EXPECT_EQ(Events()[0].deliveries[0].attempts, 2);
+}
+
+TEST_F(EventsTest, NewWebhooksGetNewEventsOnlyAndDroppedOnesLoseTheirQueue) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000).ok());
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}}, 2100).ok());
+  EXPECT_EQ(Pending(), 0) << "the past is not replayed to a new webhook";
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "trusted", "{}", Op(), 2200).ok());
+  EXPECT_EQ(Pending(), 1);
+  auto dropped = store_->SyncWebhooks({{"https://c.example/hook", {}}}, 2300);
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, 1);
+  EXPECT_EQ(Pending(), 0);
+  EXPECT_FALSE(store_->SyncWebhooks({{"https://c.example/x", {}}, {"https://c.example/x", {}}}, 2400).ok());
+}
+
+TEST_F(EventsTest, PurgeByAgeAndCount) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}}, 1000).ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000 + i).ok());
+  }
+  auto n = store_->PurgeEvents(2003, 1000);  // at 2000..2002
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 3);
+  n = store_->PurgeEvents(0, 4);  // keep the newest 4 of 7
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 3);
+  auto events = Events();
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.back().at, 2006);
+  EXPECT_EQ(Pending(), 4) << "deliveries go with their events";
+}
+
+}  // namespace
+}  // namespace rackgate::storage

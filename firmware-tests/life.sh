@@ -116,10 +116,11 @@ RECEIVER_PORT="" RECEIVER_OUT="$LAB_DIR/webhooks.jsonl"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$LAB_DIR/webhook.secret"
 chmod 600 "$LAB_DIR/webhook.secret"
 if [[ -n "$RECEIVER" ]]; then
-  RECEIVER_PORT="$(lab_python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-  "$RECEIVER" --listen "127.0.0.1:$RECEIVER_PORT" --secret-file "$LAB_DIR/webhook.secret" --out "$RECEIVER_OUT" \
-    </dev/null >>"$LAB_DIR/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
+  "$RECEIVER" --port 0 --port-file "$LAB_DIR/receiver.port" --secret-file "$LAB_DIR/webhook.secret" \
+    --out "$RECEIVER_OUT" </dev/null >>"$LAB_DIR/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
   echo "$!" >> "$LAB_DIR/pids"
+  for _ in $(seq 1 100); do [[ -s "$LAB_DIR/receiver.port" ]] && break; sleep 0.05; done
+  RECEIVER_PORT="$(cat "$LAB_DIR/receiver.port" 2>/dev/null)"
   rg_config webhooks "[{\"url\": \"http://127.0.0.1:$RECEIVER_PORT/hook\", \"secret_file\": \"$LAB_DIR/webhook.secret\"}]"
 fi
 # received EVENT: a delivery of EVENT for the machine, HMAC checked.
@@ -132,7 +133,7 @@ path, want, host = sys.argv[1:]
 for line in open(path):
     e = json.loads(line)
     body = e.get("body", e)
-    if body.get("event") == want and host in json.dumps(body):
+    if body.get("type") == want and body.get("machine", {}).get("hostname") == host:
         sys.exit(0)
 sys.exit(1)
 PY
@@ -235,7 +236,7 @@ check "(d) $HOST is untrusted (rackgatectl show --json)" trust_is untrusted
 check "(d) rackgatectl list shows it untrusted" bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' list | grep '$HOST' | grep -q untrusted"
 if [[ -n "$RECEIVER" ]]; then
   check "(d) the webhook receiver got attestation_failed, its HMAC checked" received attestation_failed
-  check "(d) the webhook receiver got untrusted, its HMAC checked" received untrusted
+  check "(d) the webhook receiver got machine_untrusted, its HMAC checked" received machine_untrusted
 else
   lab_not_ok "(d) webhooks: no rackgate-webhook-receiver next to rackgated (the events part is not built)"
 fi
@@ -246,7 +247,7 @@ power_cycle
 lab_expect "$RC_OK" "$R_CLIENT_RENEWED" "(e) the run after a clean boot attests and renews (exit 0)" boot_unit m1
 check "(e) $HOST is trusted again" trust_is trusted
 if [[ -n "$RECEIVER" ]]; then
-  check "(e) the webhook receiver got trusted, its HMAC checked" received trusted
+  check "(e) the webhook receiver got machine_trusted, its HMAC checked" received machine_trusted
   check "(e) and certificate_renewed" received certificate_renewed
 fi
 check "(e) $HOST is joined" state_is joined

@@ -18,6 +18,11 @@ struct PoolSettings {
   bool require_tpm_key = false;
   // Overrides the config's client_csr_window_seconds for this pool.
   std::optional<int64_t> client_window_seconds;
+
+  // --- Trust (docs/trust.md) ---
+  // A machine whose last good attestation is older than this is untrusted
+  // (attestation_too_old) until it attests again; nullopt: never ages.
+  std::optional<int64_t> max_attestation_age_seconds;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

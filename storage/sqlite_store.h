@@ -83,6 +83,14 @@ class SqliteStore final : public Store {
                            const Actor& actor, int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
 
+  // machines.cc (trust sweep) and reports.cc
+  Result<std::vector<Machine>> MarkStaleUntrusted(int64_t now, const std::map<std::string, int64_t>& max_age_by_pool,
+                                                  int batch) override;
+  Result<int64_t> CountUntrusted() override;
+  Status RecordReport(const ProvisioningReportRecord& report) override;
+  Result<ProvisioningReportRecord> LastReport(int64_t machine_id) override;
+  Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() override;
+
   // sqlite_store.cc
   WriteStats GetWriteStats() const override;
   Status Backup(const std::string& dest_path) override;

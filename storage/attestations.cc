@@ -87,10 +87,13 @@ Status SqliteStore::RecordAttestationFailure(const AttestationRecord& record) {
       const int64_t epoch = Epoch(c, record.machine_id);
       InsertAttestation(c, record, kVerdictRefused, epoch);
       // The latest attestation failed: the machine is untrusted until one
-      // passes (docs/trust.md). Its state is never changed here.
+      // passes (docs/trust.md). Its state is never changed here. A revoked
+      // machine has no trust to lose (revoked is terminal).
       const Machine m = MustMachineById(c, record.machine_id);
-      ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonFailedPrefix) + record.reason,
-                 Actor{kAttestationActor, ""}, record.at);
+      if (m.state != MachineState::kRevoked) {
+        ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonFailedPrefix) + record.reason,
+                   Actor{kAttestationActor, ""}, record.at);
+      }
       // Bounded per machine: anyone who knows an enrolled EK's public key can
       // open sessions and fail them.
       Stmt s = c.Prepare(

@@ -24,7 +24,9 @@ bool ApplyTrust(Connection& c, const Machine& m, std::string_view trust, const s
   if (!(m.trust.empty() && trust == kTrustTrusted)) {
     const std::string action(trust);
     WriteAudit(c, actor, now,
-               {action, &m, std::nullopt, std::nullopt,
+               // from and to: the unchanged state, as for every audit row
+               // about a machine that changes no state.
+               {action, &m, m.state, m.state,
                 json{{"reason", trust == kTrustTrusted ? std::string("attestation_ok") : reason}}});
   }
   return true;

@@ -19,7 +19,8 @@ namespace rackgate::storage {
 // Sets `m`'s trust to `trust` (kTrustTrusted or kTrustUntrusted) for
 // `reason` ("" when trusted) at `now`, in the caller's write transaction.
 //  - trust changes: the columns are written and ONE audit row (action
-//    "trusted" or "untrusted", detail {"reason"}) is written, except for a
+//    "trusted" or "untrusted", detail {"reason"}, from and to state both the
+//    machine's unchanged state) is written, except for a
 //    machine's first verdict when it is trusted (its attest row says it).
 //  - trust unchanged: only an untrusted machine's reason is brought up to
 //    date (the latest cause), with no audit row.

@@ -66,7 +66,8 @@ TEST_F(TrustTest, FailureMakesUntrustedOnceAndKeepsTheState) {
   ASSERT_EQ(CountAction(audit, "untrusted"), 1u);
   EXPECT_EQ(audit.back().action, "untrusted");
   EXPECT_EQ(audit.back().detail_json, "{\"reason\":\"attestation_failed:quote_pcr_mismatch\"}");
-  EXPECT_FALSE(audit.back().from_state.has_value());
+  EXPECT_EQ(audit.back().from_state, "attested");  // the unchanged state
+  EXPECT_EQ(audit.back().to_state, "attested");
 
   // A second failure changes no trust: no audit row, the latest cause kept,
   // the time of the change kept.
@@ -85,6 +86,15 @@ TEST_F(TrustTest, FailureOfANeverAttestedMachineMakesItUntrusted) {
   EXPECT_EQ(after.state, MachineState::kEnrolled);
   EXPECT_EQ(after.trust, "untrusted");
   EXPECT_EQ(CountAction(Audit("node-1"), "untrusted"), 1u);
+}
+
+TEST_F(TrustTest, ARevokedMachineHasNoTrustToLose) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->Revoke("node-1", testing::Op(), 1500).ok());
+  const size_t rows = AuditCount();
+  ASSERT_TRUE(store_->RecordAttestationFailure(Refused(m, 2000)).ok());
+  EXPECT_EQ(Get("node-1").trust, "trusted");
+  EXPECT_EQ(AuditCount(), rows);
 }
 
 TEST_F(TrustTest, GoodAttestationAfterAFailureIsTrustedAgainOnce) {

@@ -19,6 +19,7 @@
 #include "attest/quote.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
+#include "core/trust.h"
 #include "base/log.h"
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
@@ -444,6 +445,8 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     if (record.reasons.empty()) record.reasons.push_back(refusal.reason());
     if (Status s = store_->RecordAttestationFailure(record); !s.ok()) {
       Log()->error("failure record for {} not stored: {}", who, s.ToString());
+    } else {
+      LogAttestationTrust(*machine, false, record.reason);  // docs/trust.md
     }
     return Refuse(refusal, who);
   }
@@ -468,6 +471,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return StoreBusy();
   }
   Count("ok", "");
+  LogAttestationTrust(*machine, true, "");  // docs/trust.md
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (metrics_ != nullptr) {
     metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);

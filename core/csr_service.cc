@@ -7,6 +7,7 @@
 #include "attest/tpm.h"
 #include "core/csr_approval.h"
 #include "core/secrets.h"
+#include "core/trust.h"
 #include "base/log.h"
 
 namespace rackgate::core {
@@ -130,7 +131,10 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
   if (m.state != storage::MachineState::kJoined) {
     return Status::VerificationFailed("state_conflict", "only a joined machine renews its certificates");
   }
-  // TRUST: renewal refused for an untrusted machine (core/trust.h), wired at merge
+  // A machine whose latest attestation failed, or whose last good one is
+  // older than the pool allows, renews nothing until it attests well again
+  // (docs/trust.md). Its token may predate the failure.
+  if (Status s = CheckTrust(m, settings, now); !s.ok()) return s;
 
   // The certificate must be one this appliance issued to THIS machine, of
   // this kind, byte for byte: the store's record is the reference, never the

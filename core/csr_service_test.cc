@@ -310,6 +310,34 @@ TEST_F(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
   EXPECT_DOUBLE_EQ(ParsePoolSettings("{\"renew_fraction\": 0.25}")->renew_fraction, 0.25);
 }
 
+// Trust (docs/trust.md): a machine whose latest attestation failed renews
+// nothing, even with a token from its earlier good attestation, until it
+// attests well again; nor does one whose last good attestation is too old.
+TEST_F(RenewalTest, AnUntrustedMachineRenewsNothingUntilItAttestsWell) {
+  const CsrIssued first = Join();
+  const std::string token = Reattest(first.not_after - kValidity / 3 + 10);
+  auto c = attestation_->Challenge(machine_.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto e = machine_.Answer(*c);
+  e.secret[0] ^= 1;
+  ASSERT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
+  auto refused = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
+  EXPECT_EQ(ReasonOf(refused), "machine_untrusted");
+  EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
+
+  const std::string fresh = Reattest(now_ + 1);
+  auto renewed = csrs_->Submit(fresh, Renewal(fresh, key_.get(), first.certificate_pem, next_.get()));
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
+
+  // The pool ages attestations: past the age, no renewal of the new one.
+  SetPoolSettings("{\"max_attestation_age_seconds\": 600, \"renew_fraction\": 1}");
+  now_ += 601;
+  auto key3 = NewKey("EC", "P-256");
+  EXPECT_EQ(ReasonOf(csrs_->Submit(fresh, Renewal(fresh, next_.get(), renewed->certificate_pem, key3.get()))),
+            "machine_untrusted");
+}
+
 TEST_F(RenewalTest, AnExpiredCertificateRenewsAnRsaKeyProvesWithPkcs1) {
   key_ = NewKey("RSA", "2048");
   const CsrIssued first = Join();

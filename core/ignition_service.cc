@@ -18,7 +18,9 @@
 
 #include "base/log.h"
 #include "base/metrics.h"
+#include "core/pool_settings.h"
 #include "core/secrets.h"
+#include "core/trust.h"
 
 extern char** environ;
 
@@ -291,6 +293,12 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
   const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
   auto pool = store_->GetPool(m.pool);
   if (!pool.ok()) return Refuse(StoreBusy(), who);
+  // SECURITY: the secrets of the attested config only to a machine trusted
+  // now (docs/trust.md): not after a failed attestation, not once its last
+  // good one is older than its pool allows. The public config is unaffected.
+  auto settings = ParsePoolSettings(pool->settings_json);
+  if (!settings.ok()) return Refuse(settings.status(), who);
+  if (Status trusted = CheckTrust(m, *settings, attestation_->Now()); !trusted.ok()) return Refuse(trusted, who);
   if (!pool->public_template && !pool->attested_template) {
     return Refuse(Unavailable("the pool has no config yet"), who);
   }

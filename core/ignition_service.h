@@ -65,8 +65,9 @@ class IgnitionService {
   // ignition_version_unsupported or ignition_config_too_new otherwise.
   Result<ConfigResult> PublicConfig(const PublicConfigRequest& request);
   // GET /v1/machine/config: the token's reasons (AttestationService::
-  // Authenticate), config_unavailable, a rendering's reason, the version
-  // negotiation's, state_conflict or busy otherwise.
+  // Authenticate), machine_untrusted (core/trust.h), config_unavailable, a
+  // rendering's reason, the version negotiation's, state_conflict or busy
+  // otherwise.
   Result<ConfigResult> AttestedConfig(const AttestedConfigRequest& request);
 
   // The upload check: the template parses and follows the rules for its kind,

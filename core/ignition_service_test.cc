@@ -99,5 +99,54 @@ TEST_F(IgnitionServiceTest, AttestedConfigRefusalsAndTheServedRecord) {
             "ignition_version_unsupported");
 }
 
+// Trust (docs/trust.md): the attested config is refused to an untrusted
+// machine, after a failed attestation and once its last good one is older
+// than its pool allows (judged at the request, before any sweep); the public
+// config is unaffected; a good attestation makes it trusted again.
+TEST_F(IgnitionServiceTest, AttestedConfigIsRefusedToAnUntrustedMachine) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  SetTemplate("public", kPublic);
+  const std::string token = Attest(m).token;
+  AttestedConfigRequest req{token, std::nullopt, "192.0.2.9:1"};
+  ASSERT_TRUE(ignition_->AttestedConfig(req).ok());
+
+  // A failed attestation (a wrong activation secret): the old token still
+  // resolves, but the machine is untrusted now.
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto e = m.Answer(*c);
+  e.secret[0] ^= 1;
+  ASSERT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
+  auto refused = ignition_->AttestedConfig(req);
+  ASSERT_EQ(ReasonOf(refused), "machine_untrusted");
+  EXPECT_NE(refused.status().message().find("latest attestation failed (activation_failed)"), std::string::npos)
+      << refused.status().message();
+  // The public config names no machine: trust is no question there.
+  EXPECT_NE(ReasonOf(ignition_->PublicConfig(Public())), "machine_untrusted");
+  auto machine = store_->GetMachine("node-1");
+  ASSERT_TRUE(machine.ok());
+  EXPECT_EQ(machine->state, storage::MachineState::kProvisioned);  // the state never moves with trust
+
+  // Attested well again: trusted, served.
+  const std::string fresh = Attest(m).token;
+  AttestedConfigRequest again{fresh, std::nullopt, "192.0.2.9:1"};
+  ASSERT_TRUE(ignition_->AttestedConfig(again).ok());
+
+  // The pool ages attestations: past the age the request is refused at
+  // once, with no sweep run.
+  auto pool = store_->GetPool("workers");
+  ASSERT_TRUE(pool.ok());
+  pool->settings_json = R"({"max_attestation_age_seconds": 600})";
+  ASSERT_TRUE(store_->PutPool(*pool, storage::Actor{"test", ""}, now_).ok());
+  now_ += 600;
+  ASSERT_TRUE(ignition_->AttestedConfig(again).ok());
+  now_ += 1;
+  auto old = ignition_->AttestedConfig(again);
+  ASSERT_EQ(ReasonOf(old), "machine_untrusted");
+  EXPECT_NE(old.status().message().find("601 s old"), std::string::npos) << old.status().message();
+  EXPECT_EQ(store_->GetMachine("node-1")->trust, "trusted");  // stored verdict unchanged until the sweep
+}
+
 }  // namespace
 }  // namespace rackgate::core::testing

@@ -52,6 +52,12 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
         return Status::InvalidArgument("settings_invalid", "renew_fraction is a number in (0, 1]");
       }
       s.renew_fraction = v.get<double>();
+    } else if (k == "max_attestation_age_seconds") {
+      // Trust (docs/trust.md): a minute to a year.
+      if (!v.is_number_integer() || v.get<int64_t>() < 60 || v.get<int64_t>() > 366 * 86400) {
+        return Status::InvalidArgument("settings_invalid", "max_attestation_age_seconds is 60 s to 366 days");
+      }
+      s.max_attestation_age_seconds = v.get<int64_t>();
     } else {
       return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
     }

@@ -31,6 +31,10 @@ struct PoolSettings {
   // certificate's validity is left (docs/csr.md, "Renewal"); in (0, 1].
   // The agent reads it from GET /v1/machine.
   double renew_fraction = 1.0 / 3.0;
+  // --- Trust (docs/trust.md) ---
+  // A machine whose last good attestation is older than this is untrusted
+  // (attestation_too_old) until it attests again; nullopt: never ages.
+  std::optional<int64_t> max_attestation_age_seconds;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

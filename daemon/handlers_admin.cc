@@ -63,7 +63,19 @@ json MachineJson(const storage::Machine& m) {
             {"vars", json::parse(m.vars_json, nullptr, false)}};
   if (m.last_attested_at) j["last_attested_at"] = *m.last_attested_at;
   if (m.client_cert_issued_at) j["client_cert_issued_at"] = *m.client_cert_issued_at;
+  // Trust (docs/trust.md): null trust is "never attested, no verdict yet".
+  j["trust"] = m.trust.empty() ? json(nullptr) : json(m.trust);
+  j["trust_reason"] = m.trust_reason;
+  j["trust_changed_at"] = m.trust_changed_at ? json(*m.trust_changed_at) : json(nullptr);
   return j;
+}
+
+// A machine's last provisioning report (docs/trust.md); null when none.
+json ReportJson(const storage::ProvisioningReportRecord* r) {
+  if (r == nullptr) return nullptr;
+  return {{"at", r->at},           {"outcome", r->outcome}, {"step", r->step},
+          {"reason", r->reason},   {"message", r->message}, {"exit_status", r->exit_status},
+          {"done", r->done}};
 }
 
 Response StoreError(const Status& s) { return AdminErrorResponse(s); }
@@ -313,8 +325,15 @@ Response AdminApi::List(const Request& request) {
   }
   auto list = store_->ListMachines(filter);
   if (!list.ok()) return StoreError(list.status());
+  auto reports = store_->ListLastReports();
+  if (!reports.ok()) return StoreError(reports.status());
   json machines = json::array();
-  for (const auto& m : *list) machines.push_back(MachineJson(m));
+  for (const auto& m : *list) {
+    json j = MachineJson(m);
+    auto r = reports->find(m.id);
+    j["last_report"] = ReportJson(r == reports->end() ? nullptr : &r->second);
+    machines.push_back(std::move(j));
+  }
   return Response::Json(200, json{{"machines", machines}}.dump());
 }
 
@@ -329,6 +348,9 @@ Response AdminApi::Show(const Request& request) {
     j["last_attestation"] = {{"at", last->at}, {"reset_count", last->reset_count},
                              {"restart_count", last->restart_count}, {"clock", last->clock}};
   }
+  auto report = store_->LastReport(m->id);
+  if (!report.ok() && report.status().code() != Status::Code::kNotFound) return StoreError(report.status());
+  j["last_report"] = ReportJson(report.ok() ? &*report : nullptr);
   return Response::Json(200, j.dump());
 }
 
@@ -383,7 +405,12 @@ Response AdminApi::StatusReport(const Request& request) {
   for (const auto& r : *failures) {
     f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
   }
-  return Response::Json(200, json{{"machines_by_state", *counts}, {"recent_failures", f}}.dump());
+  json out = {{"machines_by_state", *counts}, {"recent_failures", f}};
+  // Trust (docs/trust.md).
+  auto untrusted = store_->CountUntrusted();
+  if (!untrusted.ok()) return StoreError(untrusted.status());
+  out["machines_untrusted"] = *untrusted;
+  return Response::Json(200, out.dump());
 }
 
 Response AdminApi::PutPool(const Request& request) {

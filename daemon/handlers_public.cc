@@ -48,6 +48,9 @@ void PublicHandlers::Register(Router* router) {
   router->Add("GET", "/v1/machine/config", [this](const Request& r) { return AttestedConfig(r); });
   router->Add("GET", "/config/{pool}", [this](const Request& r) { return PublicConfig(r); });
   router->Add("POST", "/v1/machine/csr", [this](const Request& r) { return SubmitCsr(r); });
+  if (reports_ != nullptr) {
+    router->Add("POST", "/v1/machine/report", [this](const Request& r) { return Report(r); });
+  }
 }
 
 Response PublicHandlers::Challenge(const Request& request) {
@@ -91,6 +94,12 @@ Response PublicHandlers::SubmitCsr(const Request& request) {
   auto issued = csrs_->Submit(request.BearerToken(), DecodeCsrSubmission(request.body));
   if (!issued.ok()) return Refused(issued.status());
   return Response::Json(200, wire::EncodeIssuedCertificate(*issued));
+}
+
+Response PublicHandlers::Report(const Request& request) {
+  Status s = reports_->Record(request.BearerToken(), wire::DecodeProvisioningReport(request.body));
+  if (!s.ok()) return Refused(s);
+  return Response::Json(200, R"({"recorded":true})");
 }
 
 }  // namespace rackgate::daemon

@@ -10,6 +10,7 @@
 #include "core/attestation.h"
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
+#include "core/report_service.h"
 #include "daemon/http.h"
 #include "daemon/status_http.h"
 
@@ -37,6 +38,12 @@ class PublicHandlers {
   Response PublicConfig(const Request& request);
   Response SubmitCsr(const Request& request);
 
+  // Provisioning reports (docs/trust.md): POST /v1/machine/report, added by
+  // Register when a report service is set first. BORROWED: outlives the
+  // handlers.
+  void SetReports(core::ReportService* reports) { reports_ = reports; }
+  Response Report(const Request& request);
+
  private:
   Response Refused(const Status& s) const { return ErrorResponse(s, retry_); }
 
@@ -44,6 +51,7 @@ class PublicHandlers {
   core::IgnitionService* ignition_;
   core::CsrService* csrs_;
   RetryPolicy retry_;
+  core::ReportService* reports_ = nullptr;
 };
 
 }  // namespace rackgate::daemon

@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/report_service.h"
+#include "core/secrets.h"
+#include "daemon/handlers_admin.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -55,6 +58,99 @@ TEST(QueueDelay, AChallengeThatWaitedTooLongIsPutOff) {
     EXPECT_LE(retry_after, 4);
   }
   store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// Provisioning reports and trust end to end through the handlers
+// (docs/trust.md): POST /v1/machine/report with the attestation token, then
+// the admin API's machine JSON carries trust and the last report.
+TEST(Reports, RecordedAndShownByTheAdminApi) {
+  std::string dir = (std::filesystem::temp_directory_path() / "rackgate-report-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  {
+    auto store = storage::Store::Open(dir + "/report.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    storage::Store* db = store->get();
+    const int64_t now = 1800000000;
+    ASSERT_TRUE(db->PutPool(storage::Pool{"workers"}, {"test", ""}, now).ok());
+    storage::Enrollment e;
+    e.hostname = "node-1";
+    e.pool = "workers";
+    e.ek_public = {1, 2, 3};
+    e.ek_hash = {4, 5, 6};
+    auto m = db->Enroll(e, {"test", ""}, false, now);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    storage::AttestationRecord rec;
+    rec.machine_id = m->id;
+    rec.session_id = "s";
+    rec.at = now;
+    storage::Token token{core::TokenHash("the-token"), m->id, "s", now, now + 900};
+    ASSERT_TRUE(db->RecordAttestationSuccess(rec, token, std::nullopt).ok());
+
+    core::TrustAnchors anchors{attest::EkTrustStore()};
+    core::AttestationService service(db, &anchors, {}, nullptr, [now] { return now + 5; });
+    core::ReportService reports(db, &service);
+    Router router;
+    PublicHandlers handlers(&service, nullptr, nullptr, RetryPolicy{});
+    handlers.SetReports(&reports);
+    handlers.Register(&router);
+    AdminApi admin(db, &service, nullptr, std::nullopt);
+    admin.Register(&router);
+
+    Request post;
+    post.method = "POST";
+    post.path = "/v1/machine/report";
+    post.peer_address = "10.0.0.1:4711";
+    post.body = R"({"outcome":"failed","step":"config","reason":"config_unavailable",)"
+                R"("message":"no config yet","exit_status":4,"done":["attested"]})";
+    EXPECT_EQ(router.Dispatch(post).status, 401);  // no token
+    post.headers["Authorization"] = "Bearer the-token";
+    Request bad = post;
+    bad.body = R"({"outcome":"maybe","step":"config"})";
+    EXPECT_EQ(router.Dispatch(bad).status, 400);
+    Response ok = router.Dispatch(post);
+    ASSERT_EQ(ok.status, 200) << ok.body;
+    EXPECT_EQ(nlohmann::json::parse(ok.body), nlohmann::json({{"recorded", true}}));
+
+    Request show;
+    show.method = "GET";
+    show.path = "/v1/admin/machines/node-1";
+    show.admin = true;
+    show.peer_cred = PeerCred{};  // uid 0
+    Response shown = router.Dispatch(show);
+    ASSERT_EQ(shown.status, 200) << shown.body;
+    auto j = nlohmann::json::parse(shown.body);
+    EXPECT_EQ(j.at("trust"), "trusted");
+    EXPECT_EQ(j.at("trust_reason"), "");
+    EXPECT_EQ(j.at("trust_changed_at"), now);
+    EXPECT_EQ(j.at("last_attested_at"), now);
+    EXPECT_EQ(j.at("last_report").at("outcome"), "failed");
+    EXPECT_EQ(j.at("last_report").at("step"), "config");
+    EXPECT_EQ(j.at("last_report").at("message"), "no config yet");
+    EXPECT_EQ(j.at("last_report").at("exit_status"), 4);
+    EXPECT_EQ(j.at("last_report").at("at"), now + 5);
+    EXPECT_EQ(j.at("last_report").at("done"), nlohmann::json::array({"attested"}));
+
+    // A failed attestation: untrusted in list and status.
+    rec.verdict = "refused";
+    rec.reason = "boot_policy_violation";
+    rec.at = now + 10;
+    ASSERT_TRUE(db->RecordAttestationFailure(rec).ok());
+    Request list = show;
+    list.path = "/v1/admin/machines";
+    Response listed = router.Dispatch(list);
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    auto machines = nlohmann::json::parse(listed.body).at("machines");
+    ASSERT_EQ(machines.size(), 1u);
+    EXPECT_EQ(machines[0].at("trust"), "untrusted");
+    EXPECT_EQ(machines[0].at("trust_reason"), "attestation_failed:boot_policy_violation");
+    EXPECT_EQ(machines[0].at("last_report").at("outcome"), "failed");
+    Request status = show;
+    status.path = "/v1/admin/status";
+    Response st = router.Dispatch(status);
+    ASSERT_EQ(st.status, 200) << st.body;
+    EXPECT_EQ(nlohmann::json::parse(st.body).at("machines_untrusted"), 1);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -21,6 +21,8 @@
 #include "core/attestation.h"
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
+#include "core/report_service.h"
+#include "core/trust.h"
 #include "daemon/config.h"
 #include "daemon/handlers_admin.h"
 #include "daemon/handlers_public.h"
@@ -40,6 +42,7 @@ using core::CsrOptions;
 using core::CsrService;
 using core::IgnitionOptions;
 using core::IgnitionService;
+using core::ReportService;
 using core::TrustAnchors;
 
 constexpr char kHelp[] =
@@ -170,6 +173,9 @@ int Run(const std::string& config_path, bool check_only) {
   retry.retry_after_seconds = config->retry_after_seconds;
   retry.busy_retry_after_seconds = config->busy_retry_after_seconds;
   PublicHandlers handlers(&attestation, &ignition, &csrs, retry);
+  // Provisioning reports (docs/trust.md).
+  ReportService reports(store->get(), &attestation);
+  handlers.SetReports(&reports);
 
   HttpServerOptions o;
   o.listen_addresses = config->listen_addresses;
@@ -201,6 +207,14 @@ int Run(const std::string& config_path, bool check_only) {
     if (open.ok()) {
       metrics.GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
                        static_cast<double>(*open));
+    } else {
+      metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    }
+    // Trust (docs/trust.md): counted at scrape time, like the sessions.
+    if (auto untrusted = db->CountUntrusted(); untrusted.ok()) {
+      metrics.GaugeSet("rackgate_machines_untrusted",
+                       "Machines whose latest attestation failed or whose last good one is too old.", {},
+                       static_cast<double>(*untrusted));
     } else {
       metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
     }
@@ -300,6 +314,14 @@ int Run(const std::string& config_path, bool check_only) {
         Log()->warn("purge of expired sessions failed: {}", purged.status().ToString());
       } else if (purged->sessions > 0 || purged->tokens > 0) {
         Log()->debug("purged {} expired sessions and {} tokens", purged->sessions, purged->tokens);
+      }
+      // Trust (docs/trust.md): machines past their pool's
+      // max_attestation_age_seconds become untrusted (each change logged by
+      // the sweep). The requests that need trust judge the age themselves,
+      // so this minute's delay only affects what status and metrics show.
+      if (auto swept = core::SweepTrust(db, Now()); !swept.ok()) {
+        metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+        Log()->warn("trust sweep failed: {}", swept.status().ToString());
       }
     }
   }

@@ -67,6 +67,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"session_expired", kRefused},
       {"session_used", kRefused},
 
+      // Trust (docs/trust.md): final until the machine attests well again.
+      {"machine_untrusted", kRefused},
+
       // The EK certificate (attest/ek_cert.h) and the AK (CheckAkPolicy).
       {"ek_cert_missing", kRefused},
       {"ek_cert_malformed", kRefused},

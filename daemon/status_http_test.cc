@@ -60,6 +60,18 @@ TEST(StatusHttp, RenewalAndCertifyNonceRefusalsAre403) {
   }
 }
 
+// Trust (docs/trust.md): an untrusted machine is refused, finally (no
+// Retry-After: waiting does not help, attesting well again does).
+TEST(StatusHttp, MachineUntrustedIs403WithoutRetryAfter) {
+  const Response r = ErrorResponse(
+      Status::VerificationFailed("machine_untrusted", "the machine's latest attestation failed"), {});
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("machine_untrusted"), std::string::npos);
+  EXPECT_FALSE(Header(r, "Retry-After"));
+  // The table, not the code: even as an InvalidArgument it stays 403.
+  EXPECT_EQ(RuleFor(Status::InvalidArgument("machine_untrusted", "x")).status, 403);
+}
+
 TEST(StatusHttp, ReasonWinsOverCode) {
   // token_missing is an InvalidArgument, but 401; pool_unknown is 404;
   // machine_pending is NotFound, but 503 and waitable.

@@ -8,6 +8,7 @@
 #include "storage/audit.h"
 #include "storage/rows.h"
 #include "storage/sqlite_store.h"
+#include "storage/trust.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -67,6 +68,10 @@ Result<Machine> SqliteStore::RecordAttestationSuccess(const AttestationRecord& r
                        {"restart_count", record.restart_count},
                        {"firmware_version", record.firmware_version},
                        {"tofu_recorded", tofu_pcrs_json.has_value()}}});
+      // A good attestation makes the machine trusted (docs/trust.md).
+      if (ApplyTrust(c, after, kTrustTrusted, "", Actor{kAttestationActor, ""}, record.at)) {
+        after = MustMachineById(c, m.id);
+      }
       return after;
     });
   });
@@ -81,6 +86,14 @@ Status SqliteStore::RecordAttestationFailure(const AttestationRecord& record) {
     db_->Write([&](Connection& c) {
       const int64_t epoch = Epoch(c, record.machine_id);
       InsertAttestation(c, record, kVerdictRefused, epoch);
+      // The latest attestation failed: the machine is untrusted until one
+      // passes (docs/trust.md). Its state is never changed here. A revoked
+      // machine has no trust to lose (revoked is terminal).
+      const Machine m = MustMachineById(c, record.machine_id);
+      if (m.state != MachineState::kRevoked) {
+        ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonFailedPrefix) + record.reason,
+                   Actor{kAttestationActor, ""}, record.at);
+      }
       // Bounded per machine: anyone who knows an enrolled EK's public key can
       // open sessions and fail them.
       Stmt s = c.Prepare(

@@ -110,8 +110,13 @@ TEST_F(StoreTest, AttestationFailureNeverChangesState) {
   ASSERT_TRUE(store_->RecordAttestationFailure(r).ok());
   EXPECT_EQ(store_->GetMachineById(m.id)->state, MachineState::kAttested);
   EXPECT_EQ(store_->GetMachineById(m.id)->last_attested_at, 1000);
-  EXPECT_EQ(AuditCount(), before);
-  auto failures = store_->RecentFailures(10);
+  // The state stays; the trust changes, with exactly one audit row
+  // (docs/trust.md), and none for the next failure.
+  EXPECT_EQ(AuditCount(), before + 1);
+  EXPECT_EQ(Audit("node-1").back().action, "untrusted");
+  ASSERT_TRUE(store_->RecordAttestationFailure(r).ok());
+  EXPECT_EQ(AuditCount(), before + 1);
+  auto failures = store_->RecentFailures(1);
   ASSERT_TRUE(failures.ok());
   ASSERT_EQ(failures->size(), 1u);
   EXPECT_EQ((*failures)[0].hostname, "node-1");

@@ -117,6 +117,11 @@ TEST_F(ConcurrencyTest, ProtocolRoundsFromManyThreads) {
   EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'attest'"), n);
   EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'attest' AND from_state = 'enrolled'"),
             kThreads);
+  // Trust (docs/trust.md): each failure is a change (one untrusted row), each
+  // next good attestation one trusted row; none in between.
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'untrusted'"), kThreads * 4);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM audit WHERE action = 'trusted'"), kThreads * 4);
+  EXPECT_EQ(Count(path_, "SELECT count(*) FROM machines WHERE trust = 'trusted'"), kThreads);
   auto counts = store_->CountByState();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->at("attested"), kThreads);

@@ -10,6 +10,7 @@
 #include "storage/audit.h"
 #include "storage/rows.h"
 #include "storage/sqlite_store.h"
+#include "storage/trust.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -177,6 +178,52 @@ Result<std::map<std::string, int64_t>> SqliteStore::CountByState() {
       Stmt s = c.Prepare("SELECT state, count(*) FROM machines GROUP BY state");
       while (s.Step()) out[s.Text(0)] = s.Int(1);
       return out;
+    });
+  });
+}
+
+// --- Trust sweep (docs/trust.md) ---------------------------------------------
+
+Result<std::vector<Machine>> SqliteStore::MarkStaleUntrusted(int64_t now,
+                                                             const std::map<std::string, int64_t>& max_age_by_pool,
+                                                             int batch) {
+  return Guard([&]() -> Result<std::vector<Machine>> {
+    for (const auto& [pool, age] : max_age_by_pool) {
+      if (age <= 0) return Status::InvalidArgument("field_invalid", "max attestation age of " + pool + " is not > 0");
+    }
+    const int64_t limit = std::clamp(batch, 1, 10000);
+    return db_->Write([&](Connection& c) {
+      std::vector<Machine> changed;
+      for (const auto& [pool, age] : max_age_by_pool) {
+        if (static_cast<int64_t>(changed.size()) >= limit) break;
+        std::vector<int64_t> ids;
+        {
+          // Older than the age: now - last_attested_at > age, written without
+          // an addition that could overflow.
+          Stmt s = c.Prepare(
+              "SELECT id FROM machines WHERE pool = ?1 AND last_attested_at IS NOT NULL "
+              "AND last_attested_at < ?2 - ?3 AND (trust IS NULL OR trust != 'untrusted') "
+              "AND state NOT IN ('pending', 'revoked') ORDER BY id LIMIT ?4");
+          s.BindText(1, pool).BindInt(2, now).BindInt(3, age).BindInt(4, limit - static_cast<int64_t>(changed.size()));
+          while (s.Step()) ids.push_back(s.Int(0));
+        }
+        for (int64_t id : ids) {
+          const Machine m = MustMachineById(c, id);
+          ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonTooOld), Actor{"rackgated", "trust sweep"}, now);
+          changed.push_back(MustMachineById(c, id));
+        }
+      }
+      return changed;
+    });
+  });
+}
+
+Result<int64_t> SqliteStore::CountUntrusted() {
+  return Guard([&]() -> Result<int64_t> {
+    return db_->Read([&](Connection& c) -> int64_t {
+      Stmt s = c.Prepare("SELECT count(*) FROM machines WHERE trust = 'untrusted'");
+      s.Step();
+      return s.Int(0);
     });
   });
 }

@@ -45,6 +45,10 @@ Machine ReadMachine(const Stmt& s) {
   m.last_attested_at = s.OptInt(14);
   m.client_cert_issued_at = s.OptInt(15);
   m.vars_json = s.Text(16);
+  // Trust (docs/trust.md): NULL is "never judged".
+  m.trust = s.OptText(17).value_or("");
+  m.trust_reason = s.Text(18);
+  m.trust_changed_at = s.OptInt(19);
   return m;
 }
 

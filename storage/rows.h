@@ -37,7 +37,10 @@ std::vector<std::string> StringList(const std::string& json_text);
 inline constexpr char kMachineSelect[] =
     "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
     "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, client_cert_issued_at, "
-    "vars_json FROM machines ";
+    "vars_json, "
+    // Trust (docs/trust.md).
+    "trust, trust_reason, trust_changed_at "
+    "FROM machines ";
 // db_corrupt when the stored state is not a state name.
 Machine ReadMachine(const Stmt& s);
 // The machine, with its addresses, selected by kMachineSelect + `where`.

@@ -315,6 +315,37 @@ BEGIN
 END;
 )sql";
 
+// Trust (docs/trust.md): a machine's verdict over time, orthogonal to its
+// state, and the last provisioning report its agent sent. A machine that
+// attested before this version is judged from its newest attestation row
+// (refused: untrusted); one that never attested has no verdict (NULL).
+constexpr char kV7Trust[] = R"sql(
+ALTER TABLE machines ADD COLUMN trust TEXT CHECK (trust IN ('trusted', 'untrusted'));
+ALTER TABLE machines ADD COLUMN trust_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE machines ADD COLUMN trust_changed_at INTEGER;
+
+UPDATE machines SET
+  trust = CASE WHEN (SELECT a.verdict FROM attestations a WHERE a.machine_id = machines.id
+                     ORDER BY a.id DESC LIMIT 1) = 'refused' THEN 'untrusted' ELSE 'trusted' END,
+  trust_reason = COALESCE((SELECT 'attestation_failed:' || a.reason FROM attestations a
+                           WHERE a.machine_id = machines.id ORDER BY a.id DESC LIMIT 1 ), ''),
+  trust_changed_at = (SELECT a.at FROM attestations a WHERE a.machine_id = machines.id ORDER BY a.id DESC LIMIT 1)
+WHERE last_attested_at IS NOT NULL OR EXISTS (SELECT 1 FROM attestations a WHERE a.machine_id = machines.id);
+UPDATE machines SET trust_reason = '' WHERE trust = 'trusted';
+CREATE INDEX machines_trust ON machines(trust);
+
+CREATE TABLE machine_reports (
+  machine_id  INTEGER PRIMARY KEY REFERENCES machines(id) ON DELETE CASCADE,
+  at          INTEGER NOT NULL,
+  outcome     TEXT NOT NULL CHECK (outcome IN ('ok', 'failed')),
+  step        TEXT NOT NULL,
+  reason      TEXT NOT NULL DEFAULT '',
+  message     TEXT NOT NULL DEFAULT '',
+  exit_status INTEGER NOT NULL DEFAULT 0,
+  done_json   TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -322,6 +353,7 @@ constexpr Migration kMigrations[] = {
     {4, "csr_requests: CSRs waiting for an operator", kV4Approval},
     {5, "renewal: certificates.attest_epoch and replaced_by; tokens.certify_nonce_used_at", kV5Renew},
     {6, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV6Events},
+    {7, "machine trust (trust, trust_reason, trust_changed_at), machine_reports", kV7Trust},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -232,7 +232,51 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
     EXPECT_EQ(marked->vars_json, "{}");
     auto pool_after = store->GetPool("workers");
     EXPECT_FALSE(pool_after->token_required);  // pools from before v3 keep serving without a token
+    // Trust (docs/trust.md): judged from the newest attestation, which passed.
+    EXPECT_EQ(marked->trust, "trusted");
+    EXPECT_EQ(marked->trust_reason, "");
+    EXPECT_EQ(marked->trust_changed_at, 110);
   }
+}
+
+// kV4Trust judges a machine that attested before it from its newest
+// attestation row, and leaves a machine that never attested without a verdict.
+TEST(Migrations, TrustIsJudgedFromTheNewestAttestation) {
+  int trust_version = 0;
+  for (const Migration& m : Migrations()) {
+    if (std::string(m.description).find("machine trust") != std::string::npos) trust_version = m.version;
+  }
+  ASSERT_GT(trust_version, 1);
+  TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    auto c = RawOpen(path);
+    ASSERT_TRUE(Migrate(c.get(), trust_version - 1).ok());
+    for (const Seed& seed : kSeeds) {
+      if (seed.version < trust_version) c->Exec(seed.sql);
+    }
+    c->Exec(R"sql(
+INSERT INTO machines (id, hostname, pool, state, ek_public, ek_hash, created_at, updated_at, last_attested_at)
+  VALUES (8, 'node-2', 'workers', 'attested', X'0103', X'aacc', 100, 110, 110),
+         (9, 'node-3', 'workers', 'enrolled', X'0104', X'aadd', 100, 100, NULL);
+INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, reason, reasons_json, pcrs_json,
+                          reset_count, restart_count, clock, firmware_version)
+  VALUES (8, 0, 's1', 110, 'ok', '', '[]', '{}', 1, 0, 1, 0),
+         (8, 0, 's2', 120, 'refused', 'boot_policy_violation', '[]', '', 0, 0, 0, 0);
+)sql");
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  auto failed = store->GetMachine("node-2");
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_EQ(failed->trust, "untrusted");
+  EXPECT_EQ(failed->trust_reason, "attestation_failed:boot_policy_violation");
+  EXPECT_EQ(failed->trust_changed_at, 120);
+  auto never = store->GetMachine("node-3");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->trust, "");
+  EXPECT_FALSE(never->trust_changed_at.has_value());
+  EXPECT_EQ(store->CountUntrusted().value(), 1);
 }
 
 TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {

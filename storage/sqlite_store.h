@@ -105,6 +105,13 @@ class SqliteStore final : public Store {
   Result<std::vector<Event>> ListEvents(const EventFilter& filter) override;
   Result<int64_t> CountPendingDeliveries() override;
   Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) override;
+  // machines.cc (trust sweep) and reports.cc
+  Result<std::vector<Machine>> MarkStaleUntrusted(int64_t now, const std::map<std::string, int64_t>& max_age_by_pool,
+                                                  int batch) override;
+  Result<int64_t> CountUntrusted() override;
+  Status RecordReport(const ProvisioningReportRecord& report) override;
+  Result<ProvisioningReportRecord> LastReport(int64_t machine_id) override;
+  Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() override;
 
   // sqlite_store.cc
   WriteStats GetWriteStats() const override;

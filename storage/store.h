@@ -24,7 +24,7 @@
 //                    client_cert_already_issued
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
 //                    session_unknown, token_unknown, attestation_unknown,
-//                    certificate_unknown
+//                    certificate_unknown, report_unknown
 //  kVerificationFailed  session_used, session_expired, token_expired, token_revoked,
 //                    renewal_proof_invalid, certify_nonce_used
 //  kUnsupported      db_newer_than_code (the file was written by a newer rackgate),
@@ -176,13 +176,15 @@ class Store {
   // One transaction: inserts the record (verdict ok), moves enrolled ->
   // attested (attested/provisioned/joined keep their state: a reboot
   // re-attests), sets last_attested_at, records the TOFU values when given,
-  // inserts the token, and writes one audit row (attest). state_conflict when
+  // inserts the token, and writes one audit row (attest); the machine becomes
+  // trusted, with a second row (trusted) only when it was untrusted. state_conflict when
   // the machine is pending or revoked. Returns the machine after the change.
   virtual Result<Machine> RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
                                                    const std::optional<std::string>& tofu_pcrs_json) = 0;
-  // Inserts a refused record (never changes state, no audit row: refusals are
-  // in the attestations table, bounded per machine by
-  // max_failures_per_machine). Failures for unknown EKs have no machine and
+  // Inserts a refused record (never changes state: refusals are in the
+  // attestations table, bounded per machine by max_failures_per_machine).
+  // The machine becomes untrusted; an audit row (untrusted) is written only
+  // when its trust changes (docs/trust.md). Failures for unknown EKs have no machine and
   // are not stored at all; the daemon logs them.
   virtual Status RecordAttestationFailure(const AttestationRecord& record) = 0;
   // The newest ok record since the machine's EK was enrolled or replaced and
@@ -295,6 +297,34 @@ class Store {
   // Deletes events with at < older_than, then the oldest beyond
   // `keep_at_most`, delivered or not, with their deliveries. Returns how many.
   virtual Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) = 0;
+
+  // --- Trust and provisioning reports (docs/trust.md) -------------------------
+  // RecordAttestationSuccess makes the machine trusted and
+  // RecordAttestationFailure untrusted (reason "attestation_failed:<reason>"),
+  // each with one audit row (trusted / untrusted, detail {"reason"}) only when
+  // the trust changes; a machine's first good attestation sets trusted with
+  // no audit row beyond attest's. Neither changes a state through trust.
+  //
+  // The sweep: every machine of a pool in `max_age_by_pool` (pool -> seconds;
+  // the caller reads the pools' settings, storage never does) whose last good
+  // attestation is older than that (now - last_attested_at > age) and which
+  // is not untrusted already becomes untrusted (reason attestation_too_old),
+  // one audit row each (actor "rackgated"). Pending and revoked machines are
+  // skipped. At most `batch` machines per call, in one transaction; returns
+  // them after the change (call again while the count equals `batch`).
+  virtual Result<std::vector<Machine>> MarkStaleUntrusted(int64_t now,
+                                                          const std::map<std::string, int64_t>& max_age_by_pool,
+                                                          int batch = 1000) = 0;
+  // Machines whose trust is untrusted (a metric).
+  virtual Result<int64_t> CountUntrusted() = 0;
+  // Replaces the machine's last provisioning report (no audit row: a report
+  // is the agent's account, not a state change). machine_unknown,
+  // field_invalid (outcome not ok/failed, a field over its bound).
+  virtual Status RecordReport(const ProvisioningReportRecord& report) = 0;
+  // report_unknown (kNotFound) when the machine never reported.
+  virtual Result<ProvisioningReportRecord> LastReport(int64_t machine_id) = 0;
+  // Every machine's last report, by machine id.
+  virtual Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() = 0;
 
   // Writes are committed in groups (docs/storage.md, "Group commit"): the
   // write transactions committed since Open, and the writes they carried.

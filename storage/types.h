@@ -107,6 +107,38 @@ struct Machine {
   std::optional<int64_t> last_attested_at;
   // When a kubelet client certificate was issued since the last reset.
   std::optional<int64_t> client_cert_issued_at;
+
+  // --- Trust (docs/trust.md): orthogonal to the state. ----------------------
+  // kTrustTrusted, kTrustUntrusted, or "" when the machine has never
+  // attested (no verdict yet).
+  std::string trust;
+  // Why it is untrusted ("attestation_failed:<reason>", "attestation_too_old");
+  // "" when trusted or never judged.
+  std::string trust_reason;
+  std::optional<int64_t> trust_changed_at;
+};
+
+// A machine's trust (Machine::trust); the database stores these texts.
+inline constexpr std::string_view kTrustTrusted = "trusted";
+inline constexpr std::string_view kTrustUntrusted = "untrusted";
+// Machine::trust_reason prefixes and values.
+inline constexpr std::string_view kTrustReasonFailedPrefix = "attestation_failed:";
+inline constexpr std::string_view kTrustReasonTooOld = "attestation_too_old";
+
+// The last provisioning report a machine's agent sent (POST
+// /v1/machine/report; docs/trust.md): one per machine, replaced by the next.
+// Not a state change, so no audit row. Sizes are bounded by storage (fields
+// longer than the wire allows are refused as field_invalid).
+struct ProvisioningReportRecord {
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by reads; ignored on writes
+  int64_t at = 0;
+  std::string outcome;  // "ok" or "failed"
+  std::string step;
+  std::string reason;
+  std::string message;
+  int exit_status = 0;
+  std::vector<std::string> done;
 };
 
 // A challenge in flight (docs/protocol.md). Holds the activation secret's

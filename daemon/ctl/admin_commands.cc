@@ -184,10 +184,22 @@ constexpr char kTokenHelp[] =
 
 void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
+// Trust and the last provisioning report (docs/trust.md), in a list's
+// columns: "trusted", "untrusted" or "-" (never attested); "ok",
+// "failed:STEP" or "-" (never reported).
+std::string TrustColumn(const json& m) { return Str(m, "trust"); }
+std::string ReportColumn(const json& m) {
+  if (!m.contains("last_report") || !m.at("last_report").is_object()) return "-";
+  const json& r = m.at("last_report");
+  const std::string outcome = Str(r, "outcome");
+  return outcome == "failed" ? "failed:" + Str(r, "step") : outcome;
+}
+
 void PrintMachineLine(const json& m) {
-  std::printf("%-20s %-12s %-12s %-18s %-21s %s\n", Str(m, "hostname").c_str(), Str(m, "pool").c_str(),
+  std::printf("%-20s %-12s %-12s %-18s %-21s %-10s %-18s %s\n", Str(m, "hostname").c_str(), Str(m, "pool").c_str(),
               Str(m, "state").c_str(), Str(m, "ek_hash").substr(0, 16).c_str(),
-              FormatTime(m, "last_attested_at").c_str(), Addresses(m).c_str());
+              FormatTime(m, "last_attested_at").c_str(), TrustColumn(m).c_str(), ReportColumn(m).c_str(),
+              Addresses(m).c_str());
 }
 
 }  // namespace
@@ -380,7 +392,8 @@ int RunList(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  std::printf("%-20s %-12s %-12s %-18s %-21s %s\n", "HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED", "ADDRESSES");
+  std::printf("%-20s %-12s %-12s %-18s %-21s %-10s %-18s %s\n", "HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED",
+              "TRUST", "REPORT", "ADDRESSES");
   if (r->contains("machines") && r->at("machines").is_array()) {
     for (const json& m : r->at("machines")) PrintMachineLine(m);
   }
@@ -403,6 +416,37 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
               Str(*m, "tpm_manufacturer").c_str(), Str(*m, "tpm_model").c_str(), Str(*m, "tpm_version").c_str(),
               Addresses(*m).c_str(), FormatTime(*m, "created_at").c_str(),
               FormatTime(*m, "last_attested_at").c_str());
+  // Trust (docs/trust.md): the verdict, since when, and why.
+  const std::string trust = Str(*m, "trust", "");
+  if (trust.empty()) {
+    std::printf("trust:         none yet (never attested)\n");
+  } else {
+    const std::string why = Str(*m, "trust_reason", "");
+    const std::string because = why.empty() ? "" : " (" + why + ")";
+    std::printf("trust:         %s since %s%s\n", trust.c_str(), FormatTime(*m, "trust_changed_at").c_str(),
+                because.c_str());
+  }
+  // The agent's last provisioning report: why a node is stuck, without a
+  // console. Its message was made printable by the appliance.
+  if (m->contains("last_report") && m->at("last_report").is_object()) {
+    const json& r = m->at("last_report");
+    const int exit_status = r.contains("exit_status") && r.at("exit_status").is_number_integer()
+                                ? r.at("exit_status").get<int>()
+                                : 0;
+    std::printf("last report:   %s %s at step %s, exit status %d\n", FormatTime(r, "at").c_str(),
+                Str(r, "outcome").c_str(), Str(r, "step").c_str(), exit_status);
+    if (!Str(r, "reason", "").empty()) std::printf("  reason:      %s\n", Str(r, "reason").c_str());
+    if (!Str(r, "message", "").empty()) std::printf("  message:     %s\n", Str(r, "message").c_str());
+    std::string done;
+    if (r.contains("done") && r.at("done").is_array()) {
+      for (const json& d : r.at("done")) {
+        if (d.is_string()) done += (done.empty() ? "" : ", ") + d.get<std::string>();
+      }
+    }
+    std::printf("  done:        %s\n", done.empty() ? "-" : done.c_str());
+  } else {
+    std::printf("last report:   none\n");
+  }
   return kExitOk;
 }
 
@@ -456,6 +500,10 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
     for (const auto& [state, n] : r->at("machines_by_state").items()) {
       std::printf("  %-12s %s\n", state.c_str(), n.dump().c_str());
     }
+  }
+  // Trust (docs/trust.md).
+  if (r->contains("machines_untrusted") && r->at("machines_untrusted").is_number_integer()) {
+    std::printf("untrusted machines: %s\n", r->at("machines_untrusted").dump().c_str());
   }
   std::printf("recent attestation failures:\n");
   if (r->contains("recent_failures") && r->at("recent_failures").is_array()) {

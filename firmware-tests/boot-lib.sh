@@ -319,11 +319,18 @@ boot_machine() {
   boot_unit "$name" "$@"
 }
 
-# boot_reboot NAME: power cycle: the TPM is reset (resetCount goes up, PCRs
-# and transient objects are gone) and started again, as firmware does.
+# boot_reboot NAME: a reboot: the OS shuts the TPM down orderly
+# (TPM2_Shutdown(CLEAR), as Linux does on its way down), the TPM is reset
+# (resetCount goes up, PCRs and transient objects are gone) and firmware
+# starts it again. Without the orderly shutdown every reboot would count as
+# a failed authorization for the TPM's dictionary-attack protection (the EK
+# is DA-protected), and a few reboots would lock the TPM out
+# (TPM_RC_LOCKOUT at ActivateCredential), as a real TPM does after power
+# losses.
 boot_reboot() {
   local m; m="$(lab_dir "$1")"
-  swtpm_ioctl --tcp "127.0.0.1:$(cat "$m/ctrlport")" -i >/dev/null &&
+  lab_tpm "$1" tpm2_shutdown -c >/dev/null &&
+    swtpm_ioctl --tcp "127.0.0.1:$(cat "$m/ctrlport")" -i >/dev/null &&
     lab_tpm "$1" tpm2_startup -c >/dev/null
 }
 

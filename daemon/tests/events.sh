@@ -75,11 +75,13 @@ lab_check "revoke node-1" rg_ctl revoke node-1 --reason "stolen"
 lab_check "revoke node-2" rg_ctl revoke node-2 --reason "decommissioned"
 
 rg_ctl events --json > "$W/before.json"
-lab_check "three events queued" lab_python - "$W/before.json" <<'PY'
+lab_check "four events queued" lab_python - "$W/before.json" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))["events"]
 got = sorted((e["type"], e["machine"]["hostname"]) for e in ev)
-want = [("attestation_failed", "node-1"), ("machine_revoked", "node-1"), ("machine_revoked", "node-2")]
+# The refused attestation also made node-1 untrusted (docs/trust.md).
+want = [("attestation_failed", "node-1"), ("machine_revoked", "node-1"), ("machine_revoked", "node-2"),
+        ("machine_untrusted", "node-1")]
 assert got == want, got
 assert all(len(e["deliveries"]) == 1 and "delivered_at" not in e["deliveries"][0] for e in ev), ev
 PY
@@ -90,7 +92,7 @@ for i in $(seq 1 50); do
   sleep 0.2
 done
 lab_check "a delivery to a dead receiver is retried later, with its error" \
-  jcheck "$W/pending.json" 'len(ev) == 3 and all(d["last_error"] and d["next_attempt_at"] for e in ev for d in e["deliveries"])'
+  jcheck "$W/pending.json" 'len(ev) == 4 and all(d["last_error"] and d["next_attempt_at"] for e in ev for d in e["deliveries"])'
 rg_ctl events > "$W/table.txt"
 lab_check "rackgatectl events shows the pending deliveries" grep -q "pending, attempts" "$W/table.txt"
 
@@ -100,7 +102,7 @@ kill -KILL "$RG_PID"; wait "$RG_PID" 2>/dev/null || true; RG_PID=""
 lab_check "rackgated restarts after SIGKILL" rg_start
 lab_check "the receiver starts" recv_start
 for i in $(seq 1 120); do
-  (( $(lines) >= 3 )) && break
+  (( $(lines) >= 4 )) && break
   sleep 0.5
 done
 for i in $(seq 1 40); do

@@ -44,11 +44,16 @@ std::string ShownList(const std::vector<std::string>& values) {
   return "[" + out + "]";
 }
 
-// The DER of the one PEM block in `pem`. Kubernetes' CSR API holds exactly one
-// "CERTIFICATE REQUEST" block; anything else (a second block, a key, PEM
-// encryption headers) means the requester sent something we did not ask for.
-Result<Bytes> SinglePemBlock(std::string_view pem) {
-  if (pem.empty()) return Malformed("empty request");
+// The DER of the one PEM block in `pem`, which must be named `want` and carry
+// no headers. What the requester sends is exactly one block: a second block,
+// a key beside it, PEM encryption headers mean it sent something we did not
+// ask for. Refusals are InvalidArgument with reason "" and a message; the
+// caller gives them its own reason.
+Result<Bytes> OnePemBlock(std::string_view pem, std::string_view want) {
+  auto refuse = [](std::string message) {
+    ERR_clear_error();
+    return Status::InvalidArgument("", std::move(message));
+  };
   ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) throw std::bad_alloc();
   Bytes der;
@@ -64,7 +69,7 @@ Result<Bytes> SinglePemBlock(std::string_view pem) {
       // PEM_read_bio reports "no start line" once it runs out of blocks.
       const bool end = ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
       ERR_clear_error();
-      if (!end) return Malformed("PEM encoding is malformed");
+      if (!end) return refuse("PEM encoding is malformed");
       break;
     }
     const std::string block_name(name);
@@ -73,14 +78,20 @@ Result<Bytes> SinglePemBlock(std::string_view pem) {
     OPENSSL_free(name);
     OPENSSL_free(header);
     OPENSSL_free(data);
-    if (++blocks > 1) return Malformed("more than one PEM block");
-    if (block_name != "CERTIFICATE REQUEST") {
-      return Malformed("PEM block is " + Shown(block_name) + ", not CERTIFICATE REQUEST");
-    }
-    if (has_header) return Malformed("PEM block carries headers");
+    if (++blocks > 1) return refuse("more than one PEM block");
+    if (block_name != want) return refuse("PEM block is " + Shown(block_name) + ", not " + std::string(want));
+    if (has_header) return refuse("PEM block carries headers");
     der = std::move(block);
   }
-  if (blocks == 0) return Malformed("no PEM CERTIFICATE REQUEST block");
+  if (blocks == 0) return refuse("no PEM " + std::string(want) + " block");
+  return der;
+}
+
+// Kubernetes' CSR API holds exactly one "CERTIFICATE REQUEST" block.
+Result<Bytes> SinglePemBlock(std::string_view pem) {
+  if (pem.empty()) return Malformed("empty request");
+  auto der = OnePemBlock(pem, "CERTIFICATE REQUEST");
+  if (!der.ok()) return Malformed(der.status().message());
   return der;
 }
 
@@ -646,35 +657,11 @@ Status ProofInvalid(std::string message) {
 
 Result<PresentedCertificate> ParsePresentedCertificate(std::string_view pem) {
   if (pem.empty() || pem.size() > kMaxCsrPemBytes) return ProofInvalid("the certificate is empty or too large");
-  ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  if (!bio) throw std::bad_alloc();
-  Bytes der;
-  int blocks = 0;
-  for (;;) {
-    char* name = nullptr;
-    char* header = nullptr;
-    unsigned char* data = nullptr;
-    long len = 0;
-    ERR_clear_error();
-    if (PEM_read_bio(bio.get(), &name, &header, &data, &len) != 1) {
-      const unsigned long e = ERR_peek_last_error();
-      const bool end = ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
-      if (!end) return ProofInvalid("the certificate's PEM is malformed");
-      break;
-    }
-    const bool is_cert = std::string_view(name) == "CERTIFICATE";
-    const bool has_header = header != nullptr && header[0] != '\0';
-    Bytes block(data, data + len);
-    OPENSSL_free(name);
-    OPENSSL_free(header);
-    OPENSSL_free(data);
-    // One certificate, the one the appliance sent: a chain or a key beside
-    // it is not what was issued.
-    if (++blocks > 1) return ProofInvalid("more than one PEM block");
-    if (!is_cert || has_header) return ProofInvalid("not one PEM CERTIFICATE without headers");
-    der = std::move(block);
-  }
-  if (blocks == 0) return ProofInvalid("no PEM CERTIFICATE block");
+  // One certificate, the one the appliance sent: a chain or a key beside it
+  // is not what was issued.
+  auto block = OnePemBlock(pem, "CERTIFICATE");
+  if (!block.ok()) return ProofInvalid("the certificate: " + block.status().message());
+  Bytes der = std::move(block).value();
   const unsigned char* p = der.data();
   ossl::X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
   if (!cert || p != der.data() + der.size()) return ProofInvalid("not one DER certificate");

@@ -148,6 +148,23 @@ namespace {
 // One enrollment from its JSON: the EK certificate validated against the
 // trust anchors (and against the EK public area when both are given), the
 // identity derived from the key, the boot policy validated.
+// Operator-set values for templates ({{machine.NAME}}): an object of at most
+// 64 strings, names [A-Za-z0-9_-]{1,63}, values of at most 4 KiB; its text.
+Result<std::string> VarsJson(const json& vars) {
+  if (!vars.is_object() || vars.size() > 64) {
+    return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
+  }
+  for (const auto& [k, v] : vars.items()) {
+    const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+    if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
+      return Status::InvalidArgument("field_invalid",
+                                     "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
+    }
+  }
+  return vars.dump();
+}
+
 Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationService& service) {
   if (!j.is_object()) return Status::InvalidArgument("field_invalid", "a machine must be a JSON object");
   storage::Enrollment e;
@@ -197,19 +214,9 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   }
   // Operator-set values for templates ({{machine.NAME}}): strings by name.
   if (j.contains("vars") && !j.at("vars").is_null()) {
-    const json& vars = j.at("vars");
-    if (!vars.is_object() || vars.size() > 64) {
-      return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
-    }
-    for (const auto& [k, v] : vars.items()) {
-      const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
-      if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
-        return Status::InvalidArgument("field_invalid",
-                                       "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
-      }
-    }
-    e.vars_json = vars.dump();
+    auto vars = VarsJson(j.at("vars"));
+    if (!vars.ok()) return vars.status();
+    e.vars_json = std::move(vars).value();
   }
   return e;
 }
@@ -643,19 +650,9 @@ Result<storage::ApprovalChanges> ApprovalChangesFromJson(const json& j) {
     }
   }
   if (j.contains("vars")) {
-    const json& vars = j.at("vars");
-    if (!vars.is_object() || vars.size() > 64) {
-      return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
-    }
-    for (const auto& [k, v] : vars.items()) {
-      const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
-      if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
-        return Status::InvalidArgument("field_invalid",
-                                       "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
-      }
-    }
-    ch.vars_json = vars.dump();
+    auto vars = VarsJson(j.at("vars"));
+    if (!vars.ok()) return vars.status();
+    ch.vars_json = std::move(vars).value();
   }
   return ch;
 }

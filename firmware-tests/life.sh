@@ -19,9 +19,7 @@
 # The machine boots measured: the GCE Ubuntu log replayed into its PCRs on
 # every boot, the pool's policy that boot's sha256 PCRs 0-7 (as boot.sh's
 # golden pool).
-# (a) and (b) need only the agent; (c)-(e) need the appliance's renewal,
-# trust and webhook features (`rackgate-webhook-receiver`).
-# Usage: life.sh RACKGATE_AGENT RACKGATED RACKGATECTL [RACKGATE_AGENT_UNIT [RACKGATE_WEBHOOK_RECEIVER]]
+# Usage: life.sh RACKGATE_AGENT RACKGATED RACKGATECTL RACKGATE_AGENT_UNIT RACKGATE_WEBHOOK_RECEIVER
 set -euo pipefail
 
 # Agent exit codes (agent/failure.h) and log lines (docs/agent.md).
@@ -37,24 +35,20 @@ R_POLICY_REFUSED='step=attest machine=[0-9a-f]{16} refused status=403 reason=eve
 HOST=node-life
 POLICY_PCR=4
 GOLDEN_LOG=tpm2-tools_event-gce-ubuntu-2104-log.bin
-# Contracts of the appliance's side (issue 14's other parts): the config
-# keys for a short validity, the pool setting that opens the renewal
-# window at once (renew_fraction 1: "at most all of the validity left"),
-# and the webhook configuration.
+# A short certificate validity (rackgated's config), and the pool setting
+# that opens the renewal window at once (renew_fraction 1: "at most all of
+# the validity left").
 SHORT_VALIDITY=60
 RENEW_SETTINGS='{"renew_fraction": 1.0}'
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-USAGE="usage: life.sh RACKGATE_AGENT RACKGATED RACKGATECTL [RACKGATE_AGENT_UNIT [RACKGATE_WEBHOOK_RECEIVER]]"
+USAGE="usage: life.sh RACKGATE_AGENT RACKGATED RACKGATECTL RACKGATE_AGENT_UNIT RACKGATE_WEBHOOK_RECEIVER"
 AGENT="$(realpath "${1:?$USAGE}")"
 RACKGATED="$(realpath "${2:?$USAGE}")"
 RACKGATECTL="$(realpath "${3:?$USAGE}")"
-UNIT="${4:-}"
+UNIT="${4:?$USAGE}"
+RECEIVER="$(realpath "${5:?$USAGE}")"
 TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../testdata}"
-RECEIVER="${5:-}"
-if [[ -z "$RECEIVER" ]]; then
-  RECEIVER="$(find "$(dirname "$RACKGATED")" -maxdepth 2 -type f -name rackgate-webhook-receiver -perm -u+x 2>/dev/null | head -n 1)"
-fi
 # shellcheck source=lab.sh
 source "$HERE/lab.sh"
 # shellcheck source=../daemon/tests/appliance.sh
@@ -70,7 +64,7 @@ lab_init life
 rg_init "$RACKGATED" "$RACKGATECTL"
 rg_config retry_after_seconds 1
 lab_ca lab
-boot_init "$AGENT" ${UNIT:+"$UNIT"}
+boot_init "$AGENT" "$UNIT"
 
 check() {
   local desc="$1" out; shift
@@ -91,7 +85,6 @@ trust_is() {
   show_json | lab_python -c 'import json, sys
 m = json.load(sys.stdin)
 t = m.get("trust")
-t = t.get("state") if isinstance(t, dict) else t
 print("# trust:", json.dumps(m.get("trust")))
 sys.exit(0 if t == sys.argv[1] else 1)' "$1"
 }
@@ -109,20 +102,17 @@ pool_update() {  # pool_update POLICY_FILE [SETTINGS_FILE]
     --policy "$1" "${settings[@]}" >/dev/null
 }
 
-# The webhook receiver (the events helper's rackgate-webhook-receiver): it
-# checks each delivery's HMAC with the shared secret and appends the good
+# The webhook receiver (rackgate-webhook-receiver): it checks each delivery's HMAC with the shared secret and appends the good
 # ones, one JSON object a line, to its --out file; bad ones are refused.
 RECEIVER_PORT="" RECEIVER_OUT="$LAB_DIR/webhooks.jsonl"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$LAB_DIR/webhook.secret"
 chmod 600 "$LAB_DIR/webhook.secret"
-if [[ -n "$RECEIVER" ]]; then
-  "$RECEIVER" --port 0 --port-file "$LAB_DIR/receiver.port" --secret-file "$LAB_DIR/webhook.secret" \
-    --out "$RECEIVER_OUT" </dev/null >>"$LAB_DIR/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
-  echo "$!" >> "$LAB_DIR/pids"
-  for _ in $(seq 1 100); do [[ -s "$LAB_DIR/receiver.port" ]] && break; sleep 0.05; done
-  RECEIVER_PORT="$(cat "$LAB_DIR/receiver.port" 2>/dev/null)"
-  rg_config webhooks "[{\"url\": \"http://127.0.0.1:$RECEIVER_PORT/hook\", \"secret_file\": \"$LAB_DIR/webhook.secret\"}]"
-fi
+"$RECEIVER" --port 0 --port-file "$LAB_DIR/receiver.port" --secret-file "$LAB_DIR/webhook.secret" \
+  --out "$RECEIVER_OUT" </dev/null >>"$LAB_DIR/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
+echo "$!" >> "$LAB_DIR/pids"
+for _ in $(seq 1 100); do [[ -s "$LAB_DIR/receiver.port" ]] && break; sleep 0.05; done
+RECEIVER_PORT="$(cat "$LAB_DIR/receiver.port" 2>/dev/null)"
+rg_config webhooks "[{\"url\": \"http://127.0.0.1:$RECEIVER_PORT/hook\", \"secret_file\": \"$LAB_DIR/webhook.secret\"}]"
 # received EVENT: a delivery of EVENT for the machine, HMAC checked.
 received() {
   local i
@@ -195,15 +185,7 @@ if rg_start 2>"$LAB_DIR/short.err"; then
   lab_ok "(c) rackgated restarts with ${SHORT_VALIDITY}s certificate validity"
 else
   lab_not_ok "(c) rackgated restarts with ${SHORT_VALIDITY}s certificate validity" "$(tail -n 5 "$RG_DIR/rackgated.log")"
-  # The rest still runs against the appliance as it was.
-  lab_python - "$RG_DIR/config.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-for k in ("client_certificate_validity_seconds", "serving_certificate_validity_seconds"):
-    c.pop(k, None)
-json.dump(c, open(sys.argv[1], "w"), indent=1)
-PY
-  rg_start
+  lab_finish
 fi
 echo "$RENEW_SETTINGS" > "$BOOT_DIR/life.settings.json"
 check "(c) the pool's renewal window opens (settings $RENEW_SETTINGS)" \
@@ -234,22 +216,16 @@ lab_expect "$RC_REFUSED" "$R_POLICY_REFUSED" \
 check "(d) the certificates on disk are kept" test "$(pair_sum)" == "$sum_before"
 check "(d) $HOST is untrusted (rackgatectl show --json)" trust_is untrusted
 check "(d) rackgatectl list shows it untrusted" bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' list | grep '$HOST' | grep -q untrusted"
-if [[ -n "$RECEIVER" ]]; then
-  check "(d) the webhook receiver got attestation_failed, its HMAC checked" received attestation_failed
-  check "(d) the webhook receiver got machine_untrusted, its HMAC checked" received machine_untrusted
-else
-  lab_not_ok "(d) webhooks: no rackgate-webhook-receiver next to rackgated (the events part is not built)"
-fi
+check "(d) the webhook receiver got attestation_failed, its HMAC checked" received attestation_failed
+check "(d) the webhook receiver got machine_untrusted, its HMAC checked" received machine_untrusted
 
 # --- (e) fixed: a clean boot ------------------------------------------------------------
 echo "# (e) a clean boot again (TPM reset, measured boot replayed): trusted again"
 power_cycle
 lab_expect "$RC_OK" "$R_CLIENT_RENEWED" "(e) the run after a clean boot attests and renews (exit 0)" boot_unit m1
 check "(e) $HOST is trusted again" trust_is trusted
-if [[ -n "$RECEIVER" ]]; then
-  check "(e) the webhook receiver got machine_trusted, its HMAC checked" received machine_trusted
-  check "(e) and certificate_renewed" received certificate_renewed
-fi
+check "(e) the webhook receiver got machine_trusted, its HMAC checked" received machine_trusted
+check "(e) and certificate_renewed" received certificate_renewed
 check "(e) $HOST is joined" state_is joined
 
 rg_stop

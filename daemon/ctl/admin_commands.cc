@@ -17,99 +17,13 @@
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
+#include "daemon/ctl/admin_util.h"
 
 namespace rackgate::ctl {
 
 namespace {
 
 using nlohmann::json;
-
-constexpr size_t kMaxCertFile = 64 * 1024;
-constexpr size_t kMaxInventory = 256u << 20;
-
-int UsageError(const char* help, const std::string& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.c_str(), help);
-  return kExitUnusable;
-}
-
-// Sends a request and maps the answer: prints the daemon's reason on a
-// refusal. Returns the parsed body on 2xx.
-Result<json> Send(const std::string& socket, const std::string& method, const std::string& path,
-                  const json& body, int* exit_code) {
-  AdminClient client(socket);
-  auto reply = client.Call(method, path, body.is_null() ? "" : body.dump());
-  if (!reply.ok()) {
-    std::fprintf(stderr, "rackgatectl: %s\n", reply.status().message().c_str());
-    *exit_code = kExitUnusable;
-    return reply.status();
-  }
-  json doc = json::parse(reply->body, nullptr, false);
-  if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return doc;
-  std::string reason = "http_" + std::to_string(reply->status), message = reply->body;
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("error") && doc.at("error").is_object()) {
-    const json& e = doc.at("error");
-    if (e.contains("reason") && e.at("reason").is_string()) reason = e.at("reason").get<std::string>();
-    if (e.contains("message") && e.at("message").is_string()) message = e.at("message").get<std::string>();
-  }
-  std::fprintf(stderr, "rackgatectl: refused: %s: %s\n", reason.c_str(), message.c_str());
-  *exit_code = reply->status >= 500 ? kExitUnusable : kExitRefused;
-  return Status::VerificationFailed(reason, message);
-}
-
-std::string Str(const json& o, const char* key, const char* fallback = "-") {
-  if (o.is_object() && o.contains(key) && o.at(key).is_string()) return o.at(key).get<std::string>();
-  return fallback;
-}
-
-std::string FormatTime(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o.at(key).is_number_integer()) return "-";
-  std::time_t t = o.at(key).get<int64_t>();
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string Addresses(const json& m) {
-  std::string out;
-  if (m.contains("addresses") && m.at("addresses").is_array()) {
-    for (const json& a : m.at("addresses")) {
-      if (!out.empty()) out += ",";
-      out += Str(a, "kind") + "=" + Str(a, "value");
-    }
-  }
-  return out.empty() ? "-" : out;
-}
-
-// KIND=VALUE with a Kubernetes NodeAddress kind.
-Result<json> ParseAddress(const std::string& text) {
-  static const char* kKinds[] = {"InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS", "Hostname"};
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq + 1 == text.size()) {
-    return Status::InvalidArgument("usage", "--address takes KIND=VALUE, e.g. InternalIP=10.0.0.5");
-  }
-  std::string kind = text.substr(0, eq);
-  for (const char* k : kKinds) {
-    if (strcasecmp(k, kind.c_str()) == 0) return json{{"kind", k}, {"value", text.substr(eq + 1)}};
-  }
-  return Status::InvalidArgument("usage", "address kind '" + kind +
-                                              "' is not InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname");
-}
-
-Result<std::string> FileBase64(const std::string& path) {
-  auto b = ReadFile(path, kMaxCertFile);
-  if (!b.ok()) return b.status();
-  return wire::Base64Encode(*b);
-}
-
-Result<json> ReadJsonFile(const std::string& path, size_t max) {
-  auto b = ReadFile(path, max);
-  if (!b.ok()) return b.status();
-  json doc = json::parse(b->begin(), b->end(), nullptr, false);
-  if (doc.is_discarded()) return Status::InvalidArgument("bad_json", path + " is not valid JSON");
-  return doc;
-}
 
 constexpr char kEnrollHelp[] =
     "Usage: rackgatectl enroll --hostname NAME --pool POOL\n"
@@ -125,19 +39,6 @@ constexpr char kEnrollHelp[] =
     "is refused (ek_conflict) unless --replace-ek is given, which is audited.\n"
     "--var sets a value for the pool's attested template ({{machine.NAME}});\n"
     "enrolling again replaces the whole set.\n";
-
-constexpr char kImportHelp[] =
-    "Usage: rackgatectl import FILE [--json]\n"
-    "\n"
-    "Enrolls every machine of an inventory in one transaction: all or nothing;\n"
-    "the error names the first bad row. FILE is CSV or JSON (by extension):\n"
-    "  CSV:  hostname,pool,ek_certificate,addresses   (header line required)\n"
-    "        ek_certificate: a file path (relative to FILE's directory) or\n"
-    "        base64 DER; addresses: KIND=VALUE;KIND=VALUE\n"
-    "  JSON: {\"machines\": [{\"hostname\": ..., \"pool\": ..., \"ek_certificate\":\n"
-    "        PATH or base64, \"ek_public\": PATH (optional), \"addresses\":\n"
-    "        [\"KIND=VALUE\", ...]}]}\n"
-    "Progress is shown on a terminal.\n";
 
 constexpr char kListHelp[] =
     "Usage: rackgatectl list [--pool POOL] [--state STATE] [--json]\n";
@@ -182,7 +83,6 @@ constexpr char kTokenHelp[] =
     "dropped. Machines send the token as `Authorization: Bearer` through the\n"
     "pointer config's httpHeaders (`rackgatectl pointer`).\n";
 
-void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
 
 // Trust and the last provisioning report (docs/trust.md), in a list's
 // columns: "trusted", "untrusted" or "-" (never attested); "ok",
@@ -248,130 +148,6 @@ int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
   } else {
     std::printf("enrolled %s: pool %s, state %s, EK %s\n", Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(),
                 Str(*m, "state").c_str(), Str(*m, "ek_hash").c_str());
-  }
-  return kExitOk;
-}
-
-namespace {
-
-// One inventory row into an enrollment body; `base` resolves relative paths.
-Result<json> InventoryRow(const std::string& hostname, const std::string& pool, const std::string& cert,
-                          const std::string& ek_public, const std::vector<std::string>& addresses,
-                          const std::filesystem::path& base) {
-  if (hostname.empty() || pool.empty()) return Status::InvalidArgument("usage", "hostname and pool are required");
-  json body = {{"hostname", hostname}, {"pool", pool}, {"addresses", json::array()}};
-  auto field = [&](const std::string& value, const char* key) -> Status {
-    if (value.empty()) return Status::Ok();
-    std::filesystem::path p = value;
-    if (p.is_relative()) p = base / p;
-    // The non-throwing form: inline base64 of a real certificate is longer
-    // than a file name may be (ENAMETOOLONG), which is "not a file".
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(p, ec)) {
-      auto b = FileBase64(p.string());
-      if (!b.ok()) return b.status();
-      body[key] = *b;
-    } else if (wire::Base64Decode(value, kMaxCertFile)) {
-      body[key] = value;
-    } else {
-      return Status::InvalidArgument("usage", std::string(key) + " is neither a file nor base64");
-    }
-    return Status::Ok();
-  };
-  if (Status s = field(cert, "ek_certificate"); !s.ok()) return s;
-  if (Status s = field(ek_public, "ek_public"); !s.ok()) return s;
-  if (!body.contains("ek_certificate") && !body.contains("ek_public")) {
-    return Status::InvalidArgument("usage", "an EK certificate or EK public area is required");
-  }
-  for (const auto& a : addresses) {
-    if (a.empty()) continue;
-    auto addr = ParseAddress(a);
-    if (!addr.ok()) return addr.status();
-    body["addresses"].push_back(*addr);
-  }
-  return body;
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) out.push_back(cur);
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
-
-}  // namespace
-
-int RunImport(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
-  if (!args.ok()) return UsageError(kImportHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kImportHelp, stdout), kExitOk;
-  if (args->positional().size() != 1) return UsageError(kImportHelp, "give one inventory FILE");
-  const std::filesystem::path file = args->positional()[0];
-  auto data = ReadFile(file.string(), kMaxInventory);
-  if (!data.ok()) return UsageError(kImportHelp, data.status().message());
-  const std::string text(data->begin(), data->end());
-  const auto base = file.parent_path();
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  json machines = json::array();
-  auto progress = [&](size_t done, size_t total) {
-    if (tty && (done % 50 == 0 || done == total)) std::fprintf(stderr, "\rimport: read %zu/%zu machines", done, total);
-  };
-  auto bad_row = [&](size_t row, const std::string& host, const Status& s) {
-    if (tty) std::fputc('\n', stderr);
-    std::fprintf(stderr, "rackgatectl import: row %zu (%s): %s\n", row, host.c_str(), s.message().c_str());
-    return kExitUnusable;
-  };
-  if (file.extension() == ".json") {
-    json doc = json::parse(text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("machines") || !doc.at("machines").is_array()) {
-      return UsageError(kImportHelp, file.string() + ": expected {\"machines\": [...]}");
-    }
-    const json& list = doc.at("machines");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const json& r = list.at(i);
-      std::vector<std::string> addrs;
-      if (r.is_object() && r.contains("addresses") && r.at("addresses").is_array()) {
-        for (const json& a : r.at("addresses")) addrs.push_back(a.is_string() ? a.get<std::string>() : "?");
-      }
-      auto row = InventoryRow(Str(r, "hostname", ""), Str(r, "pool", ""), Str(r, "ek_certificate", ""),
-                              Str(r, "ek_public", ""), addrs, base);
-      if (!row.ok()) return bad_row(i + 1, Str(r, "hostname"), row.status());
-      machines.push_back(*row);
-      progress(i + 1, list.size());
-    }
-  } else {
-    auto lines = Split(text, '\n');
-    while (!lines.empty() && lines.back().empty()) lines.pop_back();
-    if (lines.empty() || lines[0].rfind("hostname,pool,ek_certificate", 0) != 0) {
-      return UsageError(kImportHelp, file.string() + ": the first line must be hostname,pool,ek_certificate,addresses");
-    }
-    for (size_t i = 1; i < lines.size(); ++i) {
-      std::string line = lines[i];
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.empty()) continue;
-      auto cols = Split(line, ',');
-      if (cols.size() < 3 || cols.size() > 4) {
-        return bad_row(i + 1, cols.empty() ? "-" : cols[0],
-                       Status::InvalidArgument("usage", "expected 3 or 4 columns"));
-      }
-      auto row = InventoryRow(cols[0], cols[1], cols[2], "", cols.size() == 4 ? Split(cols[3], ';') : std::vector<std::string>{},
-                              base);
-      if (!row.ok()) return bad_row(i + 1, cols[0], row.status());
-      machines.push_back(*row);
-      progress(i, lines.size() - 1);
-    }
-  }
-  if (tty) std::fprintf(stderr, "\nimport: sending %zu machines; the daemon validates and commits them in one transaction\n",
-                        machines.size());
-  int code = kExitOk;
-  auto r = Send(socket, "POST", "/v1/admin/import", json{{"machines", machines}}, &code);
-  if (!r.ok()) return code;
-  if (args->Has("json")) {
-    PrintJson(*r);
-  } else {
-    std::printf("imported %lld machines\n", static_cast<long long>(r->value("imported", 0)));
   }
   return kExitOk;
 }
@@ -665,32 +441,6 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
   return UsageError(kPoolHelp, "unknown pool command '" + sub + "'");
 }
 
-namespace {
-
-// "90s", "30m", "2h", "1d", "1h30m" or "0" as seconds; nullopt otherwise.
-std::optional<int64_t> ParseDuration(const std::string& text) {
-  if (text == "0") return 0;
-  int64_t total = 0;
-  size_t i = 0;
-  if (text.empty()) return std::nullopt;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-    if (j == i || j == text.size() || j - i > 7) return std::nullopt;
-    const int64_t n = std::stoll(text.substr(i, j - i));
-    switch (text[j]) {
-      case 's': total += n; break;
-      case 'm': total += n * 60; break;
-      case 'h': total += n * 3600; break;
-      case 'd': total += n * 86400; break;
-      default: return std::nullopt;
-    }
-    i = j + 1;
-  }
-  return total;
-}
-
-}  // namespace
 
 int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   static constexpr char kHelp[] =

@@ -277,6 +277,17 @@ for kind_file in "$STEPS"/*.kind; do
   fi
 done
 
+# The kubelet certificates the machine got are signed by the cluster CA
+# the doc imported.
+for kind in client server; do
+  pem="$(boot_root m1)/var/lib/kubelet/pki/kubelet-$kind-current.pem"
+  if out="$(openssl verify -CAfile "$WORK/cluster-ca.crt" "$pem" 2>&1)"; then
+    lab_ok "the machine's kubelet $kind certificate is signed by the cluster CA of step 5"
+  else
+    lab_not_ok "the machine's kubelet $kind certificate is signed by the cluster CA of step 5" "$out"
+  fi
+done
+
 # Where the doc ends: the machine is joined.
 state="$(RACKGATE_ADMIN_SOCKET="$ROOT/run/rackgate/admin.sock" "$RACKGATECTL" show "$NODE" --json 2>/dev/null |
   lab_python -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null || echo '?')"

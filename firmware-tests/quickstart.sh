@@ -135,7 +135,6 @@ FAKES
 
 # The operator's files of the doc's "You need".
 fixtures() {
-  local m; m="$(lab_dir m1)"
   mkdir -p "$WORK/tpm-roots" "$WORK/tpm-intermediates"
   cp "$(lab_ca_root lab)" "$WORK/tpm-roots/lab.pem"
   cp "$(lab_ca_intermediate lab)" "$WORK/tpm-intermediates/lab.pem"
@@ -231,7 +230,8 @@ if ! err="$(extract 2>&1)"; then
   lab_not_ok "docs/quickstart.md splits into quickstart blocks" "$err"
   lab_finish
 fi
-lab_ok "docs/quickstart.md: $(ls "$STEPS"/*.kind | wc -l) quickstart blocks"
+kinds=("$STEPS"/*.kind)
+lab_ok "docs/quickstart.md: ${#kinds[@]} quickstart blocks"
 
 boot_new_machine m1 "$NODE_IP"
 fixtures

@@ -169,9 +169,8 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   if (!j.is_object()) return Status::InvalidArgument("field_invalid", "a machine must be a JSON object");
   storage::Enrollment e;
   e.hostname = Str(j, "hostname");
-  e.pool = Str(j, "pool");
+  e.pool = Str(j, "pool");  // "" when not given: enroll keeps the machine's
   if (e.hostname.empty()) return Status::InvalidArgument("field_missing", "hostname is required");
-  if (e.pool.empty()) return Status::InvalidArgument("field_missing", "pool is required");
   std::optional<attest::TpmPublic> ek;
   if (j.contains("ek_public")) {
     auto b = wire::Base64Decode(Str(j, "ek_public"), wire::kMaxTpm2bPublic);
@@ -203,6 +202,9 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
   if (j.contains("addresses")) {
     if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
     for (const json& a : j.at("addresses")) {
+      if (!a.is_object()) {
+        return Status::InvalidArgument("field_invalid", "an address is an object {\"kind\": ..., \"value\": ...}");
+      }
       e.addresses.push_back({Str(a, "kind"), Str(a, "value")});
     }
   }
@@ -229,6 +231,78 @@ int64_t QueryInt(const Request& r, const char* key, int64_t fallback) {
   return ec == std::errc() && p == it->second.data() + it->second.size() ? v : fallback;
 }
 
+bool Flag(const json& o, const char* k) { return o.contains(k) && o.at(k).is_boolean() && o.at(k).get<bool>(); }
+
+// Which fields an enroll body gives (docs/protocol.md, "Enroll"): a field
+// absent from the body is kept from the enrolled machine.
+Result<storage::EnrollFields> EnrollFieldsFromJson(const json& j) {
+  storage::EnrollFields f;
+  f.pool = j.contains("pool");
+  f.addresses = j.contains("addresses");
+  f.replace_addresses = Flag(j, "replace_addresses");
+  f.vars = j.contains("vars") && !j.at("vars").is_null();
+  f.replace_vars = Flag(j, "replace_vars");
+  if (j.contains("unset_vars")) {
+    const json& u = j.at("unset_vars");
+    if (!u.is_array() || u.size() > 64) {
+      return Status::InvalidArgument("field_invalid", "unset_vars must be a list of at most 64 names");
+    }
+    for (const json& n : u) {
+      if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>().size() > 63) {
+        return Status::InvalidArgument("field_invalid", "unset_vars: names are 1..63 characters");
+      }
+      f.unset_vars.push_back(n.get<std::string>());
+    }
+  }
+  f.policy = j.contains("policy") || Flag(j, "clear_policy");
+  if (Flag(j, "clear_policy") && j.contains("policy") && !j.at("policy").is_null()) {
+    return Status::InvalidArgument("field_invalid", "give policy or clear_policy, not both");
+  }
+  return f;
+}
+
+// An import row's fields: its addresses are the row's (absent: none), and
+// so are its vars and policy when it names them; a row that does not name
+// vars or policy keeps the machine's (docs/inventory.md).
+storage::EnrollFields ImportFieldsFromJson(const json& j) {
+  storage::EnrollFields f;  // everything given and replaced
+  f.vars = j.contains("vars");
+  f.policy = j.contains("policy");
+  return f;
+}
+
+// Where an import row came from, for every refusal: the CLI sends the
+// inventory file's line (and, for a JSON file, the row's index).
+std::string RowWhere(const json& item, size_t index) {
+  const auto num = [&](const char* k) -> std::optional<int64_t> {
+    if (!item.is_object() || !item.contains(k) || !item.at(k).is_number_integer()) return std::nullopt;
+    return item.at(k).get<int64_t>();
+  };
+  const auto line = num("line");
+  const auto row = num("row");
+  if (line && row) return "row " + std::to_string(*row) + " (line " + std::to_string(*line) + ")";
+  if (line) return "line " + std::to_string(*line);
+  return "machines[" + std::to_string(index) + "]";
+}
+
+// "node-1: addresses +InternalIP=10.0.0.6; vars unchanged", "node-1:
+// unchanged": what an enroll did, in one line.
+std::string EnrollSummary(const std::string& hostname, const std::string& outcome,
+                          const std::vector<std::string>& changes) {
+  if (outcome == storage::kEnrollUnchanged) return hostname + ": unchanged";
+  if (outcome == storage::kEnrollCreated) return hostname + ": enrolled";
+  std::string out;
+  bool addresses = false, vars = false;
+  for (const auto& c : changes) {
+    out += (out.empty() ? "" : "; ") + c;
+    addresses = addresses || c.rfind("addresses", 0) == 0;
+    vars = vars || c.rfind("vars", 0) == 0;
+  }
+  if (!addresses) out += "; addresses unchanged";
+  if (!vars) out += "; vars unchanged";
+  return hostname + ": " + out;
+}
+
 }  // namespace
 
 Response AdminApi::Enroll(const Request& request) {
@@ -241,15 +315,22 @@ Response AdminApi::Enroll(const Request& request) {
     const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
     return Response::Error(status, e.status().reason(), e.status().message());
   }
-  const bool replace = body->contains("replace_ek") && body->at("replace_ek").is_boolean() &&
-                       body->at("replace_ek").get<bool>();
+  auto fields = EnrollFieldsFromJson(*body);
+  if (!fields.ok()) return Response::Error(400, fields.status().reason(), fields.status().message());
+  const bool replace = Flag(*body, "replace_ek");
   auto a = std::get<storage::Actor>(actor);
   a.why = replace ? "EK replaced by an operator" : "enrolled by an operator";
-  auto m = store_->Enroll(*e, a, replace, attestation_->Now());
-  if (!m.ok()) return StoreError(m.status());
-  Log()->info("{} enrolled {} ek={} pool {}{}", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
-              m->pool, replace ? " (EK replaced)" : "");
-  return Response::Json(201, MachineJson(*m).dump());
+  auto o = store_->EnrollMerged(*e, *fields, a, replace, attestation_->Now());
+  if (!o.ok()) return StoreError(o.status());
+  const storage::Machine& m = o->machine;
+  const std::string summary = EnrollSummary(m.hostname, o->outcome, o->changes);
+  Log()->info("{} enrolled {} ek={} pool {}: {}", a.name, m.hostname, attest::HexString(m.ek_hash).substr(0, 16),
+              m.pool, o->outcome);
+  json answer = MachineJson(m);
+  answer["outcome"] = o->outcome;
+  answer["changes"] = o->changes;
+  answer["summary"] = summary;
+  return Response::Json(o->outcome == storage::kEnrollCreated ? 201 : 200, answer.dump());
 }
 
 Response AdminApi::Import(const Request& request) {
@@ -259,7 +340,7 @@ Response AdminApi::Import(const Request& request) {
   // parsed and its JSON is dropped, so that an inventory's JSON tree (four
   // times its text: 276 MiB at the peak for 50,000 machines) is never held
   // whole. What is refused, and how, is as for a body parsed at once.
-  std::vector<storage::Enrollment> rows;
+  std::vector<storage::ImportRow> rows;
   std::optional<Response> refused;  // the first bad row, or too many
   std::string top_key;
   bool in_machines = false, machines_seen = false;
@@ -272,15 +353,16 @@ Response AdminApi::Import(const Request& request) {
                                 "at most " + std::to_string(kMaxImportRows) + " machines at once");
       return;
     }
+    std::string where = RowWhere(item, i);
     auto e = EnrollmentFromJson(item, *attestation_);
+    if (e.ok() && e->pool.empty()) e = Status::InvalidArgument("field_missing", "pool is required");
     if (!e.ok()) {
       std::string host = item.is_object() ? Str(item, "hostname") : "";
       const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
-      refused = Response::Error(status, e.status().reason(),
-                                "row " + std::to_string(i) + " (" + host + "): " + e.status().message());
+      refused = Response::Error(status, e.status().reason(), where + " (" + host + "): " + e.status().message());
       return;
     }
-    rows.push_back(std::move(e).value());
+    rows.push_back({std::move(e).value(), ImportFieldsFromJson(item), std::move(where)});
   };
   const json::parser_callback_t each = [&](int depth, json::parse_event_t event, json& parsed) {
     using E = json::parse_event_t;
@@ -306,17 +388,35 @@ Response AdminApi::Import(const Request& request) {
     return Response::Error(400, "field_missing", "machines must be a list");
   }
   if (refused) return std::move(*refused);
+  storage::ImportOptions options;
+  if (body.contains("dry_run")) {
+    if (!body.at("dry_run").is_boolean()) return Response::Error(400, "field_invalid", "dry_run must be true or false");
+    options.dry_run = body.at("dry_run").get<bool>();
+  }
   auto a = std::get<storage::Actor>(actor);
   a.why = "inventory import";
-  auto n = store_->Import(rows, a, attestation_->Now());
-  if (!n.ok()) return StoreError(n.status());
-  Log()->info("{} imported {} machines", a.name, *n);
+  const size_t count = rows.size();
+  auto report = store_->Import(rows, options, a, attestation_->Now());
   // Give the heap the rows used back to the system rather than keep the
   // high-water mark for the daemon's lifetime.
   rows.clear();
   rows.shrink_to_fit();
   malloc_trim(0);
-  return Response::Json(200, json{{"imported", *n}}.dump());
+  if (!report.ok()) return StoreError(report.status());
+  Log()->info("{} {} {} machines: created {}, updated {}, unchanged {}", a.name,
+              options.dry_run ? "checked (dry run)" : "imported", count, report->created, report->updated,
+              report->unchanged);
+  json per_row = json::array();
+  for (const auto& r : report->rows) {
+    per_row.push_back({{"where", r.where}, {"hostname", r.hostname}, {"outcome", r.outcome}, {"changes", r.changes}});
+  }
+  return Response::Json(200, json{{"imported", options.dry_run ? 0 : count},
+                                  {"dry_run", options.dry_run},
+                                  {"created", report->created},
+                                  {"updated", report->updated},
+                                  {"unchanged", report->unchanged},
+                                  {"rows", std::move(per_row)}}
+                                 .dump());
 }
 
 Response AdminApi::List(const Request& request) {

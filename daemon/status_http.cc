@@ -161,6 +161,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"renewal_not_due", kRefused},
       {"renewal_proof_invalid", kRefused},
       {"certify_nonce_used", kRefused},
+      // inventory: an import's rows (docs/inventory.md); the admin API
+      // answers them by code (AdminErrorResponse), 400 either way.
+      {"import_duplicate", kMalformed},
+      {"row_invalid", kMalformed},
   };
   return table;
 }

@@ -126,6 +126,17 @@ TEST(StatusHttp, AdminMapsByCode) {
   EXPECT_EQ(Header(io, "Retry-After"), "5");
 }
 
+// inventory: an import's duplicated or unreadable rows are the request's
+// fault: 400 by the table and by the admin API's code mapping alike.
+TEST(StatusHttp, ImportRefusalsAre400) {
+  for (const char* reason : {"import_duplicate", "row_invalid"}) {
+    const auto rule = RuleForReason(reason);
+    ASSERT_TRUE(rule.has_value()) << reason;
+    EXPECT_EQ(rule->status, 400) << reason;
+    EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument(reason, "x")).status, 400) << reason;
+  }
+}
+
 // Manual CSR approval: a waiting CSR is 503 with Retry-After (the agent keeps
 // asking), a denied one 403 with the operator's reason and no Retry-After.
 TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {

@@ -1,6 +1,8 @@
 // Enrollment: one machine (Enroll) or an inventory in one transaction (Import),
 // under the same rules: the EK is the identity; and the approval of a machine
 // discovery recorded (Approve with changes).
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,25 +33,125 @@ Stmt& BindEnrollment(Stmt& s, const Enrollment& in, int64_t now) {
       .BindText(12, in.vars_json);
 }
 
-// Enroll's rules (store.h). Sets *changed when a row was written.
-Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool replace_ek, int64_t now,
-                 bool* changed) {
-  CheckEnrollment(in);
-  *changed = false;
-  const std::vector<Address> addresses = NormalizeAddresses(in.addresses);
-  if (!PoolExists(c, in.pool)) Fail(Status::NotFound("pool_unknown", "no pool named '" + in.pool + "'"));
+// A vars text as a JSON object; `stored` says whether it came from the
+// database (then a broken one is corruption, not the caller's mistake).
+json VarsObject(const std::string& text, bool stored) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    if (stored) Fail(Status::Corruption("db_corrupt", "a machine's stored vars are not a JSON object"));
+    Fail(Status::InvalidArgument("field_invalid", "vars must be a JSON object"));
+  }
+  return j;
+}
 
-  std::optional<Machine> by_host = MachineByHostname(c, in.hostname);
-  std::optional<int64_t> ek_owner;
+std::string AddressText(const Address& a) { return a.kind + "=" + a.value; }
+
+// The machine as it will be: the enrollment's fields where `f` gives them,
+// the enrolled machine's (`old`; none for a new machine) elsewhere.
+Enrollment Resolve(const Machine* old, const Enrollment& in, const EnrollFields& f) {
+  Enrollment d = in;
+  if (!f.pool) d.pool = old ? old->pool : std::string();
+  std::vector<Address> addresses;
+  if (old && !(f.addresses && f.replace_addresses)) addresses = old->addresses;
+  if (f.addresses) addresses.insert(addresses.end(), in.addresses.begin(), in.addresses.end());
+  d.addresses = NormalizeAddresses(std::move(addresses));
+  json vars = json::object();
+  if (old && !(f.vars && f.replace_vars)) vars = VarsObject(old->vars_json, true);
+  if (f.vars) {
+    const json given = VarsObject(in.vars_json, false);
+    for (const auto& [k, v] : given.items()) vars[k] = v;
+  }
+  for (const auto& name : f.unset_vars) vars.erase(name);
+  d.vars_json = vars.dump();
+  if (!f.policy) d.policy_json = old ? old->policy_json : std::nullopt;
+  return d;
+}
+
+// The changes from `old` to `d` in words (EnrollOutcome) and the changed
+// fields' names (the audit row's detail).
+void Diff(const Machine& old, const Enrollment& d, MachineState state, std::vector<std::string>* words,
+          std::vector<std::string>* fields) {
+  if (old.pool != d.pool) {
+    words->push_back("pool " + old.pool + " -> " + d.pool);
+    fields->push_back("pool");
+  }
+  if (old.addresses != d.addresses) {
+    std::string w = "addresses";
+    for (const auto& a : d.addresses) {
+      if (std::find(old.addresses.begin(), old.addresses.end(), a) == old.addresses.end()) w += " +" + AddressText(a);
+    }
+    for (const auto& a : old.addresses) {
+      if (std::find(d.addresses.begin(), d.addresses.end(), a) == d.addresses.end()) w += " -" + AddressText(a);
+    }
+    words->push_back(w);
+    fields->push_back("addresses");
+  }
+  // Names only: a template value may be something an operator would not
+  // want in every terminal and log the answer reaches.
+  const json old_vars = VarsObject(old.vars_json, true);
+  const json new_vars = VarsObject(d.vars_json, false);
+  if (old_vars != new_vars) {
+    std::string w = "vars";
+    for (const auto& [k, v] : new_vars.items()) {
+      if (!old_vars.contains(k)) {
+        w += " +" + k;
+      } else if (old_vars.at(k) != v) {
+        w += " ~" + k;
+      }
+    }
+    for (const auto& [k, v] : old_vars.items()) {
+      if (!new_vars.contains(k)) w += " -" + k;
+    }
+    words->push_back(w);
+    fields->push_back("vars");
+  }
+  if (old.policy_json != d.policy_json) {
+    words->push_back(!old.policy_json ? "policy set" : !d.policy_json ? "policy cleared" : "policy replaced");
+    fields->push_back("policy");
+  }
+  if (d.ek_certificate && (old.ek_certificate != d.ek_certificate || old.tpm_manufacturer != d.tpm_manufacturer ||
+                           old.tpm_model != d.tpm_model || old.tpm_version != d.tpm_version)) {
+    words->push_back("ek_certificate updated");
+    fields->push_back("ek_certificate");
+  }
+  if (state != old.state) {
+    words->push_back("state " + std::string(StateName(old.state)) + " -> " + std::string(StateName(state)));
+    fields->push_back("state");
+  }
+}
+
+// EnrollMerged's rules (store.h).
+EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollFields& f, const Actor& actor,
+                       bool replace_ek, int64_t now) {
+  std::optional<Machine> by_host = MachineByHostname(c, given.hostname);
+  const Machine* old_ptr = by_host ? &*by_host : nullptr;
+  if (!old_ptr && (!f.pool || given.pool.empty())) {
+    Fail(Status::InvalidArgument("field_missing", "'" + given.hostname +
+                                                      "' is not enrolled yet: a new machine needs a pool (--pool)"));
+  }
+  const Enrollment in = Resolve(old_ptr, given, f);
+  CheckEnrollment(in);
+  if (!PoolExists(c, in.pool)) {
+    Fail(Status::NotFound("pool_unknown", "no pool named '" + in.pool + "': create it first (`rackgatectl pool put " +
+                                              in.pool + "`)"));
+  }
+
+  std::optional<Machine> ek_owner;
   {
     Stmt s = c.Prepare("SELECT id FROM machines WHERE ek_hash = ?1");
     s.BindBlob(1, in.ek_hash);
-    if (s.Step()) ek_owner = s.Int(0);
+    if (s.Step()) ek_owner = MustMachineById(c, s.Int(0));
   }
-  // SECURITY: the EK is the machine's identity. One EK, one hostname; the
-  // message does not name the hostname it is enrolled under.
-  if (ek_owner && (!by_host || *ek_owner != by_host->id)) {
-    Fail(Status::InvalidArgument("ek_in_use", "this EK is already enrolled under another hostname"));
+  // SECURITY: the EK is the machine's identity. One EK, one hostname. The
+  // admin API is the only caller that sees this message (discovery enrolls
+  // unknown EKs only), so it may name the holder: the operator needs it to
+  // free the EK.
+  if (ek_owner && (!by_host || ek_owner->id != by_host->id)) {
+    Fail(Status::InvalidArgument(
+        "ek_in_use", "this EK is enrolled as " + ek_owner->hostname + " (state " +
+                         std::string(StateName(ek_owner->state)) + "): delete it (`rackgatectl delete " +
+                         ek_owner->hostname + "`) or rename it (`rackgatectl rename " + ek_owner->hostname + " " +
+                         in.hostname + "`)"));
   }
 
   if (!by_host) {
@@ -61,16 +163,15 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
       BindEnrollment(s.BindText(1, in.hostname), in, now).Run();
     }
     const int64_t id = c.LastInsertRowid();
-    ReplaceAddresses(c, id, addresses);
+    ReplaceAddresses(c, id, in.addresses);
     Machine m = MustMachineById(c, id);
     WriteAudit(c, actor, now,
                {"enroll", &m, std::nullopt, in.state,
                 json{{"pool", in.pool},
                      {"ek_hash", Hex(in.ek_hash)},
                      {"ek_certificate", in.ek_certificate.has_value()},
-                     {"addresses", addresses.size()}}});
-    *changed = true;
-    return m;
+                     {"addresses", in.addresses.size()}}});
+    return {std::move(m), std::string(kEnrollCreated), {}};
   }
 
   Machine old = std::move(*by_host);
@@ -79,7 +180,8 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
     // new identity: only an explicit, audited replacement, and it starts over.
     if (!replace_ek) {
       Fail(Status::InvalidArgument("ek_conflict", "'" + in.hostname +
-                                                      "' is enrolled with another EK; replacing it needs replace_ek"));
+                                                      "' is enrolled with another EK; if its TPM was replaced, "
+                                                      "enroll it again with --replace-ek"));
     }
     {
       Stmt s = c.Prepare(
@@ -89,7 +191,7 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
           "WHERE id = ?1");
       BindEnrollment(s.BindInt(1, old.id), in, now).Run();
     }
-    ReplaceAddresses(c, old.id, addresses);
+    ReplaceAddresses(c, old.id, in.addresses);
     auto [sessions, tokens] = DropCredentials(c, old.id);
     Machine m = MustMachineById(c, old.id);
     WriteAudit(c, actor, now,
@@ -99,27 +201,18 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
                      {"pool", in.pool},
                      {"sessions_dropped", sessions},
                      {"tokens_dropped", tokens}}});
-    *changed = true;
-    return m;
+    std::vector<std::string> words{"ek replaced"}, fields;
+    Diff(old, in, old.state, &words, &fields);
+    return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};
   }
 
-  // Same hostname, same EK: the enrollment is the desired record.
-  std::vector<std::string> what;
-  if (old.pool != in.pool) what.push_back("pool");
-  if (old.addresses != addresses) what.push_back("addresses");
-  if (old.policy_json != in.policy_json) what.push_back("policy");
-  if (old.vars_json != in.vars_json) what.push_back("vars");
-  const bool new_cert = in.ek_certificate.has_value();
-  if (new_cert && (old.ek_certificate != in.ek_certificate || old.tpm_manufacturer != in.tpm_manufacturer ||
-                   old.tpm_model != in.tpm_model || old.tpm_version != in.tpm_version)) {
-    what.push_back("ek_certificate");
-  }
+  // Same hostname, same EK.
   MachineState state = old.state;
-  if (old.state == MachineState::kPending && in.state == MachineState::kEnrolled) {
-    state = MachineState::kEnrolled;
-    what.push_back("state");
-  }
-  if (what.empty()) return old;
+  if (old.state == MachineState::kPending && in.state == MachineState::kEnrolled) state = MachineState::kEnrolled;
+  std::vector<std::string> words, what;
+  Diff(old, in, state, &words, &what);
+  if (what.empty()) return {std::move(old), std::string(kEnrollUnchanged), {}};
+  const bool new_cert = in.ek_certificate.has_value();
   {
     Stmt s = c.Prepare(
         "UPDATE machines SET pool = ?2, state = ?3, policy_json = ?4, "
@@ -141,49 +234,110 @@ Machine EnrollIn(Connection& c, const Enrollment& in, const Actor& actor, bool r
         .BindText(11, in.vars_json)
         .Run();
   }
-  if (old.addresses != addresses) ReplaceAddresses(c, old.id, addresses);
+  if (old.addresses != in.addresses) ReplaceAddresses(c, old.id, in.addresses);
   Machine m = MustMachineById(c, old.id);
   WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, json{{"changed", what}}});
-  *changed = true;
-  return m;
+  return {std::move(m), std::string(kEnrollUpdated), std::move(words)};
 }
+
+// import_duplicate unless every hostname and every EK appears once in the
+// rows; the message names both rows of each pair (at most a few pairs).
+void CheckNoDuplicates(const std::vector<ImportRow>& rows) {
+  std::map<std::string, size_t> by_host;
+  std::map<Bytes, size_t> by_ek;
+  std::vector<std::string> found;
+  size_t total = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Enrollment& e = rows[i].enrollment;
+    auto [h, new_host] = by_host.emplace(e.hostname, i);
+    auto [k, new_ek] = by_ek.emplace(e.ek_hash, i);
+    if (!new_host) {
+      if (++total <= 5) {
+        found.push_back(rows[h->second].where + " and " + rows[i].where + " both enroll hostname " + e.hostname);
+      }
+    } else if (!new_ek) {
+      if (++total <= 5) {
+        found.push_back(rows[k->second].where + " (" + rows[k->second].enrollment.hostname + ") and " +
+                        rows[i].where + " (" + e.hostname + ") carry the same EK (" + Hex(e.ek_hash).substr(0, 16) +
+                        ")");
+      }
+    }
+  }
+  if (found.empty()) return;
+  std::string message;
+  for (const auto& f : found) message += (message.empty() ? "" : "; ") + f;
+  if (total > found.size()) message += "; and " + std::to_string(total - found.size()) + " more";
+  Fail(Status::InvalidArgument("import_duplicate",
+                               message + ": each machine appears once in an inventory; nothing was imported"));
+}
+
+// Thrown out of a dry run's write to roll it back, carrying its report.
+struct DryRunDone {
+  ImportReport report;
+};
 
 }  // namespace
 
 Result<Machine> SqliteStore::Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) {
-  return Guard([&]() -> Result<Machine> {
+  auto outcome = EnrollMerged(e, EnrollFields{}, actor, replace_ek, now);
+  if (!outcome.ok()) return outcome.status();
+  return std::move(outcome->machine);
+}
+
+Result<EnrollOutcome> SqliteStore::EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+                                                bool replace_ek, int64_t now) {
+  return Guard([&]() -> Result<EnrollOutcome> {
     CheckActor(actor);
-    CheckEnrollment(e);
-    return db_->Write([&](Connection& c) {
-      bool changed = false;
-      return EnrollIn(c, e, actor, replace_ek, now, &changed);
-    });
+    return db_->Write([&](Connection& c) { return EnrollIn(c, e, fields, actor, replace_ek, now); });
   });
 }
 
-Result<size_t> SqliteStore::Import(const std::vector<Enrollment>& rows, const Actor& actor, int64_t now,
-                                   const ImportProgress& progress) {
-  return Guard([&]() -> Result<size_t> {
+Result<ImportReport> SqliteStore::Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
+                                         const Actor& actor, int64_t now, const ImportProgress& progress) {
+  return Guard([&]() -> Result<ImportReport> {
     CheckActor(actor);
-    return db_->Write([&](Connection& c) {
-      size_t changed_rows = 0;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        bool changed = false;
-        try {
-          EnrollIn(c, rows[i], actor, /*replace_ek=*/false, now, &changed);
-        } catch (const StoreError& err) {
-          Fail(err.status().Annotate("row " + std::to_string(i) + " (" + rows[i].hostname + ")"));
+    CheckNoDuplicates(rows);
+    try {
+      return db_->Write([&](Connection& c) {
+        ImportReport report;
+        report.dry_run = options.dry_run;
+        report.rows.reserve(rows.size());
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const ImportRow& row = rows[i];
+          EnrollOutcome o;
+          try {
+            o = EnrollIn(c, row.enrollment, row.fields, actor, /*replace_ek=*/false, now);
+          } catch (const StoreError& err) {
+            Fail(err.status().Annotate(row.where + " (" + row.enrollment.hostname + ")"));
+          }
+          if (o.outcome == kEnrollCreated) {
+            ++report.created;
+          } else if (o.outcome == kEnrollUpdated) {
+            ++report.updated;
+          } else {
+            ++report.unchanged;
+          }
+          report.rows.push_back({row.where, o.machine.hostname, std::move(o.outcome), std::move(o.changes)});
+          if (progress) progress(i + 1, rows.size());
         }
-        if (changed) ++changed_rows;
-        if (progress) progress(i + 1, rows.size());
-      }
-      if (!rows.empty()) {
-        WriteAudit(c, actor, now,
-                   {"import", nullptr, std::nullopt, std::nullopt,
-                    json{{"rows", rows.size()}, {"changed", changed_rows}}});
-      }
-      return rows.size();
-    });
+        if (!rows.empty()) {
+          WriteAudit(c, actor, now,
+                     {"import", nullptr, std::nullopt, std::nullopt,
+                      json{{"rows", rows.size()},
+                           {"created", report.created},
+                           {"updated", report.updated},
+                           {"unchanged", report.unchanged},
+                           {"changed", report.created + report.updated}}});
+        }
+        // The dry run: the same checks as a real import, on the
+        // same transaction, then rolled back (Database::Write rolls back a
+        // write's savepoint when it throws): it cannot store anything.
+        if (options.dry_run) throw DryRunDone{std::move(report)};
+        return report;
+      });
+    } catch (DryRunDone& done) {
+      return std::move(done.report);
+    }
   });
 }
 

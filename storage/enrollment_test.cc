@@ -2,11 +2,15 @@
 // re-enrollment, replacement, all-or-nothing imports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "storage/rows.h"
+#include "storage/sqlite.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
 
@@ -235,17 +239,199 @@ TEST_F(StoreTest, ReplacingTheEkIsAuditedAndStartsOver) {
   EXPECT_TRUE(store_->Enroll(MakeEnrollment("node-9", "a"), Op(), false, 2100).ok());
 }
 
+// --- Enroll that keeps what it is not told to change (issue 15) --------------
+
+// The operator's re-enroll: only the fields given.
+EnrollFields Given(bool addresses, bool vars, bool policy, bool pool = false) {
+  EnrollFields f;
+  f.pool = pool;
+  f.addresses = addresses;
+  f.replace_addresses = false;
+  f.vars = vars;
+  f.replace_vars = false;
+  f.policy = policy;
+  return f;
+}
+
+Enrollment Bare(const std::string& hostname, const std::string& tag) {
+  Enrollment e = MakeEnrollment(hostname, tag, "");
+  e.addresses.clear();
+  return e;
+}
+
+TEST_F(StoreTest, Issue15ReenrollWithoutAddressesOrVarsKeepsThem) {
+  Enrollment e = MakeEnrollment("node-1", "a");
+  e.vars_json = R"({"rack":"r1","role":"db"})";
+  e.policy_json = "{\"p\":1}";
+  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
+  const size_t before = AuditCount();
+
+  auto again = store_->EnrollMerged(Bare("node-1", "a"), Given(false, false, false), Op(), false, 200);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->outcome, "unchanged");
+  EXPECT_TRUE(again->changes.empty());
+  EXPECT_EQ(again->machine.pool, "workers");
+  EXPECT_EQ(again->machine.addresses.size(), 2u);
+  EXPECT_EQ(again->machine.vars_json, R"({"rack":"r1","role":"db"})");
+  EXPECT_EQ(again->machine.policy_json, "{\"p\":1}");
+  EXPECT_EQ(AuditCount(), before);  // unchanged: no audit row
+}
+
+TEST_F(StoreTest, ReenrollAddsAddressesAndMergesVars) {
+  Enrollment e = MakeEnrollment("node-1", "a");
+  e.vars_json = R"({"rack":"r1","role":"db","old":"x"})";
+  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
+
+  Enrollment more = Bare("node-1", "a");
+  more.addresses = {{"InternalIP", "10.0.0.6"}};
+  more.vars_json = R"({"role":"web","zone":"z1"})";
+  EnrollFields f = Given(true, true, false);
+  f.unset_vars = {"old"};
+  auto m = store_->EnrollMerged(more, f, Op(), false, 200);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->outcome, "updated");
+  EXPECT_EQ(m->machine.addresses,
+            (std::vector<Address>{{"Hostname", "node-1"}, {"InternalIP", "10.0.0.1"}, {"InternalIP", "10.0.0.6"}}));
+  EXPECT_EQ(m->machine.vars_json, R"({"rack":"r1","role":"web","zone":"z1"})");
+  EXPECT_EQ(m->changes, (std::vector<std::string>{"addresses +InternalIP=10.0.0.6", "vars ~role +zone -old"}));
+  auto audit = Audit("node-1");
+  EXPECT_EQ(audit.back().action, "enroll_update");
+  EXPECT_NE(audit.back().detail_json.find(R"("changed":["addresses","vars"])"), std::string::npos)
+      << audit.back().detail_json;
+  // Values never reach the words (names only).
+  for (const auto& w : m->changes) EXPECT_EQ(w.find("web"), std::string::npos) << w;
+}
+
+TEST_F(StoreTest, ReenrollReplaceFlagsDropTheRest) {
+  Enrollment e = MakeEnrollment("node-1", "a");
+  e.vars_json = R"({"rack":"r1","role":"db"})";
+  e.policy_json = "{\"p\":1}";
+  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
+
+  Enrollment only = Bare("node-1", "a");
+  only.addresses = {{"InternalIP", "10.0.0.6"}};
+  only.vars_json = R"({"rack":"r2"})";
+  EnrollFields f = Given(true, true, true);
+  f.replace_addresses = true;
+  f.replace_vars = true;  // and the policy given as none: cleared
+  auto m = store_->EnrollMerged(only, f, Op(), false, 200);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->machine.addresses, (std::vector<Address>{{"InternalIP", "10.0.0.6"}}));
+  EXPECT_EQ(m->machine.vars_json, R"({"rack":"r2"})");
+  EXPECT_FALSE(m->machine.policy_json.has_value());
+  EXPECT_EQ(m->changes, (std::vector<std::string>{"addresses +InternalIP=10.0.0.6 -Hostname=node-1 -InternalIP=10.0.0.1",
+                                                  "vars ~rack -role", "policy cleared"}));
+
+  // The pool: kept unless given; a new machine needs one.
+  Enrollment moved = Bare("node-1", "a");
+  moved.pool = "masters";
+  auto p = store_->EnrollMerged(moved, Given(false, false, false, true), Op(), false, 300);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->changes, (std::vector<std::string>{"pool workers -> masters"}));
+  ExpectFailure(store_->EnrollMerged(Bare("node-2", "b"), Given(false, false, false), Op(), false, 300).status(),
+                Status::Code::kInvalidArgument, "field_missing");
+}
+
+TEST_F(StoreTest, EkInUseNamesTheHolderAndTheFix) {
+  Enroll("node-1", "a");
+  auto r = store_->Enroll(MakeEnrollment("node-3", "a"), Op(), false, 200);
+  ExpectFailure(r.status(), Status::Code::kInvalidArgument, "ek_in_use");
+  EXPECT_NE(r.status().message().find("enrolled as node-1 (state enrolled)"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("rackgatectl delete node-1"), std::string::npos);
+  EXPECT_NE(r.status().message().find("rackgatectl rename node-1 node-3"), std::string::npos);
+}
+
+TEST_F(StoreTest, AddressesAreValidatedOnEveryPath) {
+  const size_t before = AuditCount();
+  for (const Address& bad : std::vector<Address>{{"InternalIP", "10.0.0.300"},
+                                                 {"ExternalIP", "node-1.example"},
+                                                 {"InternalIP", "fd00::g"},
+                                                 {"InternalDNS", "10.0.0.1 "},
+                                                 {"Hostname", "-node"},
+                                                 {"ExternalDNS", "a..b"},
+                                                 {"InternalDNS", "under_score.example"}}) {
+    Enrollment e = MakeEnrollment("node-1", "a");
+    e.addresses = {bad};
+    auto r = store_->Enroll(e, Op(), false, 100);
+    ExpectFailure(r.status(), Status::Code::kInvalidArgument, "field_invalid");
+    EXPECT_NE(r.status().message().find(bad.kind + "=" + bad.value), std::string::npos) << r.status().message();
+  }
+  Enrollment ok = MakeEnrollment("node-1", "a");
+  ok.addresses = {{"InternalIP", "10.0.0.6"},
+                  {"ExternalIP", "2001:db8::6"},
+                  {"InternalDNS", "node-1.rack4.example"},
+                  {"Hostname", "Node-1"}};
+  ASSERT_TRUE(store_->Enroll(ok, Op(), false, 100).ok());
+  EXPECT_EQ(AuditCount(), before + 1);
+
+  // Approve with changes goes through the same check.
+  Enroll("pending-1", "p", MachineState::kPending);
+  ApprovalChanges changes;
+  changes.addresses = std::vector<Address>{{"InternalIP", "10.0.0.300"}};
+  ExpectFailure(store_->Approve("pending-1", changes, Op(), 200).status(), Status::Code::kInvalidArgument,
+                "field_invalid");
+}
+
 // --- Import ------------------------------------------------------------------
+
+std::vector<ImportRow> Rows(const std::vector<Enrollment>& enrollments) {
+  std::vector<ImportRow> rows;
+  for (size_t i = 0; i < enrollments.size(); ++i) {
+    rows.push_back({enrollments[i], EnrollFields{}, "line " + std::to_string(i + 2)});
+  }
+  return rows;
+}
+
+// Every table's every row, as text: what "nothing stored" compares.
+std::string DumpTables(const std::string& path) {
+  auto c = Connection::Open(path, 5000, true);
+  EXPECT_TRUE(c.ok());
+  if (!c.ok()) return "";
+  std::vector<std::string> tables;
+  {
+    Stmt s = (*c)->Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    while (s.Step()) tables.push_back(s.Text(0));
+  }
+  std::string out;
+  for (const auto& t : tables) {
+    out += "== " + t + "\n";
+    sqlite3_stmt* raw = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2((*c)->db(), ("SELECT * FROM \"" + t + "\"").c_str(), -1, &raw,
+                                 nullptr),
+              SQLITE_OK);
+    std::vector<std::string> lines;  // sorted: the order of a scan is not the point
+    while (sqlite3_step(raw) == SQLITE_ROW) {
+      std::string line;
+      for (int i = 0; i < sqlite3_column_count(raw); ++i) {
+        const unsigned char* v = sqlite3_column_text(raw, i);
+        line += v ? reinterpret_cast<const char*>(v) : "NULL";
+        line += '|';
+      }
+      lines.push_back(line);
+    }
+    sqlite3_finalize(raw);
+    std::sort(lines.begin(), lines.end());
+    for (const auto& l : lines) out += l + "\n";
+  }
+  return out;
+}
 
 TEST_F(StoreTest, ImportAddsEveryRowAndReportsProgress) {
   std::vector<Enrollment> rows;
   for (int i = 0; i < 20; ++i) rows.push_back(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)));
   std::vector<std::pair<size_t, size_t>> calls;
-  auto n = store_->Import(rows, Op("vendor manifest"), 100, [&](size_t done, size_t total) {
+  auto n = store_->Import(Rows(rows), {}, Op("vendor manifest"), 100, [&](size_t done, size_t total) {
     calls.emplace_back(done, total);
   });
   ASSERT_TRUE(n.ok()) << n.status().ToString();
-  EXPECT_EQ(*n, 20u);
+  EXPECT_EQ(n->created, 20u);
+  EXPECT_EQ(n->updated, 0u);
+  EXPECT_EQ(n->unchanged, 0u);
+  ASSERT_EQ(n->rows.size(), 20u);
+  EXPECT_EQ(n->rows[3].where, "line 5");
+  EXPECT_EQ(n->rows[3].hostname, "node-3");
+  EXPECT_EQ(n->rows[3].outcome, "created");
   ASSERT_EQ(calls.size(), 20u);
   EXPECT_EQ(calls.front(), (std::pair<size_t, size_t>(1, 20)));
   EXPECT_EQ(calls.back(), (std::pair<size_t, size_t>(20, 20)));
@@ -258,8 +444,51 @@ TEST_F(StoreTest, ImportAddsEveryRowAndReportsProgress) {
 
   // Importing the same inventory again changes nothing.
   const size_t before = AuditCount();
-  ASSERT_TRUE(store_->Import(rows, Op(), 200).ok());
+  auto again = store_->Import(Rows(rows), {}, Op(), 200);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->unchanged, 20u);
   EXPECT_EQ(AuditCount(), before + 1);  // the import row only
+}
+
+TEST_F(StoreTest, ImportCountsCreatedUpdatedUnchangedAndIsDeclarative) {
+  Enrollment kept = MakeEnrollment("node-1", "1");
+  Enrollment changed = MakeEnrollment("node-2", "2");
+  changed.vars_json = R"({"rack":"r1","extra":"e"})";
+  ASSERT_TRUE(store_->Enroll(kept, Op(), false, 100).ok());
+  ASSERT_TRUE(store_->Enroll(changed, Op(), false, 100).ok());
+  changed.vars_json = R"({"rack":"r2"})";
+  changed.addresses = {{"InternalIP", "10.0.0.2"}};
+  auto r = store_->Import(Rows({kept, changed, MakeEnrollment("node-3", "3")}), {}, Op(), 200);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->created, 1u);
+  EXPECT_EQ(r->updated, 1u);
+  EXPECT_EQ(r->unchanged, 1u);
+  EXPECT_EQ(r->rows[1].outcome, "updated");
+  // The row is the machine's desired state: its addresses and vars only.
+  auto m = store_->GetMachine("node-2");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->vars_json, R"({"rack":"r2"})");
+  EXPECT_EQ(m->addresses, (std::vector<Address>{{"InternalIP", "10.0.0.2"}}));
+}
+
+TEST_F(StoreTest, ImportDryRunStoresNothing) {
+  Enroll("existing", "x");
+  const std::string before = DumpTables(path_);
+  Enrollment update = MakeEnrollment("existing", "x");
+  update.addresses = {{"InternalIP", "10.0.0.9"}};
+  ImportOptions dry;
+  dry.dry_run = true;
+  auto r = store_->Import(Rows({update, MakeEnrollment("node-1", "1"), MakeEnrollment("node-2", "2")}), dry, Op(),
+                          300);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->dry_run);
+  EXPECT_EQ(r->created, 2u);
+  EXPECT_EQ(r->updated, 1u);
+  EXPECT_EQ(DumpTables(path_), before);
+  // A dry run finds the same refusals as a real import.
+  std::vector<Enrollment> bad = {MakeEnrollment("node-1", "1"), MakeEnrollment("node-2", "2", "nowhere")};
+  ExpectFailure(store_->Import(Rows(bad), dry, Op(), 300).status(), Status::Code::kNotFound, "pool_unknown");
+  EXPECT_EQ(DumpTables(path_), before);
 }
 
 TEST_F(StoreTest, ImportIsAllOrNothing) {
@@ -269,9 +498,9 @@ TEST_F(StoreTest, ImportIsAllOrNothing) {
   for (int i = 0; i < 5; ++i) rows.push_back(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)));
   rows[2].pool = "nowhere";
   size_t progress_calls = 0;
-  auto n = store_->Import(rows, Op(), 100, [&](size_t, size_t) { ++progress_calls; });
+  auto n = store_->Import(Rows(rows), {}, Op(), 100, [&](size_t, size_t) { ++progress_calls; });
   ExpectFailure(n.status(), Status::Code::kNotFound, "pool_unknown");
-  EXPECT_NE(n.status().message().find("row 2 (node-2)"), std::string::npos) << n.status().message();
+  EXPECT_NE(n.status().message().find("line 4 (node-2)"), std::string::npos) << n.status().message();
   EXPECT_EQ(progress_calls, 2u);
   auto all = store_->ListMachines();
   ASSERT_TRUE(all.ok());
@@ -279,27 +508,42 @@ TEST_F(StoreTest, ImportIsAllOrNothing) {
   EXPECT_EQ((*all)[0].hostname, "existing");
   EXPECT_EQ(AuditCount(), audit_before);
 
-  // A conflict with what is enrolled keeps its reason.
+  // A conflict with what is enrolled keeps its reason: the same hostname
+  // with another EK.
   rows[2] = MakeEnrollment("existing", "other");
-  ExpectFailure(store_->Import(rows, Op(), 100).status(), Status::Code::kInvalidArgument, "ek_conflict");
-  // So does a conflict inside the file itself.
-  rows[2] = MakeEnrollment("node-9", "0");
-  auto dup = store_->Import(rows, Op(), 100);
-  ExpectFailure(dup.status(), Status::Code::kInvalidArgument, "ek_in_use");
-  EXPECT_NE(dup.status().message().find("row 2 (node-9)"), std::string::npos);
-  EXPECT_EQ(store_->ListMachines()->size(), 1u);
+  ExpectFailure(store_->Import(Rows(rows), {}, Op(), 100).status(), Status::Code::kInvalidArgument, "ek_conflict");
 
   // A throwing progress callback also leaves nothing behind.
   rows[2] = MakeEnrollment("node-2", "2");
   EXPECT_THROW(
-      (void)store_->Import(rows, Op(), 100,
+      (void)store_->Import(Rows(rows), {}, Op(), 100,
                            [](size_t done, size_t) {
                              if (done == 3) throw std::runtime_error("cancelled");
                            }),
       std::runtime_error);
   EXPECT_EQ(store_->ListMachines()->size(), 1u);
-  ASSERT_TRUE(store_->Import(rows, Op(), 100).ok());
+  ASSERT_TRUE(store_->Import(Rows(rows), {}, Op(), 100).ok());
   EXPECT_EQ(store_->ListMachines()->size(), 6u);
+}
+
+TEST_F(StoreTest, Issue15ImportDuplicatesAreFoundBeforeAnythingIsStored) {
+  Enroll("node-1", "1");  // in the store with EK 1
+  const std::string before = DumpTables(path_);
+  // The same hostname twice (once with the enrolled EK, once with another):
+  // a duplicate, never an ek_conflict.
+  auto dup_host = store_->Import(
+      Rows({MakeEnrollment("node-0", "0"), MakeEnrollment("node-1", "1"), MakeEnrollment("node-1", "9")}), {}, Op(),
+      100);
+  ExpectFailure(dup_host.status(), Status::Code::kInvalidArgument, "import_duplicate");
+  EXPECT_NE(dup_host.status().message().find("line 3 and line 4 both enroll hostname node-1"), std::string::npos)
+      << dup_host.status().message();
+  // The same EK under two hostnames.
+  auto dup_ek = store_->Import(Rows({MakeEnrollment("node-5", "5"), MakeEnrollment("node-6", "5")}), {}, Op(), 100);
+  ExpectFailure(dup_ek.status(), Status::Code::kInvalidArgument, "import_duplicate");
+  EXPECT_NE(dup_ek.status().message().find("line 2 (node-5) and line 3 (node-6) carry the same EK"),
+            std::string::npos)
+      << dup_ek.status().message();
+  EXPECT_EQ(DumpTables(path_), before);
 }
 
 TEST_F(StoreTest, MachineVarsAreEnrolledAndUpdated) {

@@ -42,8 +42,10 @@ class SqliteStore final : public Store {
 
   // enrollment.cc
   Result<Machine> Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) override;
-  Result<size_t> Import(const std::vector<Enrollment>& rows, const Actor& actor, int64_t now,
-                        const ImportProgress& progress) override;
+  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+                                     bool replace_ek, int64_t now) override;
+  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options, const Actor& actor,
+                              int64_t now, const ImportProgress& progress) override;
 
   // machines.cc
   Result<Machine> FindMachineByEkHash(const Bytes& ek_hash) override;

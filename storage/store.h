@@ -20,6 +20,7 @@
 //  kInvalidArgument  hostname_invalid, pool_invalid, state_invalid, field_invalid,
 //                    ek_conflict (hostname enrolled with another EK),
 //                    ek_in_use (EK enrolled under another hostname),
+//                    import_duplicate (a hostname or EK twice in an import),
 //                    state_conflict (current state does not allow the change),
 //                    client_cert_already_issued
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
@@ -116,8 +117,9 @@ class Store {
   //    replacement (audited as replace_ek with old and new EK hash) also puts
   //    the machine in e.state, clears TOFU values and the client-certificate
   //    mark, and drops its open sessions and tokens: a new TPM starts over.
-  //  - same hostname, same EK: the enrollment is the desired record. Pool,
-  //    addresses and policy are set to e's; the EK certificate and its facts
+  //  - same hostname, same EK: the enrollment is the desired record (this is
+  //    EnrollMerged with every field given). Pool, addresses, vars and
+  //    policy are set to e's; the EK certificate and its facts
   //    only when e carries a certificate. A pending machine enrolled as
   //    enrolled moves to enrolled. Any other state is kept (a revoked machine
   //    stays revoked: Reset is the explicit way back). Audited as
@@ -125,14 +127,28 @@ class Store {
   // Also pool_unknown, hostname_invalid, state_invalid, field_invalid.
   virtual Result<Machine> Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) = 0;
 
-  // Enrolls every row, with Enroll's rules (replace_ek false), in ONE
-  // transaction: all or nothing. A failure keeps the row's reason and names it
-  // in the message ("row 12 (node-12): ..."); rows are counted from 0.
-  // Returns the number of rows. One audit row per changed machine plus one
-  // import row with the total. An exception thrown by `progress` rolls the
-  // import back and propagates.
-  virtual Result<size_t> Import(const std::vector<Enrollment>& rows, const Actor& actor, int64_t now,
-                                const ImportProgress& progress = nullptr) = 0;
+  // Enroll, keeping what `fields` does not give (EnrollFields): for an
+  // operator's re-enroll, which must never lose addresses, template values
+  // or a policy it was not told to change. Also for replace_ek: the new TPM
+  // keeps the hostname's addresses, vars, pool and policy unless given.
+  // Returns what was done, with the changes in words (EnrollOutcome); one
+  // audit row (enroll, enroll_update or replace_ek) unless unchanged.
+  // Also field_missing (a new machine without a pool); ek_in_use names the
+  // hostname that holds the EK and the commands that free it.
+  virtual Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+                                             bool replace_ek, int64_t now) = 0;
+
+  // Enrolls every row, with EnrollMerged's rules (replace_ek false), in ONE
+  // transaction: all or nothing. First, before anything is written, the rows
+  // are checked against each other: the same hostname or the same EK twice is
+  // import_duplicate (kInvalidArgument), naming both rows' `where`. A row's
+  // failure keeps its reason and names it ("line 12 (node-12): ...").
+  // One audit row per changed machine plus one import row with the counts.
+  // With options.dry_run the same work is done and rolled back: nothing is
+  // stored, and the report says what would have been. An exception thrown by
+  // `progress` rolls the import back and propagates.
+  virtual Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
+                                      const Actor& actor, int64_t now, const ImportProgress& progress = nullptr) = 0;
 
   // --- Machines --------------------------------------------------------------
   virtual Result<Machine> FindMachineByEkHash(const Bytes& ek_hash) = 0;  // machine_unknown (kNotFound)

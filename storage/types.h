@@ -366,6 +366,68 @@ struct ApprovalChanges {
   std::optional<std::string> vars_json;  // a JSON object, opaque here
 };
 
+// --- Enroll that keeps what it is not told to change; imports ---------------
+// (docs/inventory.md)
+
+// Which of an Enrollment's fields the caller gives. What is not given is kept
+// from the machine enrolled under the hostname (a new machine starts with
+// none). The defaults give everything and replace everything: an import
+// row's declarative desired state.
+struct EnrollFields {
+  bool pool = true;                // e.pool replaces (a new machine needs one)
+  bool addresses = true;           // e.addresses are given ...
+  bool replace_addresses = true;   // ... and replace the list; false: added to it
+  bool vars = true;                // e.vars_json (an object of strings) is given ...
+  bool replace_vars = true;        // ... and replaces the set; false: merged by name
+  std::vector<std::string> unset_vars;  // names removed (after the merge)
+  bool policy = true;              // e.policy_json replaces (nullopt: cleared)
+};
+
+// What one enrollment did: kEnrollCreated, kEnrollUpdated, kEnrollUnchanged
+// or kEnrollReplacedEk, and the changes in words, one per field that changed
+// ("pool a -> b", "addresses +InternalIP=10.0.0.6 -InternalIP=10.0.0.5",
+// "vars +rack ~role -old" (names only: values stay out of answers and logs),
+// "policy set", "policy cleared", "policy replaced", "ek_certificate
+// updated", "state pending -> enrolled"); empty unless updated.
+inline constexpr std::string_view kEnrollCreated = "created";
+inline constexpr std::string_view kEnrollUpdated = "updated";
+inline constexpr std::string_view kEnrollUnchanged = "unchanged";
+inline constexpr std::string_view kEnrollReplacedEk = "replaced_ek";
+struct EnrollOutcome {
+  Machine machine;
+  std::string outcome;
+  std::vector<std::string> changes;
+};
+
+// One row of an inventory: the enrollment, the fields it gives, and where it
+// came from ("line 12", "row 3 (line 17)"), which every refusal names.
+struct ImportRow {
+  Enrollment enrollment;
+  EnrollFields fields;
+  std::string where;
+};
+
+struct ImportOptions {
+  // Check every row against the store and report what would be done, in the
+  // same transaction as a real import, which is then rolled back.
+  bool dry_run = false;
+};
+
+struct ImportRowOutcome {
+  std::string where;
+  std::string hostname;
+  std::string outcome;  // kEnrollCreated, kEnrollUpdated or kEnrollUnchanged
+  std::vector<std::string> changes;
+};
+
+struct ImportReport {
+  bool dry_run = false;
+  size_t created = 0;
+  size_t updated = 0;
+  size_t unchanged = 0;
+  std::vector<ImportRowOutcome> rows;  // in the inventory's order
+};
+
 // (done, total), called after each row has been checked and written, inside
 // the transaction; done == total means every row is in and commit follows.
 using ImportProgress = std::function<void(size_t done, size_t total)>;

@@ -1,6 +1,8 @@
 // Checks on what callers store: sizes, names, states and addresses.
 #include "storage/validation.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -43,6 +45,35 @@ bool IsValidPoolName(std::string_view p) {
   return p[0] != '.' && p[0] != '_' && p[0] != '-';
 }
 
+}  // namespace
+
+bool IsIpLiteral(const std::string& v) {
+  unsigned char buf[sizeof(struct in6_addr)];
+  return ::inet_pton(AF_INET, v.c_str(), buf) == 1 || ::inet_pton(AF_INET6, v.c_str(), buf) == 1;
+}
+
+bool IsDnsName(std::string_view n) {
+  if (n.empty() || n.size() > 253) return false;
+  size_t label = 0;
+  char prev = '.';
+  for (char c : n) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (c == '.') {
+      if (label == 0 || prev == '-') return false;
+      label = 0;
+    } else if (alnum || c == '-') {
+      if (label == 0 && c == '-') return false;
+      if (++label > 63) return false;
+    } else {
+      return false;
+    }
+    prev = c;
+  }
+  return label > 0 && prev != '-';
+}
+
+namespace {
+
 void CheckHostname(const std::string& h) {
   if (!IsValidHostname(h)) {
     Fail(Status::InvalidArgument("hostname_invalid", "the hostname must be a lowercase RFC 1123 DNS name"));
@@ -53,10 +84,27 @@ void CheckAddresses(const std::vector<Address>& addresses) {
   CheckSize("addresses", addresses.size(), 0, kMaxAddresses);
   for (const auto& a : addresses) {
     if (!IsValidAddressKind(a.kind)) {
-      Fail(Status::InvalidArgument("field_invalid", "unknown address kind '" + a.kind + "'"));
+      Fail(Status::InvalidArgument("field_invalid", "unknown address kind '" + a.kind +
+                                                        "': use InternalIP, ExternalIP, InternalDNS, "
+                                                        "ExternalDNS or Hostname"));
     }
     if (a.value.empty() || a.value.size() > kMaxAddressValue || !IsPrintableAscii(a.value)) {
-      Fail(Status::InvalidArgument("field_invalid", "an address value is 1..253 printable characters"));
+      Fail(Status::InvalidArgument("field_invalid", "address " + a.kind + "=" + a.value.substr(0, 64) +
+                                                        " is not 1..253 printable characters (no spaces)"));
+    }
+    // The serving CSR's SANs must be a subset of these, so what is stored
+    // must be what a certificate can carry: an IP literal for the IP kinds,
+    // a DNS name for the others.
+    if (a.kind == kAddressInternalIP || a.kind == kAddressExternalIP) {
+      if (!IsIpLiteral(a.value)) {
+        Fail(Status::InvalidArgument("field_invalid", "address " + a.kind + "=" + a.value +
+                                                          " is not an IPv4 or IPv6 address (e.g. 10.0.0.6 "
+                                                          "or fd00::6)"));
+      }
+    } else if (!IsDnsName(a.value)) {
+      Fail(Status::InvalidArgument("field_invalid", "address " + a.kind + "=" + a.value +
+                                                        " is not a DNS name (RFC 1123: labels of 1..63 letters, "
+                                                        "digits and '-', joined by '.')"));
     }
   }
 }

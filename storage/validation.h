@@ -44,7 +44,13 @@ void CheckActor(const Actor& a);                     // field_invalid
 void CheckOptJson(const char* field, const std::optional<std::string>& j);
 // Sorted and without duplicates, so that equal sets compare equal.
 std::vector<Address> NormalizeAddresses(std::vector<Address> a);
-// hostname_invalid, pool_invalid, state_invalid, field_invalid.
+// An IPv4 or IPv6 literal, as inet_pton reads it ("10.0.0.300" is not).
+bool IsIpLiteral(const std::string& v);
+// An RFC 1123 DNS name: labels of 1..63 letters, digits and '-' (not at a
+// label's ends), joined by '.', at most 253 characters, no trailing dot.
+bool IsDnsName(std::string_view n);
+// hostname_invalid, pool_invalid, state_invalid, field_invalid (also for an
+// address whose value does not fit its kind: IsIpLiteral, IsDnsName).
 void CheckEnrollment(const Enrollment& e);
 void CheckRecord(const AttestationRecord& r);  // field_invalid
 

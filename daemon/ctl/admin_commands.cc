@@ -26,19 +26,41 @@ namespace {
 using nlohmann::json;
 
 constexpr char kEnrollHelp[] =
-    "Usage: rackgatectl enroll --hostname NAME --pool POOL\n"
+    "Usage: rackgatectl enroll --hostname NAME [--pool POOL]\n"
     "         (--ek-cert EK.der|EK.pem | --ek-public EK.pub) [--ek-cert ... --ek-public ...]\n"
-    "         [--address KIND=VALUE]... [--var NAME=VALUE]... [--policy POLICY.json]\n"
-    "         [--replace-ek] [--json]\n"
+    "         [--address KIND=VALUE]... [--replace-addresses]\n"
+    "         [--var NAME=VALUE]... [--replace-vars] [--unset-var NAME]...\n"
+    "         [--policy POLICY.json | --clear-policy] [--replace-ek] [--json]\n"
     "\n"
-    "Enrolls a machine: its identity is its EK (the hash of the EK's public key,\n"
-    "the same from the certificate or the TPM2B_PUBLIC). The daemon validates an\n"
-    "EK certificate against its configured manufacturer roots before it records\n"
-    "it. KIND is InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.\n"
-    "An enrolled EK is immutable: enrolling the hostname again with another EK\n"
-    "is refused (ek_conflict) unless --replace-ek is given, which is audited.\n"
-    "--var sets a value for the pool's attested template ({{machine.NAME}});\n"
-    "enrolling again replaces the whole set.\n";
+    "Enrolls a machine, or changes an enrolled one: its identity is its EK (the\n"
+    "hash of the EK's public key, from the certificate or the TPM2B_PUBLIC); the\n"
+    "daemon validates an EK certificate against its manufacturer roots.\n"
+    "Enrolling an enrolled machine again keeps what it is not told to change:\n"
+    "--address adds (--replace-addresses: the list becomes the ones given), --var\n"
+    "sets one value of the attested template's {{machine.NAME}} (--replace-vars\n"
+    "drops the others, --unset-var removes one), --policy replaces the machine's\n"
+    "boot policy (--clear-policy drops it), --pool moves it. It prints what\n"
+    "changed, or \"unchanged\". KIND is InternalIP or ExternalIP (an IP address),\n"
+    "InternalDNS, ExternalDNS or Hostname (a DNS name). Another EK under an\n"
+    "enrolled hostname is refused (ek_conflict) unless --replace-ek (audited).\n"
+    "\n"
+    "Options:\n"
+    "  --hostname NAME        the machine's node name (lowercase RFC 1123)\n"
+    "  --pool POOL            its pool (required for a new machine; default: kept)\n"
+    "  --ek-cert FILE         its EK certificate (DER or PEM)\n"
+    "  --ek-public FILE       its EK public area (TPM2B_PUBLIC, tpm2_createek -f tss)\n"
+    "  --address KIND=VALUE   a node address (repeatable; added to the machine's)\n"
+    "  --replace-addresses    the given addresses replace the machine's\n"
+    "  --var NAME=VALUE       a template value (repeatable; merged by name)\n"
+    "  --replace-vars         the given values replace the machine's\n"
+    "  --unset-var NAME       remove one template value (repeatable)\n"
+    "  --policy FILE          the machine's boot policy (JSON; replaces)\n"
+    "  --clear-policy         drop the machine's boot policy\n"
+    "  --replace-ek           the machine's TPM was replaced: enroll the new EK\n"
+    "  --json                 print JSON instead of a line\n"
+    "\n"
+    "Exit status: 0 enrolled, changed or unchanged; 1 refused (reason code on\n"
+    "stderr); 2 unusable input or rackgated unreachable.\n";
 
 constexpr char kListHelp[] =
     "Usage: rackgatectl list [--pool POOL] [--state STATE] [--json]\n";
@@ -106,15 +128,24 @@ void PrintMachineLine(const json& m) {
 
 int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first,
-                          {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy", "var"}, {"replace-ek", "json"}});
+                          {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy", "var", "unset-var"},
+                           {"replace-ek", "replace-addresses", "replace-vars", "clear-policy", "json"}});
   if (!args.ok()) return UsageError(kEnrollHelp, args.status().message());
   if (args->Has("help")) return std::fputs(kEnrollHelp, stdout), kExitOk;
-  if (Status s = args->Require({"hostname", "pool"}); !s.ok()) return UsageError(kEnrollHelp, s.message());
+  if (Status s = args->Require({"hostname"}); !s.ok()) return UsageError(kEnrollHelp, s.message());
   if (!args->Get("ek-cert") && !args->Get("ek-public")) {
-    return UsageError(kEnrollHelp, "give --ek-cert or --ek-public");
+    return UsageError(kEnrollHelp, "give --ek-cert or --ek-public (the EK is the machine's identity)");
   }
-  json body = {{"hostname", *args->Get("hostname")}, {"pool", *args->Get("pool")},
-               {"replace_ek", args->Has("replace-ek")}, {"addresses", json::array()}};
+  if (args->Has("replace-addresses") && !args->Has("address")) {
+    return UsageError(kEnrollHelp, "--replace-addresses needs the new list: give it with --address KIND=VALUE");
+  }
+  if (args->Has("policy") && args->Has("clear-policy")) {
+    return UsageError(kEnrollHelp, "give --policy or --clear-policy, not both");
+  }
+  // Only what is given goes in the body: the daemon keeps every field the
+  // body does not name (docs/protocol.md, "Enroll").
+  json body = {{"hostname", *args->Get("hostname")}, {"replace_ek", args->Has("replace-ek")}};
+  if (auto p = args->Get("pool")) body["pool"] = *p;
   if (auto p = args->Get("ek-cert")) {
     auto b = FileBase64(*p);
     if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
@@ -125,29 +156,44 @@ int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
     if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
     body["ek_public"] = *b;
   }
-  for (const auto& a : args->GetAll("address")) {
-    auto addr = ParseAddress(a);
-    if (!addr.ok()) return UsageError(kEnrollHelp, addr.status().message());
-    body["addresses"].push_back(*addr);
+  if (args->Has("address")) {
+    body["addresses"] = json::array();
+    for (const auto& a : args->GetAll("address")) {
+      auto addr = ParseAddress(a);
+      if (!addr.ok()) return UsageError(kEnrollHelp, addr.status().message());
+      body["addresses"].push_back(*addr);
+    }
+    body["replace_addresses"] = args->Has("replace-addresses");
   }
   if (auto p = args->Get("policy")) {
     auto policy = ReadJsonFile(*p, 1 << 20);
     if (!policy.ok()) return UsageError(kEnrollHelp, policy.status().message());
     body["policy"] = *policy;
   }
-  for (const auto& v : args->GetAll("var")) {
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0) return UsageError(kEnrollHelp, "--var takes NAME=VALUE");
-    body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
+  if (args->Has("clear-policy")) body["clear_policy"] = true;
+  if (args->Has("var")) {
+    body["vars"] = json::object();
+    for (const auto& v : args->GetAll("var")) {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return UsageError(kEnrollHelp, "--var takes NAME=VALUE, e.g. rack=r12");
+      body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
+    }
   }
+  if (args->Has("replace-vars")) {
+    if (!args->Has("var")) body["vars"] = json::object();  // --replace-vars alone: drop them all
+    body["replace_vars"] = true;
+  }
+  if (args->Has("unset-var")) body["unset_vars"] = args->GetAll("unset-var");
   int code = kExitOk;
   auto m = Send(socket, "POST", "/v1/admin/machines", body, &code);
   if (!m.ok()) return code;
   if (args->Has("json")) {
     PrintJson(*m);
-  } else {
+  } else if (Str(*m, "outcome", "created") == "created") {
     std::printf("enrolled %s: pool %s, state %s, EK %s\n", Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(),
                 Str(*m, "state").c_str(), Str(*m, "ek_hash").c_str());
+  } else {
+    std::printf("%s\n", Str(*m, "summary").c_str());
   }
   return kExitOk;
 }

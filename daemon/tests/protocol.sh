@@ -219,7 +219,7 @@ new_machine m5 lab
 M4="$(lab_dir m4)"; M5="$(lab_dir m5)"
 printf 'hostname,pool,ek_certificate,addresses\nnode-4,default,%s,InternalIP=10.0.0.14\nNODE 5,default,%s,\n' \
   "$M4/ek-rsa.der" "$M5/ek-rsa.der" > "$LAB_DIR/bad.csv"
-lab_expect 1 "row 1 \\(NODE 5\\)" "import with a bad row is refused and names it" \
+lab_expect 1 "line 3 \\(NODE 5\\)" "import with a bad row is refused and names it" \
   "$RG_CTL" --socket "$RG_DIR/admin.sock" import "$LAB_DIR/bad.csv"
 lab_check "a refused import enrolls nothing" bash -c "! '$RG_CTL' --socket '$RG_DIR/admin.sock' show node-4"
 # node-5's certificate inline, as base64 (the documented alternative to a
@@ -241,7 +241,7 @@ expect "import: machines given twice" 400 field_invalid "$(admin_import '{"machi
 expect "import: machines not a list" 400 field_missing "$(admin_import '{"machines":{"a":1}}')" "$LAB_DIR/import.json"
 expect "import: body cut short" 400 bad_json "$(admin_import '{"machines":[{"hostname":"x"}')" "$LAB_DIR/import.json"
 expect "import: a row that is not an object" 400 "" "$(admin_import '{"machines":[7]}')" "$LAB_DIR/import.json"
-lab_check "the refusal names the row" grep -q 'row 0' "$LAB_DIR/import.json"
+lab_check "the refusal names the row" grep -q 'machines\[0\]' "$LAB_DIR/import.json"
 expect "import: an empty list" 200 "" "$(admin_import '{"machines":[]}')" "$LAB_DIR/import.json"
 
 # Reset: an attested machine goes back to enrolled, audited, and may attest

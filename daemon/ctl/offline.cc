@@ -12,6 +12,7 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 #include "wire/codec.h"
+#include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 
@@ -92,10 +93,7 @@ constexpr char kEkVerifyHelp[] =
 
 }  // namespace
 
-int Usage(const char* help, const Status& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), help);
-  return kExitUnusable;
-}
+int Usage(const char* help, const Status& why) { return UsageError(help, why.message()); }
 
 int Fail(const char* command, const Status& s, int code) {
   std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,

@@ -175,7 +175,7 @@ constexpr char kPoolDiffHelp[] =
     "Options:\n"
     "  --public-template FILE    compare the public template with FILE\n"
     "  --attested-template FILE  compare the attested template with FILE\n"
-    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET
+    RACKGATE_OPT_SOCKET
     "\n"
     "Exit status: 0 same; 1 different; 2 unusable input or rackgated unreachable.\n";
 

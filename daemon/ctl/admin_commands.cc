@@ -160,8 +160,9 @@ constexpr char kPoolPutHelp[] =
 constexpr char kPoolShowHelp[] =
     "Usage: rackgatectl pool show [NAME] [--template public|attested] [--json]\n"
     "\n"
-    "Shows pool NAME (its tokens' ages, templates, policy and settings), or\n"
-    "every pool without NAME. --template prints one stored template as JSON.\n"
+    "Shows pool NAME (its tokens' ages, templates, policy and settings), or a\n"
+    "table of every pool without NAME. --template prints one stored template\n"
+    "as JSON.\n"
     "\n"
     "Options:\n"
     "  --template public|attested  print that stored template of NAME\n"
@@ -568,7 +569,19 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
       std::fputs(text.c_str(), stdout);
       return kExitOk;
     }
-    if (args->Has("json") || args->positional().empty()) return PrintJson(*r), kExitOk;
+    if (args->Has("json")) return PrintJson(*r), kExitOk;
+    if (args->positional().empty()) {
+      Table table({"POOL", "TOKEN", "TOKENS", "PUBLIC", "ATTESTED", "POLICY", "UPDATED"});
+      for (const json& p : r->value("pools", json::array())) {
+        const json tokens = p.value("provisioning_tokens", json::array());
+        table.Add({Str(p, "name"), p.value("token_required", false) ? "required" : "off",
+                   std::to_string(tokens.size()), StoredTemplate(p, "public").empty() ? "-" : "yes",
+                   StoredTemplate(p, "attested").empty() ? "-" : "yes", p.contains("boot_policy") ? "yes" : "-",
+                   FormatTime(p, "updated_at")});
+      }
+      table.Print();
+      return kExitOk;
+    }
     std::printf("pool:             %s\n", Str(*r, "name").c_str());
     std::printf("token required:   %s\n", r->value("token_required", false) ? "yes" : "no");
     if (r->contains("provisioning_tokens")) {

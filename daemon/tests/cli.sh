@@ -188,6 +188,8 @@ col = lines[0].index("POOL")
 assert all(len(l) > col and l[col - 2:col] == "  " and l[col] != " " for l in lines[1:]), out
 PY
 
+expect_out "pool show without NAME: a table of every pool" 0 "^POOL +TOKEN +TOKENS" "$C" pool show --socket "$S"
+
 # --- the completion knows every command and flag the parser and help do ----------------
 lab_check "the installed completion is the generated one" cmp "$COMPLETION" <("$C" completion bash)
 lab_check "bash -n accepts the completion" bash -n "$COMPLETION"

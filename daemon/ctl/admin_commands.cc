@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <ctime>
@@ -24,6 +25,13 @@ namespace rackgate::ctl {
 namespace {
 
 using nlohmann::json;
+
+#define RACKGATE_ADMIN_EXIT \
+  "\n"                        \
+  "Exit status: 0 done; 1 refused (reason code on stderr); 2 unusable input or\n" \
+  "rackgated unreachable.\n"
+#define RACKGATE_OPT_JSON "  --json                print the daemon's answer as JSON instead of text\n"
+#define RACKGATE_OPT_SOCKET "  --socket PATH         rackgated's admin socket (default /run/rackgate/admin.sock)\n"
 
 constexpr char kEnrollHelp[] =
     "Usage: rackgatectl enroll --hostname NAME [--pool POOL]\n"
@@ -57,54 +65,152 @@ constexpr char kEnrollHelp[] =
     "  --policy FILE          the machine's boot policy (JSON; replaces)\n"
     "  --clear-policy         drop the machine's boot policy\n"
     "  --replace-ek           the machine's TPM was replaced: enroll the new EK\n"
-    "  --json                 print JSON instead of a line\n"
-    "\n"
-    "Exit status: 0 enrolled, changed or unchanged; 1 refused (reason code on\n"
-    "stderr); 2 unusable input or rackgated unreachable.\n";
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kListHelp[] =
-    "Usage: rackgatectl list [--pool POOL] [--state STATE] [--json]\n";
-constexpr char kShowHelp[] = "Usage: rackgatectl show HOSTNAME [--json]\n";
-constexpr char kActionHelp[] =
-    "Usage: rackgatectl approve|revoke|reset HOSTNAME [--reason TEXT] [--json]\n"
+    "Usage: rackgatectl list [--pool POOL] [--state STATE] [--json]\n"
     "\n"
-    "approve: pending -> enrolled (discovery mode); it can also rename, move\n"
-    "         and address the machine: rackgatectl approve --help.\n"
-    "revoke:  any state -> revoked; its tokens stop working at once. Terminal\n"
-    "         until the machine is enrolled again with --replace-ek.\n"
-    "reset:   attested/provisioned/joined/revoked -> enrolled: lets the machine\n"
-    "         re-provision (clears trust-on-first-use values and the issued\n"
-    "         client certificate mark).\n"
-    "Every action is audited with your user and the reason.\n";
-constexpr char kAuditHelp[] = "Usage: rackgatectl audit [--hostname NAME] [--limit N] [--json]\n";
-constexpr char kStatusHelp[] = "Usage: rackgatectl status [--json]\n";
+    "Lists the enrolled machines: hostname, pool, state, EK hash (first 16 hex\n"
+    "digits), last attestation, trust, last provisioning report, addresses.\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL           only the machines of POOL\n"
+    "  --state STATE         only machines in STATE (pending, enrolled, attested,\n"
+    "                        provisioned, joined, revoked)\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kShowHelp[] =
+    "Usage: rackgatectl show HOSTNAME [--json]\n"
+    "\n"
+    "Shows one machine: pool, state, EK, TPM, addresses, trust and why, and\n"
+    "the agent's last provisioning report (why a node is stuck, without a\n"
+    "console).\n"
+    "\n"
+    "Options:\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kRevokeHelp[] =
+    "Usage: rackgatectl revoke HOSTNAME [--reason TEXT] [--json]\n"
+    "\n"
+    "Any state -> revoked: the machine's tokens stop working at once. Terminal\n"
+    "until the machine is enrolled again with --replace-ek. Audited with your\n"
+    "user and the reason.\n"
+    "\n"
+    "Options:\n"
+    "  --reason TEXT         why, for the audit log\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kResetHelp[] =
+    "Usage: rackgatectl reset HOSTNAME [--reason TEXT] [--json]\n"
+    "\n"
+    "attested/provisioned/joined/revoked -> enrolled: lets the machine\n"
+    "re-provision (clears trust-on-first-use values and the issued client\n"
+    "certificate mark). Audited with your user and the reason.\n"
+    "\n"
+    "Options:\n"
+    "  --reason TEXT         why, for the audit log\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kAuditHelp[] =
+    "Usage: rackgatectl audit [--hostname NAME] [--limit N] [--json]\n"
+    "\n"
+    "The audit log, newest first: when, who (user and uid over the admin\n"
+    "socket, or the machine), what, which machine, the state change and why.\n"
+    "\n"
+    "Options:\n"
+    "  --hostname NAME       only the entries of one machine\n"
+    "  --limit N             at most N entries, 1 to 10000 (default 50)\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kStatusHelp[] =
+    "Usage: rackgatectl status [--json]\n"
+    "\n"
+    "The appliance at a glance: machines by state, untrusted machines, and the\n"
+    "recent attestation failures with their reason codes.\n"
+    "\n"
+    "Options:\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
 constexpr char kPoolHelp[] =
+    "Usage: rackgatectl pool COMMAND ...\n"
+    "\n"
+    "A pool groups machines that share a boot policy and Ignition templates\n"
+    "(docs/ignition.md). Commands:\n"
+    "  put NAME               create or change a pool\n"
+    "  show [NAME]            one pool, or every pool\n"
+    "  diff NAME              compare a stored template with a file\n"
+    "  remove-template NAME public|attested\n"
+    "                         drop one of a pool's templates\n"
+    "Run `rackgatectl pool COMMAND --help` for a command's options.\n"
+    "\n"
+    "Options:\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kPoolPutHelp[] =
     "Usage: rackgatectl pool put NAME [--settings SETTINGS.json] [--policy POLICY.json]\n"
     "         [--public-template PUBLIC.ign] [--attested-template ATTESTED.ign]\n"
     "         [--token-required yes|no] [--json]\n"
-    "       rackgatectl pool show [NAME] [--template public|attested] [--json]\n"
-    "       rackgatectl pool diff NAME (--public-template FILE | --attested-template FILE)\n"
-    "       rackgatectl pool remove-template NAME public|attested\n"
     "\n"
-    "A pool groups machines that share a boot policy and Ignition templates\n"
-    "(docs/ignition.md). The public template is served to anyone holding the\n"
-    "pool's provisioning token at /config/NAME and must carry no secret; the\n"
-    "attested template is merged on top of it for a machine that attested.\n"
-    "Templates are validated when stored (the spec, rackgate's secret rules and\n"
-    "ignition-validate on the appliance). A new pool needs a provisioning token\n"
-    "unless --token-required no: its first token is printed once. Rotate it\n"
-    "with `rackgatectl token rotate`.\n"
-    "diff compares the stored template with FILE (exit 0 same, 1 different).\n";
+    "Creates or changes pool NAME. The public template is served to anyone\n"
+    "holding the pool's provisioning token at /config/NAME and must carry no\n"
+    "secret; the attested template is merged on top of it for a machine that\n"
+    "attested. Templates are validated when stored. A new pool needs a\n"
+    "provisioning token unless --token-required no: its first token is printed\n"
+    "once. Rotate it with `rackgatectl token rotate`.\n"
+    "\n"
+    "Options:\n"
+    "  --settings FILE           the pool's settings (JSON)\n"
+    "  --policy FILE             the pool's boot policy (docs/policy.md)\n"
+    "  --public-template FILE    the public Ignition template\n"
+    "  --attested-template FILE  the attested Ignition template\n"
+    "  --token-required yes|no   whether /config/NAME needs the token (default yes)\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kPoolShowHelp[] =
+    "Usage: rackgatectl pool show [NAME] [--template public|attested] [--json]\n"
+    "\n"
+    "Shows pool NAME (its tokens' ages, templates, policy and settings), or a\n"
+    "table of every pool without NAME. --template prints one stored template\n"
+    "as JSON.\n"
+    "\n"
+    "Options:\n"
+    "  --template public|attested  print that stored template of NAME\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kPoolDiffHelp[] =
+    "Usage: rackgatectl pool diff NAME (--public-template FILE | --attested-template FILE)\n"
+    "\n"
+    "Compares the stored template of pool NAME with FILE, as `diff -u`.\n"
+    "\n"
+    "Options:\n"
+    "  --public-template FILE    compare the public template with FILE\n"
+    "  --attested-template FILE  compare the attested template with FILE\n"
+    RACKGATE_OPT_SOCKET
+    "\n"
+    "Exit status: 0 same; 1 different; 2 unusable input or rackgated unreachable.\n";
+
+constexpr char kPoolRemoveTemplateHelp[] =
+    "Usage: rackgatectl pool remove-template NAME public|attested [--json]\n"
+    "\n"
+    "Removes one of pool NAME's templates (audited).\n"
+    "\n"
+    "Options:\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kTokenHelp[] =
     "Usage: rackgatectl token rotate --pool POOL [--grace DURATION] [--out FILE] [--json]\n"
     "\n"
     "Makes a new provisioning token for POOL and prints it once (or writes it to\n"
-    "FILE, mode 0600). The previous token stays valid for DURATION (e.g. 30m,\n"
-    "2h, 1d, 1h30m; default 0: it stops at once); a token older than that is\n"
-    "dropped. Machines send the token as `Authorization: Bearer` through the\n"
-    "pointer config's httpHeaders (`rackgatectl pointer`).\n";
-
+    "FILE, mode 0600). The previous token stays valid for DURATION; a token\n"
+    "older than that is dropped. Machines send the token through the pointer\n"
+    "config (`rackgatectl pointer`).\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL           the pool\n"
+    "  --grace DURATION      how long the previous token keeps working: 0, 90s,\n"
+    "                        30m, 2h, 1d, 1h30m (default 0: it stops at once)\n"
+    "  --out FILE            write the token to FILE (mode 0600) instead of stdout\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 // Trust and the last provisioning report (docs/trust.md), in a list's
 // columns: "trusted", "untrusted" or "-" (never attested); "ok",
@@ -117,11 +223,9 @@ std::string ReportColumn(const json& m) {
   return outcome == "failed" ? "failed:" + Str(r, "step") : outcome;
 }
 
-void PrintMachineLine(const json& m) {
-  std::printf("%-20s %-12s %-12s %-18s %-21s %-10s %-18s %s\n", Str(m, "hostname").c_str(), Str(m, "pool").c_str(),
-              Str(m, "state").c_str(), Str(m, "ek_hash").substr(0, 16).c_str(),
-              FormatTime(m, "last_attested_at").c_str(), TrustColumn(m).c_str(), ReportColumn(m).c_str(),
-              Addresses(m).c_str());
+std::vector<std::string> MachineRow(const json& m) {
+  return {Str(m, "hostname"), Str(m, "pool"), Str(m, "state"), Str(m, "ek_hash").substr(0, 16),
+          FormatTime(m, "last_attested_at"), TrustColumn(m), ReportColumn(m), Addresses(m)};
 }
 
 }  // namespace
@@ -129,9 +233,17 @@ void PrintMachineLine(const json& m) {
 int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first,
                           {{"hostname", "pool", "ek-cert", "ek-public", "address", "policy", "var", "unset-var"},
-                           {"replace-ek", "replace-addresses", "replace-vars", "clear-policy", "json"}});
+                           {"replace-ek", "replace-addresses", "replace-vars", "clear-policy", "json"},
+                           0});
   if (!args.ok()) return UsageError(kEnrollHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kEnrollHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kEnrollHelp);
+  // A certificate given as the public area: the usual mix-up of the two flags.
+  if (auto p = args->Get("ek-public")) {
+    auto b = ReadFile(*p, kMaxCertFile);
+    if (b.ok() && LooksLikeCertificate(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()))) {
+      return UsageError(kEnrollHelp, *p + " looks like a certificate, not a TPM2B_PUBLIC: use --ek-cert " + *p);
+    }
+  }
   if (Status s = args->Require({"hostname"}); !s.ok()) return UsageError(kEnrollHelp, s.message());
   if (!args->Get("ek-cert") && !args->Get("ek-public")) {
     return UsageError(kEnrollHelp, "give --ek-cert or --ek-public (the EK is the machine's identity)");
@@ -199,9 +311,9 @@ int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
 }
 
 int RunList(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"pool", "state"}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, {{"pool", "state"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kListHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kListHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kListHelp);
   std::string path = "/v1/admin/machines";
   std::string sep = "?";
   for (const char* f : {"pool", "state"}) {
@@ -214,18 +326,18 @@ int RunList(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  std::printf("%-20s %-12s %-12s %-18s %-21s %-10s %-18s %s\n", "HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED",
-              "TRUST", "REPORT", "ADDRESSES");
+  Table table({"HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED", "TRUST", "REPORT", "ADDRESSES"});
   if (r->contains("machines") && r->at("machines").is_array()) {
-    for (const json& m : r->at("machines")) PrintMachineLine(m);
+    for (const json& m : r->at("machines")) table.Add(MachineRow(m));
   }
+  table.Print();
   return kExitOk;
 }
 
 int RunShow(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, {{}, {"json"}, 1});
   if (!args.ok()) return UsageError(kShowHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kShowHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kShowHelp);
   if (args->positional().size() != 1) return UsageError(kShowHelp, "give one HOSTNAME");
   int code = kExitOk;
   auto m = Send(socket, "GET", "/v1/admin/machines/" + args->positional()[0], nullptr, &code);
@@ -274,10 +386,11 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
 
 int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first) {
   if (verb == "approve") return RunApprove(socket, argc, argv, first);
-  auto args = Args::Parse(argc, argv, first, {{"reason"}, {"json"}});
-  if (!args.ok()) return UsageError(kActionHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kActionHelp, stdout), kExitOk;
-  if (args->positional().size() != 1) return UsageError(kActionHelp, "give one HOSTNAME");
+  const char* help = verb == "revoke" ? kRevokeHelp : kResetHelp;
+  auto args = Args::Parse(argc, argv, first, {{"reason"}, {"json"}, 1});
+  if (!args.ok()) return UsageError(help, args.status().message());
+  if (args->Has("help")) return PrintHelp(help);
+  if (args->positional().size() != 1) return UsageError(help, "give one HOSTNAME");
   json body = {{"reason", args->Get("reason").value_or("")}};
   int code = kExitOk;
   auto m = Send(socket, "POST", "/v1/admin/machines/" + args->positional()[0] + "/" + verb, body, &code);
@@ -288,31 +401,33 @@ int RunMachineAction(const std::string& verb, const std::string& socket, int arg
 }
 
 int RunAudit(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kAuditHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kAuditHelp, stdout), kExitOk;
-  std::string path = "/v1/admin/audit?limit=" + args->Get("limit").value_or("50");
+  if (args->Has("help")) return PrintHelp(kAuditHelp);
+  auto limit = args->GetInt("limit", 50, 1, 10000);
+  if (!limit.ok()) return UsageError(kAuditHelp, limit.status().message());
+  std::string path = "/v1/admin/audit?limit=" + std::to_string(*limit);
   if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
   int code = kExitOk;
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  std::printf("%-21s %-24s %-16s %-20s %-24s %s\n", "TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY");
+  Table table({"TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY"});
   if (r->contains("entries") && r->at("entries").is_array()) {
     for (const json& e : r->at("entries")) {
       std::string states = Str(e, "from_state", "") + (e.contains("to_state") ? " -> " + Str(e, "to_state") : "");
-      std::printf("%-21s %-24s %-16s %-20s %-24s %s\n", FormatTime(e, "at").c_str(), Str(e, "actor").c_str(),
-                  Str(e, "action").c_str(), Str(e, "hostname").c_str(), states.empty() ? "-" : states.c_str(),
-                  Str(e, "why", "").c_str());
+      table.Add({FormatTime(e, "at"), Str(e, "actor"), Str(e, "action"), Str(e, "hostname"),
+                 states.empty() ? "-" : states, Str(e, "why", "")});
     }
   }
+  table.Print();
   return kExitOk;
 }
 
 int RunStatus(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, {{}, {"json"}, 0});
   if (!args.ok()) return UsageError(kStatusHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kStatusHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kStatusHelp);
   int code = kExitOk;
   auto r = Send(socket, "GET", "/v1/admin/status", nullptr, &code);
   if (!r.ok()) return code;
@@ -376,11 +491,28 @@ int ShowDiff(const std::string& a, const std::string& a_label, const std::string
 int RunPool(const std::string& socket, int argc, char** argv, int first) {
   if (first >= argc) return UsageError(kPoolHelp, "give put, show, diff or remove-template");
   const std::string sub = argv[first];
-  auto args = Args::Parse(argc, argv, first + 1,
-                          {{"settings", "policy", "public-template", "attested-template", "token-required", "template"},
-                           {"json"}});
-  if (!args.ok()) return UsageError(kPoolHelp, args.status().message());
-  if (args->Has("help") || sub == "--help") return std::fputs(kPoolHelp, stdout), kExitOk;
+  if (sub == "--help") return PrintHelp(kPoolHelp);
+  static const std::vector<std::string> kSubs = {"put", "show", "diff", "remove-template"};
+  if (std::find(kSubs.begin(), kSubs.end(), sub) == kSubs.end()) {
+    return UsageError(kPoolHelp, "unknown pool command '" + sub + "'" + DidYouMean(sub, kSubs));
+  }
+  FlagSpec spec{{}, {"json"}, 1};
+  const char* help = kPoolRemoveTemplateHelp;
+  if (sub == "put") {
+    spec.with_value = {"settings", "policy", "public-template", "attested-template", "token-required"};
+    help = kPoolPutHelp;
+  } else if (sub == "show") {
+    spec.with_value = {"template"};
+    help = kPoolShowHelp;
+  } else if (sub == "diff") {
+    spec.with_value = {"public-template", "attested-template"};
+    help = kPoolDiffHelp;
+  } else {
+    spec.max_positional = 2;
+  }
+  auto args = Args::Parse(argc, argv, first + 1, spec);
+  if (!args.ok()) return UsageError(help, args.status().message());
+  if (args->Has("help")) return PrintHelp(help);
   int code = kExitOk;
   // Template files by kind, as the operator named them.
   std::vector<std::pair<std::string, std::string>> templates;
@@ -389,10 +521,10 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
   }
   if (sub == "diff") {
     if (args->positional().size() != 1 || templates.size() != 1) {
-      return UsageError(kPoolHelp, "give one pool NAME and one of --public-template or --attested-template");
+      return UsageError(kPoolDiffHelp, "give one pool NAME and one of --public-template or --attested-template");
     }
     auto file = ReadJsonFile(templates[0].second, 4 << 20);
-    if (!file.ok()) return UsageError(kPoolHelp, file.status().message());
+    if (!file.ok()) return UsageError(kPoolDiffHelp, file.status().message());
     auto r = Send(socket, "GET", "/v1/admin/pools/" + args->positional()[0], nullptr, &code);
     if (!r.ok()) return code;
     return ShowDiff(StoredTemplate(*r, templates[0].first),
@@ -400,36 +532,39 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
                     templates[0].second);
   }
   if (sub == "remove-template") {
-    if (args->positional().size() != 2) return UsageError(kPoolHelp, "give NAME and public or attested");
+    if (args->positional().size() != 2) return UsageError(kPoolRemoveTemplateHelp, "give NAME and public or attested");
     auto r = Send(socket, "DELETE", "/v1/admin/pools/" + args->positional()[0] + "/templates/" + args->positional()[1],
                   nullptr, &code);
     if (!r.ok()) return code;
+    if (args->Has("json")) return PrintJson(*r), kExitOk;
     std::printf("pool %s: %s template removed\n", args->positional()[0].c_str(), args->positional()[1].c_str());
     return kExitOk;
   }
   if (sub == "put") {
-    if (args->positional().size() != 1) return UsageError(kPoolHelp, "give one pool NAME");
+    if (args->positional().size() != 1) return UsageError(kPoolPutHelp, "give one pool NAME");
     const std::string name = args->positional()[0];
     // Read everything first: a bad file changes nothing on the appliance.
     std::vector<std::pair<std::string, json>> template_docs;
     for (const auto& [which, file] : templates) {
       auto doc = ReadJsonFile(file, 4 << 20);
-      if (!doc.ok()) return UsageError(kPoolHelp, doc.status().message());
+      if (!doc.ok()) return UsageError(kPoolPutHelp, doc.status().message());
       template_docs.emplace_back(which, std::move(doc).value());
     }
     json body = json::object();
     if (auto t = args->Get("token-required")) {
-      if (*t != "yes" && *t != "no") return UsageError(kPoolHelp, "--token-required is yes or no");
+      if (*t != "yes" && *t != "no") {
+        return UsageError(kPoolPutHelp, "--token-required takes yes or no, got '" + *t + "'");
+      }
       body["token_required"] = *t == "yes";
     }
     if (auto p = args->Get("settings")) {
       auto s = ReadJsonFile(*p, 1 << 20);
-      if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
+      if (!s.ok()) return UsageError(kPoolPutHelp, s.status().message());
       body["settings"] = *s;
     }
     if (auto p = args->Get("policy")) {
       auto s = ReadJsonFile(*p, 1 << 20);
-      if (!s.ok()) return UsageError(kPoolHelp, s.status().message());
+      if (!s.ok()) return UsageError(kPoolPutHelp, s.status().message());
       body["boot_policy"] = *s;
     }
     auto r = Send(socket, "PUT", "/v1/admin/pools/" + name, body, &code);
@@ -458,7 +593,7 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
     auto r = Send(socket, "GET", path, nullptr, &code);
     if (!r.ok()) return code;
     if (auto which = args->Get("template")) {
-      if (args->positional().empty()) return UsageError(kPoolHelp, "--template needs a pool NAME");
+      if (args->positional().empty()) return UsageError(kPoolShowHelp, "--template needs a pool NAME");
       const std::string text = StoredTemplate(*r, *which);
       if (text.empty()) {
         std::fprintf(stderr, "rackgatectl: pool %s has no %s template\n", args->positional()[0].c_str(),
@@ -468,7 +603,19 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
       std::fputs(text.c_str(), stdout);
       return kExitOk;
     }
-    if (args->Has("json") || args->positional().empty()) return PrintJson(*r), kExitOk;
+    if (args->Has("json")) return PrintJson(*r), kExitOk;
+    if (args->positional().empty()) {
+      Table table({"POOL", "TOKEN", "TOKENS", "PUBLIC", "ATTESTED", "POLICY", "UPDATED"});
+      for (const json& p : r->value("pools", json::array())) {
+        const json tokens = p.value("provisioning_tokens", json::array());
+        table.Add({Str(p, "name"), p.value("token_required", false) ? "required" : "off",
+                   std::to_string(tokens.size()), StoredTemplate(p, "public").empty() ? "-" : "yes",
+                   StoredTemplate(p, "attested").empty() ? "-" : "yes", p.contains("boot_policy") ? "yes" : "-",
+                   FormatTime(p, "updated_at")});
+      }
+      table.Print();
+      return kExitOk;
+    }
     std::printf("pool:             %s\n", Str(*r, "name").c_str());
     std::printf("token required:   %s\n", r->value("token_required", false) ? "yes" : "no");
     if (r->contains("provisioning_tokens")) {
@@ -484,7 +631,7 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
     std::printf("settings:         %s\n", r->contains("settings") ? r->at("settings").dump().c_str() : "{}");
     return kExitOk;
   }
-  return UsageError(kPoolHelp, "unknown pool command '" + sub + "'");
+  return UsageError(kPoolHelp, "unknown pool command '" + sub + "'" + DidYouMean(sub, kSubs));
 }
 
 
@@ -493,37 +640,45 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
       "Usage: rackgatectl certs [--hostname NAME] [--limit N] [--json]\n"
       "\n"
       "Every kubelet certificate rackgate signed, newest first: serial, machine,\n"
-      "kind (client or serving), whether its key is TPM-resident, and expiry.\n";
-  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}});
+      "kind (client or serving), whether its key is TPM-resident, and expiry.\n"
+      "\n"
+      "Options:\n"
+      "  --hostname NAME       only the certificates of one machine\n"
+      "  --limit N             at most N certificates, 1 to 100000 (default 1000)\n"
+      RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
-  std::string path = "/v1/admin/certificates?limit=" + args->Get("limit").value_or("1000");
+  if (args->Has("help")) return PrintHelp(kHelp);
+  auto limit = args->GetInt("limit", 1000, 1, 100000);
+  if (!limit.ok()) return UsageError(kHelp, limit.status().message());
+  std::string path = "/v1/admin/certificates?limit=" + std::to_string(*limit);
   if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
   int code = kExitOk;
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  std::printf("%-34s %-20s %-8s %-4s %-21s %s\n", "SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER");
+  Table table({"SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER"});
   for (const json& c : r->value("certificates", json::array())) {
-    std::printf("%-34s %-20s %-8s %-4s %-21s %s\n", Str(c, "serial").c_str(), Str(c, "hostname").c_str(),
-                Str(c, "kind").c_str(), c.value("tpm_resident", false) ? "yes" : "no",
-                FormatTime(c, "issued_at").c_str(), FormatTime(c, "not_after").c_str());
+    table.Add({Str(c, "serial"), Str(c, "hostname"), Str(c, "kind"), c.value("tpm_resident", false) ? "yes" : "no",
+               FormatTime(c, "issued_at"), FormatTime(c, "not_after")});
   }
+  table.Print();
   return kExitOk;
 }
 
 int RunToken(const std::string& socket, int argc, char** argv, int first) {
   if (first >= argc) return UsageError(kTokenHelp, "give rotate");
   const std::string sub = argv[first];
-  auto args = Args::Parse(argc, argv, first + 1, {{"pool", "grace", "out"}, {"json"}});
+  if (sub == "--help") return PrintHelp(kTokenHelp);
+  if (sub != "rotate") return UsageError(kTokenHelp, "unknown token command '" + sub + "'" + DidYouMean(sub, {"rotate"}));
+  auto args = Args::Parse(argc, argv, first + 1, {{"pool", "grace", "out"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kTokenHelp, args.status().message());
-  if (args->Has("help") || sub == "--help") return std::fputs(kTokenHelp, stdout), kExitOk;
-  if (sub != "rotate") return UsageError(kTokenHelp, "unknown token command '" + sub + "'");
+  if (args->Has("help")) return PrintHelp(kTokenHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kTokenHelp, s.message());
   json body = json::object();
-  if (auto g = args->Get("grace")) {
-    auto seconds = ParseDuration(*g);
-    if (!seconds) return UsageError(kTokenHelp, "--grace takes a duration such as 30m, 2h or 1d");
+  if (args->Get("grace")) {
+    auto seconds = args->GetDuration("grace", 0);
+    if (!seconds.ok()) return UsageError(kTokenHelp, seconds.status().message());
     body["grace_seconds"] = *seconds;
   }
   int code = kExitOk;
@@ -561,9 +716,13 @@ namespace {
 constexpr char kEventsHelp[] =
     "Usage: rackgatectl events [--pending] [--limit N] [--json]\n"
     "\n"
-    "The newest webhook events (default 50), newest first, with each webhook's\n"
-    "delivery: delivered, or the attempts so far, the next one and the last\n"
-    "error. --pending lists only events some webhook has not received yet.\n";
+    "The newest webhook events, newest first, with each webhook's delivery:\n"
+    "delivered, or the attempts so far, the next one and the last error.\n"
+    "\n"
+    "Options:\n"
+    "  --pending             only events some webhook has not received yet\n"
+    "  --limit N             at most N events, 1 to 10000 (default 50)\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 // One delivery's state in a few words.
 std::string DeliveryState(const json& d) {
@@ -579,32 +738,28 @@ std::string DeliveryState(const json& d) {
 }  // namespace
 
 int RunEvents(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"limit"}, {"pending", "json"}});
+  auto args = Args::Parse(argc, argv, first, {{"limit"}, {"pending", "json"}, 0});
   if (!args.ok()) return UsageError(kEventsHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kEventsHelp, stdout), kExitOk;
-  const std::string limit = args->Get("limit").value_or("50");
-  if (limit.empty() || limit.find_first_not_of("0123456789") != std::string::npos) {
-    return UsageError(kEventsHelp, "--limit takes a number");
-  }
-  std::string path = "/v1/admin/events?limit=" + limit;
+  if (args->Has("help")) return PrintHelp(kEventsHelp);
+  auto limit = args->GetInt("limit", 50, 1, 10000);
+  if (!limit.ok()) return UsageError(kEventsHelp, limit.status().message());
+  std::string path = "/v1/admin/events?limit=" + std::to_string(*limit);
   if (args->Has("pending")) path += "&pending=1";
   int code = kExitOk;
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  std::printf("%-8s %-21s %-20s %-20s %s\n", "ID", "TIME", "TYPE", "MACHINE", "DELIVERIES");
+  Table table({"ID", "TIME", "TYPE", "MACHINE", "DELIVERIES"});
   if (r->contains("events") && r->at("events").is_array()) {
     for (const json& e : r->at("events")) {
       const json machine = e.contains("machine") ? e.at("machine") : json::object();
       const json deliveries = e.contains("deliveries") ? e.at("deliveries") : json::array();
-      std::printf("%-8s %-21s %-20s %-20s %s\n", e.contains("id") ? e.at("id").dump().c_str() : "?",
-                  FormatTime(e, "at").c_str(), Str(e, "type").c_str(), Str(machine, "hostname").c_str(),
-                  deliveries.empty() ? "(no webhook)" : DeliveryState(deliveries.at(0)).c_str());
-      for (size_t i = 1; i < deliveries.size(); ++i) {
-        std::printf("%-8s %-21s %-20s %-20s %s\n", "", "", "", "", DeliveryState(deliveries.at(i)).c_str());
-      }
+      table.Add({e.contains("id") ? e.at("id").dump() : "?", FormatTime(e, "at"), Str(e, "type"),
+                 Str(machine, "hostname"), deliveries.empty() ? "(no webhook)" : DeliveryState(deliveries.at(0))});
+      for (size_t i = 1; i < deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(deliveries.at(i))});
     }
   }
+  table.Print();
   return kExitOk;
 }
 
@@ -620,10 +775,18 @@ int RunApprove(const std::string& socket, int argc, char** argv, int first) {
       "CN is system:node:NEW), puts it in POOL and gives it its addresses (KIND is\n"
       "InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname; any --address\n"
       "replaces the whole set, as --var does the vars), in one audited change.\n"
-      "A hostname another machine has is refused (hostname_taken, naming it).\n";
-  auto args = Args::Parse(argc, argv, first, {{"hostname", "pool", "address", "var", "reason"}, {"json"}});
+      "A hostname another machine has is refused (hostname_taken, naming it).\n"
+      "\n"
+      "Options:\n"
+      "  --hostname NEW        the machine's name from now on\n"
+      "  --pool POOL           the pool it boots from\n"
+      "  --address KIND=VALUE  an address; may repeat (replaces the whole set)\n"
+      "  --var NAME=VALUE      a template value; may repeat (replaces the whole set)\n"
+      "  --reason TEXT         why, for the audit log\n"
+      RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+  auto args = Args::Parse(argc, argv, first, {{"hostname", "pool", "address", "var", "reason"}, {"json"}, 1});
   if (!args.ok()) return UsageError(kHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kHelp);
   if (args->positional().size() != 1) return UsageError(kHelp, "give one HOSTNAME");
   json body = {{"reason", args->Get("reason").value_or("")}};
   if (auto h = args->Get("hostname")) body["hostname"] = *h;
@@ -650,32 +813,71 @@ int RunApprove(const std::string& socket, int argc, char** argv, int first) {
   return kExitOk;
 }
 
+namespace {
+
+constexpr char kCsrHelp[] =
+    "Usage: rackgatectl csr COMMAND ...\n"
+    "\n"
+    "Kubelet CSRs that passed every rule and wait for an operator, because\n"
+    "their pool's settings say \"csr_approval\": {\"client\": \"manual\"} (or\n"
+    "serving, renewal). Commands:\n"
+    "  list                   the waiting requests (--all: every request)\n"
+    "  approve ID             sign the machine's next submission of that key\n"
+    "  deny ID --reason TEXT  refuse it for good; the machine is told why\n"
+    "Run `rackgatectl csr COMMAND --help` for a command's options.\n"
+    "\n"
+    "Options:\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kCsrListHelp[] =
+    "Usage: rackgatectl csr list [--all] [--json]\n"
+    "\n"
+    "The kubelet CSRs waiting for an operator: ID, machine, kind, key hash,\n"
+    "age, whether the key is TPM-resident, state.\n"
+    "\n"
+    "Options:\n"
+    "  --all                 every request and its decision, not only waiting ones\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kCsrApproveHelp[] =
+    "Usage: rackgatectl csr approve ID [--reason TEXT] [--json]\n"
+    "\n"
+    "Lets the machine's next submission of the same key be signed (every rule\n"
+    "is checked again then). Audited.\n"
+    "\n"
+    "Options:\n"
+    "  --reason TEXT         why, for the audit log\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+constexpr char kCsrDenyHelp[] =
+    "Usage: rackgatectl csr deny ID --reason TEXT [--json]\n"
+    "\n"
+    "Refuses the request for good; the machine is told the reason. Audited.\n"
+    "\n"
+    "Options:\n"
+    "  --reason TEXT         why (required; the machine is told it)\n"
+    RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
+
+}  // namespace
+
 int RunCsr(const std::string& socket, int argc, char** argv, int first) {
-  static constexpr char kHelp[] =
-      "Usage: rackgatectl csr list [--all] [--json]\n"
-      "       rackgatectl csr approve ID [--reason TEXT] [--json]\n"
-      "       rackgatectl csr deny ID --reason TEXT [--json]\n"
-      "\n"
-      "Kubelet CSRs that passed every rule and wait for an operator, because\n"
-      "their pool's settings say \"csr_approval\": {\"client\": \"manual\"} (or\n"
-      "serving, renewal). list shows the waiting ones (--all: every request and\n"
-      "its decision). approve lets the machine's next submission of the same key\n"
-      "be signed (every rule is checked again then); deny is final for that CSR,\n"
-      "and the machine is told the reason. Both are audited.\n";
-  if (first >= argc) return UsageError(kHelp, "give list, approve or deny");
+  if (first >= argc) return UsageError(kCsrHelp, "give list, approve or deny");
   const std::string sub = argv[first];
-  if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
-  auto args = Args::Parse(argc, argv, first + 1, {{"reason"}, {"all", "json"}});
-  if (!args.ok()) return UsageError(kHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  if (sub == "--help") return PrintHelp(kCsrHelp);
+  if (sub != "list" && sub != "approve" && sub != "deny") {
+    return UsageError(kCsrHelp, "unknown csr command '" + sub + "'" + DidYouMean(sub, {"list", "approve", "deny"}));
+  }
+  const char* help = sub == "list" ? kCsrListHelp : sub == "approve" ? kCsrApproveHelp : kCsrDenyHelp;
+  auto args = sub == "list" ? Args::Parse(argc, argv, first + 1, {{}, {"all", "json"}, 0})
+                            : Args::Parse(argc, argv, first + 1, {{"reason"}, {"json"}, 1});
+  if (!args.ok()) return UsageError(help, args.status().message());
+  if (args->Has("help")) return PrintHelp(help);
   int code = kExitOk;
   if (sub == "list") {
-    if (!args->positional().empty()) return UsageError(kHelp, "list takes no arguments");
     auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
     if (!r.ok()) return code;
     if (args->Has("json")) return PrintJson(*r), kExitOk;
-    std::printf("%-6s %-24s %-8s %-17s %-8s %-4s %s\n", "ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM",
-                "STATE");
+    Table table({"ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM", "STATE"});
     for (const json& c : r->value("csrs", json::array())) {
       const int64_t age = c.value("age_seconds", int64_t{0});
       const std::string age_text = age < 120 ? std::to_string(age) + "s"
@@ -683,21 +885,20 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
                                                 : std::to_string(age / 3600) + "h";
       std::string state = Str(c, "state");
       if (c.contains("deny_reason")) state += ": " + Str(c, "deny_reason");
-      std::printf("%-6lld %-24s %-8s %-17s %-8s %-4s %s\n", static_cast<long long>(c.value("id", int64_t{0})),
-                  Str(c, "hostname").c_str(), Str(c, "kind").c_str(),
-                  Str(c, "public_key_sha256").substr(0, 16).c_str(), age_text.c_str(),
-                  c.value("tpm_resident", false) ? "yes" : "no", state.c_str());
+      table.Add({std::to_string(c.value("id", int64_t{0})), Str(c, "hostname"), Str(c, "kind"),
+                 Str(c, "public_key_sha256").substr(0, 16), age_text, c.value("tpm_resident", false) ? "yes" : "no",
+                 state});
     }
+    table.Print();
     return kExitOk;
   }
-  if (sub != "approve" && sub != "deny") return UsageError(kHelp, "unknown csr command '" + sub + "'");
-  if (args->positional().size() != 1) return UsageError(kHelp, "give one ID");
+  if (args->positional().size() != 1) return UsageError(help, "give one ID");
   const std::string& id = args->positional()[0];
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
-    return UsageError(kHelp, "an ID is a number (rackgatectl csr list)");
+    return UsageError(help, "ID takes a whole number (see `rackgatectl csr list`), got '" + id + "'");
   }
   if (sub == "deny" && args->Get("reason").value_or("").empty()) {
-    return UsageError(kHelp, "deny needs --reason TEXT (the machine is told it)");
+    return UsageError(help, "deny needs --reason TEXT (the machine is told it)");
   }
   json body = {{"reason", args->Get("reason").value_or("")}};
   auto r = Send(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, body, &code);

@@ -3,6 +3,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -15,9 +16,36 @@ namespace rackgate::ctl {
 
 using nlohmann::json;
 
+std::string HelpCommand(const char* help) {
+  std::string_view h(help);
+  constexpr std::string_view kPrefix = "Usage: rackgatectl ";
+  if (h.substr(0, kPrefix.size()) != kPrefix) return "";
+  h.remove_prefix(kPrefix.size());
+  h = h.substr(0, h.find('\n'));
+  std::string words;
+  while (!h.empty()) {
+    const size_t end = std::min(h.find(' '), h.size());
+    const std::string_view w = h.substr(0, end);
+    const bool word = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || c == '-';
+    }) && w[0] != '-';
+    if (!word) break;
+    words += (words.empty() ? "" : " ") + std::string(w);
+    h.remove_prefix(std::min(end + 1, h.size()));
+  }
+  return words;
+}
+
 int UsageError(const char* help, const std::string& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.c_str(), help);
+  const std::string cmd = HelpCommand(help);
+  std::fprintf(stderr, "rackgatectl: %s\nRun 'rackgatectl %s--help' for usage.\n", why.c_str(),
+               cmd.empty() ? "" : (cmd + " ").c_str());
   return kExitUnusable;
+}
+
+int PrintHelp(const char* help) {
+  std::fputs(help, stdout);
+  return kExitOk;
 }
 
 // Sends a request and maps the answer: prints the daemon's reason on a
@@ -40,6 +68,11 @@ Result<json> Send(const std::string& socket, const std::string& method, const st
     if (e.contains("message") && e.at("message").is_string()) message = e.at("message").get<std::string>();
   }
   std::fprintf(stderr, "rackgatectl: refused: %s: %s\n", reason.c_str(), message.c_str());
+  if (reason == "admin_forbidden") {
+    std::fprintf(stderr,
+                 "rackgatectl: the admin API answers root and members of the rackgate-admin group: "
+                 "`sudo usermod -aG rackgate-admin $USER`, then log in again\n");
+  }
   *exit_code = reply->status >= 500 ? kExitUnusable : kExitRefused;
   return Status::VerificationFailed(reason, message);
 }
@@ -94,34 +127,56 @@ Result<std::string> FileBase64(const std::string& path) {
 Result<json> ReadJsonFile(const std::string& path, size_t max) {
   auto b = ReadFile(path, max);
   if (!b.ok()) return b.status();
-  json doc = json::parse(b->begin(), b->end(), nullptr, false);
-  if (doc.is_discarded()) return Status::InvalidArgument("bad_json", path + " is not valid JSON");
-  return doc;
+  return ParseJsonText(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()), path);
+}
+
+Result<json> ParseJsonText(std::string_view text, const std::string& name) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based offset of the byte where parsing stopped.
+    const size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: WHAT".
+    std::string what = e.what();
+    if (const size_t col = what.find("column "); col != std::string::npos) {
+      if (const size_t colon = what.find(": ", col); colon != std::string::npos) what = what.substr(colon + 2);
+    }
+    return Status::InvalidArgument("bad_json", name + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                                                   ": " + what);
+  }
+}
+
+bool LooksLikeCertificate(std::string_view b) {
+  return b.find("-----BEGIN CERTIFICATE") != std::string_view::npos ||
+         (!b.empty() && static_cast<unsigned char>(b[0]) == 0x30);
+}
+
+void Table::Print() const {
+  std::vector<size_t> width;
+  for (const auto& row : rows_) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows_) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
 }
 
 void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
-
-// "90s", "30m", "2h", "1d", "1h30m" or "0" as seconds; nullopt otherwise.
-std::optional<int64_t> ParseDuration(const std::string& text) {
-  if (text == "0") return 0;
-  int64_t total = 0;
-  size_t i = 0;
-  if (text.empty()) return std::nullopt;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-    if (j == i || j == text.size() || j - i > 7) return std::nullopt;
-    const int64_t n = std::stoll(text.substr(i, j - i));
-    switch (text[j]) {
-      case 's': total += n; break;
-      case 'm': total += n * 60; break;
-      case 'h': total += n * 3600; break;
-      case 'd': total += n * 86400; break;
-      default: return std::nullopt;
-    }
-    i = j + 1;
-  }
-  return total;
-}
 
 }  // namespace rackgate::ctl

@@ -9,14 +9,24 @@
 #include <optional>
 #include <string>
 
+#include <string_view>
+#include <vector>
+
 #include "base/status.h"
+#include "daemon/ctl/args.h"  // ParseDuration, for the commands that include only this header
 
 namespace rackgate::ctl {
 
 constexpr size_t kMaxCertFile = 64 * 1024;
 
-// Prints "rackgatectl: WHY" and the command's help on stderr; exit 2.
+// Prints "rackgatectl: WHY" and "Run 'rackgatectl CMD --help' for usage." on
+// stderr (CMD read from the help's "Usage: rackgatectl CMD" line); exit 2.
 int UsageError(const char* help, const std::string& why);
+// The command words of a help text's first line: "pool put" for
+// "Usage: rackgatectl pool put NAME ...".
+std::string HelpCommand(const char* help);
+// Prints the help on stdout; exit 0.
+int PrintHelp(const char* help);
 
 // Sends a request over the admin socket and maps the answer: prints the
 // daemon's reason on a refusal and sets *exit_code (1 refused, 2 unusable or
@@ -34,11 +44,30 @@ std::string Addresses(const nlohmann::json& machine);
 Result<nlohmann::json> ParseAddress(const std::string& text);
 // A file (at most kMaxCertFile bytes) as base64.
 Result<std::string> FileBase64(const std::string& path);
-// A JSON file of at most `max` bytes.
+// A JSON file of at most `max` bytes. Malformed JSON is kInvalidArgument
+// ("bad_json") reading "PATH:LINE:COLUMN: what is wrong".
 Result<nlohmann::json> ReadJsonFile(const std::string& path, size_t max);
+// `text` as JSON; malformed JSON is kInvalidArgument ("bad_json") reading
+// "NAME:LINE:COLUMN: what is wrong" (lines and columns from 1).
+Result<nlohmann::json> ParseJsonText(std::string_view text, const std::string& name);
 void PrintJson(const nlohmann::json& j);
-// "90s", "30m", "2h", "1d", "1h30m" or "0" as seconds; nullopt otherwise.
-std::optional<int64_t> ParseDuration(const std::string& text);
+// True when `bytes` look like an X.509 certificate: PEM ("-----BEGIN
+// CERTIFICATE") or DER (a SEQUENCE, 0x30; a TPM2B_PUBLIC starts with its
+// two-byte size, never 0x30xx for a public area of a few hundred bytes).
+bool LooksLikeCertificate(std::string_view bytes);
+
+// A table whose columns are as wide as their widest cell (the last column is
+// not padded): long hostnames and pool names never shift the other columns.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Prints the header and the rows on stdout, columns two spaces apart.
+  void Print() const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
 
 }  // namespace rackgate::ctl
 

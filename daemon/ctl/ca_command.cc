@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
@@ -17,18 +18,49 @@ namespace rackgate::ctl {
 namespace {
 
 constexpr char kHelp[] =
-    "Usage: rackgatectl ca import --cluster CERT.pem KEY.pem [--state-dir DIR]\n"
-    "       rackgatectl ca generate --cluster [--name CN] [--days N] [--state-dir DIR]\n"
+    "Usage: rackgatectl ca COMMAND --cluster ...\n"
     "\n"
     "The cluster CA signs the kubelet certificates rackgate vouches for\n"
-    "(docs/csr.md). import checks that CERT is a CA (CA:TRUE, keyCertSign), in\n"
-    "its validity period, and that KEY is its key, then copies both into\n"
-    "DIR/cluster-ca/ (the key with mode 0600). generate makes a new ECDSA P-256\n"
-    "CA there, for labs. Neither overwrites an existing CA. rackgated loads the\n"
-    "CA at the first CSR, or at `systemctl reload rackgated` (SIGHUP) when it\n"
-    "already has one.\n"
-    "  --state-dir  the appliance's state directory (default /var/lib/rackgate)\n"
+    "(docs/csr.md). Commands:\n"
+    "  import --cluster CERT.pem KEY.pem   copy an existing CA into the state dir\n"
+    "  generate --cluster                  make a new CA there, for labs\n"
+    "Run `rackgatectl ca COMMAND --help` for a command's options.\n"
+    "\n"
+    "Options:\n"
+    "  --help         this text\n"
+    "\n"
     "Exit status: 0 done; 1 refused (not a CA, key mismatch, exists); 2 unusable input.\n";
+
+constexpr char kImportHelp[] =
+    "Usage: rackgatectl ca import --cluster CERT.pem KEY.pem [--state-dir DIR] [--json]\n"
+    "\n"
+    "Checks that CERT is a CA (CA:TRUE, keyCertSign), in its validity period,\n"
+    "and that KEY is its key, then copies both into DIR/cluster-ca/ (the key\n"
+    "with mode 0600). Never overwrites an existing CA. rackgated loads the CA\n"
+    "at the first CSR, or at `systemctl reload rackgated` (SIGHUP) when it\n"
+    "already has one.\n"
+    "\n"
+    "Options:\n"
+    "  --cluster         the CA is the cluster CA (the only one rackgate imports)\n"
+    "  --state-dir DIR   the appliance's state directory (default /var/lib/rackgate)\n"
+    "  --json            print {\"cert\", \"key\"} (the paths written)\n"
+    "\n"
+    "Exit status: 0 done; 1 refused (not a CA, key mismatch, exists); 2 unusable input.\n";
+
+constexpr char kGenerateHelp[] =
+    "Usage: rackgatectl ca generate --cluster [--name CN] [--days N] [--state-dir DIR] [--json]\n"
+    "\n"
+    "Makes a new ECDSA P-256 cluster CA in DIR/cluster-ca/, for labs. Never\n"
+    "overwrites an existing CA.\n"
+    "\n"
+    "Options:\n"
+    "  --cluster         the CA is the cluster CA\n"
+    "  --name CN         its common name (default \"rackgate cluster CA\")\n"
+    "  --days N          its validity, 1 to 36500 days (default 3650)\n"
+    "  --state-dir DIR   the appliance's state directory (default /var/lib/rackgate)\n"
+    "  --json            print {\"cert\", \"key\"} (the paths written)\n"
+    "\n"
+    "Exit status: 0 done; 1 refused (exists); 2 unusable input.\n";
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -40,11 +72,23 @@ bool Exists(const std::string& path) {
 int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
-  auto args = Args::Parse(argc, argv, first + 1, {{"state-dir", "name", "days"}, {"cluster"}});
-  if (!args.ok()) return Usage(kHelp, args.status());
-  if (args->Has("help") || sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
+  if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
+  if (sub != "import" && sub != "generate") {
+    return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +
+                                                             DidYouMean(sub, {"import", "generate"})));
+  }
+  const char* help = sub == "import" ? kImportHelp : kGenerateHelp;
+  auto args = sub == "import" ? Args::Parse(argc, argv, first + 1, {{"state-dir"}, {"cluster"}, 2})
+                              : Args::Parse(argc, argv, first + 1, {{"state-dir", "name", "days"}, {"cluster"}, 0});
+  if (!args.ok()) return Usage(help, args.status());
+  if (args->Has("help")) return std::fputs(help, stdout), kExitOk;
   if (!args->Has("cluster")) {
-    return Usage(kHelp, Status::InvalidArgument("usage", "say which CA: --cluster (the only one rackgate imports)"));
+    return Usage(help, Status::InvalidArgument("usage", "say which CA: --cluster (the only one rackgate imports)"));
+  }
+  auto days = args->GetInt("days", 3650, 1, 36500);
+  if (!days.ok()) return Usage(help, days.status());
+  if (sub == "import" && args->positional().size() != 2) {
+    return Usage(help, Status::InvalidArgument("usage", "give CERT.pem KEY.pem"));
   }
   const std::string dir = args->Get("state-dir").value_or("/var/lib/rackgate") + "/cluster-ca";
   const std::string cert = dir + "/ca.crt", key = dir + "/ca.key";
@@ -56,24 +100,15 @@ int RunCa(int argc, char** argv, int first) {
     return Fail("ca", Status::IoError("file_unwritable", dir + ": " + std::strerror(errno)), kExitUnusable);
   }
   if (sub == "generate") {
-    int days = 3650;
-    if (auto d = args->Get("days")) {
-      try {
-        days = std::stoi(*d);
-      } catch (...) {
-        days = 0;
-      }
-      if (days < 1 || days > 36500) return Usage(kHelp, Status::InvalidArgument("usage", "--days is 1 to 36500"));
-    }
-    if (Status s = core::csr::GenerateClusterCa(args->Get("name").value_or("rackgate cluster CA"), days, cert, key);
+    if (Status s = core::csr::GenerateClusterCa(args->Get("name").value_or("rackgate cluster CA"),
+                                                static_cast<int>(*days), cert, key);
         !s.ok()) {
       return Fail("ca", s, kExitUnusable);
     }
+    if (args->Has("json")) return PrintJson({{"generated", true}, {"cert", cert}, {"key", key}}), kExitOk;
     std::printf("cluster CA generated in %s\n", dir.c_str());
     return kExitOk;
   }
-  if (sub != "import") return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'"));
-  if (args->positional().size() != 2) return Usage(kHelp, Status::InvalidArgument("usage", "give CERT.pem KEY.pem"));
   const std::string& in_cert = args->positional()[0];
   const std::string& in_key = args->positional()[1];
   if (Status s = core::csr::ValidateClusterCa(in_cert, in_key); !s.ok()) return Fail("ca", s, kExitRefused);
@@ -86,6 +121,7 @@ int RunCa(int argc, char** argv, int first) {
   if (Status s = WriteFileAtomic(key, *k); !s.ok()) return Fail("ca", s, kExitUnusable);
   if (Status s = WriteFileAtomic(cert, *c); !s.ok()) return Fail("ca", s, kExitUnusable);
   ::chmod(cert.c_str(), 0644);
+  if (args->Has("json")) return PrintJson({{"imported", true}, {"cert", cert}, {"key", key}}), kExitOk;
   std::printf("cluster CA imported into %s\n", dir.c_str());
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "attest/pcr_file.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
+#include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
@@ -37,21 +39,21 @@ constexpr char kReplayHelp[] =
     "Replays a binary TCG event log (as /sys/kernel/security/tpm0/\n"
     "binary_bios_measurements holds it; SHA-1 or crypto-agile) into the PCR\n"
     "values it describes, per bank, and prints them.\n"
-    "\n"
-    "  --json   print {\"pcrs\": {\"sha256\": {\"0\": \"<hex>\", ...}, \"sha1\": {...}},\n"
-    "           \"banks\": [...], \"events\": N}: banks strongest first, PCRs in\n"
-    "           ascending order, lower-case hex. Without it, a table.\n"
-    "\n"
     "Only PCRs some event extends are listed (plus PCR 0 when the log sets a\n"
     "startup locality); any other PCR of a replayed bank still holds its reset\n"
     "value. A declared bank is left out when some event carries no digest for\n"
     "it, or we cannot hash it: its values would be a guess. The log is not\n"
     "evidence by itself; compare the values with a verified quote.\n"
     "\n"
+    "Options:\n"
+    "  --json   print {\"pcrs\": {\"sha256\": {\"0\": \"<hex>\", ...}, \"sha1\": {...}},\n"
+    "           \"banks\": [...], \"events\": N}: banks strongest first, PCRs in\n"
+    "           ascending order, lower-case hex. Without it, a table.\n"
+    "\n"
     "Exit status: 0 replayed; 2 unreadable or malformed log (reason on stderr).\n";
 
 constexpr char kShowHelp[] =
-    "Usage: rackgatectl eventlog show FILE\n"
+    "Usage: rackgatectl eventlog show FILE [--json]\n"
     "\n"
     "Prints one line per event: index, PCR, type, the first 16 hex digits of\n"
     "its sha256 digest (or of its only bank, named, in a SHA-1 log; '-' for\n"
@@ -64,12 +66,16 @@ constexpr char kShowHelp[] =
     "Everything shown comes from the log itself, which proves nothing until\n"
     "it replays to a verified quote. Non-printable bytes are escaped.\n"
     "\n"
+    "Options:\n"
+    "  --json   print {\"events\": [{\"index\", \"pcr\", \"type\", \"digest\",\n"
+    "           \"data\", \"marks\"}...], \"facts\": {...}} instead of the table\n"
+    "\n"
     "Exit status: 0 shown; 2 unreadable or malformed log.\n";
 
 constexpr char kPolicyCheckHelp[] =
     "Usage: rackgatectl policy check --policy POLICY.json --eventlog FILE\n"
     "         [--pcrs PCRS --message QUOTE.msg | --pcrs-json FILE]\n"
-    "         [--tofu-recorded FILE] [--tofu-record-to FILE]\n"
+    "         [--tofu-recorded FILE] [--tofu-record-to FILE] [--json]\n"
     "\n"
     "Judges a measured boot against a boot policy (format: docs/policy.md):\n"
     "the log must replay to the quoted PCRs, then every rule is checked and\n"
@@ -90,6 +96,17 @@ constexpr char kPolicyCheckHelp[] =
     "without it this check is the first use. On success the values to keep\n"
     "are written to --tofu-record-to (atomically, mode 0600) or printed.\n"
     "A failing check records nothing.\n"
+    "\n"
+    "Options:\n"
+    "  --policy FILE          the boot policy (JSON)\n"
+    "  --eventlog FILE        the binary TCG event log\n"
+    "  --pcrs FILE            tpm2_quote's PCR values (with --message)\n"
+    "  --message FILE         tpm2_quote's quoted message (with --pcrs)\n"
+    "  --pcrs-json FILE       quoted PCRs as JSON\n"
+    "  --tofu-recorded FILE   values recorded at the first passing check\n"
+    "  --tofu-record-to FILE  where to write the values to keep\n"
+    "  --json                 print {\"ok\", \"violations\": [{\"rule\", \"reason\",\n"
+    "                         \"message\"}], \"events\", \"secure_boot\"} on stdout\n"
     "\n"
     "Exit status: 0 the policy passes; 1 it does not (every violation on\n"
     "stderr); 2 unusable input (malformed policy, log, PCR or quote file).\n";
@@ -171,6 +188,48 @@ void PrintFacts(const attest::BootFacts& f) {
   }
 }
 
+// `eventlog show --json`: the events and the boot facts, as the table shows them.
+nlohmann::json EventLogJson(const attest::EventLog& log, const attest::BootFacts& f,
+                            const std::map<uint32_t, std::vector<std::string>>& marks) {
+  using nlohmann::json;
+  json banks = json::array();
+  for (uint16_t b : log.banks) banks.push_back(attest::HashAlgName(b));
+  json events = json::array();
+  for (const attest::Event& ev : log.events) {
+    json e = {{"index", ev.index}, {"type", attest::EventTypeName(ev.type)}, {"digest", ShortDigest(ev)},
+              {"data", attest::DescribeEvent(ev)}, {"marks", json::array()}};
+    e["pcr"] = ev.pcr <= attest::kMaxPcrIndex ? json(ev.pcr) : json(nullptr);
+    if (auto it = marks.find(ev.index); it != marks.end()) e["marks"] = it->second;
+    events.push_back(std::move(e));
+  }
+  json separators = json::array();
+  for (const attest::Separator& s : f.separators) {
+    separators.push_back({{"pcr", s.pcr}, {"kind", SeparatorKindName(s.kind)}});
+  }
+  json cmdlines = json::array();
+  for (const attest::KernelCmdline& k : f.kernel_cmdlines) {
+    cmdlines.push_back({{"event", k.event_index}, {"pcr", k.pcr}, {"source", k.source}, {"verified", k.verified},
+                        {"text", attest::PrintableAscii(k.text, 400)}});
+  }
+  json anomalies = json::array();
+  for (const attest::Anomaly& a : f.anomalies) {
+    anomalies.push_back({{"event", a.event_index}, {"reason", a.reason}, {"message", a.message}});
+  }
+  return {{"crypto_agile", log.crypto_agile},
+          {"banks", banks},
+          {"events", events},
+          {"facts",
+           {{"secure_boot", attest::SecureBootStateName(f.secure_boot)},
+            {"uefi_debug_mode", f.uefi_debug_mode},
+            {"separators", separators},
+            {"boot_applications", f.boot_applications.size()},
+            {"authorities", f.authorities.size()},
+            {"option_roms", f.option_roms.size()},
+            {"kernel_cmdlines", cmdlines},
+            {"data_mismatches", f.data_mismatches.size()},
+            {"anomalies", anomalies}}}};
+}
+
 // Everything the log implies about the TPM: its replay, and the reset value
 // of every other PCR of each replayed bank.
 attest::PcrValues FullReplay(const attest::PcrValues& replayed) {
@@ -213,7 +272,7 @@ Result<attest::PcrValues> QuotedFromFiles(const std::string& pcrs_path,
 }  // namespace
 
 int RunEventlogReplay(int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, FlagSpec{{}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, FlagSpec{{}, {"json"}, 1});
   if (!args.ok()) return Usage(kReplayHelp, args.status());
   if (args->Has("help")) {
     std::fputs(kReplayHelp, stdout);
@@ -255,7 +314,7 @@ int RunEventlogReplay(int argc, char** argv, int first) {
 }
 
 int RunEventlogShow(int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, FlagSpec{});
+  auto args = Args::Parse(argc, argv, first, FlagSpec{{}, {"json"}, 1});
   if (!args.ok()) return Usage(kShowHelp, args.status());
   if (args->Has("help")) {
     std::fputs(kShowHelp, stdout);
@@ -273,6 +332,10 @@ int RunEventlogShow(int argc, char** argv, int first) {
   }
   for (const attest::Anomaly& a : facts.anomalies) {
     marks[a.event_index].push_back("[" + a.reason + "]");
+  }
+  if (args->Has("json")) {
+    PrintJson(EventLogJson(*log, facts, marks));
+    return kExitOk;
   }
   std::printf("event log: %zu events, %s, banks declared: %s\n", log->events.size(),
               log->crypto_agile ? "crypto-agile" : "SHA-1", BankNames(log->banks).c_str());
@@ -294,7 +357,8 @@ int RunEventlogShow(int argc, char** argv, int first) {
 int RunPolicyCheck(int argc, char** argv, int first) {
   FlagSpec spec{{"policy", "eventlog", "pcrs", "message", "pcrs-json", "tofu-recorded",
                  "tofu-record-to"},
-                {}};
+                {"json"},
+                0};
   auto args = Args::Parse(argc, argv, first, spec);
   if (!args.ok()) return Usage(kPolicyCheckHelp, args.status());
   if (args->Has("help")) {
@@ -302,10 +366,6 @@ int RunPolicyCheck(int argc, char** argv, int first) {
     return kExitOk;
   }
   if (Status s = args->Require({"policy", "eventlog"}); !s.ok()) return Usage(kPolicyCheckHelp, s);
-  if (!args->positional().empty()) {
-    return Usage(kPolicyCheckHelp, Status::InvalidArgument("usage", "unexpected argument " +
-                                                                        args->positional()[0]));
-  }
   const bool quote_files = args->Has("pcrs") || args->Has("message");
   if (quote_files && args->Has("pcrs-json")) {
     return Usage(kPolicyCheckHelp,
@@ -319,6 +379,12 @@ int RunPolicyCheck(int argc, char** argv, int first) {
 
   auto policy_text = ReadFile(*args->Get("policy"), wire::kMaxPolicySize);
   if (!policy_text.ok()) return Fail(cmd, policy_text.status(), kExitUnusable);
+  // Malformed JSON is told by line and column before the policy's own checks.
+  if (auto j = ParseJsonText(std::string_view(reinterpret_cast<const char*>(policy_text->data()), policy_text->size()),
+                             *args->Get("policy"));
+      !j.ok()) {
+    return Fail(cmd, j.status(), kExitUnusable);
+  }
   auto policy = wire::ParseBootPolicy(
       std::string_view(reinterpret_cast<const char*>(policy_text->data()), policy_text->size()));
   if (!policy.ok()) return Fail(cmd, policy.status().Annotate("--policy"), kExitUnusable);
@@ -329,6 +395,10 @@ int RunPolicyCheck(int argc, char** argv, int first) {
   auto read_pcrs_json = [](const std::string& path, const char* flag) -> Result<attest::PcrValues> {
     auto text = ReadFile(path, wire::kMaxPolicySize);
     if (!text.ok()) return text.status();
+    if (auto j = ParseJsonText(std::string_view(reinterpret_cast<const char*>(text->data()), text->size()), path);
+        !j.ok()) {
+      return j.status();
+    }
     auto v = wire::ParsePcrValuesJson(
         std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
     if (!v.ok()) return v.status().Annotate(flag);
@@ -361,6 +431,18 @@ int RunPolicyCheck(int argc, char** argv, int first) {
 
   const attest::BootFacts facts = attest::ExtractBootFacts(*log);
   const attest::Verdict verdict = attest::Evaluate(*policy, facts, evidence);
+  if (args->Has("json")) {
+    nlohmann::json out = {{"ok", verdict.ok}, {"violations", nlohmann::json::array()},
+                          {"events", log->events.size()},
+                          {"secure_boot", attest::SecureBootStateName(facts.secure_boot)}};
+    for (const attest::Violation& v : verdict.violations) {
+      out["violations"].push_back({{"rule", v.rule}, {"reason", v.reason}, {"message", v.message}});
+    }
+    if (verdict.ok && !verdict.tofu_to_record.empty()) {
+      out["tofu_record"] = nlohmann::json::parse("{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}");
+    }
+    PrintJson(out);
+  }
   if (!verdict.ok) {
     for (const attest::Violation& v : verdict.violations) {
       std::fprintf(stderr, "rackgatectl %s: refused: %s: %s: %s\n", cmd, v.rule.c_str(),
@@ -378,10 +460,11 @@ int RunPolicyCheck(int argc, char** argv, int first) {
       if (Status s = WriteFileAtomic(*path, std::span<const uint8_t>(p, record.size())); !s.ok()) {
         return Fail(cmd, s, kExitUnusable);
       }
-    } else {
+    } else if (!args->Has("json")) {
       std::printf("tofu record: %s", record.c_str());
     }
   }
+  if (args->Has("json")) return kExitOk;
   std::printf("policy ok: %zu events, secure boot %s\n", log->events.size(),
               attest::SecureBootStateName(facts.secure_boot));
   return kExitOk;

@@ -52,6 +52,7 @@ constexpr char kImportHelp[] =
     "  --dry-run   check every row against the appliance and print what would\n"
     "              be done; store nothing\n"
     "  --json      print JSON (the counts and each row's outcome)\n"
+    "  --socket PATH  rackgated's admin socket (default /run/rackgate/admin.sock)\n"
     "\n"
     "Exit status: 0 imported (or checked, with --dry-run); 1 refused (reason\n"
     "code on stderr; nothing stored); 2 unusable input or rackgated unreachable.\n";
@@ -293,9 +294,9 @@ Result<json> JsonMachines(const std::string& text, const std::filesystem::path& 
 }  // namespace
 
 int RunImport(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{}, {"json", "dry-run"}});
+  auto args = Args::Parse(argc, argv, first, {{}, {"json", "dry-run"}, 1});
   if (!args.ok()) return UsageError(kImportHelp, args.status().message());
-  if (args->Has("help")) return std::fputs(kImportHelp, stdout), kExitOk;
+  if (args->Has("help")) return PrintHelp(kImportHelp);
   if (args->positional().size() != 1) return UsageError(kImportHelp, "give one inventory FILE");
   const std::filesystem::path file = args->positional()[0];
   auto data = ReadFile(file.string(), kMaxInventory);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "attest/credential.h"
@@ -12,6 +14,7 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 #include "wire/codec.h"
+#include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
 #include "base/files.h"
 
@@ -51,7 +54,7 @@ std::string FormatTime(int64_t t) {
 
 constexpr char kVerifyQuoteHelp[] =
     "Usage: rackgatectl verify-quote --ak-public AK.pub --message QUOTE.msg\n"
-    "         --signature QUOTE.sig --pcrs PCRS --nonce HEX [--pcr-list sha256:0,1,2]\n"
+    "         --signature QUOTE.sig --pcrs PCRS --nonce HEX [--pcr-list sha256:0,1,2] [--json]\n"
     "\n"
     "Verifies a TPM2_Quote as `tpm2_quote -m -s -o` writes it, against the AK\n"
     "public area `tpm2_createak -f tss -u` wrote. --pcrs takes either PCR format\n"
@@ -60,11 +63,20 @@ constexpr char kVerifyQuoteHelp[] =
     "The AK must pass the AK policy (restricted signing key, fixedTPM,\n"
     "fixedParent, sensitiveDataOrigin, RSA >= 2048 or P-256/P-384, sha256+).\n"
     "\n"
+    "Options:\n"
+    "  --ak-public FILE     the AK public area (TPM2B_PUBLIC)\n"
+    "  --message FILE       the quoted message (tpm2_quote -m)\n"
+    "  --signature FILE     its signature (tpm2_quote -s)\n"
+    "  --pcrs FILE          the PCR values (tpm2_quote -o)\n"
+    "  --nonce HEX          the qualifying data the quote must carry\n"
+    "  --pcr-list LIST      PCRs the quote must cover, e.g. sha256:0,1,2\n"
+    "  --json               print the verified quote's facts as JSON\n"
+    "\n"
     "Exit status: 0 valid; 1 invalid (reason code on stderr); 2 unusable input.\n";
 
 constexpr char kMakeCredentialHelp[] =
     "Usage: rackgatectl makecredential --ek-public EK.pub --name AK.name\n"
-    "         --secret FILE --output CRED\n"
+    "         --secret FILE --output CRED [--json]\n"
     "\n"
     "Wraps the secret (1 to the EK name algorithm's digest size, e.g. 32 bytes)\n"
     "so that only the TPM holding EK can recover it, and only for the object\n"
@@ -73,11 +85,18 @@ constexpr char kMakeCredentialHelp[] =
     "binary name `tpm2_createak -n` writes. CRED is in the format of\n"
     "`tpm2_makecredential -o`, written atomically with mode 0600.\n"
     "\n"
+    "Options:\n"
+    "  --ek-public FILE     the EK public area (TPM2B_PUBLIC)\n"
+    "  --name FILE          the AK's binary name\n"
+    "  --secret FILE        the secret to wrap\n"
+    "  --output FILE        where to write the credential\n"
+    "  --json               print {\"output\", \"bytes\"} when written\n"
+    "\n"
     "Exit status: 0 written; 1 refused (unsupported EK); 2 unusable input.\n";
 
 constexpr char kEkVerifyHelp[] =
     "Usage: rackgatectl ek verify --roots FILE|DIR [--intermediates FILE|DIR]\n"
-    "         --cert EK.der|EK.pem [--ek-public EK.pub] [--at UNIX_SECONDS]\n"
+    "         --cert EK.der|EK.pem [--ek-public EK.pub] [--at UNIX_SECONDS] [--json]\n"
     "\n"
     "Validates a TPM endorsement key certificate: a path to one of the\n"
     "manufacturer roots through the given intermediates (signatures, validity\n"
@@ -88,14 +107,19 @@ constexpr char kEkVerifyHelp[] =
     "--roots and --intermediates may repeat; a directory contributes every\n"
     "certificate file in it (PEM or DER).\n"
     "\n"
+    "Options:\n"
+    "  --roots FILE|DIR          manufacturer root certificates; may repeat\n"
+    "  --intermediates FILE|DIR  intermediate certificates; may repeat\n"
+    "  --cert FILE               the EK certificate, DER or PEM\n"
+    "  --ek-public FILE          the EK public area (TPM2B_PUBLIC) to match\n"
+    "  --at UNIX_SECONDS         check validity at this time (default now)\n"
+    "  --json                    print the certificate's facts as JSON\n"
+    "\n"
     "Exit status: 0 accepted; 1 refused (reason code on stderr); 2 unusable input.\n";
 
 }  // namespace
 
-int Usage(const char* help, const Status& why) {
-  std::fprintf(stderr, "rackgatectl: %s\n\n%s", why.message().c_str(), help);
-  return kExitUnusable;
-}
+int Usage(const char* help, const Status& why) { return UsageError(help, why.message()); }
 
 int Fail(const char* command, const Status& s, int code) {
   std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
@@ -104,7 +128,7 @@ int Fail(const char* command, const Status& s, int code) {
 }
 
 int RunVerifyQuote(int argc, char** argv, int first) {
-  FlagSpec spec{{"ak-public", "message", "signature", "pcrs", "nonce", "pcr-list"}, {}};
+  FlagSpec spec{{"ak-public", "message", "signature", "pcrs", "nonce", "pcr-list"}, {"json"}, 0};
   auto args = Args::Parse(argc, argv, first, spec);
   if (!args.ok()) return Usage(kVerifyQuoteHelp, args.status());
   if (args->Has("help")) {
@@ -148,6 +172,16 @@ int RunVerifyQuote(int argc, char** argv, int first) {
     const bool unusable = v.status().reason() == "pcr_values_incomplete";
     return Fail(cmd, v.status(), unusable ? kExitUnusable : kExitRefused);
   }
+  if (args->Has("json")) {
+    PrintJson({{"ok", true},
+               {"ak_name", attest::HexString(attest::ObjectName(*ak))},
+               {"pcrs", attest::FormatPcrSelectionList(v->selection)},
+               {"hash", attest::HashAlgName(v->hash_alg)},
+               {"reset_count", v->clock.reset_count},
+               {"restart_count", v->clock.restart_count},
+               {"clock", v->clock.clock}});
+    return kExitOk;
+  }
   std::printf("quote ok: ak %s, pcrs %s, sig hash %s, reset %u, restart %u, clock %llu\n",
               attest::HexString(attest::ObjectName(*ak)).c_str(),
               attest::FormatPcrSelectionList(v->selection).c_str(),
@@ -157,7 +191,7 @@ int RunVerifyQuote(int argc, char** argv, int first) {
 }
 
 int RunMakeCredential(int argc, char** argv, int first) {
-  FlagSpec spec{{"ek-public", "name", "secret", "output"}, {}};
+  FlagSpec spec{{"ek-public", "name", "secret", "output"}, {"json"}, 0};
   auto args = Args::Parse(argc, argv, first, spec);
   if (!args.ok()) return Usage(kMakeCredentialHelp, args.status());
   if (args->Has("help")) {
@@ -182,11 +216,12 @@ int RunMakeCredential(int argc, char** argv, int first) {
   if (Status s = WriteFileAtomic(*args->Get("output"), file); !s.ok()) {
     return Fail(cmd, s, kExitUnusable);
   }
+  if (args->Has("json")) PrintJson({{"output", *args->Get("output")}, {"bytes", file.size()}});
   return kExitOk;
 }
 
 int RunEkVerify(int argc, char** argv, int first) {
-  FlagSpec spec{{"roots", "intermediates", "cert", "ek-public", "at"}, {}};
+  FlagSpec spec{{"roots", "intermediates", "cert", "ek-public", "at"}, {"json"}, 0};
   auto args = Args::Parse(argc, argv, first, spec);
   if (!args.ok()) return Usage(kEkVerifyHelp, args.status());
   if (args->Has("help")) {
@@ -196,15 +231,9 @@ int RunEkVerify(int argc, char** argv, int first) {
   if (Status s = args->Require({"roots", "cert"}); !s.ok()) return Usage(kEkVerifyHelp, s);
   const char* cmd = "ek verify";
   int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (auto at = args->Get("at")) {
-    try {
-      size_t used = 0;
-      now = std::stoll(*at, &used);
-      if (used != at->size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      return Usage(kEkVerifyHelp, Status::InvalidArgument("usage", "--at takes unix seconds"));
-    }
-  }
+  auto at = args->GetInt("at", now, 0, std::numeric_limits<int64_t>::max());
+  if (!at.ok()) return Usage(kEkVerifyHelp, at.status());
+  now = *at;
   auto store = attest::EkTrustStore::Load(args->GetAll("roots"), args->GetAll("intermediates"));
   if (!store.ok()) return Fail(cmd, store.status(), kExitUnusable);
   auto cert_bytes = ReadFile(*args->Get("cert"), attest::kMaxEkCertBytes);
@@ -213,6 +242,10 @@ int RunEkVerify(int argc, char** argv, int first) {
   if (auto path = args->Get("ek-public")) {
     auto b = ReadFile(*path, kMaxInputFile);
     if (!b.ok()) return Fail(cmd, b.status(), kExitUnusable);
+    if (LooksLikeCertificate(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()))) {
+      return Usage(kEkVerifyHelp, Status::InvalidArgument("usage", *path + " looks like a certificate, not a "
+                                                                           "TPM2B_PUBLIC: use --cert " + *path));
+    }
     auto parsed = attest::ParseTpm2bPublic(*b);
     if (!parsed.ok()) return Fail(cmd, parsed.status().Annotate("--ek-public"), kExitUnusable);
     ek = std::move(parsed).value();
@@ -223,6 +256,20 @@ int RunEkVerify(int argc, char** argv, int first) {
     if (Status s = attest::CheckEkPublicMatchesCertificate(*ek, *info); !s.ok()) {
       return Fail(cmd, s, CodeFor(s));
     }
+  }
+  if (args->Has("json")) {
+    PrintJson({{"ok", true},
+               {"tpm_manufacturer", info->tpm_manufacturer},
+               {"tpm_model", info->tpm_model},
+               {"tpm_version", info->tpm_version},
+               {"issuer", info->issuer},
+               {"serial", info->serial_hex},
+               {"not_before", FormatTime(info->not_before)},
+               {"not_after", FormatTime(info->not_after)},
+               {"key", info->key_type == attest::kAlgRsa ? "RSA" : "ECC"},
+               {"key_bits", info->key_bits},
+               {"matches_ek_public", ek.has_value()}});
+    return kExitOk;
   }
   std::printf("ek certificate ok\n");
   std::printf("  tpm manufacturer: %s\n  tpm model: %s\n  tpm version: %s\n",

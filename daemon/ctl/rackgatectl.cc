@@ -1,13 +1,18 @@
-// rackgatectl: the operator's command line. Dispatches to the offline
-// commands (no daemon needed) and, later, to the admin API client.
+// rackgatectl: the operator's command line. Takes the global flags from
+// anywhere on the line, then dispatches to the admin API commands, the setup
+// commands and the offline commands (docs/cli.md).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "daemon/ctl/admin_client.h"
 #include "daemon/ctl/admin_commands.h"
+#include "daemon/ctl/admin_util.h"
+#include "daemon/ctl/args.h"
 #include "daemon/ctl/ca_command.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
@@ -17,7 +22,7 @@
 namespace {
 
 constexpr char kHelp[] =
-    "Usage: rackgatectl [--socket PATH] COMMAND [OPTIONS]\n"
+    "Usage: rackgatectl COMMAND [OPTIONS]\n"
     "\n"
     "Appliance commands (talk to rackgated's admin socket, default\n"
     "/run/rackgate/admin.sock, or --socket PATH / $RACKGATE_ADMIN_SOCKET):\n"
@@ -50,33 +55,268 @@ constexpr char kHelp[] =
     "  eventlog show    list a TCG event log's events and boot facts\n"
     "  policy check     judge a measured boot against a boot policy\n"
     "\n"
-    "Run `rackgatectl COMMAND --help` for a command's options and exit codes.\n"
-    "Exit status: 0 ok; 1 refused (reason code on stderr); 2 unusable input.\n";
+    "Global options (before or after the command):\n"
+    "  --socket PATH    rackgated's admin socket\n"
+    "  --json           print one JSON document on stdout instead of text\n"
+    "  --help, -h       a command's help: synopsis, options, exit status\n"
+    "  --version        rackgatectl's version\n"
+    "\n"
+    "Run `rackgatectl COMMAND --help` (or `rackgatectl help COMMAND`) for a\n"
+    "command's options and exit codes.\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused (reason code on stderr); 2 unusable input or\n"
+    "rackgated unreachable.\n";
+
+constexpr char kEkHelp[] =
+    "Usage: rackgatectl ek COMMAND ...\n"
+    "\n"
+    "Endorsement key tools, offline (no daemon needed). Commands:\n"
+    "  verify           validate an EK certificate against manufacturer roots\n"
+    "Run `rackgatectl ek verify --help` for its options.\n"
+    "\n"
+    "Options:\n"
+    "  --help           this text\n"
+    "\n"
+    "Exit status: 0 done; 1 refused (reason code on stderr); 2 unusable input.\n";
+
+constexpr char kEventlogHelp[] =
+    "Usage: rackgatectl eventlog COMMAND FILE ...\n"
+    "\n"
+    "TCG event log tools, offline (no daemon needed). Commands:\n"
+    "  replay FILE      replay a binary event log into PCR values\n"
+    "  show FILE        list its events and the boot facts a policy judges\n"
+    "Run `rackgatectl eventlog COMMAND --help` for a command's options.\n"
+    "\n"
+    "Options:\n"
+    "  --help           this text\n"
+    "\n"
+    "Exit status: 0 done; 2 unreadable or malformed log.\n";
+
+constexpr char kPolicyHelp[] =
+    "Usage: rackgatectl policy COMMAND ...\n"
+    "\n"
+    "Boot policy tools, offline (no daemon needed). Commands:\n"
+    "  check            judge a measured boot against a boot policy\n"
+    "Run `rackgatectl policy check --help` for its options.\n"
+    "\n"
+    "Options:\n"
+    "  --help           this text\n"
+    "\n"
+    "Exit status: 0 the policy passes; 1 it does not; 2 unusable input.\n";
+
+// Every command and subcommand with its own flags (the global ones come on
+// top): the bash completion is generated from this table, and the CLI test
+// (daemon/tests/cli.sh) checks it against each command's parser and help,
+// so neither can drift from the other.
+struct CommandFlags {
+  const char* words;
+  const char* flags;
+};
+constexpr CommandFlags kCommands[] = {
+    {"init", "--state-dir --name --address --renew-serving-cert"},
+    {"enroll", "--hostname --pool --ek-cert --ek-public --address --replace-addresses --var --replace-vars --unset-var --policy --clear-policy --replace-ek"},
+    {"import", "--dry-run"},
+    {"list", "--pool --state"},
+    {"show", ""},
+    {"approve", "--hostname --pool --address --var --reason"},
+    {"revoke", "--reason"},
+    {"reset", "--reason"},
+    {"audit", "--hostname --limit"},
+    {"status", ""},
+    {"pool put", "--settings --policy --public-template --attested-template --token-required"},
+    {"pool show", "--template"},
+    {"pool diff", "--public-template --attested-template"},
+    {"pool remove-template", ""},
+    {"token rotate", "--pool --grace --out"},
+    {"certs", "--hostname --limit"},
+    {"events", "--pending --limit"},
+    {"csr list", "--all"},
+    {"csr approve", "--reason"},
+    {"csr deny", "--reason"},
+    {"pointer", "--pool --url --ca --state-dir --token-file --no-token"},
+    {"ca import", "--cluster --state-dir"},
+    {"ca generate", "--cluster --name --days --state-dir"},
+    {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
+    {"makecredential", "--ek-public --name --secret --output"},
+    {"ek verify", "--roots --intermediates --cert --ek-public --at"},
+    {"eventlog replay", ""},
+    {"eventlog show", ""},
+    {"policy check", "--policy --eventlog --pcrs --message --pcrs-json --tofu-recorded --tofu-record-to"},
+};
+constexpr char kGlobalFlags[] = "--json --socket --help";
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = std::min(s.find(' ', i), s.size());
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+// The first command words, in table order, without repeats.
+std::vector<std::string> TopCommands() {
+  std::vector<std::string> out;
+  for (const auto& c : kCommands) {
+    const std::string top = Split(c.words)[0];
+    if (std::find(out.begin(), out.end(), top) == out.end()) out.push_back(top);
+  }
+  return out;
+}
+
+std::vector<std::string> Subcommands(const std::string& top) {
+  std::vector<std::string> out;
+  for (const auto& c : kCommands) {
+    const auto w = Split(c.words);
+    if (w.size() == 2 && w[0] == top) out.push_back(w[1]);
+  }
+  return out;
+}
+
+// `rackgatectl completion table`: one line per command, "WORDS<TAB>FLAGS".
+int PrintCompletionTable() {
+  for (const auto& c : kCommands) std::printf("%s\t%s\n", c.words, c.flags);
+  return 0;
+}
+
+// `rackgatectl completion bash`: the bash completion script.
+int PrintBashCompletion() {
+  std::string tops, groups, cases;
+  for (const auto& top : TopCommands()) {
+    tops += top + " ";
+    const auto subs = Subcommands(top);
+    if (!subs.empty()) {
+      std::string list;
+      for (const auto& s : subs) list += (list.empty() ? "" : " ") + s;
+      groups += "    " + top + ") subs=\"" + list + "\" ;;\n";
+    }
+  }
+  for (const auto& c : kCommands) {
+    cases += "    \"" + std::string(c.words) + "\") flags=\"" + c.flags + "\" ;;\n";
+  }
+  std::printf(
+      "# bash completion for rackgatectl, generated by `rackgatectl completion bash`.\n"
+      "_rackgatectl() {\n"
+      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+      "  local cmd=\"\" sub=\"\" subs=\"\" flags=\"\" i w\n"
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+      "    w=\"${COMP_WORDS[i]}\"\n"
+      "    case \"$w\" in\n"
+      "      --socket) i=$((i + 1)); continue ;;\n"
+      "      -*) continue ;;\n"
+      "    esac\n"
+      "    if [[ -z \"$cmd\" ]]; then cmd=\"$w\"; elif [[ -z \"$sub\" ]]; then sub=\"$w\"; fi\n"
+      "  done\n"
+      "  [[ \"$prev\" == --socket ]] && return 0\n"
+      "  if [[ -z \"$cmd\" ]]; then\n"
+      "    COMPREPLY=($(compgen -W \"%s--socket --json --help --version\" -- \"$cur\"))\n"
+      "    return 0\n"
+      "  fi\n"
+      "  case \"$cmd\" in\n"
+      "%s"
+      "  esac\n"
+      "  if [[ -n \"$subs\" && -z \"$sub\" ]]; then\n"
+      "    COMPREPLY=($(compgen -W \"$subs --help\" -- \"$cur\"))\n"
+      "    return 0\n"
+      "  fi\n"
+      "  local key=\"$cmd\"\n"
+      "  [[ -n \"$subs\" ]] && key=\"$cmd $sub\"\n"
+      "  case \"$key\" in\n"
+      "%s"
+      "    *) return 0 ;;\n"
+      "  esac\n"
+      "  if [[ \"$cur\" == -* ]]; then\n"
+      "    COMPREPLY=($(compgen -W \"$flags %s\" -- \"$cur\"))\n"
+      "  fi\n"
+      "  return 0\n"
+      "}\n"
+      "complete -o default -F _rackgatectl rackgatectl\n",
+      tops.c_str(), groups.c_str(), cases.c_str(), kGlobalFlags);
+  return 0;
+}
+
+// A group command's subcommand, or its help: `ek verify`, `ek --help`.
+// Returns -1 when `sub` is a known subcommand (the caller runs it).
+int GroupHelpOrError(const char* help, const std::string& group, int argc, char** argv) {
+  if (argc < 3) return rackgate::ctl::UsageError(help, "give a " + group + " command");
+  const std::string sub = argv[2];
+  if (sub == "--help") return rackgate::ctl::PrintHelp(help);
+  const auto subs = Subcommands(group);
+  if (std::find(subs.begin(), subs.end(), sub) != subs.end()) return -1;
+  return rackgate::ctl::UsageError(help, "unknown " + group + " command '" + sub + "'" +
+                                             rackgate::ctl::DidYouMean(sub, subs));
+}
+
+
 
 int Dispatch(int argc, char** argv) {
   using namespace rackgate::ctl;  // NOLINT
-  // A global --socket before the command picks the admin socket.
+  static char kJsonFlag[] = "--json";
+  static char kHelpFlag[] = "--help";
   std::string socket = kDefaultAdminSocket;
   if (const char* env = std::getenv("RACKGATE_ADMIN_SOCKET")) socket = env;
-  int at = 1;
-  while (at + 1 < argc && (!std::strcmp(argv[at], "--socket"))) {
-    socket = argv[at + 1];
-    at += 2;
+  // The global flags, wherever they are (kubectl and systemctl take them
+  // before or after the command): --socket is taken here, --json and --help
+  // are handed to the command after its own arguments.
+  bool json = false, help = false, version = false;
+  std::vector<char*> rest, after_dashes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      after_dashes.assign(argv + i, argv + argc);
+      break;
+    }
+    if (a == "--socket") {
+      if (i + 1 >= argc) {
+        std::fputs("rackgatectl: --socket needs a value\nRun 'rackgatectl --help' for usage.\n", stderr);
+        return kExitUnusable;
+      }
+      socket = argv[++i];
+    } else if (a.rfind("--socket=", 0) == 0) {
+      socket = a.substr(9);
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--help" || a == "-h") {
+      help = true;
+    } else if (a == "--version") {
+      version = true;
+    } else {
+      rest.push_back(argv[i]);
+    }
   }
-  if (at > 1) {
-    argv[at - 1] = argv[0];
-    argv += at - 1;
-    argc -= at - 1;
+  if (!rest.empty() && !std::strcmp(rest[0], "help")) {
+    rest.erase(rest.begin());
+    help = true;
   }
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-      !std::strcmp(argv[1], "help")) {
-    std::fputs(kHelp, argc < 2 ? stderr : stdout);
-    return argc < 2 ? kExitUnusable : kExitOk;
-  }
-  const std::string cmd = argv[1];
-  if (cmd == "--version") {
-    std::puts("rackgatectl " RACKGATE_VERSION);
+  if (version) {
+    if (json) {
+      std::puts("{\"version\": \"" RACKGATE_VERSION "\"}");
+    } else {
+      std::puts("rackgatectl " RACKGATE_VERSION);
+    }
     return kExitOk;
+  }
+  if (rest.empty()) {
+    std::fputs(kHelp, help ? stdout : stderr);
+    return help ? kExitOk : kExitUnusable;
+  }
+  std::vector<char*> args = {argv[0]};
+  args.insert(args.end(), rest.begin(), rest.end());
+  if (json) args.push_back(kJsonFlag);
+  if (help) args.push_back(kHelpFlag);
+  args.insert(args.end(), after_dashes.begin(), after_dashes.end());
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+
+  const std::string cmd = argv[1];
+  if (cmd == "completion") {  // hidden: for the build and the CLI test
+    if (argc == 3 && !std::strcmp(argv[2], "bash")) return PrintBashCompletion();
+    if (argc == 3 && !std::strcmp(argv[2], "table")) return PrintCompletionTable();
+    std::fputs("rackgatectl: give `completion bash`\n", stderr);
+    return kExitUnusable;
   }
   if (cmd == "init") return RunInit(argc, argv, 2);
   if (cmd == "enroll") return RunEnroll(socket, argc, argv, 2);
@@ -98,27 +338,25 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {
-    if (argc >= 3 && !std::strcmp(argv[2], "verify")) return RunEkVerify(argc, argv, 3);
-    std::fputs("Usage: rackgatectl ek verify --help\n", argc >= 3 && !std::strcmp(argv[2], "--help") ? stdout : stderr);
-    return argc >= 3 && !std::strcmp(argv[2], "--help") ? kExitOk : kExitUnusable;
+    if (int rc = GroupHelpOrError(kEkHelp, cmd, argc, argv); rc >= 0) return rc;
+    return RunEkVerify(argc, argv, 3);
   }
-  if (cmd == "eventlog" && argc >= 3 && !std::strcmp(argv[2], "replay")) {
-    return RunEventlogReplay(argc, argv, 3);
+  if (cmd == "eventlog") {
+    if (int rc = GroupHelpOrError(kEventlogHelp, cmd, argc, argv); rc >= 0) return rc;
+    return !std::strcmp(argv[2], "replay") ? RunEventlogReplay(argc, argv, 3) : RunEventlogShow(argc, argv, 3);
   }
-  if (cmd == "eventlog" && argc >= 3 && !std::strcmp(argv[2], "show")) {
-    return RunEventlogShow(argc, argv, 3);
-  }
-  if (cmd == "policy" && argc >= 3 && !std::strcmp(argv[2], "check")) {
+  if (cmd == "policy") {
+    if (int rc = GroupHelpOrError(kPolicyHelp, cmd, argc, argv); rc >= 0) return rc;
     return RunPolicyCheck(argc, argv, 3);
   }
-  if (cmd == "eventlog" || cmd == "policy") {
-    const bool help = argc >= 3 && !std::strcmp(argv[2], "--help");
-    std::fputs(cmd == "eventlog" ? "Usage: rackgatectl eventlog replay|show --help\n"
-                                 : "Usage: rackgatectl policy check --help\n",
-               help ? stdout : stderr);
-    return help ? kExitOk : kExitUnusable;
+  // A typo gets a suggestion and a pointer to the help, not the whole help.
+  if (cmd[0] == '-') {
+    std::fprintf(stderr, "rackgatectl: unknown option %s; give a command first\nRun 'rackgatectl --help' for the commands.\n",
+                 cmd.c_str());
+    return kExitUnusable;
   }
-  std::fprintf(stderr, "rackgatectl: unknown command '%s'\n\n%s", cmd.c_str(), kHelp);
+  std::fprintf(stderr, "rackgatectl: unknown command '%s'%s\nRun 'rackgatectl --help' for the commands.\n",
+               cmd.c_str(), DidYouMean(cmd, TopCommands()).c_str());
   return kExitUnusable;
 }
 

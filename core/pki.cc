@@ -193,4 +193,37 @@ Result<std::string> CertificateFingerprint(const std::string& pem_path) {
   return attest::HexString(std::span<const uint8_t>(md, n));
 }
 
+Result<ServingCertOptions> ReadServingCertNames(const std::string& pem_path) {
+  FILE* f = std::fopen(pem_path.c_str(), "r");
+  if (!f) return Status::IoError("file_unreadable", "cannot read " + pem_path);
+  X509Ptr cert(PEM_read_X509(f, nullptr, nullptr, nullptr));
+  std::fclose(f);
+  if (!cert) return Status::InvalidArgument("pki_invalid", pem_path + " holds no PEM certificate");
+  ServingCertOptions out;
+  ossl::GeneralNamesPtr names(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* gn = sk_GENERAL_NAME_value(names.get(), i);
+    if (gn->type == GEN_DNS) {
+      const ASN1_IA5STRING* dns = gn->d.dNSName;
+      out.dns_names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(dns)),
+                                 static_cast<size_t>(ASN1_STRING_length(dns)));
+    } else if (gn->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* ip = gn->d.iPAddress;
+      const int len = ASN1_STRING_length(ip);
+      char text[INET6_ADDRSTRLEN] = {};
+      if ((len != 4 && len != 16) ||
+          ::inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(ip), text, sizeof text) == nullptr) {
+        return Status::InvalidArgument("pki_invalid", pem_path + " has an IP address SAN of " +
+                                                          std::to_string(len) + " bytes");
+      }
+      out.ip_addresses.emplace_back(text);
+    }
+  }
+  if (out.dns_names.empty() && out.ip_addresses.empty()) {
+    return Status::InvalidArgument("pki_invalid", pem_path + " names no DNS name or IP address");
+  }
+  return out;
+}
+
 }  // namespace rackgate::core

@@ -37,6 +37,13 @@ Status IssueServingCertificate(const ServingCertOptions& options, const std::str
                                const std::string& ca_key_path, const std::string& cert_path,
                                const std::string& key_path);
 
+// The subjectAltName DNS names and IP addresses (as text) of the first
+// certificate in a PEM file, in the certificate's order: what renewing the
+// serving certificate keeps when not told other names. kIoError
+// (file_unreadable); kInvalidArgument (pki_invalid) for no certificate or
+// one without a DNS or IP SAN.
+Result<ServingCertOptions> ReadServingCertNames(const std::string& pem_path);
+
 // The SHA-256 fingerprint (lower-case hex) of the first certificate in a PEM file.
 Result<std::string> CertificateFingerprint(const std::string& pem_path);
 

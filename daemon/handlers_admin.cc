@@ -520,6 +520,11 @@ Response AdminApi::StatusReport(const Request& request) {
   return Response::Json(200, out.dump());
 }
 
+// PUT /v1/admin/pools/{name}: settings, token_required, boot_policy and
+// templates ({"public": CONFIG|null, "attested": CONFIG|null}), each
+// optional. Everything is checked before anything is stored, then stored in
+// one transaction (docs/ignition.md): a refused put leaves the pool, its
+// templates and its tokens as they were.
 Response AdminApi::PutPool(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
@@ -532,10 +537,9 @@ Response AdminApi::PutPool(const Request& request) {
     if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
     pool.settings_json = body->at("settings").dump();
     if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
-      return Response::Error(400, settings.status().reason(), settings.status().message());
+      return Response::Error(400, settings.status().reason(), "settings: " + settings.status().message());
     }
   }
-  const bool created = !store_->GetPool(pool.name).ok();
   if (body->contains("token_required")) {
     if (!body->at("token_required").is_boolean()) {
       return Response::Error(400, "field_invalid", "token_required must be true or false");
@@ -548,25 +552,57 @@ Response AdminApi::PutPool(const Request& request) {
     } else {
       std::string text = body->at("boot_policy").dump();
       auto policy = wire::ParseBootPolicy(text);
-      if (!policy.ok()) return Response::Error(400, policy.status().reason(), policy.status().message());
+      if (!policy.ok()) {
+        return Response::Error(400, policy.status().reason(), "boot policy: " + policy.status().message());
+      }
       pool.boot_policy_json = text;
+    }
+  }
+  std::vector<storage::PoolTemplateChange> templates;
+  if (body->contains("templates")) {
+    const json& t = body->at("templates");
+    if (!t.is_object()) return Response::Error(400, "field_invalid", "templates must be an object");
+    for (const auto& [which, config] : t.items()) {
+      if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
+        return Response::Error(400, "template_unknown", "a template is public or attested");
+      }
+      storage::PoolTemplateChange change{which, std::nullopt, ""};
+      if (!config.is_null()) {
+        // The error names the template: an operator putting both must know
+        // which one to fix.
+        auto checked = ignition_->CheckTemplate(config.dump(), which == storage::kTemplatePublic
+                                                                   ? core::ignition::TemplateKind::kPublic
+                                                                   : core::ignition::TemplateKind::kAttested);
+        if (!checked.ok()) {
+          const int status = checked.status().code() == Status::Code::kIoError ? 503 : 400;
+          return Response::Error(status, checked.status().reason(),
+                                 which + " template: " + checked.status().message());
+        }
+        change.template_json = core::ignition::Serialize(checked->config);
+        change.digest = Sha256Hex(*change.template_json);
+      }
+      templates.push_back(std::move(change));
     }
   }
   auto a = std::get<storage::Actor>(actor);
   a.why = "pool stored by an operator";
-  // A new pool that needs a token gets its first one now, shown only in this
-  // answer (only its hash is stored).
+  // A pool that needs a token and has none gets one now, shown only in this
+  // answer and only if this put's transaction stored it (only its hash is
+  // kept).
   std::optional<std::string> first_token;
-  if (created && pool.token_required) first_token = NewToken();
+  if (pool.token_required) first_token = NewToken();
+  storage::PoolPutOutcome outcome;
   auto stored = store_->PutPool(pool, a, attestation_->Now(),
-                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt);
+                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt, templates,
+                                &outcome);
   ignition_->Invalidate(pool.name);
   if (!stored.ok()) return StoreError(stored.status());
-  Log()->info("{} stored pool {} (provisioning token {})", a.name, stored->name,
-              stored->token_required ? "required" : "off");
+  Log()->info("{} stored pool {} (provisioning token {}{}; {} template(s))", a.name, stored->name,
+              stored->token_required ? "required" : "off", outcome.token_created ? ", first token made" : "",
+              templates.size());
   json j = PoolJson(*stored);
-  if (first_token) j["provisioning_token"] = *first_token;
-  return Response::Json(created ? 201 : 200, j.dump());
+  if (outcome.token_created) j["provisioning_token"] = *first_token;
+  return Response::Json(outcome.created ? 201 : 200, j.dump());
 }
 
 json AdminApi::PoolJson(const storage::Pool& p) {
@@ -653,14 +689,18 @@ Response AdminApi::RotateToken(const Request& request) {
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   auto body = Body(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
-  int64_t grace = 0;
-  if (body->contains("grace_seconds")) {
-    const json& g = body->at("grace_seconds");
-    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
-      return Response::Error(400, "field_invalid", "grace_seconds is 0 to 30 days");
-    }
-    grace = g.get<int64_t>();
+  // The grace period is the operator's explicit choice (0 allowed): no
+  // default either strands booting machines or keeps a leaked token alive.
+  if (!body->contains("grace_seconds")) {
+    return Response::Error(400, "field_missing",
+                           "grace_seconds is required: 0 stops the previous token at once, more keeps it valid "
+                           "that long (`rackgatectl token rotate --pool P --grace 1h`)");
   }
+  const json& g = body->at("grace_seconds");
+  if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
+    return Response::Error(400, "field_invalid", "grace_seconds is 0 to 30 days");
+  }
+  const int64_t grace = g.get<int64_t>();
   const std::string& pool = request.path_params.at("name");
   const std::string token = NewToken();
   auto a = std::get<storage::Actor>(actor);

@@ -83,9 +83,21 @@ Response PublicHandlers::AttestedConfig(const Request& request) {
   return Config(*config);
 }
 
+// The provisioning token travels as `Authorization: Bearer TOKEN` or, for an
+// Ignition of spec 3.0 (which has no httpHeaders), as `?token=TOKEN`
+// (docs/protocol.md). The header wins when both are sent: it is the form
+// that stays out of logs on both ends. SECURITY: the URL form never reaches
+// a log here; http_server.cc logs the path without the query.
+std::optional<std::string> ProvisioningToken(const Request& request) {
+  if (auto bearer = request.BearerToken()) return bearer;
+  auto it = request.query.find("token");
+  if (it == request.query.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
 Response PublicHandlers::PublicConfig(const Request& request) {
   auto config = ignition_->PublicConfig(
-      {request.path_params.at("pool"), request.BearerToken(), request.Header("Accept"), request.peer_address});
+      {request.path_params.at("pool"), ProvisioningToken(request), request.Header("Accept"), request.peer_address});
   if (!config.ok()) return Refused(config.status());
   return Config(*config);
 }

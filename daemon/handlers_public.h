@@ -21,6 +21,10 @@ namespace rackgate::daemon {
 // base64 fields) are optional. bad_json, field_missing or field_invalid.
 Result<core::CsrSubmission> DecodeCsrSubmission(std::string_view body);
 
+// GET /config/{pool}'s provisioning token: the `Authorization: Bearer`
+// header's, else the `token` URL parameter's (non-empty), else nullopt.
+std::optional<std::string> ProvisioningToken(const Request& request);
+
 class PublicHandlers {
  public:
   // BORROWED: the services outlive the handlers.

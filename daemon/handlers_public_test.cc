@@ -3,13 +3,17 @@
 #include "daemon/handlers_public.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "core/ignition_service.h"
 #include "core/report_service.h"
 #include "core/secrets.h"
 #include "daemon/handlers_admin.h"
@@ -195,6 +199,144 @@ TEST(DecodeCsrSubmission, RequiredOptionalAndMalformedFields) {
                 .status()
                 .reason(),
             "field_invalid");
+}
+
+// The provisioning token's two forms (docs/protocol.md): the header wins, the
+// URL parameter serves an Ignition of spec 3.0, an empty one is none.
+TEST(ProvisioningToken, HeaderFirstThenTheUrlParameter) {
+  Request r;
+  EXPECT_FALSE(ProvisioningToken(r).has_value());
+  r.query["token"] = "";
+  EXPECT_FALSE(ProvisioningToken(r).has_value());
+  r.query["token"] = "from-url";
+  EXPECT_EQ(ProvisioningToken(r), "from-url");
+  r.headers["Authorization"] = "Bearer from-header";
+  EXPECT_EQ(ProvisioningToken(r), "from-header");
+}
+
+// Every row of every table, as text: what "the database is unchanged" means.
+std::string DumpDatabase(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return "cannot open " + path;
+  }
+  std::vector<std::string> tables;
+  std::string out;
+  auto rows = [&](const std::string& sql, const std::function<void(sqlite3_stmt*)>& each) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+      out += "cannot prepare " + sql + "\n";
+      return;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) each(st);
+    sqlite3_finalize(st);
+  };
+  rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", [&](sqlite3_stmt* st) {
+    tables.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  });
+  for (const auto& t : tables) {
+    out += "== " + t + "\n";
+    rows("SELECT * FROM \"" + t + "\"", [&](sqlite3_stmt* st) {
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        const unsigned char* v = sqlite3_column_text(st, i);
+        out += v != nullptr ? std::string(reinterpret_cast<const char*>(v), sqlite3_column_bytes(st, i)) : "NULL";
+        out += "|";
+      }
+      out += "\n";
+    });
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Issue 15: `pool put` with a good public and a bad attested template stored
+// the pool, its public template and a provisioning token nobody was shown.
+// Now the refusal names the template, and no table changes; the good put
+// then stores all of it and shows the token it made.
+TEST(PoolPut, Issue15RefusedPutLeavesTheDatabaseUnchanged) {
+  std::string dir = (std::filesystem::temp_directory_path() / "rackgate-poolput-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/pools.db";
+  {
+    auto store = storage::Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    storage::Store* db = store->get();
+    const int64_t now = 1800000000;
+    core::TrustAnchors anchors{attest::EkTrustStore()};
+    core::AttestationService service(db, &anchors, {}, nullptr, [now] { return now; });
+    core::IgnitionOptions o;
+    o.appliance_url = "https://appliance.example:22623";
+    o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+    core::IgnitionService ignition(db, &service, o, nullptr);
+    Router router;
+    AdminApi admin(db, &service, &ignition, std::nullopt);
+    admin.Register(&router);
+    const nlohmann::json kPublic = nlohmann::json::parse(
+        R"({"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/rackgate/url","mode":420,)"
+        R"("contents":{"source":"data:,{{appliance.url}}"}}]}})");
+    // docs/ignition.md's example once had "data:;base64,..." here: not
+    // base64, which ignition-validate refuses too.
+    nlohmann::json attested = nlohmann::json::parse(
+        R"({"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/kubernetes/kubeconfig","mode":384,)"
+        R"("contents":{"source":"data:;base64,..."}}]}})");
+    Request put;
+    put.method = "PUT";
+    put.path = "/v1/admin/pools/workers";
+    put.admin = true;
+    put.peer_cred = PeerCred{};  // uid 0
+    put.body = nlohmann::json{{"templates", {{"public", kPublic}, {"attested", attested}}}}.dump();
+
+    const std::string before = DumpDatabase(path);
+    ASSERT_NE(before.find("== pools"), std::string::npos) << before;
+    Response refused = router.Dispatch(put);
+    ASSERT_EQ(refused.status, 400) << refused.body;
+    const auto error = nlohmann::json::parse(refused.body).at("error");
+    EXPECT_EQ(error.at("reason"), "template_invalid");
+    EXPECT_EQ(error.at("message").get<std::string>().rfind("attested template: ", 0), 0u) << error;
+    EXPECT_EQ(DumpDatabase(path), before);
+    // Settings that do not parse: refused the same way.
+    Request bad_settings = put;
+    bad_settings.body = nlohmann::json{{"settings", {{"no_such_setting", 1}}}}.dump();
+    EXPECT_EQ(router.Dispatch(bad_settings).status, 400);
+    EXPECT_EQ(DumpDatabase(path), before);
+
+    attested["storage"]["files"][0]["contents"]["source"] = "data:;base64,YXBpVmVyc2lvbjogdjEK";
+    put.body = nlohmann::json{{"templates", {{"public", kPublic}, {"attested", attested}}}}.dump();
+    Response created = router.Dispatch(put);
+    ASSERT_EQ(created.status, 201) << created.body;
+    const auto pool = nlohmann::json::parse(created.body);
+    ASSERT_TRUE(pool.contains("provisioning_token")) << pool;
+    EXPECT_TRUE(pool.at("templates").contains("public"));
+    EXPECT_TRUE(pool.at("templates").contains("attested"));
+    // The token shown is the one stored.
+    auto tokens = db->ValidPoolTokens("workers", now);
+    ASSERT_TRUE(tokens.ok());
+    ASSERT_EQ(tokens->size(), 1u);
+    EXPECT_EQ((*tokens)[0].hash, core::TokenHash(pool.at("provisioning_token").get<std::string>()));
+    // Put again: no new token, none shown.
+    Response again = router.Dispatch(put);
+    ASSERT_EQ(again.status, 200) << again.body;
+    EXPECT_FALSE(nlohmann::json::parse(again.body).contains("provisioning_token"));
+    EXPECT_EQ(db->ValidPoolTokens("workers", now)->size(), 1u);
+    // Served with the token in the URL, and with the header.
+    auto via_url = ignition.PublicConfig({"workers", pool.at("provisioning_token").get<std::string>(), {}, "x"});
+    EXPECT_TRUE(via_url.ok()) << via_url.status().ToString();
+
+    // token rotate needs an explicit grace.
+    Request rotate;
+    rotate.method = "POST";
+    rotate.path = "/v1/admin/pools/workers/token/rotate";
+    rotate.admin = true;
+    rotate.peer_cred = PeerCred{};
+    rotate.body = "{}";
+    Response no_grace = router.Dispatch(rotate);
+    EXPECT_EQ(no_grace.status, 400);
+    EXPECT_EQ(nlohmann::json::parse(no_grace.body).at("error").at("reason"), "field_missing");
+    rotate.body = R"({"grace_seconds":0})";
+    EXPECT_EQ(router.Dispatch(rotate).status, 200);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

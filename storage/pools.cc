@@ -1,4 +1,5 @@
 // Pools: settings, boot policies, Ignition templates and provisioning tokens.
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,22 +42,49 @@ std::vector<PoolToken> LoadValidPoolTokens(Connection& c, const std::string& poo
   return out;
 }
 
+// The pools column of a template kind, or nullptr for another kind.
+const char* TemplateColumn(std::string_view which) {
+  return which == kTemplatePublic ? "public_template" : which == kTemplateAttested ? "attested_template" : nullptr;
+}
+
 }  // namespace
 
 Result<Pool> SqliteStore::PutPool(const Pool& pool, const Actor& actor, int64_t now,
-                                  const std::optional<Bytes>& first_token_hash) {
+                                  const std::optional<Bytes>& first_token_hash,
+                                  const std::vector<PoolTemplateChange>& templates, PoolPutOutcome* outcome) {
+  if (outcome != nullptr) *outcome = PoolPutOutcome{};
   return Guard([&]() -> Result<Pool> {
     CheckPoolName(pool.name);
     CheckActor(actor);
     CheckSize("settings_json", pool.settings_json.size(), 0, kMaxJson);
     CheckOptJson("boot_policy_json", pool.boot_policy_json);
     if (first_token_hash) CheckSize("token hash", first_token_hash->size(), 1, kMaxHash);
+    for (const auto& t : templates) {
+      if (TemplateColumn(t.which) == nullptr) {
+        Fail(Status::InvalidArgument("field_invalid", "a template is public or attested"));
+      }
+      CheckOptJson("template", t.template_json);
+      CheckSize("digest", t.digest.size(), 0, 128);
+    }
     const std::string settings = pool.settings_json.empty() ? "{}" : pool.settings_json;
-    return db_->Write([&](Connection& c) {
+    PoolPutOutcome done;
+    Pool stored = db_->Write([&](Connection& c) {
       std::optional<Pool> old = LoadPool(c, pool.name);
       const bool add_token = first_token_hash && !CurrentPoolToken(c, pool.name);
+      // The templates that change, in the order given (a later entry for the
+      // same kind wins).
+      std::map<std::string, const PoolTemplateChange*> changed;
+      for (const auto& t : templates) {
+        const std::optional<std::string>* current =
+            !old ? nullptr : t.which == kTemplatePublic ? &old->public_template : &old->attested_template;
+        if (current != nullptr && *current == t.template_json) {
+          changed.erase(t.which);
+        } else if (current != nullptr || t.template_json) {
+          changed[t.which] = &t;
+        }
+      }
       if (old && old->settings_json == settings && old->boot_policy_json == pool.boot_policy_json &&
-          old->token_required == pool.token_required && !add_token) {
+          old->token_required == pool.token_required && !add_token && changed.empty()) {
         return *old;
       }
       {
@@ -72,6 +100,12 @@ Result<Pool> SqliteStore::PutPool(const Pool& pool, const Actor& actor, int64_t 
             .BindInt(5, pool.token_required ? 1 : 0)
             .Run();
       }
+      json template_detail = json::object();
+      for (const auto& [which, t] : changed) {
+        Stmt s = c.Prepare(std::string("UPDATE pools SET ") + TemplateColumn(which) + " = ?2 WHERE name = ?1");
+        s.BindText(1, pool.name).BindOptText(2, t->template_json).Run();
+        template_detail[which] = t->template_json ? json{{"sha256", t->digest}} : json{{"removed", true}};
+      }
       if (add_token) InsertPoolToken(c, pool.name, *first_token_hash, now);
       // The settings' content stays out of the audit log: they may carry
       // token settings.
@@ -83,11 +117,17 @@ Result<Pool> SqliteStore::PutPool(const Pool& pool, const Actor& actor, int64_t 
         detail["settings_changed"] = old->settings_json != settings;
         detail["boot_policy_changed"] = old->boot_policy_json != pool.boot_policy_json;
       }
+      if (!changed.empty()) detail["templates"] = template_detail;
       WriteAudit(c, actor, now, {"pool_put", nullptr, std::nullopt, std::nullopt, detail});
-      auto stored = LoadPool(c, pool.name);
-      if (!stored) Fail(Status::IoError("db_error", "pool vanished inside its transaction"));
-      return *stored;
+      auto loaded = LoadPool(c, pool.name);
+      if (!loaded) Fail(Status::IoError("db_error", "pool vanished inside its transaction"));
+      // Handed to the caller only after Write returned, that is after the
+      // commit: a failed commit throws and leaves *outcome empty.
+      done = PoolPutOutcome{!old.has_value(), add_token};
+      return *loaded;
     });
+    if (outcome != nullptr) *outcome = done;
+    return stored;
   });
 }
 

@@ -154,5 +154,55 @@ TEST_F(StoreTest, PoolTokensRotateWithOneGracePeriod) {
   EXPECT_FALSE(off->token_required);
 }
 
+// Issue 15: a pool put stores its settings, templates and first token in one
+// transaction, or nothing at all.
+TEST_F(StoreTest, PutPoolStoresTemplatesAndTokenTogetherOrNothing) {
+  const size_t before = AuditCount();
+  Pool p{"edge"};
+  PoolPutOutcome outcome;
+  auto put = store_->PutPool(p, Op(), 100, B("t1"),
+                             {{std::string(kTemplatePublic), std::string("{\"p\":1}"), "aa"},
+                              {std::string(kTemplateAttested), std::string("{\"a\":1}"), "bb"}},
+                             &outcome);
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_TRUE(outcome.created);
+  EXPECT_TRUE(outcome.token_created);
+  EXPECT_EQ(put->public_template, "{\"p\":1}");
+  EXPECT_EQ(put->attested_template, "{\"a\":1}");
+  auto audit = Audit();
+  ASSERT_EQ(audit.size(), before + 1) << "one put, one audit row";
+  EXPECT_EQ(audit.back().action, "pool_put");
+  EXPECT_NE(audit.back().detail_json.find("\"sha256\":\"bb\""), std::string::npos) << audit.back().detail_json;
+  EXPECT_EQ(audit.back().detail_json.find("\"a\":1"), std::string::npos) << "template text in the audit log";
+
+  // A second put with a token hash stores none (the pool has one) and says so.
+  put = store_->PutPool(p, Op(), 110, B("t2"), {{std::string(kTemplateAttested), std::nullopt, ""}}, &outcome);
+  ASSERT_TRUE(put.ok());
+  EXPECT_FALSE(outcome.created);
+  EXPECT_FALSE(outcome.token_created);
+  EXPECT_FALSE(put->attested_template.has_value());
+  EXPECT_EQ(put->public_template, "{\"p\":1}") << "a template not named is kept";
+  ASSERT_EQ(store_->ValidPoolTokens("edge", 110)->size(), 1u);
+  EXPECT_EQ((*store_->ValidPoolTokens("edge", 110))[0].hash, B("t1"));
+
+  // Refused inside the transaction (the token hash is another pool's): no
+  // pool, no template, no token, no audit row.
+  const size_t audit_before = AuditCount();
+  outcome = PoolPutOutcome{true, true};
+  auto refused = store_->PutPool(Pool{"other"}, Op(), 120, B("t1"),
+                                 {{std::string(kTemplatePublic), std::string("{\"p\":2}"), "cc"}}, &outcome);
+  ExpectFailure(refused.status(), Status::Code::kInvalidArgument, "field_invalid");
+  EXPECT_FALSE(outcome.created);
+  EXPECT_FALSE(outcome.token_created);
+  ExpectFailure(store_->GetPool("other").status(), Status::Code::kNotFound, "pool_unknown");
+  EXPECT_TRUE(store_->ValidPoolTokens("other", 120)->empty());
+  EXPECT_EQ(AuditCount(), audit_before);
+  // Refused before it: a template of another kind.
+  ExpectFailure(store_->PutPool(Pool{"other"}, Op(), 130, std::nullopt, {{"secret", std::string("{}"), ""}}).status(),
+                Status::Code::kInvalidArgument, "field_invalid");
+  ExpectFailure(store_->GetPool("other").status(), Status::Code::kNotFound, "pool_unknown");
+  EXPECT_EQ(AuditCount(), audit_before);
+}
+
 }  // namespace
 }  // namespace rackgate::storage

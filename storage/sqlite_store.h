@@ -28,8 +28,8 @@ class SqliteStore final : public Store {
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
 
   // pools.cc
-  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now,
-                       const std::optional<Bytes>& first_token_hash) override;
+  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now, const std::optional<Bytes>& first_token_hash,
+                       const std::vector<PoolTemplateChange>& templates, PoolPutOutcome* outcome) override;
   Result<Pool> GetPool(const std::string& name) override;
   Result<std::vector<Pool>> ListPools() override;
   Result<Pool> SetPoolTemplate(const std::string& pool, std::string_view which,

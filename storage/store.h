@@ -79,14 +79,19 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // --- Pools -----------------------------------------------------------------
-  // Creates or replaces the pool's settings and boot policy (audited as
-  // pool_put; the audit row names the pool, never the settings' content).
+  // Creates or replaces the pool's settings and boot policy, and sets the
+  // `templates` given, all in one transaction with one audit row (pool_put;
+  // it names the pool and the templates' digests, never the settings' or a
+  // template's content): all of it is stored, or nothing. Templates not
+  // named in `templates` are kept; token_required is written as given.
   // `first_token_hash`, when given, becomes the pool's current provisioning
-  // token if it has none (a new pool gets its first token in the same
-  // transaction). token_required and templates of an existing pool: PutPool
-  // writes token_required as given and keeps the templates.
+  // token if it has none; `*outcome` (may be null) says whether it did, so
+  // the caller shows exactly the token it stored. field_invalid for a
+  // template `which` other than public or attested, pool_invalid.
   virtual Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now,
-                               const std::optional<Bytes>& first_token_hash = std::nullopt) = 0;
+                               const std::optional<Bytes>& first_token_hash = std::nullopt,
+                               const std::vector<PoolTemplateChange>& templates = {},
+                               PoolPutOutcome* outcome = nullptr) = 0;
   virtual Result<Pool> GetPool(const std::string& name) = 0;  // pool_unknown
   virtual Result<std::vector<Pool>> ListPools() = 0;
   // Sets (or, with nullopt, removes) the pool's kTemplatePublic or

@@ -190,6 +190,22 @@ struct PoolToken {
 inline constexpr std::string_view kTemplatePublic = "public";
 inline constexpr std::string_view kTemplateAttested = "attested";
 
+// A template that PutPool sets (or, with nullopt, removes) in the pool's own
+// transaction: `which` is kTemplatePublic or kTemplateAttested; `digest` is
+// the caller's SHA-256 hex of the text, for the audit row.
+struct PoolTemplateChange {
+  std::string which;
+  std::optional<std::string> template_json;
+  std::string digest;
+};
+
+// What one PutPool did: whether it created the pool, and whether it stored
+// the first token hash it was given (the caller shows that token only then).
+struct PoolPutOutcome {
+  bool created = false;
+  bool token_created = false;
+};
+
 inline constexpr std::string_view kCertClient = "client";
 inline constexpr std::string_view kCertServing = "serving";
 

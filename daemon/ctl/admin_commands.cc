@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -154,9 +155,11 @@ constexpr char kPoolPutHelp[] =
     "Creates or changes pool NAME. The public template is served to anyone\n"
     "holding the pool's provisioning token at /config/NAME and must carry no\n"
     "secret; the attested template is merged on top of it for a machine that\n"
-    "attested. Templates are validated when stored. A new pool needs a\n"
-    "provisioning token unless --token-required no: its first token is printed\n"
-    "once. Rotate it with `rackgatectl token rotate`.\n"
+    "attested. put checks everything first (settings, policy, both templates:\n"
+    "the spec, rackgate's secret rules, ignition-validate on the appliance),\n"
+    "then stores all of it in one transaction or nothing; a refusal names the\n"
+    "template. A pool that needs a token and has none gets one, printed once.\n"
+    "Rotate it with `rackgatectl token rotate --pool NAME --grace DURATION`.\n"
     "\n"
     "Options:\n"
     "  --settings FILE           the pool's settings (JSON)\n"
@@ -178,13 +181,14 @@ constexpr char kPoolShowHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kPoolDiffHelp[] =
-    "Usage: rackgatectl pool diff NAME (--public-template FILE | --attested-template FILE)\n"
+    "Usage: rackgatectl pool diff NAME (--public-template FILE | --attested-template FILE) [--json]\n"
     "\n"
     "Compares the stored template of pool NAME with FILE, as `diff -u`.\n"
     "\n"
     "Options:\n"
     "  --public-template FILE    compare the public template with FILE\n"
     "  --attested-template FILE  compare the attested template with FILE\n"
+    "  --json                    print {same, diff, stored, file} as JSON\n"
     RACKGATE_OPT_SOCKET
     "\n"
     "Exit status: 0 same; 1 different; 2 unusable input or rackgated unreachable.\n";
@@ -198,17 +202,19 @@ constexpr char kPoolRemoveTemplateHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kTokenHelp[] =
-    "Usage: rackgatectl token rotate --pool POOL [--grace DURATION] [--out FILE] [--json]\n"
+    "Usage: rackgatectl token rotate --pool POOL --grace DURATION [--out FILE] [--json]\n"
     "\n"
     "Makes a new provisioning token for POOL and prints it once (or writes it to\n"
-    "FILE, mode 0600). The previous token stays valid for DURATION; a token\n"
-    "older than that is dropped. Machines send the token through the pointer\n"
-    "config (`rackgatectl pointer`).\n"
+    "FILE, mode 0600). --grace is required: 0 stops the previous token at once;\n"
+    "a duration (30m, 2h, 1d, 1h30m) keeps it valid that long for machines still\n"
+    "booting with it. A token older than the previous one is dropped. Machines\n"
+    "send the token as `Authorization: Bearer` (pointer httpHeaders, spec 3.1+)\n"
+    "or as `?token=` in the URL (spec 3.0): `rackgatectl pointer`.\n"
     "\n"
     "Options:\n"
     "  --pool POOL           the pool\n"
-    "  --grace DURATION      how long the previous token keeps working: 0, 90s,\n"
-    "                        30m, 2h, 1d, 1h30m (default 0: it stops at once)\n"
+    "  --grace DURATION      how long the previous token keeps working (required):\n"
+    "                        0 (it stops at once), 90s, 30m, 2h, 1d, 1h30m\n"
     "  --out FILE            write the token to FILE (mode 0600) instead of stdout\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
@@ -461,20 +467,40 @@ std::string StoredTemplate(const json& pool, const std::string& which) {
 }
 
 // `diff -u` of two texts; its exit status (0 same, 1 different).
-int ShowDiff(const std::string& a, const std::string& a_label, const std::string& b, const std::string& b_label) {
+// Runs `diff -u` over a and b. Its text goes to stdout, or with `as_json`
+// into one JSON document ({"same", "diff", "stored", "file"}). Exit 0 same,
+// 1 different, 2 when diff could not run.
+int ShowDiff(const std::string& a, const std::string& a_label, const std::string& b, const std::string& b_label,
+             bool as_json) {
   char dir[] = "/tmp/rackgatectl-diff-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return kExitUnusable;
   const std::string pa = std::string(dir) + "/a", pb = std::string(dir) + "/b";
   int rc = kExitUnusable;
+  std::string text;
+  int fds[2] = {-1, -1};
   if (WriteFileAtomic(pa, std::span(reinterpret_cast<const uint8_t*>(a.data()), a.size())).ok() &&
-      WriteFileAtomic(pb, std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size())).ok()) {
+      WriteFileAtomic(pb, std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size())).ok() &&
+      ::pipe(fds) == 0) {
     std::fflush(stdout);
     const pid_t pid = ::fork();
     if (pid == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[0]);
+      ::close(fds[1]);
       ::execlp("diff", "diff", "-u", "--label", a_label.c_str(), "--label", b_label.c_str(), pa.c_str(), pb.c_str(),
                static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    ::close(fds[1]);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      text.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
     int status = 0;
     if (pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
       rc = WEXITSTATUS(status) <= 1 ? WEXITSTATUS(status) : kExitUnusable;
@@ -483,6 +509,15 @@ int ShowDiff(const std::string& a, const std::string& a_label, const std::string
   ::unlink(pa.c_str());
   ::unlink(pb.c_str());
   ::rmdir(dir);
+  if (rc == kExitUnusable) {
+    std::fprintf(stderr, "rackgatectl: could not run diff(1); is the diffutils package installed?\n");
+    return rc;
+  }
+  if (as_json) {
+    PrintJson(json{{"same", rc == 0}, {"stored", a_label}, {"file", b_label}, {"diff", text}});
+  } else {
+    std::fputs(text.c_str(), stdout);
+  }
   return rc;
 }
 
@@ -529,7 +564,7 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
     if (!r.ok()) return code;
     return ShowDiff(StoredTemplate(*r, templates[0].first),
                     "stored " + templates[0].first + " template of " + args->positional()[0], file->dump(2) + "\n",
-                    templates[0].second);
+                    templates[0].second, args->Has("json"));
   }
   if (sub == "remove-template") {
     if (args->positional().size() != 2) return UsageError(kPoolRemoveTemplateHelp, "give NAME and public or attested");
@@ -567,17 +602,17 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
       if (!s.ok()) return UsageError(kPoolPutHelp, s.status().message());
       body["boot_policy"] = *s;
     }
+    // One request: the appliance checks everything, then stores everything
+    // or nothing, so a refused template leaves no half-made pool and no
+    // token that was never shown.
+    if (!template_docs.empty()) {
+      body["templates"] = json::object();
+      for (const auto& [which, doc] : template_docs) body["templates"][which] = doc;
+    }
     auto r = Send(socket, "PUT", "/v1/admin/pools/" + name, body, &code);
     if (!r.ok()) return code;
     const std::string token = Str(*r, "provisioning_token", "");
-    for (const auto& [which, doc] : template_docs) {
-      r = Send(socket, "PUT", "/v1/admin/pools/" + name + "/templates/" + which, doc, &code);
-      if (!r.ok()) return code;
-    }
-    if (args->Has("json")) {
-      if (!token.empty()) (*r)["provisioning_token"] = token;
-      return PrintJson(*r), kExitOk;
-    }
+    if (args->Has("json")) return PrintJson(*r), kExitOk;  // provisioning_token included
     std::printf("pool %s stored; provisioning token %s\n", Str(*r, "name").c_str(),
                 r->value("token_required", false) ? "required" : "off");
     for (const auto& [which, doc] : template_docs) std::printf("  %s template stored\n", which.c_str());
@@ -675,12 +710,17 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
   if (!args.ok()) return UsageError(kTokenHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kTokenHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kTokenHelp, s.message());
-  json body = json::object();
-  if (args->Get("grace")) {
-    auto seconds = args->GetDuration("grace", 0);
-    if (!seconds.ok()) return UsageError(kTokenHelp, seconds.status().message());
-    body["grace_seconds"] = *seconds;
+  // No default grace: stopping the current token at once strands machines
+  // whose pointer still carries it, keeping it lets a leaked one live on.
+  // The operator says which.
+  if (!args->Get("grace")) {
+    return UsageError(kTokenHelp,
+                      "give --grace: --grace 0 stops the current token at once, --grace 1h (or 30m, 2h, 1d) keeps "
+                      "it valid that long for machines still booting with it");
   }
+  auto seconds = args->GetDuration("grace", 0);
+  if (!seconds.ok()) return UsageError(kTokenHelp, seconds.status().message());
+  json body = {{"grace_seconds", *seconds}};
   int code = kExitOk;
   auto r = Send(socket, "POST", "/v1/admin/pools/" + *args->Get("pool") + "/token/rotate", body, &code);
   if (!r.ok()) return code;
@@ -689,8 +729,12 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
     const std::string line = token + "\n";
     if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
         !s.ok()) {
-      std::fprintf(stderr, "rackgatectl: the new token is active but could not be written: %s\n",
-                   s.message().c_str());
+      // The new token is active already: print it rather than lose it.
+      std::fprintf(stderr,
+                   "rackgatectl: the new token is active but could not be written to %s: %s; it follows on "
+                   "stdout (shown once)\n",
+                   out->c_str(), s.message().c_str());
+      std::printf("%s\n", token.c_str());
       return kExitUnusable;
     }
     r->erase("provisioning_token");

@@ -7,8 +7,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "base/files.h"
+#include "core/secrets.h"
+#include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
 #include "daemon/ctl/offline.h"
 #include "core/pki.h"
@@ -18,29 +25,84 @@ namespace rackgate::ctl {
 
 namespace {
 
+using nlohmann::json;
+
 constexpr char kInitHelp[] =
     "Usage: rackgatectl init --state-dir DIR [--name DNS]... [--address IP]...\n"
-    "         [--renew-serving-cert]\n"
+    "         [--renew-serving-cert] [--token-out FILE] [--json]\n"
     "\n"
     "Creates an appliance's state directory, offline (rackgated need not run):\n"
     "  DIR/rackgate.db          the enrollment database (SQLite, WAL), with a\n"
-    "                           pool named \"default\"\n"
+    "                           pool named \"default\" and its provisioning token,\n"
+    "                           shown once (only its hash is stored)\n"
     "  DIR/ca/ca.crt, ca.key    the appliance CA (ECDSA P-256, 10 years): the\n"
     "                           trust anchor pointer configs carry\n"
     "  DIR/tls/server.crt, .key the HTTPS serving certificate (leaf + CA),\n"
     "                           for every --name and --address given\n"
     "Keys are written with mode 0600. Running init again is safe: an existing\n"
-    "database is migrated, an existing CA is kept (never overwritten), and the\n"
-    "serving certificate is only reissued with --renew-serving-cert (for new\n"
-    "names or addresses). Without --name/--address the certificate is for\n"
-    "localhost and 127.0.0.1.\n";
+    "database is migrated, an existing CA is kept (never overwritten), the\n"
+    "default pool keeps its token (no second one is made; `rackgatectl token\n"
+    "rotate --pool default --grace 1h` makes a new one), and the serving\n"
+    "certificate is only reissued with --renew-serving-cert: for the --name and\n"
+    "--address given, or without them for the names the current one has. A\n"
+    "first certificate without --name/--address is for localhost and 127.0.0.1.\n"
+    "\n"
+    "Options:\n"
+    "  --state-dir DIR         the state directory (rackgated's state_dir)\n"
+    "  --name DNS              a DNS name of the serving certificate (repeatable)\n"
+    "  --address IP            an IP address of the serving certificate (repeatable)\n"
+    "  --renew-serving-cert    reissue the serving certificate\n"
+    "  --token-out FILE        write the default pool's new token to FILE (mode\n"
+    "                          0600) instead of printing it\n"
+    "  --json                  print JSON instead of text\n"
+    "\n"
+    "Exit status: 0 done; 2 unusable input or state (the message says which).\n";
 
 bool Exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+
+// The default pool's provisioning token: made when the pool is created (or
+// has none while it requires one), never a second time. "made" (and the
+// token), "kept" or "off".
+struct DefaultPool {
+  bool created = false;
+  std::string token_state;
+  std::optional<std::string> token;
+};
+
+Result<DefaultPool> EnsureDefaultPool(storage::Store* store, int64_t now) {
+  DefaultPool out;
+  storage::Pool pool;
+  pool.name = "default";
+  if (auto existing = store->GetPool("default"); existing.ok()) {
+    pool = *existing;
+  } else if (existing.status().code() != Status::Code::kNotFound) {
+    return existing.status();
+  }
+  if (!pool.token_required) {
+    out.token_state = "off";
+    return out;
+  }
+  const std::string token = core::NewToken();
+  storage::PoolPutOutcome outcome;
+  auto put = store->PutPool(pool, storage::Actor{"rackgatectl init", "initial pool and its provisioning token"}, now,
+                            core::TokenHash(token), {}, &outcome);
+  if (!put.ok()) return put.status();
+  out.created = outcome.created;
+  out.token_state = outcome.token_created ? "made" : "kept";
+  if (outcome.token_created) out.token = token;
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
 
 }  // namespace
 
 int RunInit(int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address"}, {"renew-serving-cert"}});
+  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out"}, {"renew-serving-cert", "json"}});
   if (!args.ok()) {
     std::fprintf(stderr, "rackgatectl: %s\n\n%s", args.status().message().c_str(), kInitHelp);
     return kExitUnusable;
@@ -50,6 +112,7 @@ int RunInit(int argc, char** argv, int first) {
     std::fprintf(stderr, "rackgatectl: %s\n\n%s", s.message().c_str(), kInitHelp);
     return kExitUnusable;
   }
+  const bool as_json = args->Has("json");
   const std::string dir = *args->Get("state-dir");
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "rackgatectl init: error: %s\n", s.ToString().c_str());
@@ -58,42 +121,109 @@ int RunInit(int argc, char** argv, int first) {
   if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
     return fail(Status::IoError("file_unwritable", "cannot create " + dir));
   }
+  json report = {{"state_dir", dir}};
+  const std::string crt = dir + "/tls/server.crt", key = dir + "/tls/server.key";
+  const bool issue = !Exists(crt) || !Exists(key) || args->Has("renew-serving-cert");
+  // The serving certificate's names, settled before anything is written: a
+  // renewal that cannot read the current names changes nothing.
+  core::ServingCertOptions names;
+  names.dns_names = args->GetAll("name");
+  names.ip_addresses = args->GetAll("address");
+  if (issue && names.dns_names.empty() && names.ip_addresses.empty()) {
+    if (Exists(crt)) {
+      auto current = core::ReadServingCertNames(crt);
+      if (!current.ok()) {
+        return fail(Status::InvalidArgument(
+            current.status().reason(), current.status().message() +
+                                           "; give the names to renew it for with --name DNS and --address IP"));
+      }
+      names.dns_names = current->dns_names;
+      names.ip_addresses = current->ip_addresses;
+    } else {
+      names.dns_names = {"localhost"};
+      names.ip_addresses = {"127.0.0.1"};
+    }
+  }
+
   auto store = storage::Store::Open(dir + "/rackgate.db");
   if (!store.ok()) return fail(store.status());
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  if (!(*store)->GetPool("default").ok()) {
-    storage::Pool pool;
-    pool.name = "default";
-    auto p = (*store)->PutPool(pool, storage::Actor{"rackgatectl init", "initial pool"}, now);
-    if (!p.ok()) return fail(p.status());
-  }
-  std::printf("database:   %s/rackgate.db (schema version %d)\n", dir.c_str(),
-              storage::Store::CurrentSchemaVersion());
+  auto pool = EnsureDefaultPool(store->get(), now);
+  if (!pool.ok()) return fail(pool.status());
+  report["database"] = {{"path", dir + "/rackgate.db"}, {"schema_version", storage::Store::CurrentSchemaVersion()}};
 
   const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";
+  bool ca_created = false;
   if (!Exists(ca_crt) && !Exists(ca_key)) {
     if (Status s = core::CreateCa({}, ca_crt, ca_key); !s.ok()) return fail(s);
+    ca_created = true;
   } else if (!Exists(ca_crt) || !Exists(ca_key)) {
     return fail(Status::InvalidArgument("pki_invalid", "only half of the appliance CA exists in " + dir +
                                                            "/ca; restore the other half from a backup"));
   }
   auto fp = core::CertificateFingerprint(ca_crt);
   if (!fp.ok()) return fail(fp.status());
-  std::printf("CA:         %s (sha256 %s)\n", ca_crt.c_str(), fp->c_str());
+  report["ca"] = {{"certificate", ca_crt}, {"key", ca_key}, {"sha256", *fp}, {"created", ca_created}};
 
-  const std::string crt = dir + "/tls/server.crt", key = dir + "/tls/server.key";
-  if (!Exists(crt) || !Exists(key) || args->Has("renew-serving-cert")) {
-    core::ServingCertOptions o;
-    o.dns_names = args->GetAll("name");
-    o.ip_addresses = args->GetAll("address");
-    if (o.dns_names.empty() && o.ip_addresses.empty()) {
-      o.dns_names = {"localhost"};
-      o.ip_addresses = {"127.0.0.1"};
+  if (issue) {
+    if (Status s = core::IssueServingCertificate(names, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
+  } else if (auto current = core::ReadServingCertNames(crt); current.ok()) {
+    names = *current;
+  }
+  report["serving"] = {{"certificate", crt},
+                       {"key", key},
+                       {"issued", issue},
+                       {"dns_names", names.dns_names},
+                       {"ip_addresses", names.ip_addresses}};
+
+  report["default_pool"] = {{"name", "default"}, {"created", pool->created}, {"token", pool->token_state}};
+  std::optional<std::string> token_file_error;
+  if (pool->token) {
+    if (auto out = args->Get("token-out")) {
+      const std::string line = *pool->token + "\n";
+      if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
+          s.ok()) {
+        report["token_file"] = *out;
+      } else {
+        // The token is stored already: show it rather than lose it.
+        token_file_error = s.message();
+        report["default_pool_token"] = *pool->token;
+      }
+    } else {
+      report["default_pool_token"] = *pool->token;
     }
-    if (Status s = core::IssueServingCertificate(o, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
-    std::printf("serving:    %s (issued now)\n", crt.c_str());
+  }
+
+  if (as_json) {
+    PrintJson(report);
   } else {
-    std::printf("serving:    %s (kept; --renew-serving-cert reissues it)\n", crt.c_str());
+    std::printf("database:   %s/rackgate.db (schema version %d)\n", dir.c_str(),
+                storage::Store::CurrentSchemaVersion());
+    std::printf("CA:         %s (sha256 %s%s)\n", ca_crt.c_str(), fp->c_str(), ca_created ? ", created" : ", kept");
+    std::printf("serving:    %s (%s) for %s\n", crt.c_str(),
+                issue ? "issued now" : "kept; --renew-serving-cert reissues it",
+                Join([&] {
+                  std::vector<std::string> all = names.dns_names;
+                  all.insert(all.end(), names.ip_addresses.begin(), names.ip_addresses.end());
+                  return all;
+                }())
+                    .c_str());
+    if (pool->token_state == "kept") {
+      std::printf("pool \"default\": provisioning token kept (`rackgatectl token rotate --pool default --grace 1h` "
+                  "makes a new one)\n");
+    } else if (pool->token_state == "off") {
+      std::printf("pool \"default\": no provisioning token required\n");
+    } else if (report.contains("token_file")) {
+      std::printf("provisioning token for pool \"default\" written to %s (mode 0600)\n",
+                  report.at("token_file").get<std::string>().c_str());
+    } else {
+      std::printf("provisioning token for pool \"default\" (shown once): %s\n", pool->token->c_str());
+    }
+  }
+  if (token_file_error) {
+    std::fprintf(stderr, "rackgatectl init: error: cannot write the token to %s: %s; it is printed above (shown "
+                 "once)\n", args->Get("token-out")->c_str(), token_file_error->c_str());
+    return kExitUnusable;
   }
   return kExitOk;
 }

@@ -157,7 +157,7 @@ lab_check "pool show lists the previous token with its end" \
   sh -c "\"$RG_CTL\" --socket \"$RG_DIR/admin.sock\" pool show workers | grep -q 'previous since .*valid until'"
 sleep $((7 - (SECONDS - ROTATED_AT) > 0 ? 7 - (SECONDS - ROTATED_AT) : 0))
 expect_ignition_fails after-grace "$LAB_DIR/pointer1.ign" Forbidden
-rg_ctl token rotate --pool workers --out "$LAB_DIR/token3" 2>/dev/null >/dev/null
+rg_ctl token rotate --pool workers --grace 0 --out "$LAB_DIR/token3" 2>/dev/null >/dev/null
 rg_ctl pointer --pool workers --url "$URL" --state-dir "$RG_DIR/state" --token-file "$LAB_DIR/token2" > "$LAB_DIR/p2.ign"
 expect_ignition_fails rotated-no-grace "$LAB_DIR/p2.ign" Forbidden
 TOKEN="$(cat "$LAB_DIR/token3")"

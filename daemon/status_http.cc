@@ -18,6 +18,7 @@ constexpr HttpRule kUnknown{404, Retry::kNone};
 constexpr HttpRule kUnacceptable{406, Retry::kNone};
 constexpr HttpRule kWait{503, Retry::kStandard};
 constexpr HttpRule kBusy{503, Retry::kJittered};
+constexpr HttpRule kConflict{409, Retry::kNone};
 
 }  // namespace
 
@@ -161,6 +162,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"renewal_not_due", kRefused},
       {"renewal_proof_invalid", kRefused},
       {"certify_nonce_used", kRefused},
+      // ledger: admin refusals whose answer is 409 whatever their Status
+      // code (docs/lifecycle.md, docs/audit.md).
+      {"machine_active", kConflict},
+      {"audit_chain_broken", kConflict},
   };
   return table;
 }
@@ -201,6 +206,10 @@ Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
 }
 
 Response AdminErrorResponse(const Status& s) {
+  // A reason the table answers 409 is 409 on the admin API too.
+  if (auto rule = RuleForReason(s.reason()); rule && rule->status == 409) {
+    return Response::Error(409, s.reason(), s.message());
+  }
   switch (s.code()) {
     case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
     case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());

@@ -8,6 +8,8 @@
 
 #include "daemon/ctl/admin_client.h"
 #include "daemon/ctl/admin_commands.h"
+#include "daemon/ctl/audit_commands.h"
+#include "daemon/ctl/machine_commands.h"
 #include "daemon/ctl/ca_command.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
@@ -27,6 +29,8 @@ constexpr char kHelp[] =
     "  approve, revoke, reset\n"
     "                   change a machine's state (audited)\n"
     "  audit            the audit log\n"
+    "  audit verify     check the audit log's hash chain\n"
+    "  delete, rename   remove a machine, or fix its hostname (audited)\n"
     "  status           machines by state, recent attestation failures\n"
     "  pool put|show|diff\n"
     "                   pools: boot policies, Ignition templates\n"
@@ -86,6 +90,10 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "approve" || cmd == "revoke" || cmd == "reset") {
     return RunMachineAction(cmd, socket, argc, argv, 2);
   }
+  // ledger: delete, rename, audit verify (docs/lifecycle.md, docs/audit.md).
+  if (cmd == "delete") return RunDelete(socket, argc, argv, 2);
+  if (cmd == "rename") return RunRename(socket, argc, argv, 2);
+  if (cmd == "audit" && argc >= 3 && !std::strcmp(argv[2], "verify")) return RunAuditVerify(socket, argc, argv, 3);
   if (cmd == "audit") return RunAudit(socket, argc, argv, 2);
   if (cmd == "status") return RunStatus(socket, argc, argv, 2);
   if (cmd == "pool") return RunPool(socket, argc, argv, 2);

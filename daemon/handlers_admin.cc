@@ -786,7 +786,21 @@ Response AdminApi::RenameMachine(const Request& request) {
 Response AdminApi::VerifyAudit(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto report = store_->VerifyAuditChain();
+  // ?anchor=ID:HASH, a row's hash kept outside (docs/audit.md).
+  std::optional<storage::AuditAnchor> anchor;
+  if (auto it = request.query.find("anchor"); it != request.query.end()) {
+    const std::string& text = it->second;
+    const size_t colon = text.find(':');
+    storage::AuditAnchor a;
+    const char* end = text.data() + (colon == std::string::npos ? text.size() : colon);
+    auto [p, ec] = std::from_chars(text.data(), end, a.id);
+    if (colon == std::string::npos || ec != std::errc() || p != end || a.id < 1) {
+      return Response::Error(400, "field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
+    }
+    a.hash = text.substr(colon + 1);
+    anchor = std::move(a);
+  }
+  auto report = store_->VerifyAuditChain(anchor);
   if (!report.ok()) return StoreError(report.status());
   json out = {{"intact", report->intact}, {"rows", report->rows}, {"head_id", report->head_id},
               {"head_hash", report->head_hash}};

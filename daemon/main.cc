@@ -76,7 +76,8 @@ void LogAuditHead(storage::Store* db) {
   } else if (!r->intact) {
     Log()->error("audit chain broken at row {}: {}; see `rackgatectl audit verify`", r->bad_row_id, r->message);
   } else {
-    Log()->info("audit chain intact: {} rows, head row {} hash {}", r->rows, r->head_id, r->head_hash);
+    Log()->info("audit chain intact: {} rows, head row {} hash {}; keep `--anchor {}:{}` outside the appliance",
+                r->rows, r->head_id, r->head_hash, r->head_id, r->head_hash);
   }
 }
 

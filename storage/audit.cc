@@ -88,7 +88,7 @@ std::string AuditRowHash(const AuditEntry& e) {
   return sha256::Hex(std::span(reinterpret_cast<const uint8_t*>(enc.data()), enc.size()));
 }
 
-AuditChainReport WalkAuditChain(Stmt& s) {
+AuditChainReport WalkAuditChain(Stmt& s, const std::optional<AuditAnchor>& anchor) {
   AuditChainReport r;
   r.head_hash = kAuditGenesis;
   const auto broken = [&](int64_t id, const char* problem, std::string message) {
@@ -124,9 +124,19 @@ AuditChainReport WalkAuditChain(Stmt& s) {
                     row + " follows " + before + ": rows " + std::to_string(r.head_id + 1) + ".." +
                         std::to_string(e.id - 1) + " are missing and the chain was re-hashed over the gap");
     }
+    if (anchor && e.id == anchor->id && e.hash != anchor->hash) {
+      return broken(e.id, "anchor_mismatch",
+                    row + "'s hash is not the one kept outside: the chain was rewritten from " + row +
+                        " or before");
+    }
     ++r.rows;
     r.head_id = e.id;
     r.head_hash = e.hash;
+  }
+  if (anchor && anchor->id > r.head_id) {
+    return broken(anchor->id, "anchor_missing",
+                  "row " + std::to_string(anchor->id) + ", whose hash was kept outside, is gone: the newest rows "
+                  "were cut off (the chain now ends at row " + std::to_string(r.head_id) + ")");
   }
   return r;
 }
@@ -225,16 +235,16 @@ Result<std::vector<AuditEntry>> SqliteStore::ListAudit(const AuditFilter& filter
   });
 }
 
-Result<AuditChainReport> SqliteStore::VerifyAuditChain() {
+Result<AuditChainReport> SqliteStore::VerifyAuditChain(const std::optional<AuditAnchor>& anchor) {
   return Guard([&]() -> Result<AuditChainReport> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kAuditSelect) + "ORDER BY id");
-      return WalkAuditChain(s);
+      return WalkAuditChain(s, anchor);
     });
   });
 }
 
-Result<AuditChainReport> VerifyAuditChainFile(const std::string& path) {
+Result<AuditChainReport> VerifyAuditChainFile(const std::string& path, const std::optional<AuditAnchor>& anchor) {
   return Guard([&]() -> Result<AuditChainReport> {
     sqlite3* raw = nullptr;
     // Read-only and never migrated: the file is evidence, and rackgated may
@@ -271,7 +281,7 @@ Result<AuditChainReport> VerifyAuditChainFile(const std::string& path) {
     AuditChainReport report;
     {
       Stmt s(db.get(), rows.get());
-      report = WalkAuditChain(s);
+      report = WalkAuditChain(s, anchor);
     }
     StmtPtr end = prepare("COMMIT");
     Stmt(db.get(), end.get()).Run();

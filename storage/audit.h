@@ -53,9 +53,9 @@ inline constexpr char kAuditHashDomain[] = "rackgate audit v1";
 std::string AuditRowEncoding(const AuditEntry& e);
 // SHA-256 of AuditRowEncoding(e), lower-case hex.
 std::string AuditRowHash(const AuditEntry& e);
-// Walks the rows `s` yields (kAuditChainSelect ... ORDER BY id) and judges
-// the chain; stops at the first break.
-AuditChainReport WalkAuditChain(Stmt& s);
+// Walks the rows `s` yields (every column, ORDER BY id) and judges the
+// chain, and the anchor when given; stops at the first break.
+AuditChainReport WalkAuditChain(Stmt& s, const std::optional<AuditAnchor>& anchor);
 // Migration: gives every row written before the chain existed its prev_hash
 // and hash, in id order, inside the migration's transaction (it lifts the
 // append-only trigger for exactly that and puts it back).

@@ -307,6 +307,54 @@ TEST_F(AuditChainTest, TruncatedNewestRowsNeedAnOutsideAnchor) {
   EXPECT_NE(after.head_hash, before.head_hash);
   Enroll("node-late", "late");
   EXPECT_TRUE(Verify().intact);
+  // The head kept outside shows it: first as a missing row, and once new
+  // rows took its id, as a different hash.
+  const AuditAnchor anchor{before.head_id, before.head_hash};
+  auto cut = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_FALSE(cut->intact);
+  EXPECT_EQ(cut->problem, "anchor_missing");
+  EXPECT_EQ(cut->bad_row_id, before.head_id);
+  EXPECT_NE(cut->message.find("the newest rows were cut off"), std::string::npos) << cut->message;
+  Enroll("node-late-2", "late-2");
+  Enroll("node-late-3", "late-3");
+  auto taken = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_FALSE(taken->intact);
+  EXPECT_EQ(taken->problem, "anchor_mismatch");
+  EXPECT_EQ(taken->bad_row_id, before.head_id);
+}
+
+// A forger who edits a row and re-hashes every row after it leaves a chain
+// that verifies; an anchor kept from before the edit does not.
+TEST_F(AuditChainTest, AFullyRehashedChainIsCaughtByAnAnchor) {
+  ManyActions();
+  const auto anchor_row = Audit()[9];
+  const AuditAnchor anchor{anchor_row.id, anchor_row.hash};
+  EXPECT_TRUE(store_->VerifyAuditChain(anchor)->intact);
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_update");
+    auto rows = Audit();
+    rows[2].why = "forged";
+    std::string prev = rows[1].hash;
+    for (size_t i = 2; i < rows.size(); ++i) {
+      rows[i].prev_hash = prev;
+      rows[i].hash = AuditRowHash(rows[i]);
+      prev = rows[i].hash;
+      Stmt u = c->Prepare("UPDATE audit SET why = ?2, prev_hash = ?3, hash = ?4 WHERE id = ?1");
+      u.BindInt(1, rows[i].id).BindText(2, rows[i].why).BindText(3, rows[i].prev_hash).BindText(4, rows[i].hash).Run();
+    }
+  }
+  EXPECT_TRUE(Verify().intact);
+  auto r = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->intact);
+  EXPECT_EQ(r->problem, "anchor_mismatch");
+  EXPECT_EQ(r->bad_row_id, anchor.id);
+  auto offline = VerifyAuditChainFile(path_, anchor);
+  ASSERT_TRUE(offline.ok());
+  EXPECT_EQ(offline->problem, "anchor_mismatch");
 }
 
 TEST_F(AuditChainTest, AnEmptyLogVerifiesToTheGenesis) {

@@ -100,7 +100,7 @@ class SqliteStore final : public Store {
   Result<Machine> DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) override;
   Result<Machine> RenameMachine(const std::string& hostname, const std::string& new_hostname, const Actor& actor,
                                 int64_t now) override;
-  Result<AuditChainReport> VerifyAuditChain() override;
+  Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor) override;
 
   // events.cc
   Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) override;

@@ -289,8 +289,9 @@ class Store {
   virtual Result<Machine> RenameMachine(const std::string& hostname, const std::string& new_hostname,
                                         const Actor& actor, int64_t now) = 0;
   // Walks the whole audit chain in one snapshot: a report, intact or naming
-  // the first broken row (a broken chain is a report, not a failure).
-  virtual Result<AuditChainReport> VerifyAuditChain() = 0;
+  // the first broken row (a broken chain is a report, not a failure). With
+  // an anchor, the row with its id must exist and have its hash.
+  virtual Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor = std::nullopt) = 0;
   // Machines per state, by StateName(); every state is present (0 when none).
   virtual Result<std::map<std::string, int64_t>> CountByState() = 0;
   // Sessions issued and neither used nor expired at `now` (a metric).
@@ -379,7 +380,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const Stor
 // migrated, for when rackgated is down (`rackgatectl audit verify
 // --database PATH`). db_error when it cannot be opened, db_not_rackgate,
 // db_schema_old (kUnsupported) when the file predates the chain.
-Result<AuditChainReport> VerifyAuditChainFile(const std::string& path);
+Result<AuditChainReport> VerifyAuditChainFile(const std::string& path,
+                                              const std::optional<AuditAnchor>& anchor = std::nullopt);
 
 }  // namespace rackgate::storage
 

@@ -2,6 +2,7 @@
 #include "daemon/ctl/audit_commands.h"
 
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "daemon/ctl/admin_client.h"
@@ -17,7 +18,7 @@ namespace {
 using nlohmann::json;
 
 constexpr char kVerifyHelp[] =
-    "Usage: rackgatectl audit verify [--database PATH] [--json]\n"
+    "Usage: rackgatectl audit verify [--database PATH] [--anchor ID:HASH] [--json]\n"
     "\n"
     "Walks the audit log's hash chain: every row must hash to its stored hash\n"
     "and name the row before it. Prints the number of rows and the head hash\n"
@@ -27,6 +28,8 @@ constexpr char kVerifyHelp[] =
     "Options:\n"
     "  --database PATH  read this SQLite file read-only instead of asking\n"
     "                   rackgated (for when it is down); never migrates it\n"
+    "  --anchor ID:HASH row ID must exist and have this hash (a head kept\n"
+    "                   outside: it shows rows cut off or re-hashed)\n"
     "  --json           print JSON instead of a table\n"
     "\n"
     "Exit status: 0 chain intact; 1 refused: audit_chain_broken (the first bad\n"
@@ -61,13 +64,24 @@ int Report(const json& report, const std::string& message, bool as_json) {
 }  // namespace
 
 int RunAuditVerify(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"database"}, {"json"}});
+  auto args = Args::Parse(argc, argv, first, {{"database", "anchor"}, {"json"}});
   if (!args.ok()) return UsageError(kVerifyHelp, args.status().message());
   if (args->Has("help")) return std::fputs(kVerifyHelp, stdout), kExitOk;
   if (!args->positional().empty()) return UsageError(kVerifyHelp, "unexpected argument '" + args->positional()[0] + "'");
   const bool as_json = args->Has("json");
+  std::optional<storage::AuditAnchor> anchor;
+  if (auto text = args->Get("anchor")) {
+    const size_t colon = text->find(':');
+    storage::AuditAnchor a;
+    const bool ok = colon != std::string::npos && colon > 0 && colon < 20 &&
+                    text->find_first_not_of("0123456789") == colon && text->size() - colon - 1 == 64;
+    if (!ok) return UsageError(kVerifyHelp, "--anchor must be ID:HASH, as rackgated logs it (row id, 64 hex digits)");
+    a.id = std::stoll(text->substr(0, colon));
+    a.hash = text->substr(colon + 1);
+    anchor = std::move(a);
+  }
   if (auto path = args->Get("database")) {
-    auto r = storage::VerifyAuditChainFile(*path);
+    auto r = storage::VerifyAuditChainFile(*path, anchor);
     if (!r.ok()) {
       std::fprintf(stderr, "rackgatectl: %s: %s\n", r.status().reason().c_str(), r.status().message().c_str());
       return kExitUnusable;
@@ -76,7 +90,9 @@ int RunAuditVerify(const std::string& socket, int argc, char** argv, int first) 
   }
   // Not Send: a broken chain is a 409 whose body carries the report, which
   // --json prints.
-  auto reply = AdminClient(socket).Call("GET", "/v1/admin/audit/verify");
+  const std::string route =
+      "/v1/admin/audit/verify" + (anchor ? "?anchor=" + std::to_string(anchor->id) + ":" + anchor->hash : "");
+  auto reply = AdminClient(socket).Call("GET", route);
   if (!reply.ok()) {
     std::fprintf(stderr, "rackgatectl: %s\n", reply.status().message().c_str());
     return kExitUnusable;
@@ -91,7 +107,7 @@ int RunAuditVerify(const std::string& socket, int argc, char** argv, int first) 
   }
   // Any other refusal, printed as Send prints it.
   int code = kExitOk;
-  (void)Send(socket, "GET", "/v1/admin/audit/verify", nullptr, &code);
+  (void)Send(socket, "GET", route, nullptr, &code);
   return code == kExitOk ? kExitUnusable : code;
 }
 

@@ -77,10 +77,14 @@ lab_check "audit verify prints rows and head" grep -Eq '^chain intact: [0-9]+ ro
 rg_ctl audit verify --json > "$W/verify.json"
 lab_check "audit verify --json: intact" jtrue "$W/verify.json" 'd["intact"] is True and d["rows"] >= 9 and len(d["head_hash"]) == 64'
 lab_expect 0 "" "audit verify --database (offline, read-only): intact" rg_ctl audit verify --database "$DB"
+ANCHOR="$(lab_python -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%d:%s" % (d["head_id"], d["head_hash"]))' "$W/verify.json")"
+lab_expect 0 "" "audit verify --anchor of the head: intact" rg_ctl audit verify --anchor "$ANCHOR"
+lab_expect 2 "--anchor must be ID:HASH" "a malformed anchor is unusable" rg_ctl audit verify --anchor 12:abc
 lab_expect 2 "extra" "audit verify with an extra argument is unusable" rg_ctl audit verify extra
 lab_expect 2 "db_error" "audit verify --database of a missing file" rg_ctl audit verify --database "$LAB_DIR/none.db"
 
 sqlite3 "$DB" ".backup '$W/copy.db'"
+sqlite3 "$DB" ".backup '$W/cut.db'"
 DELETED_ID="$(lab_python -c 'import json,sys; print([e["id"] for e in json.load(open(sys.argv[1]))["entries"] if e["action"] == "machine_deleted"][0])' "$W/audit.json")"
 sqlite3 "$DB" "DROP TRIGGER audit_no_update; UPDATE audit SET why = 'nothing happened' WHERE id = $DELETED_ID;"
 lab_expect 1 "audit_chain_broken: row $DELETED_ID was edited" "audit verify finds the row edited with sqlite3" \
@@ -96,6 +100,12 @@ MIDDLE=5
 sqlite3 "$W/copy.db" "DROP TRIGGER audit_no_delete; DELETE FROM audit WHERE id = $MIDDLE;"
 lab_expect 1 "audit_chain_broken: row $((MIDDLE + 1)) does not chain to row $((MIDDLE - 1)): rows $MIDDLE..$MIDDLE were deleted" \
   "offline verify finds a deleted middle row" rg_ctl audit verify --database "$W/copy.db"
+
+HEAD_ID="${ANCHOR%%:*}"
+sqlite3 "$W/cut.db" "DROP TRIGGER audit_no_delete; DELETE FROM audit WHERE id > $((HEAD_ID - 2));"
+lab_expect 0 "" "the newest rows cut off: the chain alone still verifies" rg_ctl audit verify --database "$W/cut.db"
+lab_expect 1 "audit_chain_broken: row $HEAD_ID, whose hash was kept outside, is gone" \
+  "the newest rows cut off: the anchor shows it" rg_ctl audit verify --database "$W/cut.db" --anchor "$ANCHOR"
 
 rg_stop
 lab_expect 1 "audit_chain_broken" "offline verify with rackgated down" rg_ctl audit verify --database "$DB"

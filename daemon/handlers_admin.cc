@@ -141,6 +141,10 @@ void AdminApi::Register(Router* router) {
   router->Add("GET", "/v1/admin/csrs", [this](const Request& r) { return Csrs(r); });
   router->Add("POST", "/v1/admin/csrs/{id}/approve", [this](const Request& r) { return DecideCsr(r, true); });
   router->Add("POST", "/v1/admin/csrs/{id}/deny", [this](const Request& r) { return DecideCsr(r, false); });
+  // Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md).
+  router->Add("DELETE", "/v1/admin/machines/{hostname}", [this](const Request& r) { return DeleteMachine(r); });
+  router->Add("POST", "/v1/admin/machines/{hostname}/rename", [this](const Request& r) { return RenameMachine(r); });
+  router->Add("GET", "/v1/admin/audit/verify", [this](const Request& r) { return VerifyAudit(r); });
 }
 
 namespace {
@@ -877,6 +881,83 @@ Response AdminApi::DecideCsr(const Request& request, bool approve) {
   if (!r.ok()) return StoreError(r.status());
   Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
   return Response::Json(200, CsrRequestJson(*r, attestation_->Now()).dump());
+}
+
+// --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) -------
+
+Response AdminApi::DeleteMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  // The body is optional: {"reason": TEXT}.
+  auto body = request.body.empty() ? Result<json>(json::object()) : Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  a.why = Str(*body, "reason");
+  if (a.why.empty()) a.why = "deleted by " + a.name;
+  const std::string& host = request.path_params.at("hostname");
+  auto m = store_->DeleteMachine(host, a, attestation_->Now());
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} deleted {} ek={} (was {}; {})", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
+              storage::StateName(m->state), a.why);
+  json out = MachineJson(*m);
+  out["deleted"] = true;
+  return Response::Json(200, out.dump());
+}
+
+Response AdminApi::RenameMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  auto a = std::get<storage::Actor>(actor);
+  auto body = Body(request);
+  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  const std::string to = Str(*body, "hostname");
+  if (to.empty()) return Response::Error(400, "field_missing", "hostname (the new name) is required");
+  a.why = Str(*body, "reason");
+  const std::string& host = request.path_params.at("hostname");
+  if (a.why.empty()) a.why = "renamed by " + a.name;
+  auto m = store_->RenameMachine(host, to, a, attestation_->Now());
+  if (!m.ok()) return StoreError(m.status());
+  Log()->info("{} renamed {} to {} ({})", a.name, host, m->hostname, a.why);
+  json out = MachineJson(*m);
+  out["renamed_from"] = host;
+  return Response::Json(200, out.dump());
+}
+
+Response AdminApi::VerifyAudit(const Request& request) {
+  auto actor = Authorize(request);
+  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  // ?anchor=ID:HASH, a row's hash kept outside (docs/audit.md).
+  std::optional<storage::AuditAnchor> anchor;
+  if (auto it = request.query.find("anchor"); it != request.query.end()) {
+    const std::string& text = it->second;
+    const size_t colon = text.find(':');
+    storage::AuditAnchor a;
+    const char* end = text.data() + (colon == std::string::npos ? text.size() : colon);
+    auto [p, ec] = std::from_chars(text.data(), end, a.id);
+    if (colon == std::string::npos || ec != std::errc() || p != end || a.id < 1) {
+      return Response::Error(400, "field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
+    }
+    a.hash = text.substr(colon + 1);
+    anchor = std::move(a);
+  }
+  auto report = store_->VerifyAuditChain(anchor);
+  if (!report.ok()) return StoreError(report.status());
+  json out = {{"intact", report->intact}, {"rows", report->rows}, {"head_id", report->head_id},
+              {"head_hash", report->head_hash}};
+  if (report->intact) return Response::Json(200, out.dump());
+  out["bad_row_id"] = report->bad_row_id;
+  out["problem"] = report->problem;
+  Log()->error("audit verify by {}: the audit chain is broken: {}", std::get<storage::Actor>(actor).name,
+               report->message);
+  // The refusal's usual shape ({"error": ...}) plus the report.
+  const Status broken = Status::Corruption("audit_chain_broken", report->message);
+  Response r = AdminErrorResponse(broken);
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_object()) {
+    doc["report"] = out;
+    r.body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return r;
 }
 
 }  // namespace rackgate::daemon

@@ -53,6 +53,10 @@ class AdminApi {
   Response ApproveMachine(const Request& request);
   Response Csrs(const Request& request);
   Response DecideCsr(const Request& request, bool approve);
+  // Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md).
+  Response DeleteMachine(const Request& request);
+  Response RenameMachine(const Request& request);
+  Response VerifyAudit(const Request& request);
 
   storage::Store* store_;
   core::AttestationService* attestation_;

@@ -66,6 +66,21 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
+// ledger: the audit chain's head, logged at start and once a day so that an
+// operator can keep it outside the appliance (docs/audit.md, "Anchoring the
+// head"). A full walk: a broken chain is logged as an error the day it shows.
+void LogAuditHead(storage::Store* db) {
+  auto r = db->VerifyAuditChain();
+  if (!r.ok()) {
+    Log()->warn("audit chain: cannot walk it: {}", r.status().ToString());
+  } else if (!r->intact) {
+    Log()->error("audit chain broken at row {}: {}; see `rackgatectl audit verify`", r->bad_row_id, r->message);
+  } else {
+    Log()->info("audit chain intact: {} rows, head row {} hash {}; keep `--anchor {}:{}` outside the appliance",
+                r->rows, r->head_id, r->head_hash, r->head_id, r->head_hash);
+  }
+}
+
 int64_t Now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -263,6 +278,9 @@ int Run(const std::string& config_path, bool check_only) {
               config->admin_socket);
 
   int64_t next_purge = Now() + 60;
+  // ledger: the audit chain's head (docs/audit.md).
+  LogAuditHead(db);
+  int64_t next_audit_head = Now() + 86400;
   for (;;) {
     timespec wait{5, 0};
     int sig = sigtimedwait(&signals, nullptr, &wait);
@@ -305,6 +323,10 @@ int Run(const std::string& config_path, bool check_only) {
         Log()->info("reload: addresses, port, limits and protocol timings take effect at restart");
       }
       notifier.Ready("reloaded");
+    }
+    if (Now() >= next_audit_head) {  // ledger
+      next_audit_head = Now() + 86400;
+      LogAuditHead(db);
     }
     if (Now() >= next_purge) {
       next_purge = Now() + 60;

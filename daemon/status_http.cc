@@ -18,6 +18,7 @@ constexpr HttpRule kUnknown{404, Retry::kNone};
 constexpr HttpRule kUnacceptable{406, Retry::kNone};
 constexpr HttpRule kWait{503, Retry::kStandard};
 constexpr HttpRule kBusy{503, Retry::kJittered};
+constexpr HttpRule kConflict{409, Retry::kNone};
 
 }  // namespace
 
@@ -165,6 +166,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       // answers them by code (AdminErrorResponse), 400 either way.
       {"import_duplicate", kMalformed},
       {"row_invalid", kMalformed},
+      // ledger: admin refusals whose answer is 409 whatever their Status
+      // code (docs/lifecycle.md, docs/audit.md).
+      {"machine_active", kConflict},
+      {"audit_chain_broken", kConflict},
   };
   return table;
 }
@@ -205,6 +210,10 @@ Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
 }
 
 Response AdminErrorResponse(const Status& s) {
+  // A reason the table answers 409 is 409 on the admin API too.
+  if (auto rule = RuleForReason(s.reason()); rule && rule->status == 409) {
+    return Response::Error(409, s.reason(), s.message());
+  }
   switch (s.code()) {
     case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
     case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());

@@ -137,6 +137,16 @@ TEST(StatusHttp, ImportRefusalsAre400) {
   }
 }
 
+// ledger: delete/rename of an active machine and a broken audit chain are
+// 409 on the admin API, whatever their Status code.
+TEST(StatusHttp, MachineActiveAndAuditChainBrokenAre409) {
+  EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("machine_active", "revoke it first")).status, 409);
+  EXPECT_EQ(AdminErrorResponse(Status::Corruption("audit_chain_broken", "row 5")).status, 409);
+  EXPECT_EQ(RuleForReason("machine_active")->status, 409);
+  EXPECT_EQ(RuleForReason("audit_chain_broken")->status, 409);
+  EXPECT_FALSE(Header(AdminErrorResponse(Status::InvalidArgument("machine_active", "x")), "Retry-After"));
+}
+
 // Manual CSR approval: a waiting CSR is 503 with Retry-After (the agent keeps
 // asking), a denied one 403 with the operator's reason and no Retry-After.
 TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "storage/audit.h"
+#include "storage/schema.h"
+#include "storage/sqlite.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
 
@@ -117,6 +120,334 @@ TEST_F(StoreTest, NoSecretReachesTheAuditLog) {
       EXPECT_EQ(row.find(secret), std::string::npos) << a.action << ": " << a.detail_json;
     }
   }
+}
+
+// --- The hash chain (docs/audit.md) --------------------------------------------
+
+class AuditChainTest : public StoreTest {
+ protected:
+  // A connection to the file as an attacker with the file has it.
+  std::unique_ptr<Connection> Raw() {
+    auto c = Connection::Open(path_, 5000, false);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+  AuditChainReport Verify() {
+    auto r = store_->VerifyAuditChain();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : AuditChainReport{};
+  }
+  // Many actions of every kind: enroll, approve, attest, revoke, reset,
+  // rename, delete, pool changes.
+  void ManyActions() {
+    for (int i = 0; i < 12; ++i) {
+      Enroll("node-" + std::to_string(i), std::to_string(i), i % 3 == 0 ? MachineState::kPending : MachineState::kEnrolled);
+    }
+    ASSERT_TRUE(store_->Approve("node-0", Op(), 200).ok());
+    Attested("node-x", "x");
+    ASSERT_TRUE(store_->Revoke("node-1", Op("bad disk"), 300).ok());
+    ASSERT_TRUE(store_->Reset("node-x", Op(), 310).ok());
+    ASSERT_TRUE(store_->RenameMachine("node-2", "node-2b", Op("typo"), 320).ok());
+    ASSERT_TRUE(store_->DeleteMachine("node-1", Op("gone"), 330).ok());
+    ASSERT_TRUE(store_->PutPool(Pool{"infra"}, Op(), 340).ok());
+  }
+};
+
+TEST_F(AuditChainTest, IntactAfterManyActionsAndEachRowChainsToThePrevious) {
+  ManyActions();
+  const auto rows = Audit();
+  ASSERT_GT(rows.size(), 15u);
+  std::string prev = kAuditGenesis;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].id, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(rows[i].prev_hash, prev) << "row " << rows[i].id;
+    EXPECT_EQ(rows[i].hash.size(), 64u);
+    EXPECT_EQ(AuditRowHash(rows[i]), rows[i].hash);
+    prev = rows[i].hash;
+  }
+  const auto r = Verify();
+  EXPECT_TRUE(r.intact) << r.message;
+  EXPECT_EQ(r.rows, static_cast<int64_t>(rows.size()));
+  EXPECT_EQ(r.head_id, rows.back().id);
+  EXPECT_EQ(r.head_hash, rows.back().hash);
+  auto offline = VerifyAuditChainFile(path_);
+  ASSERT_TRUE(offline.ok()) << offline.status().ToString();
+  EXPECT_TRUE(offline->intact);
+  EXPECT_EQ(offline->head_hash, r.head_hash);
+}
+
+// The encoding is docs/audit.md's; this vector was computed from the doc by
+// an independent implementation (Python's hashlib), so a change to the
+// format fails here.
+TEST(AuditChainFormat, MatchesTheDocumentedEncoding) {
+  AuditEntry e;
+  e.prev_hash = kAuditGenesis;
+  e.id = 1;
+  e.at = 100;
+  e.actor = "uid:0(root)";
+  e.action = "enroll";
+  e.machine_id = 7;
+  e.hostname = "node-1";
+  e.to_state = "enrolled";
+  e.why = "test";
+  e.detail_json = "{\"ek_hash\":\"aa\"}";
+  EXPECT_EQ(AuditRowHash(e), "dac92b36b0155cf87ecd4a21c4ddbbb5b87188b1de92c51e38789a0a05b3db2a");
+  // Unambiguous: moving a byte across a field boundary, or NULL against
+  // empty, changes the hash.
+  AuditEntry shifted = e;
+  shifted.actor = "uid:0(root)e";
+  shifted.action = "nroll";
+  EXPECT_NE(AuditRowHash(shifted), AuditRowHash(e));
+  AuditEntry empty_from = e;
+  empty_from.from_state = "";
+  EXPECT_NE(AuditRowHash(empty_from), AuditRowHash(e));
+  AuditEntry no_machine = e;
+  no_machine.machine_id.reset();
+  EXPECT_NE(AuditRowHash(no_machine), AuditRowHash(e));
+  AuditEntry rehashed = e;
+  rehashed.hash = "ignored";
+  EXPECT_EQ(AuditRowHash(rehashed), AuditRowHash(e));
+}
+
+TEST_F(AuditChainTest, ARowEditedWithTheTriggerDroppedIsFound) {
+  ManyActions();
+  const size_t total = AuditCount();
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_update");
+    c->Exec("UPDATE audit SET why = 'nothing to see' WHERE id = 5");
+  }
+  const auto r = Verify();
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.bad_row_id, 5);
+  EXPECT_EQ(r.problem, "hash_mismatch");
+  EXPECT_EQ(r.rows, 4);
+  EXPECT_NE(r.message.find("row 5 was edited"), std::string::npos) << r.message;
+  auto offline = VerifyAuditChainFile(path_);
+  ASSERT_TRUE(offline.ok()) << offline.status().ToString();
+  EXPECT_FALSE(offline->intact);
+  EXPECT_EQ(offline->bad_row_id, 5);
+  EXPECT_EQ(AuditCount(), total);
+}
+
+TEST_F(AuditChainTest, AnEditedRowWhoseHashWasRecomputedBreaksTheNextRow) {
+  ManyActions();
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_update");
+    auto rows = Audit();
+    AuditEntry e = rows[6];  // id 7
+    e.why = "rewritten";
+    Stmt s = c->Prepare("UPDATE audit SET why = ?2, hash = ?3 WHERE id = ?1");
+    s.BindInt(1, e.id).BindText(2, e.why).BindText(3, AuditRowHash(e)).Run();
+  }
+  const auto r = Verify();
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.bad_row_id, 8);
+  EXPECT_EQ(r.problem, "prev_mismatch");
+  EXPECT_NE(r.message.find("does not chain to row 7"), std::string::npos) << r.message;
+}
+
+TEST_F(AuditChainTest, ADeletedMiddleRowIsFound) {
+  ManyActions();
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_delete");
+    c->Exec("DELETE FROM audit WHERE id = 9");
+  }
+  const auto r = Verify();
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.bad_row_id, 10);
+  EXPECT_EQ(r.problem, "row_missing");
+  EXPECT_NE(r.message.find("rows 9..9 were deleted"), std::string::npos) << r.message;
+}
+
+TEST_F(AuditChainTest, ADeletedFirstRowAndAHandWrittenRowAreFound) {
+  ManyActions();
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_delete");
+    c->Exec("DELETE FROM audit WHERE id = 1");
+  }
+  auto r = Verify();
+  EXPECT_FALSE(r.intact);
+  EXPECT_EQ(r.bad_row_id, 2);
+  EXPECT_EQ(r.problem, "row_missing");
+
+  TempDir other;
+  auto store = MustOpen(other.File("s.db"));
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutPool(Pool{"workers"}, Op(), 10).ok());
+  {
+    auto c = Connection::Open(other.File("s.db"), 5000, false);
+    ASSERT_TRUE(c.ok());
+    (*c)->Exec("INSERT INTO audit (at, actor, action) VALUES (20, 'mallory', 'approve')");
+  }
+  auto hand = store->VerifyAuditChain();
+  ASSERT_TRUE(hand.ok());
+  EXPECT_FALSE(hand->intact);
+  EXPECT_EQ(hand->bad_row_id, 2);
+  EXPECT_EQ(hand->problem, "unchained");
+}
+
+// Cutting the newest rows leaves a shorter chain that verifies: only a head
+// kept outside the appliance shows it (docs/audit.md, "What it does not
+// catch"). The log goes on from the new head.
+TEST_F(AuditChainTest, TruncatedNewestRowsNeedAnOutsideAnchor) {
+  ManyActions();
+  const auto before = Verify();
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_delete");
+    c->Exec(("DELETE FROM audit WHERE id > " + std::to_string(before.head_id - 3)).c_str());
+  }
+  const auto after = Verify();
+  EXPECT_TRUE(after.intact);
+  EXPECT_EQ(after.rows, before.rows - 3);
+  EXPECT_NE(after.head_hash, before.head_hash);
+  Enroll("node-late", "late");
+  EXPECT_TRUE(Verify().intact);
+  // The head kept outside shows it: first as a missing row, and once new
+  // rows took its id, as a different hash.
+  const AuditAnchor anchor{before.head_id, before.head_hash};
+  auto cut = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_FALSE(cut->intact);
+  EXPECT_EQ(cut->problem, "anchor_missing");
+  EXPECT_EQ(cut->bad_row_id, before.head_id);
+  EXPECT_NE(cut->message.find("the newest rows were cut off"), std::string::npos) << cut->message;
+  Enroll("node-late-2", "late-2");
+  Enroll("node-late-3", "late-3");
+  auto taken = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_FALSE(taken->intact);
+  EXPECT_EQ(taken->problem, "anchor_mismatch");
+  EXPECT_EQ(taken->bad_row_id, before.head_id);
+}
+
+// A forger who edits a row and re-hashes every row after it leaves a chain
+// that verifies; an anchor kept from before the edit does not.
+TEST_F(AuditChainTest, AFullyRehashedChainIsCaughtByAnAnchor) {
+  ManyActions();
+  const auto anchor_row = Audit()[9];
+  const AuditAnchor anchor{anchor_row.id, anchor_row.hash};
+  EXPECT_TRUE(store_->VerifyAuditChain(anchor)->intact);
+  {
+    auto c = Raw();
+    c->Exec("DROP TRIGGER audit_no_update");
+    auto rows = Audit();
+    rows[2].why = "forged";
+    std::string prev = rows[1].hash;
+    for (size_t i = 2; i < rows.size(); ++i) {
+      rows[i].prev_hash = prev;
+      rows[i].hash = AuditRowHash(rows[i]);
+      prev = rows[i].hash;
+      Stmt u = c->Prepare("UPDATE audit SET why = ?2, prev_hash = ?3, hash = ?4 WHERE id = ?1");
+      u.BindInt(1, rows[i].id).BindText(2, rows[i].why).BindText(3, rows[i].prev_hash).BindText(4, rows[i].hash).Run();
+    }
+  }
+  EXPECT_TRUE(Verify().intact);
+  auto r = store_->VerifyAuditChain(anchor);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->intact);
+  EXPECT_EQ(r->problem, "anchor_mismatch");
+  EXPECT_EQ(r->bad_row_id, anchor.id);
+  auto offline = VerifyAuditChainFile(path_, anchor);
+  ASSERT_TRUE(offline.ok());
+  EXPECT_EQ(offline->problem, "anchor_mismatch");
+}
+
+TEST_F(AuditChainTest, AnEmptyLogVerifiesToTheGenesis) {
+  TempDir other;
+  auto store = MustOpen(other.File("empty.db"));
+  ASSERT_NE(store, nullptr);
+  auto r = store->VerifyAuditChain();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->intact);
+  EXPECT_EQ(r->rows, 0);
+  EXPECT_EQ(r->head_hash, kAuditGenesis);
+}
+
+TEST(AuditChainFile, RefusesWhatItCannotJudge) {
+  TempDir dir;
+  ExpectFailure(VerifyAuditChainFile(dir.File("absent.db")).status(), Status::Code::kIoError, "db_error");
+  {
+    auto c = Connection::Open(dir.File("other.db"), 5000, false);
+    ASSERT_FALSE(c.ok());  // Connection::Open never creates
+  }
+  const std::string other = dir.File("other.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(other.c_str(), &raw), SQLITE_OK);
+    DbPtr db(raw);
+    ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE t (x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  ExpectFailure(VerifyAuditChainFile(other).status(), Status::Code::kUnsupported, "db_not_rackgate");
+
+  // A database from before the chain: the offline form does not migrate it.
+  int chain_version = 0;
+  for (const Migration& m : Migrations()) {
+    if (std::string(m.description).find("audit hash chain") != std::string::npos) chain_version = m.version;
+  }
+  ASSERT_GT(chain_version, 1);
+  const std::string old = dir.File("old.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(old.c_str(), &raw), SQLITE_OK);
+    sqlite3_close(raw);
+    auto c = Connection::Open(old, 5000, false);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(Migrate(c->get(), chain_version - 1).ok());
+  }
+  ExpectFailure(VerifyAuditChainFile(old).status(), Status::Code::kUnsupported, "db_schema_old");
+}
+
+// Rows written before the chain are chained by its migration, in id order,
+// and new rows go on from them.
+TEST(AuditChainMigration, ExistingRowsAreChained) {
+  int chain_version = 0;
+  for (const Migration& m : Migrations()) {
+    if (std::string(m.description).find("audit hash chain") != std::string::npos) chain_version = m.version;
+  }
+  ASSERT_GT(chain_version, 1);
+  TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite3_close(raw);
+    auto c = Connection::Open(path, 5000, false);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(Migrate(c->get(), chain_version - 1).ok());
+    (*c)->Exec(R"sql(
+INSERT INTO audit (at, actor, action, hostname, why, detail_json) VALUES (1, 'op', 'pool_put', '', '', '{"pool":"w"}');
+INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state)
+  VALUES (2, 'op', 'enroll', 3, 'node-1', NULL, 'enrolled');
+INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state, why)
+  VALUES (3, 'op', 'revoke', 3, 'node-1', 'enrolled', 'revoked', 'lost');
+)sql");
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  auto r = store->VerifyAuditChain();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->intact) << r->message;
+  EXPECT_EQ(r->rows, 3);
+  auto rows = store->ListAudit();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].prev_hash, kAuditGenesis);
+  EXPECT_EQ((*rows)[2].why, "lost");
+  ASSERT_TRUE(store->PutPool(Pool{"infra"}, Op(), 10).ok());
+  r = store->VerifyAuditChain();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->intact) << r->message;
+  EXPECT_EQ(r->rows, 4);
+  // The append-only triggers are back after the migration.
+  auto c = Connection::Open(path, 5000, false);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THROW((*c)->Exec("UPDATE audit SET why = 'x' WHERE id = 1"), StoreError);
+  EXPECT_THROW((*c)->Exec("DELETE FROM audit WHERE id = 1"), StoreError);
 }
 
 }  // namespace

@@ -182,6 +182,92 @@ Result<std::map<std::string, int64_t>> SqliteStore::CountByState() {
   });
 }
 
+// --- Delete and rename (docs/lifecycle.md, "Delete and rename") --------------
+
+namespace {
+
+// The states an operator may delete or rename a machine in: it holds no
+// certificate of its current epoch and no attested config under its name.
+const std::vector<MachineState> kQuietStates = {MachineState::kPending, MachineState::kEnrolled,
+                                                MachineState::kRevoked};
+
+// machine_active unless `m` is quiet; the message names the fix.
+void CheckQuiet(const Machine& m, const std::string& verb) {
+  if (Contains(kQuietStates, m.state)) return;
+  Fail(Status::InvalidArgument(
+      "machine_active", MachineIs(m) + "; " + verb + " needs one of: " + Join(kQuietStates) +
+                            ". Run `rackgatectl revoke " + m.hostname + "` (it stops the machine at once) or `rackgatectl reset " +
+                            m.hostname + "` (it must attest again) first"));
+}
+
+}  // namespace
+
+Result<Machine> SqliteStore::DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineByHostname(c, hostname);
+      CheckQuiet(m, "delete");
+      // The row is written first: it names the machine that is about to go.
+      WriteAudit(c, actor, now,
+                 {"machine_deleted", &m, m.state, std::nullopt,
+                  json{{"ek_hash", Hex(m.ek_hash)}, {"state", std::string(StateName(m.state))}}});
+      {
+        // SECURITY: the certificates stay as history, but SQLite may hand
+        // this id to the next machine enrolled (machines.id is no
+        // AUTOINCREMENT); epoch -1 is never current, so no certificate of
+        // this machine is ever renewed or counted for that one.
+        Stmt s = c.Prepare("UPDATE certificates SET attest_epoch = -1 WHERE machine_id = ?1");
+        s.BindInt(1, m.id).Run();
+      }
+      // Addresses, sessions, tokens, attestations, CSR requests and the last
+      // report go by ON DELETE CASCADE (storage/schema.cc).
+      Stmt s = c.Prepare("DELETE FROM machines WHERE id = ?1");
+      s.BindInt(1, m.id).Run();
+      return m;
+    });
+  });
+}
+
+Result<Machine> SqliteStore::RenameMachine(const std::string& hostname, const std::string& new_hostname,
+                                           const Actor& actor, int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    CheckHostnameValue(new_hostname);
+    return db_->Write([&](Connection& c) {
+      Machine m = MustMachineByHostname(c, hostname);
+      if (new_hostname == m.hostname) return m;
+      CheckQuiet(m, "rename");
+      // SECURITY: the hostname becomes the kubelet certificate's CN, so two
+      // machines never share one; the refusal names the holder.
+      if (auto holder = MachineByHostname(c, new_hostname)) {
+        Fail(Status::InvalidArgument(
+            "hostname_taken", "'" + new_hostname + "' is already the hostname of a " +
+                                  std::string(StateName(holder->state)) + " machine (ek " +
+                                  Hex(holder->ek_hash).substr(0, 16) + "); pick another name, or `rackgatectl delete " +
+                                  new_hostname + "` first"));
+      }
+      {
+        Stmt s = c.Prepare("UPDATE machines SET hostname = ?2, updated_at = ?3 WHERE id = ?1");
+        s.BindInt(1, m.id).BindText(2, new_hostname).BindInt(3, now).Run();
+      }
+      {
+        // The machine's own name among its addresses follows it (a serving
+        // certificate's SANs come from the addresses).
+        Stmt s = c.Prepare(
+            "UPDATE OR IGNORE addresses SET value = ?2 WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?3");
+        s.BindInt(1, m.id).BindText(2, new_hostname).BindText(3, m.hostname).Run();
+        Stmt d = c.Prepare("DELETE FROM addresses WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?2");
+        d.BindInt(1, m.id).BindText(2, m.hostname).Run();
+      }
+      Machine after = MustMachineById(c, m.id);
+      WriteAudit(c, actor, now,
+                 {"machine_renamed", &after, m.state, after.state, json{{"from", m.hostname}, {"to", new_hostname}}});
+      return after;
+    });
+  });
+}
+
 // --- Trust sweep (docs/trust.md) ---------------------------------------------
 
 Result<std::vector<Machine>> SqliteStore::MarkStaleUntrusted(int64_t now,

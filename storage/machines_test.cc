@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/rows.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
 
@@ -180,6 +181,131 @@ TEST_F(StoreTest, TransitionChecksTheStateInTheSameTransaction) {
       Status::Code::kInvalidArgument, "state_invalid");
   ExpectFailure(store_->Transition(9999, {MachineState::kAttested}, MachineState::kJoined, Op(), "x", 1).status(),
                 Status::Code::kNotFound, "machine_unknown");
+}
+
+// --- Delete and rename (docs/lifecycle.md) --------------------------------------
+
+TEST_F(StoreTest, DeleteFreesTheEkAndTheHostnameAndKeepsHistory) {
+  Machine typo = Enroll("nod-1", "tpm-1");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(typo, "sess-1")).ok());
+  const size_t before = AuditCount();
+  auto gone = store_->DeleteMachine("nod-1", Op("hostname typo"), 500);
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(gone->hostname, "nod-1");
+  ExpectFailure(store_->GetMachine("nod-1").status(), Status::Code::kNotFound, "hostname_unknown");
+  ExpectFailure(store_->ConsumeSession("sess-1", 1001).status(), Status::Code::kNotFound, "session_unknown");
+  auto rows = Audit();
+  ASSERT_EQ(rows.size(), before + 1);
+  EXPECT_EQ(rows.back().action, "machine_deleted");
+  EXPECT_EQ(rows.back().hostname, "nod-1");
+  EXPECT_EQ(rows.back().from_state, "enrolled");
+  EXPECT_FALSE(rows.back().to_state.has_value());
+  EXPECT_EQ(rows.back().why, "hostname typo");
+  EXPECT_EQ(rows.back().detail_json, "{\"ek_hash\":\"" + Hex(typo.ek_hash) + "\",\"state\":\"enrolled\"}");
+  // The same EK under the corrected hostname, and the old hostname, are free.
+  Machine fixed = Enroll("node-1", "tpm-1");
+  EXPECT_EQ(fixed.ek_hash, typo.ek_hash);
+  Enroll("nod-1", "tpm-other");
+  EXPECT_EQ(Audit("nod-1").front().action, "enroll");  // history by name stays
+}
+
+TEST_F(StoreTest, DeleteTakesPendingEnrolledAndRevokedOnly) {
+  Enroll("pending-1", "p", MachineState::kPending);
+  EXPECT_TRUE(store_->DeleteMachine("pending-1", Op(), 500).ok());
+
+  Machine joined = Attested("node-j", "j");
+  ASSERT_TRUE(store_->RecordCertificate(Cert(joined, "01"), Op(), 1100).ok());
+  Attested("node-a", "a");
+  const size_t before = AuditCount();
+  for (const char* host : {"node-j", "node-a"}) {
+    auto r = store_->DeleteMachine(host, Op(), 500);
+    ExpectFailure(r.status(), Status::Code::kInvalidArgument, "machine_active");
+    EXPECT_NE(r.status().message().find(std::string("rackgatectl revoke ") + host), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_EQ(AuditCount(), before);
+  ExpectFailure(store_->DeleteMachine("ghost", Op(), 500).status(), Status::Code::kNotFound, "hostname_unknown");
+
+  // Revoked: deleted; its certificate stays as history and is never current
+  // again, even for a machine that gets the same id.
+  ASSERT_TRUE(store_->Revoke("node-j", Op(), 600).ok());
+  ASSERT_TRUE(store_->DeleteMachine("node-a", Op(), 600).status().code() == Status::Code::kInvalidArgument);
+  ASSERT_TRUE(store_->DeleteMachine("node-j", Op(), 610).ok());
+  auto cert = store_->GetCertificate("01");
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  EXPECT_EQ(cert->hostname, "node-j");
+  EXPECT_FALSE(cert->since_reset);
+}
+
+TEST_F(StoreTest, ADeletedMachinesIdTakenAgainFindsNoOldCertificate) {
+  Machine m = Attested("node-last", "last");
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "0f"), Op(), 1100).ok());
+  ASSERT_TRUE(store_->Revoke("node-last", Op(), 1200).ok());
+  ASSERT_TRUE(store_->DeleteMachine("node-last", Op(), 1300).ok());
+  Machine next = Enroll("node-next", "next");
+  if (next.id != m.id) GTEST_SKIP() << "SQLite did not reuse the id";
+  auto cert = store_->GetCertificate("0f");
+  ASSERT_TRUE(cert.ok());
+  EXPECT_FALSE(cert->since_reset);
+  ExpectFailure(store_->FindClientCertificate(next.id, B("spki-0f")).status(), Status::Code::kNotFound,
+                "certificate_unknown");
+}
+
+TEST_F(StoreTest, RenameKeepsStateEkAndMovesTheHostnameAddress) {
+  Machine m = Enroll("nod-2", "t2");
+  auto r = store_->RenameMachine("nod-2", "node-2", Op("typo"), 500);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->id, m.id);
+  EXPECT_EQ(r->hostname, "node-2");
+  EXPECT_EQ(r->state, MachineState::kEnrolled);
+  EXPECT_EQ(r->ek_hash, m.ek_hash);
+  EXPECT_EQ(r->addresses, (std::vector<Address>{{"Hostname", "node-2"}, {"InternalIP", "10.0.0.1"}}));
+  ExpectFailure(store_->GetMachine("nod-2").status(), Status::Code::kNotFound, "hostname_unknown");
+  auto rows = Audit("node-2");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].action, "machine_renamed");
+  EXPECT_EQ(rows[0].from_state, "enrolled");
+  EXPECT_EQ(rows[0].to_state, "enrolled");
+  EXPECT_EQ(rows[0].detail_json, "{\"from\":\"nod-2\",\"to\":\"node-2\"}");
+  // The same name again: nothing to do, no row.
+  const size_t before = AuditCount();
+  ASSERT_TRUE(store_->RenameMachine("node-2", "node-2", Op(), 510).ok());
+  EXPECT_EQ(AuditCount(), before);
+  // Pending and revoked machines keep their state.
+  Enroll("pending-2", "p2", MachineState::kPending);
+  auto p = store_->RenameMachine("pending-2", "pending-3", Op(), 520);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->state, MachineState::kPending);
+  ASSERT_TRUE(store_->Revoke("node-2", Op(), 530).ok());
+  auto v = store_->RenameMachine("node-2", "node-2r", Op(), 540);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->state, MachineState::kRevoked);
+}
+
+TEST_F(StoreTest, RenameRefusalsChangeNothing) {
+  Machine holder = Enroll("node-x", "x");
+  Enroll("node-y", "y");
+  Attested("node-z", "z");
+  const size_t before = AuditCount();
+  auto taken = store_->RenameMachine("node-y", "node-x", Op(), 500);
+  ExpectFailure(taken.status(), Status::Code::kInvalidArgument, "hostname_taken");
+  EXPECT_NE(taken.status().message().find(Hex(holder.ek_hash).substr(0, 16)), std::string::npos);
+  EXPECT_NE(taken.status().message().find("rackgatectl delete node-x"), std::string::npos) << taken.status().message();
+  ExpectFailure(store_->RenameMachine("node-y", "Node_Y", Op(), 500).status(), Status::Code::kInvalidArgument,
+                "hostname_invalid");
+  ExpectFailure(store_->RenameMachine("node-y", "", Op(), 500).status(), Status::Code::kInvalidArgument,
+                "hostname_invalid");
+  auto active = store_->RenameMachine("node-z", "node-zz", Op(), 500);
+  ExpectFailure(active.status(), Status::Code::kInvalidArgument, "machine_active");
+  EXPECT_NE(active.status().message().find("rackgatectl reset node-z"), std::string::npos)
+      << active.status().message();
+  ExpectFailure(store_->RenameMachine("ghost", "node-g", Op(), 500).status(), Status::Code::kNotFound,
+                "hostname_unknown");
+  EXPECT_EQ(AuditCount(), before);
+  EXPECT_EQ(store_->GetMachine("node-y")->hostname, "node-y");
+  // After a reset the machine may be renamed.
+  ASSERT_TRUE(store_->Reset("node-z", Op(), 600).ok());
+  EXPECT_TRUE(store_->RenameMachine("node-z", "node-zz", Op(), 610).ok());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "storage/audit.h"
 #include "storage/sqlite.h"
 
 namespace rackgate::storage {
@@ -346,6 +347,15 @@ CREATE TABLE machine_reports (
 ) STRICT;
 )sql";
 
+// The audit log's hash chain (docs/audit.md): every row carries the previous
+// row's hash and its own. BackfillAuditChain (storage/audit.cc) chains the
+// rows written before this version, in this transaction. A row inserted any
+// other way has no hash, and `audit verify` names it (unchained).
+constexpr char kV8AuditChain[] = R"sql(
+ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -354,6 +364,7 @@ constexpr Migration kMigrations[] = {
     {5, "renewal: certificates.attest_epoch and replaced_by; tokens.certify_nonce_used_at", kV5Renew},
     {6, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV6Events},
     {7, "machine trust (trust, trust_reason, trust_changed_at), machine_reports", kV7Trust},
+    {8, "audit hash chain: audit.prev_hash and hash, existing rows chained", kV8AuditChain, BackfillAuditChain},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {
@@ -409,6 +420,7 @@ Status Migrate(Connection* conn, int target) {
       if (version >= target) break;
       const Migration& m = kMigrations[version];
       conn->Exec(m.sql);
+      if (m.after_sql != nullptr) m.after_sql(conn);
       conn->Exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str());
       // A migration must leave every foreign key satisfied.
       Stmt check = conn->Prepare("PRAGMA foreign_key_check");

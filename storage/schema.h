@@ -22,6 +22,9 @@ struct Migration {
   int version;              // PRAGMA user_version after this step
   const char* description;  // one line, for the log and docs
   const char* sql;          // run in one transaction with the version bump
+  // Runs after `sql` in the same transaction, for what SQL cannot compute
+  // (the audit chain's hashes); nullptr for most migrations.
+  void (*after_sql)(Connection* conn) = nullptr;
 };
 
 // Every migration, in order: migration i brings version i to i + 1. Old

@@ -68,6 +68,10 @@ INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, rea
 INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state, why)
   VALUES (110, 'attestation', 'attest', 7, 'node-1', 'enrolled', 'attested', '');
 )sql"},
+    // Trust: what the trust migration computes for the machine above.
+    {7, R"sql(
+UPDATE machines SET trust = 'trusted', trust_reason = '', trust_changed_at = 110 WHERE id = 7;
+)sql"},
 };
 
 TEST(Migrations, VersionsAreContiguousFromOne) {

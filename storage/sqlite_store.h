@@ -98,6 +98,11 @@ class SqliteStore final : public Store {
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                            const Actor& actor, int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
+  // Delete, rename (machines.cc) and the audit chain (audit.cc).
+  Result<Machine> DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> RenameMachine(const std::string& hostname, const std::string& new_hostname, const Actor& actor,
+                                int64_t now) override;
+  Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor) override;
 
   // events.cc
   Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) override;

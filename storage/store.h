@@ -21,6 +21,8 @@
 //                    ek_conflict (hostname enrolled with another EK),
 //                    ek_in_use (EK enrolled under another hostname),
 //                    import_duplicate (a hostname or EK twice in an import),
+//                    machine_active (delete/rename of a machine that must be
+//                    revoked or reset first), hostname_taken,
 //                    state_conflict (current state does not allow the change),
 //                    client_cert_already_issued
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
@@ -287,6 +289,30 @@ class Store {
 
   // --- Audit and status ------------------------------------------------------
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;
+
+  // --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) ----
+  // Deletes a pending, enrolled or revoked machine (machine_active,
+  // kInvalidArgument, for any other state: the message names the fix,
+  // `rackgatectl revoke HOST`). Its addresses, sessions, tokens,
+  // attestations, CSR requests and last report go with it; its certificates,
+  // audit rows and events stay (history), and its certificates are marked
+  // never current again (attest_epoch -1), since SQLite may give a later
+  // machine the same id. Its EK and hostname are free afterwards. Audited as
+  // machine_deleted (detail ek_hash, state). Returns the machine as it was.
+  // hostname_unknown.
+  virtual Result<Machine> DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) = 0;
+  // Renames a pending, enrolled or revoked machine (machine_active otherwise:
+  // a machine that attested must be reset first, as its certificates name
+  // system:node:OLD), keeping its state, EK and history; an address of kind
+  // Hostname equal to the old name follows. Audited as machine_renamed
+  // (detail from, to). hostname_invalid, hostname_taken (the message names
+  // the holder), hostname_unknown. The same name again is a no-op.
+  virtual Result<Machine> RenameMachine(const std::string& hostname, const std::string& new_hostname,
+                                        const Actor& actor, int64_t now) = 0;
+  // Walks the whole audit chain in one snapshot: a report, intact or naming
+  // the first broken row (a broken chain is a report, not a failure). With
+  // an anchor, the row with its id must exist and have its hash.
+  virtual Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor = std::nullopt) = 0;
   // Machines per state, by StateName(); every state is present (0 when none).
   virtual Result<std::map<std::string, int64_t>> CountByState() = 0;
   // Sessions issued and neither used nor expired at `now` (a metric).
@@ -370,6 +396,13 @@ class Store {
 // Anything Store::Open refuses is refused the same way. The caller owns the
 // returned Store.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options = {});
+
+// VerifyAuditChain on the SQLite file at `path`, opened read-only and never
+// migrated, for when rackgated is down (`rackgatectl audit verify
+// --database PATH`). db_error when it cannot be opened, db_not_rackgate,
+// db_schema_old (kUnsupported) when the file predates the chain.
+Result<AuditChainReport> VerifyAuditChainFile(const std::string& path,
+                                              const std::optional<AuditAnchor>& anchor = std::nullopt);
 
 }  // namespace rackgate::storage
 

@@ -266,6 +266,34 @@ struct AuditEntry {
   std::optional<std::string> to_state;
   std::string why;
   std::string detail_json;  // a JSON object; never contains secrets
+  // The hash chain (docs/audit.md): the previous row's hash (the genesis for
+  // the first row) and this row's, both 64 lower-case hex characters.
+  std::string prev_hash;
+  std::string hash;
+};
+
+// A row's hash kept outside the appliance (docs/audit.md, "Anchoring the
+// head"): the only thing that shows the newest rows were cut off.
+struct AuditAnchor {
+  int64_t id = 0;
+  std::string hash;
+};
+
+// The audit chain's verdict (docs/audit.md, "Verifying"). `intact` false
+// names the first row that breaks it; rows counts the rows checked before it.
+struct AuditChainReport {
+  int64_t rows = 0;
+  int64_t head_id = 0;    // the newest row checked; 0 for an empty log
+  std::string head_hash;  // its hash; the genesis for an empty log
+  bool intact = true;
+  int64_t bad_row_id = 0;
+  // hash_mismatch (the row was edited), prev_mismatch (a row before it was
+  // deleted, inserted or re-hashed), row_missing (ids jump: rows deleted),
+  // unchained (a row without a hash: written outside rackgate),
+  // anchor_mismatch (the anchored row's hash differs: rewritten),
+  // anchor_missing (the anchored row is gone: the newest rows were cut off).
+  std::string problem;
+  std::string message;    // for the operator: which row, what is wrong
 };
 
 struct MachineFilter {

@@ -111,6 +111,8 @@ void CheckAddresses(const std::vector<Address>& addresses) {
 
 }  // namespace
 
+void CheckHostnameValue(const std::string& h) { CheckHostname(h); }
+
 void CheckSize(const char* field, size_t size, size_t min, size_t max) {
   if (size < min || size > max) {
     Fail(Status::InvalidArgument("field_invalid", std::string(field) + " must be " + std::to_string(min) + ".." +

@@ -102,7 +102,7 @@ std::string Join(const std::vector<std::string>& v) {
 }  // namespace
 
 int RunInit(int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out"}, {"renew-serving-cert", "json"}});
+  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out"}, {"renew-serving-cert", "json"}, 0});
   if (!args.ok()) {
     std::fprintf(stderr, "rackgatectl: %s\n\n%s", args.status().message().c_str(), kInitHelp);
     return kExitUnusable;

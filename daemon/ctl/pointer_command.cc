@@ -95,7 +95,7 @@ std::string PointerConfig(const PointerOptions& o) {
 
 int RunPointer(int argc, char** argv, int first) {
   auto args =
-      Args::Parse(argc, argv, first, {{"pool", "url", "ca", "state-dir", "token-file", "spec"}, {"no-token", "json"}});
+      Args::Parse(argc, argv, first, {{"pool", "url", "ca", "state-dir", "token-file", "spec"}, {"no-token", "json"}, 0});
   if (!args.ok()) return Usage(kHelp, args.status());
   if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
   if (Status s = args->Require({"pool"}); !s.ok()) return Usage(kHelp, s);

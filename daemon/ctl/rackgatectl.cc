@@ -13,6 +13,8 @@
 #include "daemon/ctl/admin_commands.h"
 #include "daemon/ctl/admin_util.h"
 #include "daemon/ctl/args.h"
+#include "daemon/ctl/audit_commands.h"
+#include "daemon/ctl/machine_commands.h"
 #include "daemon/ctl/ca_command.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
@@ -32,6 +34,8 @@ constexpr char kHelp[] =
     "  approve, revoke, reset\n"
     "                   change a machine's state (audited)\n"
     "  audit            the audit log\n"
+    "  audit verify     check the audit log's hash chain\n"
+    "  delete, rename   remove a machine, or fix its hostname (audited)\n"
     "  status           machines by state, recent attestation failures\n"
     "  pool put|show|diff\n"
     "                   pools: boot policies, Ignition templates\n"
@@ -113,7 +117,7 @@ struct CommandFlags {
   const char* flags;
 };
 constexpr CommandFlags kCommands[] = {
-    {"init", "--state-dir --name --address --renew-serving-cert"},
+    {"init", "--state-dir --name --address --renew-serving-cert --token-out"},
     {"enroll", "--hostname --pool --ek-cert --ek-public --address --replace-addresses --var --replace-vars --unset-var --policy --clear-policy --replace-ek"},
     {"import", "--dry-run"},
     {"list", "--pool --state"},
@@ -122,6 +126,9 @@ constexpr CommandFlags kCommands[] = {
     {"revoke", "--reason"},
     {"reset", "--reason"},
     {"audit", "--hostname --limit"},
+    {"audit verify", "--database --anchor"},
+    {"delete", "--reason"},
+    {"rename", "--reason"},
     {"status", ""},
     {"pool put", "--settings --policy --public-template --attested-template --token-required"},
     {"pool show", "--template"},
@@ -133,7 +140,7 @@ constexpr CommandFlags kCommands[] = {
     {"csr list", "--all"},
     {"csr approve", "--reason"},
     {"csr deny", "--reason"},
-    {"pointer", "--pool --url --ca --state-dir --token-file --no-token"},
+    {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
     {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
@@ -326,6 +333,10 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "approve" || cmd == "revoke" || cmd == "reset") {
     return RunMachineAction(cmd, socket, argc, argv, 2);
   }
+  // ledger: delete, rename, audit verify (docs/lifecycle.md, docs/audit.md).
+  if (cmd == "delete") return RunDelete(socket, argc, argv, 2);
+  if (cmd == "rename") return RunRename(socket, argc, argv, 2);
+  if (cmd == "audit" && argc >= 3 && !std::strcmp(argv[2], "verify")) return RunAuditVerify(socket, argc, argv, 3);
   if (cmd == "audit") return RunAudit(socket, argc, argv, 2);
   if (cmd == "status") return RunStatus(socket, argc, argv, 2);
   if (cmd == "pool") return RunPool(socket, argc, argv, 2);

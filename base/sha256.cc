@@ -1,0 +1,31 @@
+// SHA-256 over OpenSSL's one-shot EVP_Digest.
+#include "base/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <stdexcept>
+
+namespace rackgate::sha256 {
+
+std::array<uint8_t, kDigestSize> Digest(std::span<const uint8_t> data) {
+  std::array<uint8_t, kDigestSize> out{};
+  unsigned int n = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &n, EVP_sha256(), nullptr) != 1 || n != kDigestSize) {
+    throw std::runtime_error("SHA-256 is unavailable (OpenSSL EVP_Digest failed)");
+  }
+  return out;
+}
+
+std::string Hex(std::span<const uint8_t> data) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const auto d = Digest(data);
+  std::string out;
+  out.reserve(2 * d.size());
+  for (uint8_t b : d) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace rackgate::sha256

@@ -4,6 +4,7 @@
 // certificates and trust anchors on SIGHUP, and drains on SIGTERM.
 #include <grp.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -128,6 +129,17 @@ int Run(const std::string& config_path, bool check_only) {
   }
   if (Status s = ConfigureLogging({config->log_level}); !s.ok()) {
     std::fprintf(stderr, "rackgated: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  // A state directory nobody initialised (a fresh package install): say what
+  // to run, first of all (init comes before the EK roots in
+  // docs/operations.md), instead of creating an empty database that has no
+  // appliance CA. Exit 2: the unit does not restart for it
+  // (RestartPreventExitStatus=2). --check-config checks the file alone; any
+  // other stat error (a permission) is left to the store's own message.
+  if (struct stat st; !check_only && ::stat(config->database_path().c_str(), &st) != 0 && errno == ENOENT) {
+    Log()->critical("state directory {} has no database: run `sudo -u rackgate rackgatectl init --state-dir {}`",
+                    config->state_dir, config->state_dir);
     return 2;
   }
   auto anchors_loaded = LoadAnchors(*config);

@@ -193,6 +193,21 @@ void Metrics::GaugeAdd(const std::string& name, const std::string& help,
   Get(name, help, kGauge, labels).At(labels).value += delta;
 }
 
+void Metrics::Declare(const std::string& name, const std::string& help, MetricType type,
+                      const std::vector<std::string>& label_names) {
+  MetricLabels labels;
+  for (const auto& label : label_names) labels[label];
+  if (labels.size() != label_names.size()) throw std::invalid_argument("repeated label name on " + name);
+  std::lock_guard lock(mu_);
+  Get(name, help, static_cast<int>(type), labels);
+}
+
+void Metrics::Touch(const std::string& name, const std::string& help, MetricType type,
+                    const MetricLabels& labels) {
+  std::lock_guard lock(mu_);
+  Get(name, help, static_cast<int>(type), labels).At(labels);
+}
+
 void Metrics::DefineHistogram(const std::string& name, const std::string& help,
                               std::vector<double> buckets) {
   (void)help;  // the first observation's help text names the family
@@ -235,7 +250,6 @@ std::string Metrics::Render() const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
-    if (f->series.empty()) continue;
     out += "# HELP " + name + ' ';
     AppendHelp(f->help, &out);
     out += "\n# TYPE " + name + ' ' + TypeName(f->type) + '\n';

@@ -15,6 +15,9 @@ namespace rackgate {
 // labels names one series whatever order the caller wrote them in.
 using MetricLabels = std::map<std::string, std::string>;
 
+// A family's type, for Declare and Touch.
+enum class MetricType { kCounter = 0, kGauge = 1, kHistogram = 2 };
+
 // The Content-Type of Render()'s output.
 inline constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -52,8 +55,21 @@ class Metrics {
   void HistogramObserve(const std::string& name, const std::string& help,
                         const MetricLabels& labels, double value);
 
+  // Makes a family known before its first series, so that a scrape right
+  // after start-up names it (HELP and TYPE, no sample) and a later use with
+  // other label names or another type throws. For families whose label
+  // values are only known when something happens (an HTTP status).
+  void Declare(const std::string& name, const std::string& help, MetricType type,
+               const std::vector<std::string>& label_names);
+  // Creates the series at zero (a histogram with every bucket at 0) when it
+  // does not exist yet; an existing series keeps its value. For series whose
+  // label values are known at start-up, so that alerts see a 0, not nothing.
+  void Touch(const std::string& name, const std::string& help, MetricType type,
+             const MetricLabels& labels);
+
   // The text exposition format 0.0.4: families sorted by name, each with
-  // HELP and TYPE lines, series sorted by label values.
+  // HELP and TYPE lines, series sorted by label values. A declared family
+  // with no series yet has its HELP and TYPE lines only.
   std::string Render() const;
 
  private:

@@ -83,6 +83,37 @@ TEST(Metrics, MisuseThrows) {
   EXPECT_THROW(m.DefineHistogram("h4", "", {1, 3}), std::invalid_argument);
 }
 
+TEST(Metrics, DeclaredFamilyRendersHelpAndTypeOnly) {
+  Metrics m;
+  m.Declare("req_total", "Requests.", MetricType::kCounter, {"status", "method"});
+  EXPECT_EQ(m.Render(), "# HELP req_total Requests.\n# TYPE req_total counter\n");
+  // The declared label names bind: the order given does not matter, others throw.
+  m.CounterInc("req_total", "Requests.", {{"method", "GET"}, {"status", "200"}});
+  EXPECT_THROW(m.CounterInc("req_total", "Requests.", {{"method", "GET"}}), std::invalid_argument);
+  EXPECT_THROW(m.GaugeSet("req_total", "Requests.", {{"method", "GET"}, {"status", "200"}}, 1),
+               std::invalid_argument);
+  EXPECT_THROW(m.Declare("x", "", MetricType::kGauge, {"a", "a"}), std::invalid_argument);
+  EXPECT_NE(m.Render().find("req_total{method=\"GET\",status=\"200\"} 1\n"), std::string::npos);
+}
+
+TEST(Metrics, TouchCreatesZeroSeriesAndKeepsValues) {
+  Metrics m;
+  m.DefineHistogram("d_seconds", "D.", {0.5, 1});
+  m.Touch("d_seconds", "D.", MetricType::kHistogram, {{"route", "/x"}});
+  m.Touch("up_total", "U.", MetricType::kCounter, {});
+  m.CounterInc("up_total", "U.", {}, 3);
+  m.Touch("up_total", "U.", MetricType::kCounter, {});
+  m.Touch("g", "G.", MetricType::kGauge, {{"state", "joined"}});
+  EXPECT_EQ(m.Render(),
+            "# HELP d_seconds D.\n# TYPE d_seconds histogram\n"
+            "d_seconds_bucket{route=\"/x\",le=\"0.5\"} 0\n"
+            "d_seconds_bucket{route=\"/x\",le=\"1\"} 0\n"
+            "d_seconds_bucket{route=\"/x\",le=\"+Inf\"} 0\n"
+            "d_seconds_sum{route=\"/x\"} 0\nd_seconds_count{route=\"/x\"} 0\n"
+            "# HELP g G.\n# TYPE g gauge\ng{state=\"joined\"} 0\n"
+            "# HELP up_total U.\n# TYPE up_total counter\nup_total 3\n");
+}
+
 TEST(Metrics, ConcurrentIncrements) {
   Metrics m;
   std::vector<std::thread> threads;

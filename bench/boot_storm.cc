@@ -934,7 +934,7 @@ attest::PcrValues FleetPcrs(const std::optional<Bytes>& eventlog) {
 // rackgated's own time per route, from its /metrics histogram
 // rackgate_http_request_duration_seconds: the request's headers read to its
 // answer sent (handler queue and 503 refusals included; the TLS handshake
-// and the client's own delays not). Route -> upper bound -> cumulative count.
+// and the client's own delays not). "METHOD PATTERN" -> upper bound -> cumulative count.
 using Histograms = std::map<std::string, std::map<double, double>>;
 
 Histograms ParseDurationHistograms(const std::string& text) {
@@ -951,9 +951,10 @@ Histograms ParseDurationHistograms(const std::string& text) {
       const size_t to = line.find('"', from);
       return to == std::string::npos ? "" : line.substr(from, to - from);
     };
-    const std::string route = label("route"), le = label("le");
+    // Keyed "METHOD PATTERN", as kStepMethods and kStepPaths name the steps.
+    const std::string route = label("method") + " " + label("route"), le = label("le");
     const size_t space = line.rfind(' ');
-    if (route.empty() || le.empty() || space == std::string::npos) continue;
+    if (route.front() == ' ' || route.back() == ' ' || le.empty() || space == std::string::npos) continue;
     const double bound = le == "+Inf" ? std::numeric_limits<double>::infinity() : std::strtod(le.c_str(), nullptr);
     out[route][bound] += std::strtod(line.c_str() + space + 1, nullptr);
   }

@@ -203,13 +203,23 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
       Log()->error("store error for {}: {}", who, machine.status().ToString());
       return StoreBusy();
     }
+    // Observability: an unknown EK that knocked, for `rackgatectl status`.
+    auto knocked = [&](const std::string& reason) {
+      std::optional<std::span<const uint8_t>> cert;
+      if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
+      unknown_eks_.Record(attest::HexString(*ek_hash), ClientAddress(caller.address), reason, cert, clock_());
+    };
     if (!options_.discovery || !req.ek_certificate) {
+      knocked("machine_not_enrolled");
       return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
     }
     // Discovery: a genuine TPM (its certificate chains to a trusted root and
     // carries this EK) is recorded as pending for an operator to approve.
     auto info = CheckEkCertificate(*req.ek_certificate, req.ek_intermediates, &*ek);
-    if (!info.ok()) return Refuse(Denied(info.status()), who);
+    if (!info.ok()) {
+      knocked(info.status().reason());
+      return Refuse(Denied(info.status()), who);
+    }
     storage::Enrollment e;
     e.hostname = "pending-" + Short(*ek_hash);
     e.pool = options_.discovery_pool;

@@ -19,6 +19,7 @@
 #include "attest/tpm.h"
 #include "core/admission.h"
 #include "core/policy_cache.h"
+#include "core/unknown_eks.h"
 #include "base/metrics.h"
 #include "storage/store.h"
 #include "wire/protocol.h"
@@ -184,6 +185,10 @@ class AttestationService {
 
   int64_t Now() const { return clock_(); }
 
+  // Observability (docs/observability.md): the EKs whose challenge was
+  // refused because no machine has them, recently (bounded, in memory).
+  const UnknownEkTable& unknown_eks() const { return unknown_eks_; }
+
  private:
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
   Status Busy(const std::string& reason, const std::string& who);
@@ -197,6 +202,7 @@ class AttestationService {
   Metrics* metrics_;
   Clock clock_;
   SessionGate gate_;
+  UnknownEkTable unknown_eks_;
   PolicyCache policies_;
 
   // EK certificate verdicts by (certificate, intermediates), for the trust

@@ -76,6 +76,24 @@ TEST_F(ChallengeTest, UnknownMachineIsNotEnrolled) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
 }
 
+// Observability: the unknown EK is remembered (hash, address without port,
+// count), an enrolled one is not.
+TEST_F(ChallengeTest, UnknownEkIsRememberedForStatus) {
+  SoftMachine m;
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
+  EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
+  auto seen = attestation_->unknown_eks().SeenSince(0);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].ek_hash, attest::HexString(m.EkHash()));
+  EXPECT_EQ(seen[0].address, "192.0.2.7");
+  EXPECT_EQ(seen[0].count, 2u);
+  EXPECT_EQ(seen[0].reason, "machine_not_enrolled");
+  SoftMachine known;
+  Enroll(known, "node-1");
+  ASSERT_TRUE(attestation_->Challenge(known.ChallengeRequest(), caller_).ok());
+  EXPECT_EQ(attestation_->unknown_eks().size(), 1u);
+}
+
 TEST_F(ChallengeTest, PendingMachineWaits) {
   SoftMachine m;
   storage::Enrollment e;

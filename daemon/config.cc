@@ -86,6 +86,50 @@ bool IsLoopbackHost(const std::string& host) {
   return dots == 3;
 }
 
+// --- Observability (docs/observability.md) -------------------------------------
+
+// "HOST:PORT" or "[V6]:PORT", port 1-65535; the address literal is checked at bind.
+Status ReadListen(const json& v, const std::string& key, std::string* address, uint16_t* port) {
+  std::string text;
+  if (Status s = ReadString(v, key, &text); !s.ok()) return s;
+  if (text.empty()) {
+    address->clear();
+    *port = 0;
+    return Status::Ok();
+  }
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return Invalid(key, "expected HOST:PORT, e.g. 127.0.0.1:9622");
+  std::string host = text.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return Invalid(key, "expected [IPV6]:PORT, e.g. [::1]:9622");
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return Invalid(key, "write an IPv6 address in brackets, e.g. [::1]:9622");
+  }
+  const std::string digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(digits) < 1 || std::stoi(digits) > 65535) {
+    return Invalid(key, "the port must be between 1 and 65535");
+  }
+  *address = host;
+  *port = static_cast<uint16_t>(std::stoi(digits));
+  return Status::Ok();
+}
+
+Status ReadMetrics(const json& v, Config* c) {
+  if (!v.is_object()) return Invalid("metrics", "expected an object");
+  Config::MetricsSettings& m = c->metrics;
+  for (const auto& [k, value] : v.items()) {
+    Status s = k == "listen"   ? ReadListen(value, "metrics.listen", &m.listen_address, &m.listen_port)
+               : k == "public" ? ReadBool(value, "metrics.public", &m.public_port)
+               : k == "audited_refusals_per_minute"
+                   ? ReadInt(value, "metrics.audited_refusals_per_minute", 0, 100000, &m.audited_refusals_per_minute)
+                   : Invalid("metrics." + k, "unknown key");
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 Status ReadWebhooks(const json& v, Config* c) {
   if (!v.is_array()) return Invalid("webhooks", "expected a list of objects");
   c->webhooks.clear();
@@ -236,6 +280,8 @@ const std::map<std::string, KeyReader>& Readers() {
        }},
       {"log_level", [](const json& v, Config* c) { return ReadString(v, "log_level", &c->log_level); }},
       {"webhooks", ReadWebhooks},
+      // Observability (docs/observability.md).
+      {"metrics", ReadMetrics},
   };
   return *readers;
 }

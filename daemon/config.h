@@ -94,6 +94,21 @@ struct Config {
 
   std::string log_level = "info";
 
+  // Observability (docs/observability.md): "metrics": {"listen":
+  // "127.0.0.1:9622", "public": false, "audited_refusals_per_minute": 30}.
+  // listen: a plain-HTTP listener serving /metrics only ("" none; IPv6 as
+  // "[::1]:9622"). public: /metrics also on the machines' HTTPS port (the
+  // default, true, keeps existing scrapers working). At most
+  // audited_refusals_per_minute refused admin requests get an audit row a
+  // minute; the rest are counted and summarised in one log line.
+  struct MetricsSettings {
+    std::string listen_address;
+    uint16_t listen_port = 0;
+    bool public_port = true;
+    int audited_refusals_per_minute = 30;
+  };
+  MetricsSettings metrics;
+
   std::string database_path() const { return state_dir + "/rackgate.db"; }
   std::string ca_certificate_path() const { return state_dir + "/ca/ca.crt"; }
   std::string ca_key_path() const { return state_dir + "/ca/ca.key"; }

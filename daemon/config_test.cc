@@ -27,6 +27,35 @@ TEST(Config, DefaultsAndRefusals) {
   }
 }
 
+// --- Observability (docs/observability.md) -------------------------------------
+
+TEST(Config, MetricsListenerAndPublicSwitch) {
+  auto d = ParseConfig("{}");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->metrics.public_port);
+  EXPECT_EQ(d->metrics.listen_address, "");
+  EXPECT_EQ(d->metrics.audited_refusals_per_minute, 30);
+  auto c = ParseConfig(R"({"metrics":{"listen":"127.0.0.1:9622","public":false,"audited_refusals_per_minute":5}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->metrics.listen_address, "127.0.0.1");
+  EXPECT_EQ(c->metrics.listen_port, 9622);
+  EXPECT_FALSE(c->metrics.public_port);
+  EXPECT_EQ(c->metrics.audited_refusals_per_minute, 5);
+  auto v6 = ParseConfig(R"({"metrics":{"listen":"[::1]:9622"}})");
+  ASSERT_TRUE(v6.ok()) << v6.status().ToString();
+  EXPECT_EQ(v6->metrics.listen_address, "::1");
+  for (const char* bad : {R"({"metrics":[]})", R"({"metrics":{"listen":"9622"}})",
+                          R"({"metrics":{"listen":"::1:9622"}})", R"({"metrics":{"listen":"127.0.0.1:0"}})",
+                          R"({"metrics":{"listen":"127.0.0.1:99999"}})", R"({"metrics":{"listen":"127.0.0.1:x"}})",
+                          R"({"metrics":{"public":"no"}})", R"({"metrics":{"port":1}})",
+                          R"({"metrics":{"audited_refusals_per_minute":-1}})"}) {
+    auto x = ParseConfig(bad);
+    ASSERT_FALSE(x.ok()) << bad;
+    EXPECT_EQ(x.status().reason(), "config_invalid") << bad;
+    EXPECT_NE(x.status().message().find("metrics"), std::string::npos) << x.status().message();
+  }
+}
+
 // --- Webhooks (docs/events.md) -------------------------------------------------
 
 TEST(Config, Webhooks) {

@@ -521,7 +521,18 @@ Response AdminApi::StatusReport(const Request& request) {
   auto untrusted = store_->CountUntrusted();
   if (!untrusted.ok()) return StoreError(untrusted.status());
   out["machines_untrusted"] = *untrusted;
-  return Response::Json(200, out.dump());
+  // Observability (docs/observability.md): unknown EKs that knocked in the
+  // last hour, from the attestation service's bounded table.
+  json knocking = json::array();
+  for (const core::UnknownEk& e : attestation_->unknown_eks().SeenSince(attestation_->Now() - 3600)) {
+    json k = {{"ek_hash", e.ek_hash}, {"first_seen", e.first_seen}, {"last_seen", e.last_seen},
+              {"count", e.count},     {"address", e.address},       {"reason", e.reason}};
+    if (!e.cert_issuer.empty()) k["ek_certificate_issuer"] = e.cert_issuer;
+    if (!e.cert_subject.empty()) k["ek_certificate_subject"] = e.cert_subject;
+    knocking.push_back(std::move(k));
+  }
+  out["unknown_eks"] = std::move(knocking);
+  return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // PUT /v1/admin/pools/{name}: settings, token_required, boot_policy and

@@ -28,6 +28,8 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/handler_pool.h"
 #include "daemon/listen_sockets.h"
 #include "base/log.h"
@@ -81,6 +83,7 @@ std::string LogSafe(const std::string& s) {
 struct Listener {
   HttpServer::Impl* server = nullptr;
   bool admin = false;
+  bool plain = false;  // the metrics listener: plain HTTP on TCP
   std::string name;  // "127.0.0.1:22623", "unix:/run/rackgate/admin.sock"
   const Router* router = nullptr;
   MHD_Daemon* daemon = nullptr;
@@ -104,6 +107,7 @@ struct RequestState {
   uint64_t dropped = 0;
   unsigned status = 0;  // 0 until a response is queued
   std::string route = "unmatched";
+  std::optional<PeerCred> cred;  // the admin socket's peer
   // Handed to the handler pool: the connection is suspended until `ready`.
   bool dispatched = false;
   bool ready = false;
@@ -117,6 +121,7 @@ struct RequestState {
 struct HttpServer::Impl {
   HttpServerOptions options;
   uint16_t port = 0;
+  uint16_t metrics_port = 0;
   std::optional<gid_t> admin_gid;
   std::optional<UnixSocket> admin_socket;
   std::vector<std::unique_ptr<Listener>> listeners;
@@ -192,7 +197,7 @@ void NotifyConnection(void* cls, MHD_Connection* connection, void** socket_conte
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       auto context = std::make_unique<ConnectionContext>();
       context->listener = listener;
-      if (!listener->admin) {
+      if (!listener->admin && !listener->plain) {
         std::lock_guard lock(g_tls_connections_mu);
         g_tls_connections[connection] = context.get();
       }
@@ -201,7 +206,7 @@ void NotifyConnection(void* cls, MHD_Connection* connection, void** socket_conte
     }
     std::unique_ptr<ConnectionContext> context(static_cast<ConnectionContext*>(*socket_context));
     *socket_context = nullptr;
-    if (!listener->admin) {
+    if (!listener->admin && !listener->plain) {
       std::lock_guard lock(g_tls_connections_mu);
       g_tls_connections.erase(connection);
     }
@@ -281,7 +286,71 @@ MhdResponse BuildResponse(const Response& response, bool close) {
   return r;
 }
 
+constexpr char kRequestsHelp[] =
+    "HTTP requests by method, route pattern and status (\"aborted\": not delivered).";
+constexpr char kDurationHelp[] = "Time from request headers to the last byte of the response.";
+
 Response InternalError() { return Response::Json(500, kInternalErrorBody); }
+
+// Observability: bounded label values. The method as a label only when it is
+// a standard one (a client may send any token).
+std::string MethodLabel(const std::string& method) {
+  for (const char* m : {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    if (method == m) return method;
+  }
+  return "other";
+}
+
+// The pattern of Router::Dispatch's "METHOD PATTERN" (or the pattern alone,
+// for a 405); "other" when no route matched.
+std::string RouteLabel(const std::string& dispatched) {
+  if (dispatched.empty() || dispatched == "unmatched") return "other";
+  const size_t space = dispatched.find(' ');
+  return space == std::string::npos ? dispatched : dispatched.substr(space + 1);
+}
+
+// The pattern's {name} segments, taken from the path.
+std::map<std::string, std::string> PathParams(const std::string& pattern, const std::string& path) {
+  std::map<std::string, std::string> out;
+  size_t p = 0, q = 0;
+  while (p < pattern.size() && q < path.size()) {
+    const size_t pe = std::min(pattern.find('/', p + 1), pattern.size());
+    const size_t qe = std::min(path.find('/', q + 1), path.size());
+    const std::string seg = pattern.substr(p + 1, pe - p - 1);
+    if (seg.size() > 2 && seg.front() == '{' && seg.back() == '}') {
+      out[seg.substr(1, seg.size() - 2)] = path.substr(q + 1, qe - q - 1);
+    }
+    p = pe;
+    q = qe;
+  }
+  return out;
+}
+
+// The reason code of an error body {"error": {"reason": ...}}; "" otherwise.
+std::string ErrorReason(const Response& r) {
+  if (r.content_type.rfind("application/json", 0) != 0) return "";
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
+  const auto it = j["error"].find("reason");
+  return it != j["error"].end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+void ReportAdminRefusal(const RequestState& state, const Response& response) {
+  const auto& hook = state.listener->server->options.on_admin_refusal;
+  if (!state.listener->admin || response.status < 400 || !hook) return;
+  AdminRefusal r;
+  r.method = MethodLabel(state.method);
+  r.route = RouteLabel(state.route);
+  r.status = response.status;
+  r.reason = ErrorReason(response);
+  r.peer = state.cred;
+  if (r.route != "other") r.path_params = PathParams(r.route, state.path);
+  try {
+    hook(r);
+  } catch (const std::exception& e) {
+    Log()->error("admin refusal hook failed: {}", e.what());
+  }
+}
 
 MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response& response) {
   const bool close = state->listener->server->draining.load();
@@ -298,6 +367,7 @@ MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response
     if (!r) return MHD_NO;
   }
   state->status = static_cast<unsigned>(sane.status);
+  ReportAdminRefusal(*state, sane);
   // MHD keeps its own reference to a queued response; ours goes at scope
   // exit.
   return MHD_queue_response(connection, state->status, r.get());
@@ -358,7 +428,9 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   request.admin = state->listener->admin;
   if (request.admin) request.peer_cred = PeerCredentials(connection);
 
-  HandlerPool* pool = state->listener->admin ? nullptr : state->listener->server->handlers.get();
+  // The admin socket and the metrics listener answer on their own event loop.
+  HandlerPool* pool =
+      state->listener->admin || state->listener->plain ? nullptr : state->listener->server->handlers.get();
   if (pool == nullptr) return Queue(connection, state, Dispatch(state, std::move(request)));
   // Off the event loop: suspended first, so that the resume cannot come
   // before it; MHD calls AccessHandler again once resumed, and the answer is
@@ -409,6 +481,7 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       owned->path = url;
       if (listener->admin) {
         const std::optional<PeerCred> cred = PeerCredentials(connection);
+        owned->cred = cred;
         owned->peer = cred.has_value() ? "unix:uid=" + std::to_string(cred->uid) +
                                              ",pid=" + std::to_string(cred->pid)
                                        : "unix";
@@ -526,12 +599,11 @@ void RequestCompleted(void* cls, MHD_Connection* connection, void** con_cls,
     if (metrics != nullptr) {
       // A response that was never fully delivered counts as "aborted".
       const bool delivered = code == MHD_REQUEST_TERMINATED_COMPLETED_OK && state->status != 0;
-      metrics->CounterInc("rackgate_http_requests_total",
-                          "HTTP requests by route and status (\"aborted\": not delivered).",
-                          {{"route", state->route}, {"status", delivered ? status : "aborted"}});
-      metrics->HistogramObserve("rackgate_http_request_duration_seconds",
-                                "Time from request headers to the last byte of the response.",
-                                {{"route", state->route}}, seconds);
+      const std::string method = MethodLabel(state->method), route = RouteLabel(state->route);
+      metrics->CounterInc("rackgate_http_requests_total", kRequestsHelp,
+                          {{"method", method}, {"route", route}, {"status", delivered ? status : "aborted"}});
+      metrics->HistogramObserve("rackgate_http_request_duration_seconds", kDurationHelp,
+                                {{"method", method}, {"route", route}}, seconds);
     }
   } catch (const std::exception& e) {
     Log()->error("request accounting failed: {}", e.what());
@@ -553,6 +625,11 @@ Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int f
   items.push_back({MHD_OPTION_CONNECTION_TIMEOUT, options.connection_timeout_seconds, nullptr});
   if (listener->admin) {
     items.push_back({MHD_OPTION_CONNECTION_LIMIT, kAdminConnectionLimit, nullptr});
+  } else if (listener->plain) {
+    items.push_back({MHD_OPTION_CONNECTION_LIMIT, kAdminConnectionLimit, nullptr});
+    if (options.per_client_connections > 0) {
+      items.push_back({MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_client_connections, nullptr});
+    }
   } else {
     flags |= MHD_USE_TLS;
     items.push_back({MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr});
@@ -658,6 +735,23 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   }
   impl->port = port;
 
+  if (!o.metrics_address.empty()) {
+    uint16_t bound = 0;
+    auto fd = BindTcp(o.metrics_address, o.metrics_port, &bound);
+    if (!fd.ok()) return fd.status();
+    auto listener = std::make_unique<Listener>();
+    listener->server = impl.get();
+    listener->plain = true;
+    listener->router = &impl->options.metrics_router;
+    listener->name = "http://" +
+                     (o.metrics_address.find(':') != std::string::npos ? "[" + o.metrics_address + "]"
+                                                                       : o.metrics_address) +
+                     ":" + std::to_string(bound);
+    impl->metrics_port = bound;
+    Status s = impl->StartListener(std::move(listener), *fd);
+    if (!s.ok()) return s;
+  }
+
   if (!o.admin_socket_path.empty()) {
     impl->admin_gid = LookupGroup(o.admin_group);
     if (!impl->admin_gid.has_value() && !o.admin_group.empty()) {
@@ -676,6 +770,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
     if (!s.ok()) return s;
   }
 
+  if (o.metrics != nullptr) {
+    o.metrics->Declare("rackgate_http_requests_total", kRequestsHelp, MetricType::kCounter,
+                       {"method", "route", "status"});
+    o.metrics->Declare("rackgate_http_request_duration_seconds", kDurationHelp, MetricType::kHistogram,
+                       {"method", "route"});
+  }
   impl->started = true;
   std::string names;
   for (const auto& l : impl->listeners) names += (names.empty() ? "" : ", ") + l->name;
@@ -687,6 +787,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
 }
 
 uint16_t HttpServer::port() const { return impl_->port; }
+
+uint16_t HttpServer::metrics_port() const { return impl_->metrics_port; }
 
 std::optional<gid_t> HttpServer::admin_group_id() const { return impl_->admin_gid; }
 

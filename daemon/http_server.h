@@ -27,6 +27,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +43,18 @@ class Metrics;
 
 namespace rackgate::daemon {
 
+
+// A refused request on the admin socket, for the refusal log and audit.
+struct AdminRefusal {
+  std::string method;  // bounded: a standard method or "other"
+  std::string route;   // the router's pattern, or "other"
+  int status = 0;
+  std::string reason;  // the error body's reason code ("" when it has none)
+  std::optional<PeerCred> peer;
+  // The pattern's {name} segments as the request gave them (client text:
+  // escape before logging).
+  std::map<std::string, std::string> path_params;
+};
 
 struct HttpServerOptions {
   // The public HTTPS listener. IPv4 or IPv6 literals ("192.0.2.10", "::1");
@@ -88,9 +102,24 @@ struct HttpServerOptions {
   Router admin_router;
 
   // BORROWED, may be null: outlives the server. The server records
-  // rackgate_http_requests_total{route,status} and
-  // rackgate_http_request_duration_seconds{route}.
+  // rackgate_http_requests_total{method,route,status} and
+  // rackgate_http_request_duration_seconds{method,route}: `route` is the
+  // router's pattern ("/v1/admin/machines/{hostname}"), "other" for a path
+  // no route matches; `method` is one of the standard methods or "other".
+  // Never the client's path: bounded, and no token or hostname in a label.
   Metrics* metrics = nullptr;
+
+  // Observability (docs/observability.md): a plain-HTTP listener for the
+  // scraper only, away from the machines' TLS port ("" address: none). It
+  // serves `metrics_router`, with the public listener's limits.
+  std::string metrics_address;
+  uint16_t metrics_port = 0;  // 0: an ephemeral port (see metrics_port())
+  Router metrics_router;
+
+  // Called for every answer of status >= 400 on the admin socket (a handler's
+  // refusal, 404, 405, 413, 500), on the thread that answered, before the
+  // answer is sent. Must not throw and should be quick.
+  std::function<void(const AdminRefusal&)> on_admin_refusal;
 };
 
 // Thread-safe. Destroying a running server Stop()s it.
@@ -108,6 +137,8 @@ class HttpServer {
 
   // The public listener's bound port.
   uint16_t port() const;
+  // The metrics listener's bound port; 0 when there is none.
+  uint16_t metrics_port() const;
   // The group the admin socket was given; nullopt when admin_group does not
   // exist (or there is no admin socket).
   std::optional<gid_t> admin_group_id() const;

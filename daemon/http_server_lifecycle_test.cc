@@ -185,7 +185,7 @@ TEST_F(HttpServerTest, DrainTimeoutCutsOffSlowHandler) {
   EXPECT_NE(slow.status, 200);
   EXPECT_EQ(server->requests_in_flight(), 0u);
   EXPECT_NE(metrics_.Render().find(
-                "rackgate_http_requests_total{route=\"GET /slow\",status=\"aborted\"} 1\n"),
+                "rackgate_http_requests_total{method=\"GET\",route=\"/slow\",status=\"aborted\"} 1\n"),
             std::string::npos)
       << metrics_.Render();
 }

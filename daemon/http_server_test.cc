@@ -177,13 +177,13 @@ TEST_F(HttpServerTest, MetricsRecordRouteAndStatus) {
   EXPECT_EQ(client.Get("/nope/x").status, 404);
   server->Stop();
   const std::string text = metrics_.Render();
-  EXPECT_NE(text.find("rackgate_http_requests_total{route=\"GET /items/{id}\",status=\"200\"} 2\n"),
+  EXPECT_NE(text.find("rackgate_http_requests_total{method=\"GET\",route=\"/items/{id}\",status=\"200\"} 2\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("rackgate_http_requests_total{route=\"unmatched\",status=\"404\"} 1\n"),
+  EXPECT_NE(text.find("rackgate_http_requests_total{method=\"GET\",route=\"other\",status=\"404\"} 1\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("rackgate_http_request_duration_seconds_count{route=\"GET /items/{id}\"} 2\n"),
+  EXPECT_NE(text.find("rackgate_http_request_duration_seconds_count{method=\"GET\",route=\"/items/{id}\"} 2\n"),
             std::string::npos)
       << text;
 }

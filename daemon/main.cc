@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/observability.h"
 #include "daemon/webhooks.h"
 #include "storage/store.h"
 
@@ -165,6 +166,9 @@ int Run(const std::string& config_path, bool check_only) {
   }
   TrustAnchors anchors(std::move(anchors_loaded).value());
   Metrics metrics;
+  // Observability (docs/observability.md): every documented series from
+  // start-up.
+  DeclareApplianceMetrics(&metrics, RACKGATE_VERSION);
   AttestationOptions ao;
   ao.session_ttl_seconds = config->session_ttl_seconds;
   ao.token_ttl_seconds = config->token_ttl_seconds;
@@ -227,7 +231,15 @@ int Run(const std::string& config_path, bool check_only) {
     metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
     return Response::Error(503, "db_unavailable", "the database does not answer", 5);
   });
-  o.router.Add("GET", "/metrics", [db, &metrics](const Request&) {
+  // Observability (docs/observability.md): /metrics on the machines' port
+  // (metrics.public, the default) and/or on its own plain-HTTP listener.
+  const ExpiryFiles expiry{config->tls_certificate_path(), config->ca_certificate_path(),
+                           config->cluster_ca_certificate_path()};
+  Handler scrape = [db, &metrics, &attestation, expiry](const Request&) {
+    CollectScrapeMetrics(&metrics, db, expiry);
+    metrics.GaugeSet("rackgate_unknown_eks",
+                     "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).", {},
+                     static_cast<double>(attestation.unknown_eks().SeenSince(Now() - 3600).size()));
     // Counted at scrape time: a running sum would drift with every session
     // that expires unused.
     auto open = db->CountOpenSessions(Now());
@@ -258,7 +270,17 @@ int Run(const std::string& config_path, bool check_only) {
       seen = now;
     }
     return Response::Text(200, metrics.Render(), kMetricsContentType);
-  });
+  };
+  if (config->metrics.public_port) o.router.Add("GET", "/metrics", scrape);
+  if (!config->metrics.listen_address.empty()) {
+    o.metrics_address = config->metrics.listen_address;
+    o.metrics_port = config->metrics.listen_port;
+    o.metrics_router.Add("GET", "/metrics", scrape);
+  } else if (!config->metrics.public_port) {
+    Log()->warn("metrics.public is false and metrics.listen is empty: /metrics is served nowhere");
+  }
+  AdminRefusalLog refusals(db, &metrics, config->metrics.audited_refusals_per_minute);
+  o.on_admin_refusal = [&refusals](const AdminRefusal& r) { refusals.Record(r, Now()); };
   o.admin_socket_path = config->admin_socket;
   o.admin_group = config->admin_group;
   admin.Register(&o.admin_router);
@@ -288,6 +310,10 @@ int Run(const std::string& config_path, bool check_only) {
   notifier.StartWatchdog([db] { return db->CountByState().ok(); });
   Log()->info("rackgated {} serving on port {}, admin socket {}", RACKGATE_VERSION, (*server)->port(),
               config->admin_socket);
+  if ((*server)->metrics_port() != 0) {
+    Log()->info("metrics on http://{}:{}/metrics{}", config->metrics.listen_address, (*server)->metrics_port(),
+                config->metrics.public_port ? " and on the HTTPS port" : " only");
+  }
 
   int64_t next_purge = Now() + 60;
   // ledger: the audit chain's head (docs/audit.md).

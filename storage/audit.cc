@@ -216,6 +216,23 @@ Status SqliteStore::AuditMachineEvent(int64_t machine_id, const std::string& act
   });
 }
 
+Status SqliteStore::AuditAdminRefusal(const std::string& hostname, const std::string& detail_json,
+                                      const Actor& actor, int64_t now) {
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    CheckSize("detail_json", detail_json.size(), 2, 64 * 1024);
+    json detail = json::parse(detail_json, nullptr, false);
+    if (!detail.is_object()) return Status::InvalidArgument("field_invalid", "detail_json must be a JSON object");
+    db_->Write([&](Connection& c) {
+      std::optional<Machine> m;
+      if (!hostname.empty() && hostname.size() <= 253) m = MachineByHostname(c, hostname);
+      WriteAudit(c, actor, now, {"admin_refused", m ? &*m : nullptr, std::nullopt, std::nullopt, detail});
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<AuditEntry>> SqliteStore::ListAudit(const AuditFilter& filter) {
   return Guard([&]() -> Result<std::vector<AuditEntry>> {
     const char* kColumns = kAuditSelect;

@@ -93,6 +93,32 @@ TEST_F(StoreTest, EveryStateChangeHasExactlyOneAuditRow) {
                                                "reset", "attest", "revoke"}));
 }
 
+// Observability: a refused admin request is one admin_refused row, naming
+// the machine only when the hostname is known, and changing nothing else.
+TEST_F(StoreTest, AuditAdminRefusalNamesKnownMachinesOnly) {
+  Machine m = Enroll("node-1", "a");
+  const size_t before = Audit().size();
+  ASSERT_TRUE(store_->AuditAdminRefusal("node-1", R"({"reason":"state_conflict","uid":1000})", Op(), 1200).ok());
+  ASSERT_TRUE(store_->AuditAdminRefusal("no-such-node", R"({"reason":"hostname_unknown"})", Op(), 1201).ok());
+  ASSERT_TRUE(store_->AuditAdminRefusal("", R"({"reason":"admin_forbidden"})", Op(), 1202).ok());
+  auto rows = Audit();
+  ASSERT_EQ(rows.size(), before + 3);
+  const AuditEntry& known = rows[before];
+  EXPECT_EQ(known.action, "admin_refused");
+  EXPECT_EQ(known.machine_id, m.id);
+  EXPECT_EQ(known.hostname, "node-1");
+  EXPECT_FALSE(known.from_state.has_value());
+  EXPECT_NE(known.detail_json.find("state_conflict"), std::string::npos);
+  EXPECT_FALSE(rows[before + 1].machine_id.has_value());
+  EXPECT_EQ(rows[before + 1].hostname, "");
+  EXPECT_FALSE(rows[before + 2].machine_id.has_value());
+  auto again = store_->GetMachine("node-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state, m.state);
+  ExpectFailure(store_->AuditAdminRefusal("node-1", "[]", Op(), 1203), Status::Code::kInvalidArgument,
+                "field_invalid");
+}
+
 TEST_F(StoreTest, NoSecretReachesTheAuditLog) {
   Machine m = Enroll("node-1", "a");
   Session s = MakeSession(m, "session-xyz");

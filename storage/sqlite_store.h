@@ -95,6 +95,9 @@ class SqliteStore final : public Store {
   Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
 
   // audit.cc
+  // Observability (docs/observability.md).
+  Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
+                           int64_t now) override;
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                            const Actor& actor, int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;

@@ -236,6 +236,13 @@ class Store {
   // machine_unknown.
   virtual Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                                    const Actor& actor, int64_t now) = 0;
+  // Observability (docs/observability.md): one audit row `admin_refused`
+  // for a refused admin request. `detail_json` is a JSON object (method,
+  // route, reason, user, uid), never a secret. The row names the machine
+  // when `hostname` is one the store knows; otherwise machine_id is NULL
+  // (an unknown hostname is no error: the refusal is recorded all the same).
+  virtual Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
+                                   int64_t now) = 0;
   // The client certificate issued to the machine since its last reset for
   // the key with this SHA-256, if any (certificate_unknown otherwise).
   virtual Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) = 0;

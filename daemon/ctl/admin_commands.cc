@@ -458,6 +458,23 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
                   Str(f, "reason").c_str());
     }
   }
+  // Observability (docs/observability.md).
+  if (r->contains("unknown_eks") && r->at("unknown_eks").is_array()) {
+    const json& knocking = r->at("unknown_eks");
+    std::printf("unknown EKs knocking (last hour): %zu\n", knocking.size());
+    for (const json& k : knocking) {
+      const std::string hash = Str(k, "ek_hash");
+      std::printf("  %-16s  %-21s %-21s %5s  %-15s %s\n", hash.substr(0, 16).c_str(),
+                  FormatTime(k, "first_seen").c_str(), FormatTime(k, "last_seen").c_str(),
+                  k.contains("count") ? k.at("count").dump().c_str() : "", Str(k, "address").c_str(),
+                  Str(k, "reason").c_str());
+      const std::string issuer = Str(k, "ek_certificate_issuer");
+      if (!issuer.empty()) std::printf("    EK certificate issuer: %s\n", issuer.c_str());
+    }
+    if (!knocking.empty()) {
+      std::printf("  enroll them with `rackgatectl enroll` or `rackgatectl import` (the full hash is in --json)\n");
+    }
+  }
   return kExitOk;
 }
 

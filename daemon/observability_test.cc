@@ -1,0 +1,84 @@
+// Tests for the observability module: the series a fresh appliance shows,
+// the scrape-time gauges, and the bound on audited admin refusals.
+#include "daemon/observability.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "storage/store.h"
+
+namespace rackgate::daemon {
+namespace {
+
+std::string TempDirPath() {
+  char dir[] = "/tmp/rackgate-obs-XXXXXX";
+  return ::mkdtemp(dir) != nullptr ? dir : "/tmp";
+}
+
+TEST(Observability, FreshApplianceSeries) {
+  Metrics m;
+  DeclareApplianceMetrics(&m, "1.2.3");
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("rackgate_build_info{version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("rackgate_machines{state=\"revoked\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("rackgate_attestations_total{reason=\"machine_revoked\",verdict=\"refused\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("rackgate_attestations_total{reason=\"machine_not_enrolled\",verdict=\"wait\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("rackgate_attestation_duration_seconds_bucket{le=\"+Inf\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos);
+  EXPECT_NE(text.find("process_max_fds "), std::string::npos);
+  EXPECT_NE(text.find("process_start_time_seconds "), std::string::npos);
+}
+
+TEST(Observability, ScrapeCountsMachinesAndReadsExpiry) {
+  const std::string dir = TempDirPath();
+  auto store = storage::Store::Open(dir + "/db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Metrics m;
+  CollectScrapeMetrics(&m, store->get(), {dir + "/missing.crt", dir + "/missing-ca.crt", ""});
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("rackgate_machines{state=\"joined\"} 0\n"), std::string::npos) << text;
+  // No certificate files: no expiry series, and no error.
+  EXPECT_EQ(text.find("rackgate_certificate_expiry_timestamp_seconds{"), std::string::npos) << text;
+  EXPECT_FALSE(CertificateNotAfter(dir + "/missing.crt").has_value());
+}
+
+TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
+  const std::string dir = TempDirPath();
+  auto store = storage::Store::Open(dir + "/db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Metrics m;
+  AdminRefusalLog log(store->get(), &m, 3);
+  AdminRefusal r;
+  r.method = "POST";
+  r.route = "/v1/admin/machines/{hostname}/revoke";
+  r.status = 404;
+  r.reason = "hostname_unknown";
+  r.peer = PeerCred{1, ::geteuid(), ::getegid(), {}};
+  r.path_params["hostname"] = "node-1";
+  for (int i = 0; i < 10; ++i) log.Record(r, 6000 + i);  // one minute
+  log.Record(r, 6060);                                    // the next
+  storage::AuditFilter f;
+  f.limit = 100;
+  auto rows = (*store)->ListAudit(f);
+  ASSERT_TRUE(rows.ok());
+  int refused = 0;
+  for (const auto& row : *rows) {
+    if (row.action != "admin_refused") continue;
+    ++refused;
+    EXPECT_NE(row.detail_json.find("\"route\":\"/v1/admin/machines/{hostname}/revoke\""), std::string::npos);
+    EXPECT_NE(row.detail_json.find("\"reason\":\"hostname_unknown\""), std::string::npos);
+    EXPECT_NE(row.detail_json.find("\"uid\":"), std::string::npos);
+  }
+  EXPECT_EQ(refused, 4);  // 3 in the first minute, 1 in the next
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("rackgate_admin_refusals_total{reason=\"hostname_unknown\"} 11\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rackgate_admin_refusals_unaudited_total 7\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace rackgate::daemon

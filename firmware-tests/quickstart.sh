@@ -40,7 +40,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-USAGE="usage: quickstart.sh QUICKSTART_MD RACKGATE_AGENT RACKGATED RACKGATECTL RACKGATE_AGENT_UNIT RACKGATED_UNIT TMPFILES"
+USAGE="usage: quickstart.sh QUICKSTART_MD RACKGATE_AGENT RACKGATED RACKGATECTL RACKGATE_AGENT_UNIT RACKGATED_UNIT TMPFILES SYSCONFDIR"
 DOC="$(realpath "${1:?$USAGE}")"
 AGENT="$(realpath "${2:?$USAGE}")"
 RACKGATED="$(realpath "${3:?$USAGE}")"
@@ -48,6 +48,9 @@ RACKGATECTL="$(realpath "${4:?$USAGE}")"
 AGENT_UNIT="$(realpath "${5:?$USAGE}")"
 RACKGATED_UNIT="$(realpath "${6:?$USAGE}")"
 TMPFILES="$(realpath "${7:?$USAGE}")"
+# The build's sysconfdir: /etc in the package (prefix /usr), which the doc
+# shows; <prefix>/etc in a build under another prefix.
+SYSCONFDIR="${8:?$USAGE}"
 # The machine of the doc: its hostname, EK certificate file and address.
 NODE=node-1
 NODE_EK=node-1-ek.der
@@ -219,11 +222,12 @@ PY
 
 # -------------------------------------------------------------- the run ----
 
-# The unit the doc starts runs the config the doc writes.
-if grep -Eq '^ExecStart=.*/rackgated --config /etc/rackgate/rackgated\.json$' "$RACKGATED_UNIT"; then
-  lab_ok "rackgated.service runs rackgated --config /etc/rackgate/rackgated.json, the file the quickstart writes"
+# The unit the doc starts runs the config the doc writes (the doc's /etc is
+# the build's sysconfdir: the same path in the package).
+if grep -Fxq "$(grep '^ExecStart=' "$RACKGATED_UNIT" | sed 's/ --config .*//') --config $SYSCONFDIR/rackgate/rackgated.json" "$RACKGATED_UNIT"; then
+  lab_ok "rackgated.service runs rackgated --config /etc/rackgate/rackgated.json (here $SYSCONFDIR), the file the quickstart writes"
 else
-  lab_not_ok "rackgated.service runs rackgated --config /etc/rackgate/rackgated.json" "$(grep '^ExecStart=' "$RACKGATED_UNIT")"
+  lab_not_ok "rackgated.service runs rackgated --config $SYSCONFDIR/rackgate/rackgated.json" "$(grep '^ExecStart=' "$RACKGATED_UNIT")"
 fi
 
 if ! err="$(extract 2>&1)"; then

@@ -103,15 +103,9 @@ std::string Join(const std::vector<std::string>& v) {
 
 int RunInit(int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out"}, {"renew-serving-cert", "json"}, 0});
-  if (!args.ok()) {
-    std::fprintf(stderr, "rackgatectl: %s\n\n%s", args.status().message().c_str(), kInitHelp);
-    return kExitUnusable;
-  }
-  if (args->Has("help")) return std::fputs(kInitHelp, stdout), kExitOk;
-  if (Status s = args->Require({"state-dir"}); !s.ok()) {
-    std::fprintf(stderr, "rackgatectl: %s\n\n%s", s.message().c_str(), kInitHelp);
-    return kExitUnusable;
-  }
+  if (!args.ok()) return UsageError(kInitHelp, args.status().message());
+  if (args->Has("help")) return PrintHelp(kInitHelp);
+  if (Status s = args->Require({"state-dir"}); !s.ok()) return UsageError(kInitHelp, s.message());
   const bool as_json = args->Has("json");
   const std::string dir = *args->Get("state-dir");
   auto fail = [](const Status& s) {

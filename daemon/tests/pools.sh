@@ -33,7 +33,14 @@ T="$LAB_DIR/templates"; mkdir -p "$T"
 dump_db() {
   local t
   for t in $(sqlite3 "$RG_DIR/state/rackgate.db" "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"); do
-    echo "== $t"; sqlite3 "$RG_DIR/state/rackgate.db" "SELECT * FROM \"$t\""
+    # The refusal itself is audited (admin_refused, docs/observability.md):
+    # everything but that row, and the audit id counter it moved, must stay.
+    local where=""
+    case "$t" in
+      audit) where="WHERE action <> 'admin_refused'" ;;
+      sqlite_sequence) where="WHERE name <> 'audit'" ;;
+    esac
+    echo "== $t"; sqlite3 "$RG_DIR/state/rackgate.db" "SELECT * FROM \"$t\" $where"
   done > "$1"
 }
 
@@ -62,6 +69,8 @@ lab_check "  the error names the attested template" grep -q 'template_invalid: a
 lab_check "  and prints no token" test ! -s "$LAB_DIR/bad.out"
 dump_db "$LAB_DIR/after.db.txt"
 lab_check "  the database is unchanged after the refused pool put" cmp -s "$LAB_DIR/before.db.txt" "$LAB_DIR/after.db.txt"
+lab_check "  but for one admin_refused audit row naming template_invalid" test "$(sqlite3 "$RG_DIR/state/rackgate.db" \
+  "SELECT count(*) FROM audit WHERE action = 'admin_refused' AND detail_json LIKE '%template_invalid%'")" = 1
 lab_check_fails "  no pool workers" rg_ctl pool show workers
 
 rg_ctl pool put workers --public-template "$T/public.ign" --attested-template "$T/attested.ign" --json \

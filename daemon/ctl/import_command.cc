@@ -125,20 +125,6 @@ Result<json> AddressList(const std::vector<std::string>& items) {
   return list;
 }
 
-// The 1-based line and column of byte offset `at` (as a JSON parse error
-// reports it: the bytes read so far).
-std::string LineColumn(std::string_view text, size_t at) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i + 1 < at && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return "line " + std::to_string(line) + " column " + std::to_string(col);
-}
 
 // CSV: the rows as the admin API's import body's machines, each with its
 // line. Column order comes from the header.
@@ -226,14 +212,12 @@ Result<json> CsvMachines(const std::string& text, const std::filesystem::path& b
 }
 
 // JSON: {"machines": [...]}; each row carries its index and line.
-Result<json> JsonMachines(const std::string& text, const std::filesystem::path& base,
+Result<json> JsonMachines(const std::string& text, const std::filesystem::path& file,
                           const std::function<void(size_t, size_t)>& progress) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return Status::InvalidArgument("bad_json", "not JSON at " + LineColumn(text, e.byte));
-  }
+  const std::filesystem::path base = file.parent_path();
+  auto parsed = ParseJsonText(text, file.string());  // FILE:LINE:COLUMN: what
+  if (!parsed.ok()) return parsed.status();
+  const json& doc = *parsed;
   if (!doc.is_object() || !doc.contains("machines") || !doc.at("machines").is_array()) {
     return Status::InvalidArgument("row_invalid", "expected {\"machines\": [...]}");
   }
@@ -309,11 +293,13 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
       if (done == total) std::fputc('\n', stderr);
     }
   };
-  auto machines = file.extension() == ".json" ? JsonMachines(text, file.parent_path(), progress)
+  auto machines = file.extension() == ".json" ? JsonMachines(text, file, progress)
                                               : CsvMachines(text, file.parent_path(), progress);
   if (!machines.ok()) {
     if (tty) std::fputc('\n', stderr);
-    std::fprintf(stderr, "rackgatectl import: %s: %s\n", file.string().c_str(), machines.status().message().c_str());
+    // A JSON syntax error names FILE:LINE:COLUMN itself.
+    const std::string where = machines.status().reason() == "bad_json" ? "" : file.string() + ": ";
+    std::fprintf(stderr, "rackgatectl import: %s%s\n", where.c_str(), machines.status().message().c_str());
     return kExitUnusable;
   }
   const bool dry_run = args->Has("dry-run");

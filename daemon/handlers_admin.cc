@@ -2,6 +2,7 @@
 #include "daemon/handlers_admin.h"
 
 #include <malloc.h>
+#include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -112,8 +113,13 @@ std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& reques
   std::string name = "uid " + std::to_string(p.uid);
   if (struct passwd* pw = ::getpwuid(p.uid)) name = pw->pw_name;
   if (!allowed) {
-    Log()->warn("admin request from {} (uid {} pid {}) refused: not in the admin group", name, p.uid, p.pid);
-    return Response::Error(403, "admin_forbidden", "you are not in the admin group");
+    // Logged and audited with the user by the server's refusal hook
+    // (daemon/observability.cc), as every refused admin request is.
+    std::string group = "the admin group";
+    if (admin_gid_) {
+      if (struct group* gr = ::getgrgid(*admin_gid_)) group = std::string("the admin group ") + gr->gr_name;
+    }
+    return Response::Error(403, "admin_forbidden", "you are not root, the daemon's user or in " + group);
   }
   return storage::Actor{name, ""};
 }

@@ -233,7 +233,7 @@ Result<Machine> SqliteStore::RenameMachine(const std::string& hostname, const st
                                            const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
-    CheckHostnameValue(new_hostname);
+    CheckHostname(new_hostname);
     return db_->Write([&](Connection& c) {
       Machine m = MustMachineByHostname(c, hostname);
       if (new_hostname == m.hostname) return m;

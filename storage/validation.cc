@@ -12,19 +12,18 @@ namespace rackgate::storage {
 
 namespace {
 
-bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-// A Kubernetes node name: a lowercase RFC 1123 subdomain. It becomes the CN
-// "system:node:<hostname>" of a kubelet certificate, so nothing else may pass.
-bool IsValidHostname(std::string_view h) {
-  if (h.empty() || h.size() > 253) return false;
+// An RFC 1123 DNS name: labels of 1-63 letters, digits and inner hyphens,
+// at most 253 bytes; `lowercase_only` refuses upper-case letters.
+bool IsRfc1123Name(std::string_view n, bool lowercase_only) {
+  if (n.empty() || n.size() > 253) return false;
   size_t label = 0;
   char prev = '.';
-  for (char c : h) {
+  for (char c : n) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (!lowercase_only && c >= 'A' && c <= 'Z');
     if (c == '.') {
       if (label == 0 || prev == '-') return false;
       label = 0;
-    } else if (IsLowerAlnum(c) || c == '-') {
+    } else if (alnum || c == '-') {
       if (label == 0 && c == '-') return false;
       if (++label > 63) return false;
     } else {
@@ -34,6 +33,10 @@ bool IsValidHostname(std::string_view h) {
   }
   return label > 0 && prev != '-';
 }
+
+// A Kubernetes node name: a lowercase RFC 1123 subdomain. It becomes the CN
+// "system:node:<hostname>" of a kubelet certificate, so nothing else may pass.
+bool IsValidHostname(std::string_view h) { return IsRfc1123Name(h, true); }
 
 // Pool names appear in URLs (/config/POOL).
 bool IsValidPoolName(std::string_view p) {
@@ -52,33 +55,15 @@ bool IsIpLiteral(const std::string& v) {
   return ::inet_pton(AF_INET, v.c_str(), buf) == 1 || ::inet_pton(AF_INET6, v.c_str(), buf) == 1;
 }
 
-bool IsDnsName(std::string_view n) {
-  if (n.empty() || n.size() > 253) return false;
-  size_t label = 0;
-  char prev = '.';
-  for (char c : n) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (c == '.') {
-      if (label == 0 || prev == '-') return false;
-      label = 0;
-    } else if (alnum || c == '-') {
-      if (label == 0 && c == '-') return false;
-      if (++label > 63) return false;
-    } else {
-      return false;
-    }
-    prev = c;
-  }
-  return label > 0 && prev != '-';
-}
-
-namespace {
+bool IsDnsName(std::string_view n) { return IsRfc1123Name(n, false); }
 
 void CheckHostname(const std::string& h) {
   if (!IsValidHostname(h)) {
     Fail(Status::InvalidArgument("hostname_invalid", "the hostname must be a lowercase RFC 1123 DNS name"));
   }
 }
+
+namespace {
 
 void CheckAddresses(const std::vector<Address>& addresses) {
   CheckSize("addresses", addresses.size(), 0, kMaxAddresses);
@@ -110,8 +95,6 @@ void CheckAddresses(const std::vector<Address>& addresses) {
 }
 
 }  // namespace
-
-void CheckHostnameValue(const std::string& h) { CheckHostname(h); }
 
 void CheckSize(const char* field, size_t size, size_t min, size_t max) {
   if (size < min || size > max) {

@@ -39,7 +39,7 @@ inline constexpr size_t kMaxReason = 256;
 void CheckSize(const char* field, size_t size, size_t min, size_t max);
 bool IsPrintableAscii(std::string_view s);
 void CheckPoolName(const std::string& p);            // pool_invalid
-void CheckHostnameValue(const std::string& h);       // hostname_invalid (rename)
+void CheckHostname(const std::string& h);            // hostname_invalid (rename)
 void CheckState(MachineState s);                     // state_invalid
 void CheckActor(const Actor& a);                     // field_invalid
 void CheckOptJson(const char* field, const std::optional<std::string>& j);

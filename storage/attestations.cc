@@ -7,13 +7,13 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/trust.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
 
-Result<Machine> SqliteStore::RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
+Result<Machine> SqlStore::RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
                                                       const std::optional<std::string>& tofu_pcrs_json) {
   return Guard([&]() -> Result<Machine> {
     CheckRecord(record);
@@ -77,7 +77,7 @@ Result<Machine> SqliteStore::RecordAttestationSuccess(const AttestationRecord& r
   });
 }
 
-Status SqliteStore::RecordAttestationFailure(const AttestationRecord& record) {
+Status SqlStore::RecordAttestationFailure(const AttestationRecord& record) {
   return Guard([&]() -> Status {
     CheckRecord(record);
     if (!record.verdict.empty() && record.verdict != kVerdictRefused) {
@@ -106,7 +106,7 @@ Status SqliteStore::RecordAttestationFailure(const AttestationRecord& record) {
   });
 }
 
-Result<AttestationRecord> SqliteStore::LastSuccessfulAttestation(int64_t machine_id) {
+Result<AttestationRecord> SqlStore::LastSuccessfulAttestation(int64_t machine_id) {
   return Guard([&]() -> Result<AttestationRecord> {
     return db_->Read([&](Connection& c) -> AttestationRecord {
       Stmt s = c.Prepare(std::string(kAttestationSelect) +
@@ -119,7 +119,7 @@ Result<AttestationRecord> SqliteStore::LastSuccessfulAttestation(int64_t machine
   });
 }
 
-Result<std::vector<AttestationRecord>> SqliteStore::RecentFailures(int limit) {
+Result<std::vector<AttestationRecord>> SqlStore::RecentFailures(int limit) {
   return Guard([&]() -> Result<std::vector<AttestationRecord>> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kAttestationSelect) + "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1");

@@ -8,7 +8,8 @@
 #include "base/sha256.h"
 #include "storage/schema.h"
 
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
+#include "storage/sqlite.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -199,7 +200,7 @@ void WriteAudit(Connection& c, const Actor& actor, int64_t now, const AuditRow& 
   s.Run();
 }
 
-Status SqliteStore::AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
+Status SqlStore::AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
                                       const Actor& actor, int64_t now) {
   return Guard([&]() -> Status {
     CheckActor(actor);
@@ -216,7 +217,7 @@ Status SqliteStore::AuditMachineEvent(int64_t machine_id, const std::string& act
   });
 }
 
-Status SqliteStore::AuditAdminRefusal(const std::string& hostname, const std::string& detail_json,
+Status SqlStore::AuditAdminRefusal(const std::string& hostname, const std::string& detail_json,
                                       const Actor& actor, int64_t now) {
   return Guard([&]() -> Status {
     CheckActor(actor);
@@ -233,7 +234,7 @@ Status SqliteStore::AuditAdminRefusal(const std::string& hostname, const std::st
   });
 }
 
-Result<std::vector<AuditEntry>> SqliteStore::ListAudit(const AuditFilter& filter) {
+Result<std::vector<AuditEntry>> SqlStore::ListAudit(const AuditFilter& filter) {
   return Guard([&]() -> Result<std::vector<AuditEntry>> {
     const char* kColumns = kAuditSelect;
     static constexpr char kWhere[] = "WHERE id > ?1 AND (?3 IS NULL OR hostname = ?3) ";
@@ -252,7 +253,7 @@ Result<std::vector<AuditEntry>> SqliteStore::ListAudit(const AuditFilter& filter
   });
 }
 
-Result<AuditChainReport> SqliteStore::VerifyAuditChain(const std::optional<AuditAnchor>& anchor) {
+Result<AuditChainReport> SqlStore::VerifyAuditChain(const std::optional<AuditAnchor>& anchor) {
   return Guard([&]() -> Result<AuditChainReport> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kAuditSelect) + "ORDER BY id");
@@ -270,38 +271,38 @@ Result<AuditChainReport> VerifyAuditChainFile(const std::string& path, const std
     DbPtr db(raw);
     if (rc != SQLITE_OK) return SqliteStatus(db.get(), rc, "open " + path + " read-only");
     sqlite3_busy_timeout(db.get(), 5000);
-    const auto prepare = [&](const std::string& sql) -> StmtPtr {
+    const auto prepare = [&](const std::string& sql) -> std::unique_ptr<SqliteStmt> {
       sqlite3_stmt* st = nullptr;
       const int prc = sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &st, nullptr);
-      StmtPtr owned(st);
+      auto owned = std::make_unique<SqliteStmt>(db.get(), st);
       if (prc != SQLITE_OK) Fail(SqliteStatus(db.get(), prc, "read " + path));
       return owned;
     };
     {
-      StmtPtr app = prepare("PRAGMA application_id");
-      Stmt s(db.get(), app.get());
+      auto app = prepare("PRAGMA application_id");
+      Stmt s(app.get());
       if (!s.Step() || s.Int(0) != kApplicationId) {
         return Status::Unsupported("db_not_rackgate", path + " is not a rackgate database");
       }
     }
     {
-      StmtPtr cols = prepare("SELECT count(*) FROM pragma_table_info('audit') WHERE name IN ('prev_hash', 'hash')");
-      Stmt s(db.get(), cols.get());
+      auto cols = prepare("SELECT count(*) FROM pragma_table_info('audit') WHERE name IN ('prev_hash', 'hash')");
+      Stmt s(cols.get());
       if (!s.Step() || s.Int(0) != 2) {
         return Status::Unsupported("db_schema_old", path + " predates the audit chain; start rackgated once (it "
                                                     "migrates the database and chains the existing rows)");
       }
     }
-    StmtPtr begin = prepare("BEGIN");
-    Stmt(db.get(), begin.get()).Run();
-    StmtPtr rows = prepare(std::string(kAuditSelect) + "ORDER BY id");
+    auto begin = prepare("BEGIN");
+    Stmt(begin.get()).Run();
+    auto rows = prepare(std::string(kAuditSelect) + "ORDER BY id");
     AuditChainReport report;
     {
-      Stmt s(db.get(), rows.get());
+      Stmt s(rows.get());
       report = WalkAuditChain(s, anchor);
     }
-    StmtPtr end = prepare("COMMIT");
-    Stmt(db.get(), end.get()).Run();
+    auto end = prepare("COMMIT");
+    Stmt(end.get()).Run();
     return report;
   });
 }

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "storage/rows.h"
-#include "storage/sqlite.h"
+#include "storage/sql.h"
 #include "storage/types.h"
 
 namespace rackgate::storage {

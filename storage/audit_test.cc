@@ -154,7 +154,7 @@ class AuditChainTest : public StoreTest {
  protected:
   // A connection to the file as an attacker with the file has it.
   std::unique_ptr<Connection> Raw() {
-    auto c = Connection::Open(path_, 5000, false);
+    auto c = SqliteConnection::Open(path_, 5000, false);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return std::move(c).value();
   }
@@ -305,7 +305,7 @@ TEST_F(AuditChainTest, ADeletedFirstRowAndAHandWrittenRowAreFound) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->PutPool(Pool{"workers"}, Op(), 10).ok());
   {
-    auto c = Connection::Open(other.File("s.db"), 5000, false);
+    auto c = SqliteConnection::Open(other.File("s.db"), 5000, false);
     ASSERT_TRUE(c.ok());
     (*c)->Exec("INSERT INTO audit (at, actor, action) VALUES (20, 'mallory', 'approve')");
   }
@@ -398,7 +398,7 @@ TEST(AuditChainFile, RefusesWhatItCannotJudge) {
   TempDir dir;
   ExpectFailure(VerifyAuditChainFile(dir.File("absent.db")).status(), Status::Code::kIoError, "db_error");
   {
-    auto c = Connection::Open(dir.File("other.db"), 5000, false);
+    auto c = SqliteConnection::Open(dir.File("other.db"), 5000, false);
     ASSERT_FALSE(c.ok());  // Connection::Open never creates
   }
   const std::string other = dir.File("other.db");
@@ -421,7 +421,7 @@ TEST(AuditChainFile, RefusesWhatItCannotJudge) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(old.c_str(), &raw), SQLITE_OK);
     sqlite3_close(raw);
-    auto c = Connection::Open(old, 5000, false);
+    auto c = SqliteConnection::Open(old, 5000, false);
     ASSERT_TRUE(c.ok());
     ASSERT_TRUE(Migrate(c->get(), chain_version - 1).ok());
   }
@@ -442,7 +442,7 @@ TEST(AuditChainMigration, ExistingRowsAreChained) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
     sqlite3_close(raw);
-    auto c = Connection::Open(path, 5000, false);
+    auto c = SqliteConnection::Open(path, 5000, false);
     ASSERT_TRUE(c.ok());
     ASSERT_TRUE(Migrate(c->get(), chain_version - 1).ok());
     (*c)->Exec(R"sql(
@@ -470,7 +470,7 @@ INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state
   EXPECT_TRUE(r->intact) << r->message;
   EXPECT_EQ(r->rows, 4);
   // The append-only triggers are back after the migration.
-  auto c = Connection::Open(path, 5000, false);
+  auto c = SqliteConnection::Open(path, 5000, false);
   ASSERT_TRUE(c.ok());
   EXPECT_THROW((*c)->Exec("UPDATE audit SET why = 'x' WHERE id = 1"), StoreError);
   EXPECT_THROW((*c)->Exec("DELETE FROM audit WHERE id = 1"), StoreError);

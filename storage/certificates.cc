@@ -6,12 +6,12 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
 
-Result<Machine> SqliteStore::RecordConfigServed(int64_t machine_id, const std::string& digest,
+Result<Machine> SqlStore::RecordConfigServed(int64_t machine_id, const std::string& digest,
                                                 const std::string& version, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
@@ -81,7 +81,7 @@ void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate&
 
 }  // namespace
 
-Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     if (Status s = CheckCertificate(cert); !s.ok()) return s;
@@ -124,7 +124,7 @@ Result<Machine> SqliteStore::RecordCertificate(const IssuedCertificate& cert, co
 
 // --- renew ---------------------------------------------------------------------
 
-Result<IssuedCertificate> SqliteStore::GetCertificate(const std::string& serial) {
+Result<IssuedCertificate> SqlStore::GetCertificate(const std::string& serial) {
   return Guard([&]() -> Result<IssuedCertificate> {
     if (serial.empty() || serial.size() > 64) return Status::NotFound("certificate_unknown", "no such certificate");
     return db_->Read([&](Connection& c) {
@@ -144,7 +144,7 @@ Result<IssuedCertificate> SqliteStore::GetCertificate(const std::string& serial)
   });
 }
 
-Result<Machine> SqliteStore::RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
+Result<Machine> SqlStore::RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
                                            const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
@@ -196,7 +196,7 @@ Result<Machine> SqliteStore::RecordRenewal(const IssuedCertificate& cert, const 
   });
 }
 
-Result<IssuedCertificate> SqliteStore::FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) {
+Result<IssuedCertificate> SqlStore::FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) {
   return Guard([&]() -> Result<IssuedCertificate> {
     return db_->Read([&](Connection& c) {
       // Only since the mark was set: a reset clears the mark, and
@@ -212,7 +212,7 @@ Result<IssuedCertificate> SqliteStore::FindClientCertificate(int64_t machine_id,
   });
 }
 
-Result<std::vector<IssuedCertificate>> SqliteStore::ListCertificates(const std::string& hostname, int limit) {
+Result<std::vector<IssuedCertificate>> SqlStore::ListCertificates(const std::string& hostname, int limit) {
   return Guard([&]() -> Result<std::vector<IssuedCertificate>> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kCertificateSelect) +

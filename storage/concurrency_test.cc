@@ -25,7 +25,7 @@ using testing::TempDir;
 constexpr int kThreads = 8;
 
 int64_t Count(const std::string& path, const char* sql) {
-  auto c = Connection::Open(path, 1000, true);
+  auto c = SqliteConnection::Open(path, 1000, true);
   EXPECT_TRUE(c.ok());
   Stmt s = (*c)->Prepare(sql);
   EXPECT_TRUE(s.Step());

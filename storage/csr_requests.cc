@@ -5,7 +5,7 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -63,7 +63,7 @@ json Detail(const CsrApprovalRequest& r) {
 
 }  // namespace
 
-Result<CsrApprovalRequest> SqliteStore::QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
+Result<CsrApprovalRequest> SqlStore::QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
                                                         const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<CsrApprovalRequest> {
     CheckActor(actor);
@@ -103,10 +103,11 @@ Result<CsrApprovalRequest> SqliteStore::QueueCsrRequest(const CsrApprovalRequest
       if (all >= limits.max_waiting) {
         Fail(Status::Unsupported("csr_flood", "too many CSRs wait for an operator; come back later"));
       }
+      int64_t id = 0;
       {
         Stmt s = c.Prepare(
             "INSERT INTO csr_requests (machine_id, attest_epoch, kind, public_key_sha256, csr_pem, usages_json, "
-            "tpm_resident, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8)");
+            "tpm_resident, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8) RETURNING id");
         s.BindInt(1, m.id)
             .BindInt(2, epoch)
             .BindText(3, r.kind)
@@ -114,17 +115,18 @@ Result<CsrApprovalRequest> SqliteStore::QueueCsrRequest(const CsrApprovalRequest
             .BindText(5, r.csr_pem)
             .BindText(6, Dump(json(r.usages)))
             .BindInt(7, r.tpm_resident ? 1 : 0)
-            .BindInt(8, now)
-            .Run();
+            .BindInt(8, now);
+        if (!s.Step()) Fail(Status::IoError("db_error", "INSERT INTO csr_requests returned no id"));
+        id = s.Int(0);
       }
-      CsrApprovalRequest out = MustCsrRequest(c, c.LastInsertRowid());
+      CsrApprovalRequest out = MustCsrRequest(c, id);
       WriteAudit(c, actor, now, {"csr_waiting", &m, std::nullopt, std::nullopt, Detail(out)});
       return out;
     });
   });
 }
 
-Result<CsrApprovalRequest> SqliteStore::DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
+Result<CsrApprovalRequest> SqlStore::DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
                                                          const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<CsrApprovalRequest> {
     CheckActor(actor);
@@ -161,7 +163,7 @@ Result<CsrApprovalRequest> SqliteStore::DecideCsrRequest(int64_t id, bool approv
   });
 }
 
-Result<std::vector<CsrApprovalRequest>> SqliteStore::ListCsrRequests(bool all, int limit) {
+Result<std::vector<CsrApprovalRequest>> SqlStore::ListCsrRequests(bool all, int limit) {
   return Guard([&]() -> Result<std::vector<CsrApprovalRequest>> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kCsrRequestSelect) +

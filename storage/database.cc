@@ -5,8 +5,15 @@
 
 namespace rackgate::storage {
 
-Database::Database(std::string path, const StoreOptions& options, std::unique_ptr<Connection> writer)
-    : path_(std::move(path)), options_(options), writer_(std::move(writer)) {
+namespace {
+
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{5000};
+
+}  // namespace
+
+Database::Database(const StoreOptions& options, Opener open, std::unique_ptr<Connection> writer)
+    : options_(options), open_(std::move(open)), writer_(std::move(writer)) {
   idle_readers_.reserve(static_cast<size_t>(std::max(0, options_.max_idle_readers)));
 }
 
@@ -17,21 +24,34 @@ std::pair<uint64_t, uint64_t> Database::CommitsAndWrites() const {
 
 std::unique_ptr<Connection> Database::AcquireReader() {
   {
-    std::lock_guard<std::mutex> lock(readers_mu_);
+    std::unique_lock<std::mutex> lock(readers_mu_);
+    const int limit = std::max(1, options_.max_readers);
+    if (!readers_cv_.wait_for(lock, std::chrono::milliseconds(std::max(0, options_.busy_timeout_ms)),
+                              [&] { return leased_readers_ < limit; })) {
+      Fail(Status::IoError("db_busy", "every read connection stayed in use for busy_timeout"));
+    }
+    ++leased_readers_;
     if (!idle_readers_.empty()) {
       auto conn = std::move(idle_readers_.back());
       idle_readers_.pop_back();
       return conn;
     }
   }
-  auto conn = Connection::Open(path_, options_.busy_timeout_ms, /*read_only=*/true);
-  if (!conn.ok()) Fail(conn.status());
+  auto conn = open_(/*read_only=*/true);
+  if (!conn.ok()) {
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    --leased_readers_;
+    readers_cv_.notify_one();
+    Fail(conn.status());
+  }
   return std::move(conn).value();
 }
 
 void Database::ReleaseReader(std::unique_ptr<Connection> conn) noexcept {
-  if (!conn || sqlite3_get_autocommit(conn->db()) == 0) return;
   std::lock_guard<std::mutex> lock(readers_mu_);
+  --leased_readers_;
+  readers_cv_.notify_one();
+  if (!conn || conn->InTransaction() || conn->Broken()) return;
   if (idle_readers_.size() < idle_readers_.capacity()) idle_readers_.push_back(std::move(conn));
 }
 
@@ -62,9 +82,27 @@ void Database::Submit(Pending* p) {
   if (p->error) std::rethrow_exception(p->error);
 }
 
+Connection& Database::Writer() {
+  if (writer_ && !writer_->Broken()) return *writer_;
+  writer_.reset();
+  const auto now = std::chrono::steady_clock::now();
+  if (writer_error_ && now < writer_retry_at_) Fail(*writer_error_);
+  auto conn = open_(/*read_only=*/false);
+  if (!conn.ok()) {
+    writer_backoff_ = std::clamp(writer_backoff_ * 2, kFirstBackoff, kMaxBackoff);
+    writer_retry_at_ = now + writer_backoff_;
+    writer_error_ = conn.status();
+    Fail(conn.status());
+  }
+  writer_ = std::move(conn).value();
+  writer_backoff_ = std::chrono::milliseconds(0);
+  writer_error_.reset();
+  return *writer_;
+}
+
 void Database::RunGroup(const std::vector<Pending*>& group) noexcept {
-  Connection& c = *writer_;
   try {
+    Connection& c = Writer();
     Transaction txn(&c, Transaction::Kind::kWrite);
     for (Pending* p : group) {
       c.Run("SAVEPOINT w");
@@ -73,9 +111,9 @@ void Database::RunGroup(const std::vector<Pending*>& group) noexcept {
         c.Run("RELEASE w");
       } catch (...) {
         p->error = std::current_exception();
-        // Some errors (SQLITE_FULL, IOERR, ...) roll back the whole
+        // Some errors (SQLite's FULL or IOERR, a lost server) end the whole
         // transaction: then nothing of the group stands.
-        if (sqlite3_get_autocommit(c.db()) != 0) throw;
+        if (!c.InTransaction() || c.Broken()) throw;
         c.Run("ROLLBACK TO w");
         c.Run("RELEASE w");
       }

@@ -1,5 +1,6 @@
-// One SQLite database as the store uses it: a writer connection whose writes
-// are committed in groups, and a pool of read-only connections.
+// One database as the store uses it: a writer connection whose writes are
+// committed in groups, and a bounded pool of read connections. The same for
+// every backend (storage/sql.h); the backend gives the connections.
 #ifndef RACKGATE_STORAGE_DATABASE_H_
 #define RACKGATE_STORAGE_DATABASE_H_
 
@@ -7,6 +8,7 @@
 #error "storage/database.h is internal to storage/; include storage/store.h"
 #endif
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -20,16 +22,20 @@
 #include <utility>
 #include <vector>
 
-#include "storage/sqlite.h"
+#include "storage/sql.h"
 #include "storage/types.h"
 
 namespace rackgate::storage {
 
-// Thread-safe. Failures are thrown as StoreError (storage/sqlite.h).
+// Thread-safe. Failures are thrown as StoreError (storage/sql.h).
 class Database {
  public:
+  // Opens a new connection to the same database: read-only (a reader) or
+  // not (the writer, again, after it broke).
+  using Opener = std::function<Result<std::unique_ptr<Connection>>(bool read_only)>;
+
   // Takes ownership of `writer`, an open, migrated read-write connection.
-  Database(std::string path, const StoreOptions& options, std::unique_ptr<Connection> writer);
+  Database(const StoreOptions& options, Opener open, std::unique_ptr<Connection> writer);
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
@@ -37,12 +43,18 @@ class Database {
   // write transaction, and returns once that transaction is durable. Writes
   // are serialized, and committed in groups: whoever finds no commit under
   // way runs every write queued so far (at most kMaxGroup) in one
-  // transaction, each in its own savepoint, and commits them with one
-  // fdatasync; the others wait for their group's commit. An exception from f
-  // (a StoreError, say) rolls back f's savepoint only and is rethrown to f's
-  // caller; a failed commit, or an error after which SQLite has rolled back
-  // the whole transaction, is rethrown to every write of the group. Nobody is
+  // transaction, each in its own savepoint, and commits them together; the
+  // others wait for their group's commit. An exception from f (a StoreError,
+  // say) rolls back f's savepoint only and is rethrown to f's caller; a
+  // failed commit, or an error after which the database has rolled back the
+  // whole transaction, is rethrown to every write of the group. Nobody is
   // told a write succeeded before its commit did.
+  //
+  // A writer connection that broke (Connection::Broken: the server went
+  // away) is replaced before the next group; while that fails, writes fail
+  // with the opener's status (db_unavailable), at most one attempt per
+  // backoff interval (100 ms doubling to 5 s), so a dead server is not
+  // hammered.
   template <typename F>
   auto Write(F&& f) -> decltype(f(std::declval<Connection&>())) {
     using R = decltype(f(std::declval<Connection&>()));
@@ -72,7 +84,6 @@ class Database {
   // carried.
   std::pair<uint64_t, uint64_t> CommitsAndWrites() const;
 
-  const std::string& path() const { return path_; }
   const StoreOptions& options() const { return options_; }
 
  private:
@@ -91,7 +102,7 @@ class Database {
 
   std::unique_ptr<Connection> AcquireReader();
   // Never throws: the vector's capacity was reserved, and a connection left
-  // inside a transaction is closed rather than pooled.
+  // inside a transaction, or broken, is closed rather than pooled.
   void ReleaseReader(std::unique_ptr<Connection> conn) noexcept;
 
   static constexpr size_t kMaxGroup = 64;
@@ -109,18 +120,29 @@ class Database {
   // Runs a group on the writer connection: one transaction, a savepoint per
   // write. Only the thread that set committing_ gets here.
   void RunGroup(const std::vector<Pending*>& group) noexcept;
+  // A usable writer, or throws (db_unavailable while the backoff lasts).
+  // Only the thread that set committing_ calls it.
+  Connection& Writer();
 
-  const std::string path_;
   const StoreOptions options_;
-  std::unique_ptr<Connection> writer_;  // used only by the thread that set committing_
+  const Opener open_;
+  // Used only by the thread that set committing_.
+  std::unique_ptr<Connection> writer_;
+  std::chrono::steady_clock::time_point writer_retry_at_{};
+  std::chrono::milliseconds writer_backoff_{0};
+  std::optional<Status> writer_error_;
+
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<Pending*> queue_;   // guarded by queue_mu_
   bool committing_ = false;      // guarded by queue_mu_
   uint64_t commits_ = 0;         // guarded by queue_mu_
   uint64_t grouped_writes_ = 0;  // guarded by queue_mu_
+
   std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+  int leased_readers_ = 0;                                 // guarded by readers_mu_
 };
 
 }  // namespace rackgate::storage

@@ -9,7 +9,7 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -155,14 +155,16 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
   }
 
   if (!by_host) {
+    int64_t id = 0;
     {
       Stmt s = c.Prepare(
           "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, "
           "tpm_model, tpm_version, policy_json, created_at, updated_at, vars_json) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)");
-      BindEnrollment(s.BindText(1, in.hostname), in, now).Run();
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12) RETURNING id");
+      BindEnrollment(s.BindText(1, in.hostname), in, now);
+      if (!s.Step()) Fail(Status::IoError("db_error", "INSERT INTO machines returned no id"));
+      id = s.Int(0);
     }
-    const int64_t id = c.LastInsertRowid();
     ReplaceAddresses(c, id, in.addresses);
     Machine m = MustMachineById(c, id);
     WriteAudit(c, actor, now,
@@ -278,13 +280,13 @@ struct DryRunDone {
 
 }  // namespace
 
-Result<Machine> SqliteStore::Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) {
+Result<Machine> SqlStore::Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) {
   auto outcome = EnrollMerged(e, EnrollFields{}, actor, replace_ek, now);
   if (!outcome.ok()) return outcome.status();
   return std::move(outcome->machine);
 }
 
-Result<EnrollOutcome> SqliteStore::EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+Result<EnrollOutcome> SqlStore::EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
                                                 bool replace_ek, int64_t now) {
   return Guard([&]() -> Result<EnrollOutcome> {
     CheckActor(actor);
@@ -292,7 +294,7 @@ Result<EnrollOutcome> SqliteStore::EnrollMerged(const Enrollment& e, const Enrol
   });
 }
 
-Result<ImportReport> SqliteStore::Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
+Result<ImportReport> SqlStore::Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
                                          const Actor& actor, int64_t now, const ImportProgress& progress) {
   return Guard([&]() -> Result<ImportReport> {
     CheckActor(actor);
@@ -341,7 +343,7 @@ Result<ImportReport> SqliteStore::Import(const std::vector<ImportRow>& rows, con
   });
 }
 
-Result<Machine> SqliteStore::Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+Result<Machine> SqlStore::Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
                                      int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);

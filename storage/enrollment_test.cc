@@ -385,7 +385,7 @@ std::vector<ImportRow> Rows(const std::vector<Enrollment>& enrollments) {
 
 // Every table's every row, as text: what "nothing stored" compares.
 std::string DumpTables(const std::string& path) {
-  auto c = Connection::Open(path, 5000, true);
+  auto c = SqliteConnection::Open(path, 5000, true);
   EXPECT_TRUE(c.ok());
   if (!c.ok()) return "";
   std::vector<std::string> tables;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -68,7 +68,7 @@ std::string BoundedError(const std::string& error) {
 
 }  // namespace
 
-Result<int64_t> SqliteStore::SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) {
+Result<int64_t> SqlStore::SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) {
   return Guard([&]() -> Result<int64_t> {
     std::set<std::string> urls;
     for (const WebhookTarget& h : hooks) {
@@ -113,7 +113,7 @@ Result<int64_t> SqliteStore::SyncWebhooks(const std::vector<WebhookTarget>& hook
   });
 }
 
-Result<std::vector<DueDelivery>> SqliteStore::DueDeliveries(int64_t now, int limit) {
+Result<std::vector<DueDelivery>> SqlStore::DueDeliveries(int64_t now, int limit) {
   return Guard([&]() -> Result<std::vector<DueDelivery>> {
     return db_->Read([&](Connection& c) {
       // The event's columns (as kEventColumns) and the delivery's, from the join.
@@ -130,7 +130,7 @@ Result<std::vector<DueDelivery>> SqliteStore::DueDeliveries(int64_t now, int lim
   });
 }
 
-Status SqliteStore::RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
+Status SqlStore::RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
                                           int64_t next_attempt_at, const std::string& error, int64_t now) {
   return Guard([&]() -> Status {
     db_->Write([&](Connection& c) {
@@ -152,7 +152,7 @@ Status SqliteStore::RecordDeliveryAttempt(int64_t event_id, const std::string& w
   });
 }
 
-Result<std::vector<Event>> SqliteStore::ListEvents(const EventFilter& filter) {
+Result<std::vector<Event>> SqlStore::ListEvents(const EventFilter& filter) {
   return Guard([&]() -> Result<std::vector<Event>> {
     return db_->Read([&](Connection& c) {
       std::string sql = kEventColumns;
@@ -182,7 +182,7 @@ Result<std::vector<Event>> SqliteStore::ListEvents(const EventFilter& filter) {
   });
 }
 
-Result<int64_t> SqliteStore::CountPendingDeliveries() {
+Result<int64_t> SqlStore::CountPendingDeliveries() {
   return Guard([&]() -> Result<int64_t> {
     return db_->Read([&](Connection& c) -> int64_t {
       Stmt s = c.Prepare("SELECT count(*) FROM event_deliveries WHERE delivered_at IS NULL");
@@ -191,7 +191,7 @@ Result<int64_t> SqliteStore::CountPendingDeliveries() {
   });
 }
 
-Result<int64_t> SqliteStore::PurgeEvents(int64_t older_than, int64_t keep_at_most) {
+Result<int64_t> SqlStore::PurgeEvents(int64_t older_than, int64_t keep_at_most) {
   return Guard([&]() -> Result<int64_t> {
     return db_->Write([&](Connection& c) -> int64_t {
       Stmt old = c.Prepare("DELETE FROM events WHERE at < ?1");

@@ -9,7 +9,7 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/trust.h"
 #include "storage/validation.h"
 
@@ -47,7 +47,7 @@ Machine TransitionIn(Connection& c, const Machine& m, const std::vector<MachineS
 
 }  // namespace
 
-Result<Machine> SqliteStore::FindMachineByEkHash(const Bytes& ek_hash) {
+Result<Machine> SqlStore::FindMachineByEkHash(const Bytes& ek_hash) {
   return Guard([&]() -> Result<Machine> {
     if (ek_hash.empty() || ek_hash.size() > kMaxHash) {
       return Status::NotFound("machine_unknown", "no machine is enrolled with this EK");
@@ -60,19 +60,19 @@ Result<Machine> SqliteStore::FindMachineByEkHash(const Bytes& ek_hash) {
   });
 }
 
-Result<Machine> SqliteStore::GetMachine(const std::string& hostname) {
+Result<Machine> SqlStore::GetMachine(const std::string& hostname) {
   return Guard([&]() -> Result<Machine> {
     return db_->Read([&](Connection& c) { return MustMachineByHostname(c, hostname); });
   });
 }
 
-Result<Machine> SqliteStore::GetMachineById(int64_t id) {
+Result<Machine> SqlStore::GetMachineById(int64_t id) {
   return Guard([&]() -> Result<Machine> {
     return db_->Read([&](Connection& c) { return MustMachineById(c, id); });
   });
 }
 
-Result<std::vector<Machine>> SqliteStore::ListMachines(const MachineFilter& filter) {
+Result<std::vector<Machine>> SqlStore::ListMachines(const MachineFilter& filter) {
   return Guard([&]() -> Result<std::vector<Machine>> {
     if (filter.state) CheckState(*filter.state);
     const std::optional<std::string> state =
@@ -103,7 +103,7 @@ Result<std::vector<Machine>> SqliteStore::ListMachines(const MachineFilter& filt
   });
 }
 
-Result<Machine> SqliteStore::Approve(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::Approve(const std::string& hostname, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     return db_->Write([&](Connection& c) {
@@ -116,7 +116,7 @@ Result<Machine> SqliteStore::Approve(const std::string& hostname, const Actor& a
   });
 }
 
-Result<Machine> SqliteStore::Revoke(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::Revoke(const std::string& hostname, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     return db_->Write([&](Connection& c) {
@@ -127,7 +127,7 @@ Result<Machine> SqliteStore::Revoke(const std::string& hostname, const Actor& ac
   });
 }
 
-Result<Machine> SqliteStore::Reset(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     return db_->Write([&](Connection& c) {
@@ -156,7 +156,7 @@ Result<Machine> SqliteStore::Reset(const std::string& hostname, const Actor& act
   });
 }
 
-Result<Machine> SqliteStore::Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
+Result<Machine> SqlStore::Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
                                         const Actor& actor, const std::string& action, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
@@ -170,7 +170,7 @@ Result<Machine> SqliteStore::Transition(int64_t machine_id, const std::vector<Ma
   });
 }
 
-Result<std::map<std::string, int64_t>> SqliteStore::CountByState() {
+Result<std::map<std::string, int64_t>> SqlStore::CountByState() {
   return Guard([&]() -> Result<std::map<std::string, int64_t>> {
     return db_->Read([&](Connection& c) {
       std::map<std::string, int64_t> out;
@@ -202,7 +202,7 @@ void CheckQuiet(const Machine& m, const std::string& verb) {
 
 }  // namespace
 
-Result<Machine> SqliteStore::DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     return db_->Write([&](Connection& c) {
@@ -229,7 +229,7 @@ Result<Machine> SqliteStore::DeleteMachine(const std::string& hostname, const Ac
   });
 }
 
-Result<Machine> SqliteStore::RenameMachine(const std::string& hostname, const std::string& new_hostname,
+Result<Machine> SqlStore::RenameMachine(const std::string& hostname, const std::string& new_hostname,
                                            const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
@@ -255,7 +255,8 @@ Result<Machine> SqliteStore::RenameMachine(const std::string& hostname, const st
         // The machine's own name among its addresses follows it (a serving
         // certificate's SANs come from the addresses).
         Stmt s = c.Prepare(
-            "UPDATE OR IGNORE addresses SET value = ?2 WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?3");
+            "UPDATE addresses SET value = ?2 WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?3 AND NOT "
+            "EXISTS (SELECT 1 FROM addresses WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?2)");
         s.BindInt(1, m.id).BindText(2, new_hostname).BindText(3, m.hostname).Run();
         Stmt d = c.Prepare("DELETE FROM addresses WHERE machine_id = ?1 AND kind = 'Hostname' AND value = ?2");
         d.BindInt(1, m.id).BindText(2, m.hostname).Run();
@@ -270,7 +271,7 @@ Result<Machine> SqliteStore::RenameMachine(const std::string& hostname, const st
 
 // --- Trust sweep (docs/trust.md) ---------------------------------------------
 
-Result<std::vector<Machine>> SqliteStore::MarkStaleUntrusted(int64_t now,
+Result<std::vector<Machine>> SqlStore::MarkStaleUntrusted(int64_t now,
                                                              const std::map<std::string, int64_t>& max_age_by_pool,
                                                              int batch) {
   return Guard([&]() -> Result<std::vector<Machine>> {
@@ -304,7 +305,7 @@ Result<std::vector<Machine>> SqliteStore::MarkStaleUntrusted(int64_t now,
   });
 }
 
-Result<int64_t> SqliteStore::CountUntrusted() {
+Result<int64_t> SqlStore::CountUntrusted() {
   return Guard([&]() -> Result<int64_t> {
     return db_->Read([&](Connection& c) -> int64_t {
       Stmt s = c.Prepare("SELECT count(*) FROM machines WHERE trust = 'untrusted'");

@@ -7,7 +7,7 @@
 
 #include "storage/audit.h"
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -49,7 +49,7 @@ const char* TemplateColumn(std::string_view which) {
 
 }  // namespace
 
-Result<Pool> SqliteStore::PutPool(const Pool& pool, const Actor& actor, int64_t now,
+Result<Pool> SqlStore::PutPool(const Pool& pool, const Actor& actor, int64_t now,
                                   const std::optional<Bytes>& first_token_hash,
                                   const std::vector<PoolTemplateChange>& templates, PoolPutOutcome* outcome) {
   if (outcome != nullptr) *outcome = PoolPutOutcome{};
@@ -131,7 +131,7 @@ Result<Pool> SqliteStore::PutPool(const Pool& pool, const Actor& actor, int64_t 
   });
 }
 
-Result<Pool> SqliteStore::GetPool(const std::string& name) {
+Result<Pool> SqlStore::GetPool(const std::string& name) {
   return Guard([&]() -> Result<Pool> {
     return db_->Read([&](Connection& c) -> Pool {
       auto p = LoadPool(c, name);
@@ -141,7 +141,7 @@ Result<Pool> SqliteStore::GetPool(const std::string& name) {
   });
 }
 
-Result<std::vector<Pool>> SqliteStore::ListPools() {
+Result<std::vector<Pool>> SqlStore::ListPools() {
   return Guard([&]() -> Result<std::vector<Pool>> {
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(std::string(kPoolSelect) + "ORDER BY name");
@@ -152,7 +152,7 @@ Result<std::vector<Pool>> SqliteStore::ListPools() {
   });
 }
 
-Result<Pool> SqliteStore::SetPoolTemplate(const std::string& pool, std::string_view which,
+Result<Pool> SqlStore::SetPoolTemplate(const std::string& pool, std::string_view which,
                                           const std::optional<std::string>& template_json, const std::string& digest,
                                           const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Pool> {
@@ -182,7 +182,7 @@ Result<Pool> SqliteStore::SetPoolTemplate(const std::string& pool, std::string_v
   });
 }
 
-Status SqliteStore::RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
+Status SqlStore::RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
                                     const Actor& actor, int64_t now) {
   return Guard([&]() -> Status {
     CheckActor(actor);
@@ -213,13 +213,13 @@ Status SqliteStore::RotatePoolToken(const std::string& pool, const Bytes& new_ha
   });
 }
 
-Result<std::vector<PoolToken>> SqliteStore::ValidPoolTokens(const std::string& pool, int64_t now) {
+Result<std::vector<PoolToken>> SqlStore::ValidPoolTokens(const std::string& pool, int64_t now) {
   return Guard([&]() -> Result<std::vector<PoolToken>> {
     return db_->Read([&](Connection& c) { return LoadValidPoolTokens(c, pool, now); });
   });
 }
 
-Result<std::pair<Pool, std::vector<PoolToken>>> SqliteStore::GetPoolWithTokens(const std::string& name, int64_t now) {
+Result<std::pair<Pool, std::vector<PoolToken>>> SqlStore::GetPoolWithTokens(const std::string& name, int64_t now) {
   return Guard([&]() -> Result<std::pair<Pool, std::vector<PoolToken>>> {
     return db_->Read([&](Connection& c) {
       auto p = LoadPool(c, name);

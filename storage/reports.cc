@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
@@ -39,7 +39,7 @@ ProvisioningReportRecord ReadReport(const Stmt& s) {
 
 }  // namespace
 
-Status SqliteStore::RecordReport(const ProvisioningReportRecord& report) {
+Status SqlStore::RecordReport(const ProvisioningReportRecord& report) {
   return Guard([&]() -> Status {
     if (report.outcome != "ok" && report.outcome != "failed") {
       return Status::InvalidArgument("field_invalid", "a report's outcome is ok or failed");
@@ -55,8 +55,10 @@ Status SqliteStore::RecordReport(const ProvisioningReportRecord& report) {
     db_->Write([&](Connection& c) {
       MustMachineById(c, report.machine_id);
       Stmt s = c.Prepare(
-          "INSERT OR REPLACE INTO machine_reports (machine_id, at, outcome, step, reason, message, exit_status, "
-          "done_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+          "INSERT INTO machine_reports (machine_id, at, outcome, step, reason, message, exit_status, done_json) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (machine_id) DO UPDATE SET at = excluded.at, "
+          "outcome = excluded.outcome, step = excluded.step, reason = excluded.reason, message = excluded.message, "
+          "exit_status = excluded.exit_status, done_json = excluded.done_json");
       s.BindInt(1, report.machine_id)
           .BindInt(2, report.at)
           .BindText(3, report.outcome)
@@ -72,7 +74,7 @@ Status SqliteStore::RecordReport(const ProvisioningReportRecord& report) {
   });
 }
 
-Result<ProvisioningReportRecord> SqliteStore::LastReport(int64_t machine_id) {
+Result<ProvisioningReportRecord> SqlStore::LastReport(int64_t machine_id) {
   return Guard([&]() -> Result<ProvisioningReportRecord> {
     return db_->Read([&](Connection& c) -> ProvisioningReportRecord {
       Stmt s = c.Prepare(std::string(kReportSelect) + "WHERE r.machine_id = ?1");
@@ -83,7 +85,7 @@ Result<ProvisioningReportRecord> SqliteStore::LastReport(int64_t machine_id) {
   });
 }
 
-Result<std::map<int64_t, ProvisioningReportRecord>> SqliteStore::ListLastReports() {
+Result<std::map<int64_t, ProvisioningReportRecord>> SqlStore::ListLastReports() {
   return Guard([&]() -> Result<std::map<int64_t, ProvisioningReportRecord>> {
     return db_->Read([&](Connection& c) {
       std::map<int64_t, ProvisioningReportRecord> out;

@@ -186,7 +186,7 @@ int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string
   Stmt s = c.Prepare(
       "INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, reason, reasons_json, "
       "pcrs_json, reset_count, restart_count, clock, firmware_version) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id");
   s.BindInt(1, r.machine_id)
       .BindInt(2, epoch)
       .BindText(3, r.session_id)
@@ -199,9 +199,9 @@ int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string
       .BindInt(10, r.restart_count)
       // uint64 stored bit for bit in SQLite's int64.
       .BindInt(11, static_cast<int64_t>(r.clock))
-      .BindInt(12, static_cast<int64_t>(r.firmware_version))
-      .Run();
-  return c.LastInsertRowid();
+      .BindInt(12, static_cast<int64_t>(r.firmware_version));
+  if (!s.Step()) Fail(Status::IoError("db_error", "INSERT INTO attestations returned no id"));
+  return s.Int(0);
 }
 
 bool PoolExists(Connection& c, const std::string& name) {

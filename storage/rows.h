@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "storage/sqlite.h"
+#include "storage/sql.h"
 #include "storage/types.h"
 
 namespace rackgate::storage {

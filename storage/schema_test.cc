@@ -26,7 +26,7 @@ std::unique_ptr<Connection> RawOpen(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   EXPECT_GE(fd, 0);
   ::close(fd);
-  auto c = Connection::Open(path, 1000, false);
+  auto c = SqliteConnection::Open(path, 1000, false);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return std::move(c).value();
 }

@@ -4,12 +4,12 @@
 #include <utility>
 
 #include "storage/rows.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 #include "storage/validation.h"
 
 namespace rackgate::storage {
 
-Status SqliteStore::CreateSession(const Session& session) {
+Status SqlStore::CreateSession(const Session& session) {
   return Guard([&]() -> Status {
     CheckSize("session id", session.id.size(), 1, kMaxSessionId);
     if (!IsPrintableAscii(session.id)) {
@@ -55,7 +55,7 @@ Status SqliteStore::CreateSession(const Session& session) {
   });
 }
 
-Result<Session> SqliteStore::ConsumeSession(const std::string& id, int64_t now) {
+Result<Session> SqlStore::ConsumeSession(const std::string& id, int64_t now) {
   return Guard([&]() -> Result<Session> {
     if (id.empty() || id.size() > kMaxSessionId) return Status::NotFound("session_unknown", "unknown session");
     // SECURITY: a nonce is used once. The check and the mark are one write
@@ -91,7 +91,7 @@ Result<Session> SqliteStore::ConsumeSession(const std::string& id, int64_t now) 
   });
 }
 
-Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
+Result<Bearer> SqlStore::LookupToken(const Bytes& token_hash, int64_t now) {
   return Guard([&]() -> Result<Bearer> {
     if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
     // The lookup is by the hash of a random token: timing reveals nothing
@@ -117,7 +117,7 @@ Result<Bearer> SqliteStore::LookupToken(const Bytes& token_hash, int64_t now) {
   });
 }
 
-Status SqliteStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
+Status SqlStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
   return Guard([&]() -> Status {
     if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
     // SECURITY: one nonce, one use (docs/csr.md). The check and the mark are
@@ -139,7 +139,7 @@ Status SqliteStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
   });
 }
 
-Result<PurgeCounts> SqliteStore::PurgeExpired(int64_t now, int batch) {
+Result<PurgeCounts> SqlStore::PurgeExpired(int64_t now, int batch) {
   return Guard([&]() -> Result<PurgeCounts> {
     const int64_t limit = std::clamp(batch, 1, 100000);
     return db_->Write([&](Connection& c) {
@@ -158,7 +158,7 @@ Result<PurgeCounts> SqliteStore::PurgeExpired(int64_t now, int batch) {
   });
 }
 
-Result<int64_t> SqliteStore::CountOpenSessions(int64_t now) {
+Result<int64_t> SqlStore::CountOpenSessions(int64_t now) {
   return Guard([&]() -> Result<int64_t> {
     return db_->Read([&](Connection& c) -> int64_t {
       Stmt s = c.Prepare("SELECT count(*) FROM sessions WHERE used_at IS NULL AND expires_at > ?1");

@@ -1,6 +1,7 @@
 // The SQLite store's life: opening (WAL, migrations), write statistics and
 // online backups.
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
+#include "storage/sqlite.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path, const 
   if (fd < 0) return Status::IoError("db_error", "open " + path + ": " + std::strerror(errno));
   ::close(fd);
 
-  auto writer = Connection::Open(path, options.busy_timeout_ms, /*read_only=*/false);
+  auto writer = SqliteConnection::Open(path, options.busy_timeout_ms, /*read_only=*/false);
   if (!writer.ok()) return writer.status();
   try {
     // WAL: readers never block the writer and the writer never blocks readers.
@@ -38,12 +39,14 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path, const 
     return e.status();
   }
   if (Status s = Migrate(writer->get(), LatestSchemaVersion()); !s.ok()) return s;
-  return std::unique_ptr<Store>(new SqliteStore(std::make_unique<Database>(path, options, std::move(writer).value())));
-}
-
-Store::WriteStats SqliteStore::GetWriteStats() const {
-  auto [commits, writes] = db_->CommitsAndWrites();
-  return {commits, writes};
+  const int busy_timeout_ms = options.busy_timeout_ms;
+  Database::Opener open = [path, busy_timeout_ms](bool read_only) -> Result<std::unique_ptr<Connection>> {
+    auto conn = SqliteConnection::Open(path, busy_timeout_ms, read_only);
+    if (!conn.ok()) return conn.status();
+    return std::unique_ptr<Connection>(std::move(conn).value());
+  };
+  return std::unique_ptr<Store>(new SqliteStore(
+      path, std::make_unique<Database>(options, std::move(open), std::unique_ptr<Connection>(std::move(writer).value()))));
 }
 
 Status SqliteStore::Backup(const std::string& dest_path) {
@@ -54,7 +57,7 @@ Status SqliteStore::Backup(const std::string& dest_path) {
     }
     // A connection of its own: VACUUM INTO reads one snapshot and writes a
     // complete, self-contained database file while the others keep working.
-    auto conn = Connection::Open(db_->path(), db_->options().busy_timeout_ms, /*read_only=*/false);
+    auto conn = SqliteConnection::Open(path_, db_->options().busy_timeout_ms, /*read_only=*/false);
     if (!conn.ok()) return conn.status();
     Stmt s = (*conn)->Prepare("VACUUM INTO ?1");
     s.BindText(1, dest_path).Run();

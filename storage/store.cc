@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "storage/schema.h"
-#include "storage/sqlite_store.h"
+#include "storage/sql_store.h"
 
 namespace rackgate::storage {
 
@@ -56,6 +56,11 @@ bool IsValidAddressKind(std::string_view kind) {
 }
 
 int Store::CurrentSchemaVersion() { return LatestSchemaVersion(); }
+
+Store::WriteStats SqlStore::GetWriteStats() const {
+  auto [commits, writes] = db_->CommitsAndWrites();
+  return {commits, writes};
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
   return SqliteStore::Open(path, options);

@@ -1,8 +1,8 @@
 // The appliance's enrollment store: machines, pools, attestation sessions,
 // bearer tokens and the audit log, behind one interface (docs/storage.md).
-// SQLite is the backend today (storage/sqlite_store.h); OpenStore picks the
-// backend from a database string, so a second one slots in behind Store
-// without touching a caller.
+// The logic is written once over the SQL seam (storage/sql_store.h); SQLite
+// is the embedded default and PostgreSQL serves several appliances. OpenStore
+// picks the backend from a database string, so no caller names a backend.
 //
 // Contract, for every method:
 //  - Failures come back as Status/Result with a stable reason (below); nothing
@@ -52,6 +52,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -391,6 +392,17 @@ class Store {
   // A consistent copy of the live database at `dest_path` (VACUUM INTO),
   // while other threads keep working. Fails when dest_path exists.
   virtual Status Backup(const std::string& dest_path) = 0;
+
+  // Changes made by OTHER processes sharing this database (several
+  // appliances on one PostgreSQL) are announced to `listener` with the
+  // topic changed: "pools" (a pool, its templates or provisioning tokens),
+  // "machines", or "*" (anything may have changed: the announcements were
+  // interrupted, as after a reconnect). Called on a thread of the store's
+  // own; the listener must be quick and thread-safe (drop a cache entry, no
+  // store call). One listener; a later call replaces it, nullptr removes
+  // it. A backend whose database has one process (SQLite) never calls it.
+  using ChangeListener = std::function<void(std::string_view topic)>;
+  virtual void SetChangeListener(ChangeListener listener) { (void)listener; }
 
  protected:
   Store() = default;

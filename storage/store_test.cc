@@ -47,7 +47,7 @@ TEST_F(StoreTest, ALockHeldByAnotherProcessIsDbBusy) {
   o.busy_timeout_ms = 50;
   store_ = MustOpen(path_, o);
   ASSERT_NE(store_, nullptr);
-  auto other = Connection::Open(path_, 0, false);
+  auto other = SqliteConnection::Open(path_, 0, false);
   ASSERT_TRUE(other.ok());
   (*other)->Exec("BEGIN IMMEDIATE");
   auto r = store_->Enroll(MakeEnrollment("node-2", "b"), Op(), false, 1);

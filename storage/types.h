@@ -317,8 +317,12 @@ struct PurgeCounts {
 struct StoreOptions {
   // How long a write waits for another process's lock before db_busy.
   int busy_timeout_ms = 5000;
-  // Idle read connections kept open; more are opened on demand.
+  // Idle read connections kept open; more are opened on demand, up to
+  // max_readers at once (a read then waits for one, up to busy_timeout_ms,
+  // before db_busy): the pool is bounded, which matters where every
+  // connection is a server process (PostgreSQL).
   int max_idle_readers = 8;
+  int max_readers = 32;
   // Failed attestation rows kept per machine (oldest dropped), so a client that
   // knows an enrolled EK public key cannot grow the database without bound.
   int max_failures_per_machine = 100;

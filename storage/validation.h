@@ -1,5 +1,5 @@
 // Checks on what callers store: sizes, names, states and addresses. Each
-// Check* throws StoreError (storage/sqlite.h) with the reason store.h names.
+// Check* throws StoreError (storage/sql.h) with the reason store.h names.
 #ifndef RACKGATE_STORAGE_VALIDATION_H_
 #define RACKGATE_STORAGE_VALIDATION_H_
 

@@ -1,10 +1,13 @@
-// The SQLite backend of storage::Store. Each group of methods is defined in
-// the file its comment names; the contract is store.h's.
-#ifndef RACKGATE_STORAGE_SQLITE_STORE_H_
-#define RACKGATE_STORAGE_SQLITE_STORE_H_
+// storage::Store over the SQL seam (storage/sql.h): the store's logic,
+// written once for every SQL backend. Each group of methods is defined in the
+// file its comment names; the contract is store.h's. A backend derives from
+// SqlStore and adds how it opens, migrates and backs up its database:
+// SqliteStore (sqlite_store.cc) and PostgresStore (postgres_store.cc).
+#ifndef RACKGATE_STORAGE_SQL_STORE_H_
+#define RACKGATE_STORAGE_SQL_STORE_H_
 
 #ifndef RACKGATE_STORAGE_INTERNAL
-#error "storage/sqlite_store.h is internal to storage/; include storage/store.h"
+#error "storage/sql_store.h is internal to storage/; include storage/store.h"
 #endif
 
 #include <cstdint>
@@ -22,11 +25,8 @@
 
 namespace rackgate::storage {
 
-class SqliteStore final : public Store {
+class SqlStore : public Store {
  public:
-  // Store::Open's contract (sqlite_store.cc).
-  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
-
   // pools.cc
   Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now, const std::optional<Bytes>& first_token_hash,
                        const std::vector<PoolTemplateChange>& templates, PoolPutOutcome* outcome) override;
@@ -123,16 +123,28 @@ class SqliteStore final : public Store {
   Result<ProvisioningReportRecord> LastReport(int64_t machine_id) override;
   Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() override;
 
-  // sqlite_store.cc
+  // store.cc
   WriteStats GetWriteStats() const override;
-  Status Backup(const std::string& dest_path) override;
 
- private:
-  explicit SqliteStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+ protected:
+  explicit SqlStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
 
   std::unique_ptr<Database> db_;
 };
 
+// The SQLite backend (sqlite_store.cc): the embedded default.
+class SqliteStore final : public SqlStore {
+ public:
+  // Store::Open's contract.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
+  Status Backup(const std::string& dest_path) override;
+
+ private:
+  SqliteStore(std::string path, std::unique_ptr<Database> db) : SqlStore(std::move(db)), path_(std::move(path)) {}
+
+  const std::string path_;
+};
+
 }  // namespace rackgate::storage
 
-#endif  // RACKGATE_STORAGE_SQLITE_STORE_H_
+#endif  // RACKGATE_STORAGE_SQL_STORE_H_

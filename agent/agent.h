@@ -59,6 +59,9 @@ class Agent {
   // REQUIRES: !endpoints.empty().
   Agent(AgentOptions options, Tpm* tpm, std::vector<Endpoint> endpoints, const Transport* transport,
         AgentClock clock);
+  // The failover's log line refers back to this agent.
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
 
   // Runs every selected step, waiting and starting again from the
   // challenge on 503s and unreachable appliances for at most max_wait in

@@ -199,6 +199,15 @@ lab_check "only dead appliances: the agent gives up after --max-wait" \
   grep -Eq "unreachable reason=appliance_unreachable .*gave_up" "$LAB_DIR/several.err"
 lab_expect "$RC_USAGE" "too_many_urls|at most 16" "17 appliance URLs: usage" \
   agent m1 --url "$(for i in $(seq 1 17); do printf 'https://10.9.0.%d:1,' "$i"; done)"
+# A DNS name is an appliance per address, each connected to directly while
+# TLS still checks the name: localhost is 127.0.0.1 (rackgated, whose
+# certificate names localhost) and, where /etc/hosts says so, ::1 (nothing).
+localhost_ok=yes
+for _ in 1 2 3 4; do
+  "$AGENT" --tcti "$(lab_tcti m1)" --url "https://localhost:$RG_PORT" --ca "$AGENT_CA" --eventlog "" --max-wait 20 \
+    >/dev/null 2>"$LAB_DIR/several.err" || { localhost_ok=no; cat "$LAB_DIR/several.err" >&2; }
+done
+lab_check "a name with several addresses: each address tried under the name's TLS identity" test "$localhost_ok" == yes
 
 # --- config and csr, against the same rackgated -------------------------------
 

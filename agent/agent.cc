@@ -71,8 +71,13 @@ AgentClock SystemClock() {
   };
 }
 
-Agent::Agent(AgentOptions options, Tpm* tpm, const HttpClient* client, AgentClock clock)
-    : options_(std::move(options)), tpm_(tpm), client_(client), clock_(std::move(clock)) {}
+Agent::Agent(AgentOptions options, Tpm* tpm, std::vector<Endpoint> endpoints, const Transport* transport,
+             AgentClock clock)
+    : options_(std::move(options)),
+      tpm_(tpm),
+      clock_(std::move(clock)),
+      failover_(std::move(endpoints), transport, clock_.now, clock_.unit_random(),
+                [this](const std::string& line) { Log("note", line); }) {}
 
 void Agent::Log(const std::string& outcome, const std::string& details) const {
   std::fprintf(stderr, "rackgate-agent: step=%s machine=%s %s%s%s\n", step_.c_str(), machine_.c_str(),
@@ -98,6 +103,7 @@ int Agent::Run() {
       return kExitOk;
     }
     const Failure& f = r.failure();
+    if (MovesOn(f) && failover_.CanMoveOn()) continue;  // the next appliance, at once (a failed evidence)
     if (f.kind != Failure::Kind::kWait && f.kind != Failure::Kind::kRetry) {
       LogFailure(f);
       Report(f.ExitCode(), &f);
@@ -121,6 +127,7 @@ int Agent::Run() {
     delay = std::min(delay, remaining);
     LogFailure(f, "retry_in=" + Seconds(delay));
     clock_.sleep(delay);
+    failover_.NewRound();
   }
 }
 
@@ -130,7 +137,8 @@ void Agent::Report(int exit_status, const Failure* failure) {
   const wire::ProvisioningReport report = MakeReport(step, exit_status, failure ? failure->reason : "",
                                                      failure ? failure->message : "", done_);
   step_ = "report";
-  auto resp = client_->Post("/v1/machine/report", wire::EncodeProvisioningReport(report), {AuthHeader(*last_token_)});
+  const std::string body = wire::EncodeProvisioningReport(report);
+  auto resp = failover_.CallAny("/v1/machine/report", &body, {AuthHeader(*last_token_)});
   if (!resp.ok()) {
     Log("note", "report not sent: " + attest::PrintableAscii(resp.status().ToString(), 200));
   } else if (resp->status < 200 || resp->status > 299) {
@@ -157,10 +165,9 @@ Outcome<Done> Agent::RunOnce() {
 }
 
 Outcome<HttpResponse> Agent::Call(const char* method, const std::string& path, const std::string& body,
-                                  const std::vector<std::string>& headers) {
-  Result<HttpResponse> r = std::string_view(method) == "GET" ? client_->Get(path, headers)
-                                                             : client_->Post(path, body, headers);
-  return Classify(std::move(r), clock_.now());
+                                  const std::vector<std::string>& headers, bool once) {
+  const std::string* json = std::string_view(method) == "GET" ? nullptr : &body;
+  return once ? failover_.CallOnce(path, json, headers) : failover_.Call(path, json, headers);
 }
 
 Outcome<std::optional<Bytes>> Agent::ReadEventLog() {
@@ -260,7 +267,9 @@ Outcome<Agent::Attestation> Agent::Attest() {
   // The secret is single-use and its session is consumed by this request,
   // but it is still not left lying around in freed memory.
   Wipe(&ev.secret);
-  resp = Call("POST", "/v1/attest/evidence", body, {});
+  // Only where the challenge was made: a failed evidence may have consumed
+  // its session, so the next appliance starts from a fresh challenge.
+  resp = Call("POST", "/v1/attest/evidence", body, {}, /*once=*/true);
   Wipe(&body);
   if (!resp.ok()) return resp.failure();
   auto token = UsableAnswer(wire::DecodeToken(resp->body));

@@ -23,6 +23,7 @@
 #include "agent/ek.h"
 #include "agent/failure.h"
 #include "agent/exchange.h"
+#include "agent/failover.h"
 #include "agent/tpm.h"
 #include "wire/protocol.h"
 
@@ -54,12 +55,19 @@ AgentClock SystemClock();
 
 class Agent {
  public:
-  // `tpm` and `client` are BORROWED and must outlive the agent.
-  Agent(AgentOptions options, Tpm* tpm, const HttpClient* client, AgentClock clock);
+  // `tpm` and `transport` are BORROWED and must outlive the agent.
+  // REQUIRES: !endpoints.empty().
+  Agent(AgentOptions options, Tpm* tpm, std::vector<Endpoint> endpoints, const Transport* transport,
+        AgentClock clock);
+  // The failover's log line refers back to this agent.
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
 
   // Runs every selected step, waiting and starting again from the
   // challenge on 503s and unreachable appliances for at most max_wait in
-  // all. Returns the process exit code (failure.h).
+  // all. A step whose appliance failed is asked of the next appliance at
+  // once (failover.h); a failed evidence starts again from a fresh challenge
+  // on the next one. Returns the process exit code (failure.h).
   int Run();
 
  private:
@@ -82,8 +90,10 @@ class Agent {
   // best effort: a failure is a log line, never the run's outcome.
   void Report(int exit_status, const Failure* failure);
   Outcome<wire::IssuedCertificate> SubmitCsr(const Attestation& a, const wire::CsrRequest& request);
+  // GET when `body` is empty, else POST; on every appliance in turn until
+  // one answers (Failover::Call), or only the current one (`once`).
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,
-                             const std::vector<std::string>& headers);
+                             const std::vector<std::string>& headers, bool once = false);
   Outcome<std::optional<Bytes>> ReadEventLog();
 
   void Log(const std::string& outcome, const std::string& details) const;
@@ -91,8 +101,8 @@ class Agent {
 
   AgentOptions options_;
   Tpm* tpm_;
-  const HttpClient* client_;
   AgentClock clock_;
+  Failover failover_;
 
   std::string step_ = "attest";
   std::string machine_ = "-";  // EK identity prefix, for log lines

@@ -64,51 +64,21 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
-bool ValidBaseUrl(const std::string& url) {
-  static constexpr std::string_view kScheme = "https://";
-  if (url.rfind(kScheme, 0) != 0) return false;
-  const std::string_view rest = std::string_view(url).substr(kScheme.size());
-  if (rest.empty()) return false;
-  // host[:port] only: credentials, a path, a query or a fragment would be
-  // silently combined with the API paths.
-  for (char c : rest) {
-    if (c == '/' || c == '?' || c == '#' || c == '@' || c == ' ' || std::iscntrl(static_cast<unsigned char>(c))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<HttpClient> HttpClient::Create(ClientOptions options) {
-  while (!options.base_url.empty() && options.base_url.back() == '/') options.base_url.pop_back();
-  if (!ValidBaseUrl(options.base_url)) {
-    return Status::InvalidArgument("url_invalid",
-                                   "--url must be https://HOST[:PORT]: secrets and tokens never travel in clear");
-  }
   const int fd = ::open(options.ca_file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError("ca_unreadable", "cannot read the appliance CA " + options.ca_file);
   ::close(fd);
   return HttpClient(std::move(options));
 }
 
-Result<HttpResponse> HttpClient::Get(std::string_view path, const std::vector<std::string>& headers) const {
-  return Perform(path, nullptr, headers);
-}
-
-Result<HttpResponse> HttpClient::Post(std::string_view path, std::string_view json_body,
+Result<HttpResponse> HttpClient::Send(const Endpoint& endpoint, std::string_view path, const std::string* body,
                                       const std::vector<std::string>& headers) const {
-  const std::string body(json_body);
-  return Perform(path, &body, headers);
-}
-
-Result<HttpResponse> HttpClient::Perform(std::string_view path, const std::string* body,
-                                         const std::vector<std::string>& headers) const {
   CurlPtr curl(curl_easy_init());
   if (!curl) throw std::bad_alloc();
   CURL* c = curl.get();
-  const std::string url = options_.base_url + std::string(path);
+  const std::string url = endpoint.url + std::string(path);
   Sink sink;
   sink.max = options_.max_response_bytes;
   char error[CURL_ERROR_SIZE] = {0};
@@ -149,6 +119,18 @@ Result<HttpResponse> HttpClient::Perform(std::string_view path, const std::strin
   set(curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options_.max_response_bytes)));
   set(curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str()));
   set(curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get()));
+  // One address of a name with several: connect there, verify and say Host
+  // as the name (the certificate names the name, not the address).
+  SlistPtr connect_to;
+  if (!endpoint.address.empty()) {
+    const bool v6 = endpoint.address.find(':') != std::string::npos;
+    const std::string entry = endpoint.host + ":" + std::to_string(endpoint.port) + ":" +
+                              (v6 ? "[" + endpoint.address + "]" : endpoint.address) + ":" +
+                              std::to_string(endpoint.port);
+    connect_to.reset(curl_slist_append(nullptr, entry.c_str()));
+    if (!connect_to) throw std::bad_alloc();
+    set(curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to.get()));
+  }
   set(curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBody));
   set(curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink));
   set(curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader));

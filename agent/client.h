@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/endpoints.h"
 #include "base/status.h"
 
 namespace rackgate::agent {
@@ -31,7 +32,6 @@ struct HttpResponse {
 };
 
 struct ClientOptions {
-  std::string base_url;  // "https://host:22623", no trailing path
   std::string ca_file;   // PEM: the only CA trusted for the appliance
   long connect_timeout_seconds = 10;
   long request_timeout_seconds = 60;
@@ -39,28 +39,35 @@ struct ClientOptions {
   std::string user_agent = "rackgate-agent";
 };
 
-class HttpClient {
+// One HTTP exchange with one appliance; the agent's failover (failover.h)
+// picks the endpoint. Tests replace it with a fake.
+class Transport {
  public:
-  // Refuses (kInvalidArgument "url_invalid") a base URL that is not https://
-  // or has a path, query or credentials, and (kIoError "ca_unreadable") a CA
-  // file that cannot be read. REQUIRES: curl_global_init ran.
-  static Result<HttpClient> Create(ClientOptions options);
-
-  // One request to base_url + path. `headers` are "Name: value" lines. A
-  // non-empty `json_body` is POSTed as application/json; otherwise GET.
+  virtual ~Transport() = default;
+  // One request to endpoint.url + path. `headers` are "Name: value" lines.
+  // A `json_body` is POSTed as application/json; nullptr is a GET.
   // Success means an HTTP answer of any status arrived in full.
   // kIoError "appliance_unreachable" when there was no complete answer
   // (DNS, connect, TLS verification, timeout); kInvalidArgument
-  // "response_too_large" for an answer over max_response_bytes.
+  // "response_too_large" for an answer over the size limit.
+  virtual Result<HttpResponse> Send(const Endpoint& endpoint, std::string_view path, const std::string* json_body,
+                                    const std::vector<std::string>& headers) const = 0;
+};
+
+class HttpClient : public Transport {
+ public:
+  // Refuses (kIoError "ca_unreadable") a CA file that cannot be read.
+  // REQUIRES: curl_global_init ran.
+  static Result<HttpClient> Create(ClientOptions options);
+
+  // An endpoint with an address connects there (CURLOPT_CONNECT_TO) while
+  // TLS verification and Host still use the URL's host name.
   // Thread-compatible: one request at a time per client.
-  Result<HttpResponse> Get(std::string_view path, const std::vector<std::string>& headers) const;
-  Result<HttpResponse> Post(std::string_view path, std::string_view json_body,
-                            const std::vector<std::string>& headers) const;
+  Result<HttpResponse> Send(const Endpoint& endpoint, std::string_view path, const std::string* json_body,
+                            const std::vector<std::string>& headers) const override;
 
  private:
   explicit HttpClient(ClientOptions options) : options_(std::move(options)) {}
-  Result<HttpResponse> Perform(std::string_view path, const std::string* body,
-                               const std::vector<std::string>& headers) const;
 
   ClientOptions options_;
 };

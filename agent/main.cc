@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/client.h"
+#include "agent/endpoints.h"
 #include "agent/failure.h"
 #include "agent/kubelet.h"
 #include "agent/tpm.h"
@@ -28,7 +29,7 @@ namespace {
 using namespace rackgate::agent;  // NOLINT
 
 constexpr char kHelp[] =
-    "Usage: rackgate-agent --url https://HOST:22623 --ca FILE [OPTIONS]\n"
+    "Usage: rackgate-agent --url https://HOST:22623[,https://HOST2:22623] --ca FILE [OPTIONS]\n"
     "\n"
     "Attests this machine with its TPM to a rackgate appliance, then fetches its\n"
     "attested Ignition config and its kubelet certificates. Run on every boot\n"
@@ -36,7 +37,11 @@ constexpr char kHelp[] =
     "/var/lib/rackgate-agent), valid certificates are kept, due ones renewed.\n"
     "\n"
     "Appliance:\n"
-    "  --url URL            the appliance, https://HOST[:PORT] (required)\n"
+    "  --url URL[,URL...]   an appliance, https://HOST[:PORT] (required); repeatable,\n"
+    "                       or several separated by commas; at most 16 in all,\n"
+    "                       each address of a DNS name counting as one. A step\n"
+    "                       whose appliance fails (no answer, 5xx) goes to the next\n"
+    "                       at once (docs/agent.md, \"Several appliances\")\n"
     "  --ca FILE            the appliance CA (PEM), the only CA trusted (required)\n"
     "  --max-wait DURATION  give up after waiting this long in all for an\n"
     "                       appliance that answers 503 or cannot be reached;\n"
@@ -121,7 +126,8 @@ int Main(int argc, char** argv) {
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
-  std::string url, ca, tcti = "device:/dev/tpmrm0", steps = "attest";
+  std::vector<std::string> urls;
+  std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
   AgentOptions o;
   o.eventlog_path = "/sys/kernel/security/tpm0/binary_bios_measurements";
   o.kubelet_dir = "/var/lib/kubelet/pki";
@@ -132,7 +138,7 @@ int Main(int argc, char** argv) {
     if (c == -1) break;
     const std::string arg = optarg ? optarg : "";
     switch (c) {
-      case kUrl: url = arg; break;
+      case kUrl: urls.push_back(arg); break;
       case kCa: ca = arg; break;
       case kMaxWait:
         if (!ParseDuration(arg, &o.max_wait)) return Usage("--max-wait: expected seconds, or a number with s/m/h");
@@ -164,7 +170,8 @@ int Main(int argc, char** argv) {
     }
   }
   if (optind < argc) return Usage(std::string("unexpected argument: ") + argv[optind]);
-  if (url.empty()) return Usage("--url is required");
+  auto parsed_urls = ParseApplianceUrls(urls);
+  if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
   if (ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
   size_t at = 0;
   while (at <= steps.size()) {
@@ -200,12 +207,10 @@ int Main(int argc, char** argv) {
     return kExitLocalIo;
   }
   ClientOptions co;
-  co.base_url = url;
   co.ca_file = ca;
   co.user_agent = std::string("rackgate-agent/") + RACKGATE_VERSION;
   auto client = HttpClient::Create(co);
   if (!client.ok()) {
-    if (client.status().code() == rackgate::Status::Code::kInvalidArgument) return Usage(client.status().message());
     std::fprintf(stderr, "rackgate-agent: %s\n", client.status().ToString().c_str());
     return kExitLocalIo;
   }
@@ -216,7 +221,15 @@ int Main(int argc, char** argv) {
                  rackgate::attest::PrintableAscii(tpm.status().message(), 300).c_str());
     return kExitTpm;
   }
-  Agent agent(o, tpm->get(), &*client, SystemClock());
+  // Every address of a DNS name is an appliance of its own: a fleet behind
+  // one name with several A/AAAA records is tried address by address.
+  size_t dropped = 0;
+  std::vector<Endpoint> endpoints = ExpandEndpoints(*parsed_urls, &ResolveAll, &dropped);
+  if (dropped > 0) {
+    std::fprintf(stderr, "rackgate-agent: step=attest machine=- note %zu appliance addresses over the limit of %zu "
+                 "not used; list fewer URLs or names with fewer addresses\n", dropped, kMaxEndpoints);
+  }
+  Agent agent(o, tpm->get(), std::move(endpoints), &*client, SystemClock());
   return agent.Run();
 }
 

@@ -108,7 +108,7 @@ struct Template {
 //
 // Placeholders are `{{name}}` inside JSON string values (never keys), and
 // inside the decoded content of inline `data:` sources. Names:
-//   both kinds:    pool, appliance.url, appliance.ca_pem
+//   both kinds:    pool, appliance.url, appliance.urls, appliance.ca_pem
 //   attested only: hostname, ek_hash, machine.<var> with var of 1..63
 //                  [A-Za-z0-9_-], address.{InternalIP,ExternalIP,InternalDNS,
 //                  ExternalDNS,Hostname}

@@ -136,6 +136,7 @@ ignition::Values IgnitionService::PublicValues(const std::string& pool) const {
   ignition::Values v;
   v.values["pool"] = pool;
   v.values["appliance.url"] = options_.appliance_url;
+  v.values["appliance.urls"] = options_.appliance_urls.empty() ? options_.appliance_url : options_.appliance_urls;
   v.values["appliance.ca_pem"] = options_.appliance_ca_pem;
   return v;
 }

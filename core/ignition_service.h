@@ -51,6 +51,9 @@ inline constexpr char kIgnitionMediaType[] = "application/vnd.coreos.ignition+js
 
 struct IgnitionOptions {
   std::string appliance_url;     // {{appliance.url}}
+  // {{appliance.urls}}: every appliance, comma-separated (the agent's
+  // RACKGATE_URL, docs/agent.md); "" is appliance_url alone.
+  std::string appliance_urls;
   std::string appliance_ca_pem;  // {{appliance.ca_pem}}
   std::string validator;         // ignition-validate's path; "" or absent: skipped
 };

@@ -148,5 +148,28 @@ TEST_F(IgnitionServiceTest, AttestedConfigIsRefusedToAnUntrustedMachine) {
   EXPECT_EQ(store_->GetMachine("node-1")->trust, "trusted");  // stored verdict unchanged until the sweep
 }
 
+// --- Several appliances (docs/agent.md) ---------------------------------------
+
+TEST_F(IgnitionServiceTest, ApplianceUrlsListsEveryAppliance) {
+  constexpr char kEnv[] =
+      R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/rackgate/agent.env", "mode": 420,)"
+      R"( "contents": {"source": "data:,RACKGATE_URL%3D{{appliance.urls}}%0A"}}]}})";
+  SetTemplate("public", kEnv);
+  // Without a list: the one URL. (The data: URL comes back re-encoded.)
+  auto one = ignition_->PublicConfig(Public());
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_NE(one->body.find("RACKGATE_URL%3Dhttps%3A%2F%2Fappliance.example%3A22623%0A"), std::string::npos) << one->body;
+
+  IgnitionOptions o;
+  o.appliance_url = "https://a.example:22623";
+  o.appliance_urls = "https://a.example:22623,https://b.example:22623";
+  o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+  IgnitionService fleet(store_.get(), attestation_.get(), o, nullptr);
+  auto both = fleet.PublicConfig(Public());
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_NE(both->body.find("RACKGATE_URL%3Dhttps%3A%2F%2Fa.example%3A22623%2Chttps%3A%2F%2Fb.example%3A22623%0A"), std::string::npos)
+      << both->body;
+}
+
 }  // namespace
 }  // namespace rackgate::core::testing

@@ -252,6 +252,8 @@ const std::map<std::string, KeyReader>& Readers() {
          return ReadInt(v, "busy_retry_after_seconds", 1, 300, &c->busy_retry_after_seconds);
        }},
       {"public_url", [](const json& v, Config* c) { return ReadString(v, "public_url", &c->public_url); }},
+      // Several appliances (docs/agent.md).
+      {"public_urls", [](const json& v, Config* c) { return ReadStrings(v, "public_urls", &c->public_urls); }},
       {"ignition_validate",
        [](const json& v, Config* c) { return ReadString(v, "ignition_validate", &c->ignition_validate); }},
       {"cluster_ca_certificate",
@@ -302,6 +304,14 @@ Result<Config> ParseConfig(std::string_view json_text) {
   if (c.state_dir.empty()) return Invalid("state_dir", "must not be empty");
   if (!c.public_url.empty() && c.public_url.rfind("https://", 0) != 0) {
     return Invalid("public_url", "must start with https://");
+  }
+  // Several appliances (docs/agent.md): the agent's list, joined by commas.
+  if (c.public_urls.size() > 16) return Invalid("public_urls", "lists at most 16 appliances");
+  for (const std::string& u : c.public_urls) {
+    if (u.rfind("https://", 0) != 0 || u.size() <= 8 ||
+        u.find_first_of(", \t\r\n/?#@", 8) != std::string::npos) {
+      return Invalid("public_urls", "each must be https://HOST[:PORT] (no path, no comma)");
+    }
   }
   if (auto sel = attest::ParsePcrSelectionList(c.default_pcr_selection); !sel.ok()) {
     return Invalid("default_pcr_selection", sel.status().message());

@@ -66,6 +66,12 @@ struct Config {
   // listen address>:<port>. ignition_validate: the validator run on every
   // uploaded template when the file exists; "" turns it off.
   std::string public_url;
+  // --- Several appliances (docs/agent.md, "Several appliances") ---
+  // public_urls: every appliance of the fleet, https://HOST[:PORT] each, at
+  // most 16: {{appliance.urls}} in templates, comma-separated, for the
+  // agent's RACKGATE_URL. Empty: {{appliance.urls}} is {{appliance.url}}.
+  std::vector<std::string> public_urls;
+  // --- end several appliances ---
   std::string ignition_validate = "/usr/bin/ignition-validate";
 
   // CSR vouching (docs/csr.md). The cluster CA's files; empty: <state_dir>/

@@ -27,6 +27,25 @@ TEST(Config, DefaultsAndRefusals) {
   }
 }
 
+// --- Several appliances (docs/agent.md) ------------------------------------------
+
+TEST(Config, PublicUrls) {
+  auto c = ParseConfig(R"({"public_urls":["https://a.rack:22623","https://10.0.0.2:22623"]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->public_urls, (std::vector<std::string>{"https://a.rack:22623", "https://10.0.0.2:22623"}));
+  EXPECT_TRUE(ParseConfig("{}")->public_urls.empty());
+  for (const char* bad : {R"({"public_urls":"https://a"})", R"({"public_urls":["http://a:1"]})",
+                          R"({"public_urls":["https://a:1/x"]})", R"({"public_urls":["https://a:1,https://b:1"]})",
+                          R"({"public_urls":["https://"]})"}) {
+    auto x = ParseConfig(bad);
+    ASSERT_FALSE(x.ok()) << bad;
+    EXPECT_EQ(x.status().reason(), "config_invalid") << bad;
+  }
+  std::string many = R"({"public_urls":[)";
+  for (int i = 0; i < 17; ++i) many += (i ? "," : "") + std::string("\"https://a") + std::to_string(i) + ":1\"";
+  EXPECT_FALSE(ParseConfig(many + "]}").ok());
+}
+
 // --- Observability (docs/observability.md) -------------------------------------
 
 TEST(Config, MetricsListenerAndPublicSwitch) {

@@ -103,11 +103,14 @@ Result<attest::EkTrustStore> LoadAnchors(const Config& c) {
 Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
   IgnitionOptions o;
   o.appliance_url = c.public_url;
+  if (o.appliance_url.empty() && !c.public_urls.empty()) o.appliance_url = c.public_urls.front();
   if (o.appliance_url.empty()) {
     const std::string& host = c.listen_addresses.front();
     const bool v6 = host.find(':') != std::string::npos;
     o.appliance_url = "https://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(c.port);
   }
+  // Several appliances (docs/agent.md): {{appliance.urls}}, comma-separated.
+  for (const std::string& u : c.public_urls) o.appliance_urls += (o.appliance_urls.empty() ? "" : ",") + u;
   std::ifstream f(c.ca_certificate_path());
   if (!f) return Status::IoError("config_invalid", "cannot read the appliance CA " + c.ca_certificate_path());
   std::ostringstream pem;

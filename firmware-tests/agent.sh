@@ -167,6 +167,48 @@ lab_expect "$RC_USAGE" "node-ip" "a --node-ip that is no address: usage" \
   agent m1 --steps csr --apiserver https://api.lab:6443 --node-ip 10.0.0.300
 lab_check "--help exits 0" "$AGENT" --help
 
+# --- several appliances (docs/agent.md, "Several appliances") ----------------
+# Two rackgated on one SQLite are not supported, so: the one real appliance
+# and dead URLs (nothing listens). The machine still attests, without a wait
+# (a dead appliance is skipped at once); the start is random, so several
+# runs with three dead URLs and one live one show the move line at least
+# once. With only dead ones the agent gives up after --max-wait.
+DEAD1="https://127.0.0.1:$(lab_pick_ports | cut -d' ' -f1)"
+DEAD2="https://127.0.0.1:$(lab_pick_ports | cut -d' ' -f1)"
+DEAD3="https://localhost:$(lab_pick_ports | cut -d' ' -f1)"
+several_ok=yes several_moved=no
+for _ in 1 2 3 4 5 6 7 8; do
+  rc=0
+  agent m1 --url "$DEAD1,$DEAD2" --url "$DEAD3" >/dev/null 2>"$LAB_DIR/several.err" || rc=$?
+  if [[ "$rc" != "$RC_OK" ]] || grep -q "retry_in=" "$LAB_DIR/several.err"; then several_ok=no; cat "$LAB_DIR/several.err" >&2; fi
+  if grep -Eq "note appliance https://[^ ]+ (\[[^]]+\] )?failed \(appliance_unreachable: [^)]*\); trying https://" \
+       "$LAB_DIR/several.err"; then
+    several_moved=yes
+  fi
+done
+lab_check "dead appliances in the list: the machine attests every time, with no wait" test "$several_ok" == yes
+lab_check "dead appliances in the list: one log line per move" test "$several_moved" == yes
+rc=0
+"$AGENT" --tcti "$(lab_tcti m1)" --url "$DEAD1" --url "$DEAD2" --ca "$AGENT_CA" --eventlog "" --max-wait 2 \
+  >/dev/null 2>"$LAB_DIR/several.err" || rc=$?
+lab_check "only dead appliances: exit 4 after --max-wait" test "$rc" == "$RC_UNREACHABLE"
+lab_check "only dead appliances: each is tried before a wait" \
+  grep -Eq "note appliance https://127\.0\.0\.1:[0-9]+ failed \(appliance_unreachable.*\); trying https://127\.0\.0\.1" \
+  "$LAB_DIR/several.err"
+lab_check "only dead appliances: the agent gives up after --max-wait" \
+  grep -Eq "unreachable reason=appliance_unreachable .*gave_up" "$LAB_DIR/several.err"
+lab_expect "$RC_USAGE" "too_many_urls|at most 16" "17 appliance URLs: usage" \
+  agent m1 --url "$(for i in $(seq 1 17); do printf 'https://10.9.0.%d:1,' "$i"; done)"
+# A DNS name is an appliance per address, each connected to directly while
+# TLS still checks the name: localhost is 127.0.0.1 (rackgated, whose
+# certificate names localhost) and, where /etc/hosts says so, ::1 (nothing).
+localhost_ok=yes
+for _ in 1 2 3 4; do
+  "$AGENT" --tcti "$(lab_tcti m1)" --url "https://localhost:$RG_PORT" --ca "$AGENT_CA" --eventlog "" --max-wait 20 \
+    >/dev/null 2>"$LAB_DIR/several.err" || { localhost_ok=no; cat "$LAB_DIR/several.err" >&2; }
+done
+lab_check "a name with several addresses: each address tried under the name's TLS identity" test "$localhost_ok" == yes
+
 # --- config and csr, against the same rackgated -------------------------------
 
 # The default pool gets the lab's public and attested templates

@@ -58,7 +58,9 @@ constexpr size_t kMaxPlaceholderName = 128;
 enum class Scope { kUnknown, kAny, kAttestedOnly };
 
 Scope ScopeOf(std::string_view name) {
-  if (name == "pool" || name == "appliance.url" || name == "appliance.ca_pem") return Scope::kAny;
+  if (name == "pool" || name == "appliance.url" || name == "appliance.urls" || name == "appliance.ca_pem") {
+    return Scope::kAny;
+  }
   if (name == "hostname" || name == "ek_hash") return Scope::kAttestedOnly;
   constexpr std::string_view kMachine = "machine.";
   if (name.substr(0, kMachine.size()) == kMachine) {

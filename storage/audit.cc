@@ -242,7 +242,7 @@ Result<std::vector<AuditEntry>> SqlStore::ListAudit(const AuditFilter& filter) {
     const std::string sql = filter.since_id > 0
                                 ? std::string(kColumns) + kWhere + "ORDER BY id LIMIT ?2"
                                 : "SELECT * FROM (" + std::string(kColumns) + kWhere +
-                                      "ORDER BY id DESC LIMIT ?2) ORDER BY id";
+                                      "ORDER BY id DESC LIMIT ?2) AS newest ORDER BY id";
     return db_->Read([&](Connection& c) {
       Stmt s = c.Prepare(sql);
       s.BindInt(1, filter.since_id).BindInt(2, std::clamp(filter.limit, 1, 10000)).BindOptText(3, filter.hostname);

@@ -3,9 +3,54 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
+#include <functional>
 #include <string_view>
 
+#include "storage/postgres.h"
+#include "storage/sql_store.h"
+
 namespace rackgate::storage::testing {
+
+namespace {
+
+// `url` with its database name replaced by `dbname` (a postgresql:// URI:
+// the path after the authority; its query, if any, is kept).
+std::string WithDatabase(const std::string& url, const std::string& dbname) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url + " dbname=" + dbname;  // key=value form
+  const size_t path = url.find_first_of("/?", scheme + 3);
+  if (path == std::string::npos) return url + "/" + dbname;
+  if (url[path] == '?') return url.substr(0, path) + "/" + dbname + url.substr(path);
+  const size_t query = url.find('?', path);
+  return url.substr(0, path) + "/" + dbname + (query == std::string::npos ? "" : url.substr(query));
+}
+
+// Creates database `name` on the server of `admin_url` unless it exists.
+Status EnsureDatabase(const std::string& admin_url, const std::string& name) {
+  auto admin = PgConnection::Open(admin_url, StoreOptions{}, /*read_only=*/false);
+  if (!admin.ok()) return admin.status();
+  return Guard([&]() -> Status {
+    Stmt s = (*admin)->Prepare("SELECT 1 FROM pg_database WHERE datname = ?1");
+    s.BindText(1, name);
+    if (s.Step()) return Status::Ok();
+    s.Run();
+    try {
+      // `name` is "t_" and hex digits: nothing to quote.
+      (*admin)->Exec(("CREATE DATABASE " + name).c_str());
+    } catch (const StoreError& e) {
+      // Another test process created it first (42P04, or 23505 while both
+      // inserted into pg_database).
+      if (e.status().message().find("42P04") == std::string::npos &&
+          e.status().message().find("23505") == std::string::npos) {
+        throw;
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace
 
 bool TestingPostgres() {
   const char* v = getenv("RACKGATE_TEST_STORE");
@@ -24,8 +69,11 @@ std::optional<std::string> BackendUnavailable() {
 Result<std::unique_ptr<Store>> OpenTestStore(const std::string& sqlite_path, const StoreOptions& options) {
   if (!TestingPostgres()) return Store::Open(sqlite_path, options);
   if (auto why = BackendUnavailable()) return Status::Unsupported("db_backend_unsupported", *why);
-  // TODO(pgdriver): a database per sqlite_path on RACKGATE_TEST_POSTGRES.
-  return Status::Unsupported("db_backend_unsupported", "the PostgreSQL backend is not built yet");
+  char name[32];
+  std::snprintf(name, sizeof(name), "t_%016zx", std::hash<std::string>{}(sqlite_path));
+  const std::string admin_url = getenv("RACKGATE_TEST_POSTGRES");
+  if (Status s = EnsureDatabase(admin_url, name); !s.ok()) return s;
+  return PostgresStore::Open(WithDatabase(admin_url, name), options);
 }
 
 }  // namespace rackgate::storage::testing

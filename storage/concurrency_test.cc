@@ -25,9 +25,9 @@ using testing::TempDir;
 constexpr int kThreads = 8;
 
 int64_t Count(const std::string& path, const char* sql) {
-  auto c = SqliteConnection::Open(path, 1000, true);
-  EXPECT_TRUE(c.ok());
-  Stmt s = (*c)->Prepare(sql);
+  auto c = testing::MustConnect(path);
+  if (c == nullptr) return -1;
+  Stmt s = c->Prepare(sql);
   EXPECT_TRUE(s.Step());
   return s.Int(0);
 }

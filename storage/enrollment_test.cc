@@ -385,6 +385,25 @@ std::vector<ImportRow> Rows(const std::vector<Enrollment>& enrollments) {
 
 // Every table's every row, as text: what "nothing stored" compares.
 std::string DumpTables(const std::string& path) {
+  if (testing::TestingPostgres()) {
+    auto c = testing::MustConnect(path);
+    if (c == nullptr) return "";
+    std::vector<std::string> tables;
+    {
+      Stmt s = c->Prepare(
+          "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+          "ORDER BY table_name");
+      while (s.Step()) tables.push_back(s.Text(0));
+    }
+    std::string out;
+    for (const auto& t : tables) {
+      out += "== " + t + "\n";
+      // A row as PostgreSQL writes a row value; sorted, as below.
+      Stmt s = c->Prepare("SELECT r::text FROM \"" + t + "\" r ORDER BY 1");
+      while (s.Step()) out += s.Text(0) + "\n";
+    }
+    return out;
+  }
   auto c = SqliteConnection::Open(path, 5000, true);
   EXPECT_TRUE(c.ok());
   if (!c.ok()) return "";

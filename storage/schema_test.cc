@@ -75,6 +75,7 @@ UPDATE machines SET trust = 'trusted', trust_reason = '', trust_changed_at = 110
 };
 
 TEST(Migrations, VersionsAreContiguousFromOne) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   auto ms = Migrations();
   ASSERT_FALSE(ms.empty());
   for (size_t i = 0; i < ms.size(); ++i) {
@@ -86,6 +87,7 @@ TEST(Migrations, VersionsAreContiguousFromOne) {
 }
 
 TEST(Migrations, FreshDatabaseIsAtCurrentVersionInWalMode) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("rackgate.db");
   {
@@ -105,6 +107,7 @@ TEST(Migrations, FreshDatabaseIsAtCurrentVersionInWalMode) {
 }
 
 TEST(Migrations, ReopeningChangesNothing) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("rackgate.db");
   for (int i = 0; i < 3; ++i) {
@@ -116,6 +119,7 @@ TEST(Migrations, ReopeningChangesNothing) {
 }
 
 TEST(Migrations, EachStepIsConsistent) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   auto c = RawOpen(dir.File("steps.db"));
   for (const Migration& m : Migrations()) {
@@ -129,6 +133,7 @@ TEST(Migrations, EachStepIsConsistent) {
 // epoch when they came after its last reset or EK replacement (renewable),
 // else -1 (never renewed); the certify nonce starts unused.
 TEST(Migrations, RenewalMigrationDatesOldCertificatesByTheLastReset) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   int renew = 0;
   for (const Migration& m : Migrations()) {
     if (std::string(m.description).rfind("renewal:", 0) == 0) renew = m.version;
@@ -164,6 +169,7 @@ INSERT INTO certificates (serial, machine_id, hostname, kind, subject, public_ke
 }
 
 TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   for (int v = 1; v < LatestSchemaVersion(); ++v) {
     SCOPED_TRACE("from version " + std::to_string(v));
     TempDir dir;
@@ -246,6 +252,7 @@ TEST(Migrations, EveryOlderVersionUpgradesWithDataIntact) {
 // kV4Trust judges a machine that attested before it from its newest
 // attestation row, and leaves a machine that never attested without a verdict.
 TEST(Migrations, TrustIsJudgedFromTheNewestAttestation) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   int trust_version = 0;
   for (const Migration& m : Migrations()) {
     if (std::string(m.description).find("machine trust") != std::string::npos) trust_version = m.version;
@@ -284,6 +291,7 @@ INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, rea
 }
 
 TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("newer.db");
   { ASSERT_NE(MustOpen(path), nullptr); }
@@ -302,6 +310,7 @@ TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {
 }
 
 TEST(Migrations, ForeignDatabaseIsRefused) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("other.db");
   {
@@ -323,6 +332,7 @@ TEST(Migrations, ForeignDatabaseIsRefused) {
 }
 
 TEST(Migrations, NotADatabaseIsAnIoError) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("garbage.db");
   {
@@ -339,6 +349,7 @@ TEST(Migrations, NotADatabaseIsAnIoError) {
 }
 
 TEST(Migrations, OpenFailsCleanlyOnMissingDirectory) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   auto store = Store::Open("/nonexistent-dir-for-rackgate/x.db");
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().reason(), "db_error");
@@ -347,6 +358,7 @@ TEST(Migrations, OpenFailsCleanlyOnMissingDirectory) {
 }
 
 TEST(AuditLog, UpdateAndDeleteAreRefusedByTriggers) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;
   const std::string path = dir.File("audit.db");
   {

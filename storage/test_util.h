@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "storage/postgres.h"
+#include "storage/sqlite.h"
 #include "storage/store.h"
 #include "storage/testing/test_store.h"
 
@@ -66,6 +68,26 @@ inline std::unique_ptr<Store> MustOpen(const std::string& path, const StoreOptio
     return nullptr;
   }
   return std::move(s).value();
+}
+
+// A connection of its own to the test's database (`path`, as MustOpen),
+// for a test that looks at the tables directly.
+inline std::unique_ptr<Connection> MustConnect(const std::string& path, bool read_only = true) {
+  if (TestingPostgres()) {
+    auto url = TestDatabaseUrl(path);
+    if (!url.ok()) {
+      ADD_FAILURE() << url.status().ToString();
+      return nullptr;
+    }
+    auto c = PgConnection::Open(*url, StoreOptions{}, read_only);
+    if (c.ok()) return std::move(c).value();
+    ADD_FAILURE() << c.status().ToString();
+    return nullptr;
+  }
+  auto c = SqliteConnection::Open(path, 1000, read_only);
+  if (c.ok()) return std::move(c).value();
+  ADD_FAILURE() << c.status().ToString();
+  return nullptr;
 }
 
 // Skips every test of the binary when the backend asked for is not there

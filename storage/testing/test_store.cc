@@ -90,14 +90,20 @@ std::optional<std::string> BackendUnavailable() {
   return std::nullopt;
 }
 
-Result<std::unique_ptr<Store>> OpenTestStore(const std::string& sqlite_path, const StoreOptions& options) {
-  if (!TestingPostgres()) return Store::Open(sqlite_path, options);
+Result<std::string> TestDatabaseUrl(const std::string& sqlite_path) {
   if (auto why = BackendUnavailable()) return Status::Unsupported("db_backend_unsupported", *why);
   char name[32];
   std::snprintf(name, sizeof(name), "t_%016zx", std::hash<std::string>{}(sqlite_path));
   const std::string admin_url = getenv("RACKGATE_TEST_POSTGRES");
   if (Status s = EnsureDatabase(admin_url, name); !s.ok()) return s;
-  return PostgresStore::Open(WithDatabase(admin_url, name), options);
+  return WithDatabase(admin_url, name);
+}
+
+Result<std::unique_ptr<Store>> OpenTestStore(const std::string& sqlite_path, const StoreOptions& options) {
+  if (!TestingPostgres()) return Store::Open(sqlite_path, options);
+  auto url = TestDatabaseUrl(sqlite_path);
+  if (!url.ok()) return url.status();
+  return PostgresStore::Open(*url, options);
 }
 
 }  // namespace rackgate::storage::testing

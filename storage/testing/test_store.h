@@ -33,6 +33,11 @@ std::optional<std::string> BackendUnavailable();
 // RACKGATE_TEST_POSTGRES.
 Result<std::unique_ptr<Store>> OpenTestStore(const std::string& sqlite_path, const StoreOptions& options = {});
 
+// On PostgreSQL: the URL of the database OpenTestStore(sqlite_path) opens
+// (created when absent), for a test that looks at the tables directly;
+// the failure when it cannot be created.
+Result<std::string> TestDatabaseUrl(const std::string& sqlite_path);
+
 }  // namespace rackgate::storage::testing
 
 #endif  // RACKGATE_STORAGE_TESTING_TEST_STORE_H_

@@ -4,13 +4,16 @@
 // the events triggers (compared with SQLite's), NOTIFY.
 #include "storage/schema_postgres.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -76,6 +79,20 @@ std::unique_ptr<Connection> OpenPg(const std::string& url) {
   return std::move(c).value();
 }
 
+// A migrated SQLite database in `dir`, to compare with.
+std::unique_ptr<SqliteConnection> OpenSqlite(const TempDir& dir) {
+  const std::string path = dir.File("compare.db");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  auto c = SqliteConnection::Open(path, 1000, false);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return nullptr;
+  Status s = Migrate(c->get(), LatestSchemaVersion());
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return std::move(c).value();
+}
+
 int64_t QueryInt(Connection* c, const std::string& sql) {
   Stmt s = c->Prepare(sql);
   EXPECT_TRUE(s.Step()) << sql;
@@ -134,10 +151,9 @@ TEST_F(PostgresSchemaTest, MigratesAnEmptyDatabase) {
   std::set<std::string> sqlite_tables;
   {
     TempDir dir;
-    auto lite = SqliteConnection::Open(dir.File("t.db"), 1000, false);
-    ASSERT_TRUE(lite.ok()) << lite.status().ToString();
-    ASSERT_TRUE(Migrate(lite->get(), LatestSchemaVersion()).ok());
-    for (const std::string& t : Rows(lite->get(),
+    auto lite = OpenSqlite(dir);
+    ASSERT_NE(lite, nullptr);
+    for (const std::string& t : Rows(lite.get(),
                                      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE "
                                      "'sqlite_%' ORDER BY name",
                                      1)) {
@@ -148,6 +164,31 @@ TEST_F(PostgresSchemaTest, MigratesAnEmptyDatabase) {
   for (const std::string& t :
        Rows(c.get(), "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename", 1)) {
     pg_tables.insert(t);
+  }
+  // Column for column, in the same order, nullable where SQLite's are (a
+  // primary key column aside: SQLite's INTEGER PRIMARY KEY may be NULL on
+  // paper); certificates has SQLite's implicit rowid at its end.
+  std::map<std::string, std::vector<std::string>> sqlite_columns;
+  {
+    TempDir dir;
+    auto lite = OpenSqlite(dir);
+    ASSERT_NE(lite, nullptr);
+    for (const std::string& t : sqlite_tables) {
+      sqlite_columns[t] = Rows(lite.get(),
+                               "SELECT name || CASE WHEN \"notnull\" OR pk > 0 THEN ' not null' ELSE '' END "
+                               "FROM pragma_table_info('" + t + "') ORDER BY cid",
+                               1);
+    }
+  }
+  sqlite_columns["certificates"].push_back("rowid not null");
+  for (const auto& [table, columns] : sqlite_columns) {
+    EXPECT_EQ(Rows(c.get(),
+                   "SELECT column_name || CASE WHEN is_nullable = 'NO' THEN ' not null' ELSE '' END FROM "
+                   "information_schema.columns WHERE table_schema = current_schema() AND table_name = '" + table +
+                       "' ORDER BY ordinal_position",
+                   1),
+              columns)
+        << table;
   }
   sqlite_tables.insert("rackgate_schema");
   EXPECT_EQ(pg_tables, sqlite_tables);
@@ -279,9 +320,8 @@ TEST_F(PostgresSchemaTest, AuditIsAppendOnly) {
 // on PostgreSQL: the triggers write the same events and deliveries.
 TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
   TempDir dir;
-  auto lite = SqliteConnection::Open(dir.File("events.db"), 1000, false);
-  ASSERT_TRUE(lite.ok()) << lite.status().ToString();
-  ASSERT_TRUE(Migrate(lite->get(), LatestSchemaVersion()).ok());
+  auto lite = OpenSqlite(dir);
+  ASSERT_NE(lite, nullptr);
   auto pg = OpenPg(url_);
   ASSERT_NE(pg, nullptr);
   ASSERT_TRUE(MigratePostgres(pg.get()).ok());
@@ -304,7 +344,7 @@ TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
       "VALUES (1, 0, 's1', 20, 'refused', 'pcr_mismatch', '[\"pcr_mismatch\"]')",
       "INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict) VALUES (1, 0, 's2', 21, 'ok')",
   };
-  for (Connection* c : {lite->get(), pg.get()}) {
+  for (Connection* c : std::vector<Connection*>{lite.get(), pg.get()}) {
     // Blobs as parameters: x'..' is a bit string to PostgreSQL.
     c->Run(kWrites[0]);
     c->Prepare("INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, created_at, updated_at) "
@@ -320,10 +360,10 @@ TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
   const std::string kDeliveries =
       "SELECT event_id, webhook, attempts, next_attempt_at, delivered_at, last_error FROM event_deliveries "
       "ORDER BY event_id, webhook";
-  const auto lite_events = Rows(lite->get(), kEvents, 12);
+  const auto lite_events = Rows(lite.get(), kEvents, 12);
   EXPECT_EQ(lite_events.size(), 6u);
   EXPECT_EQ(Rows(pg.get(), kEvents, 12), lite_events);
-  const auto lite_deliveries = Rows(lite->get(), kDeliveries, 6);
+  const auto lite_deliveries = Rows(lite.get(), kDeliveries, 6);
   EXPECT_EQ(lite_deliveries.size(), 9u);
   EXPECT_EQ(Rows(pg.get(), kDeliveries, 6), lite_deliveries);
   EXPECT_EQ(Rows(pg.get(), "SELECT type, pool FROM events WHERE id = 1", 2),

@@ -55,6 +55,12 @@ void Database::ReleaseReader(std::unique_ptr<Connection> conn) noexcept {
   if (idle_readers_.size() < idle_readers_.capacity()) idle_readers_.push_back(std::move(conn));
 }
 
+void Database::DropIdleReaders() noexcept {
+  // clear() keeps the capacity that ReleaseReader relies on.
+  std::lock_guard<std::mutex> lock(readers_mu_);
+  idle_readers_.clear();
+}
+
 void Database::Submit(Pending* p) {
   std::unique_lock<std::mutex> lock(queue_mu_);
   queue_.push_back(p);

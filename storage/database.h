@@ -70,14 +70,25 @@ class Database {
   }
 
   // Runs f(Connection&) in a read transaction (one snapshot) on a pooled
-  // read-only connection.
+  // read-only connection. A read that fails because its connection broke
+  // (Connection::Broken: the server went away, a failover) is run once
+  // more on a fresh connection, after the idle ones are dropped (they went
+  // to the same server): a read changes nothing, so running it twice is
+  // safe. A write is never retried (it may have committed).
   template <typename F>
   auto Read(F&& f) -> decltype(f(std::declval<Connection&>())) {
-    Lease lease(this);
-    Transaction txn(lease.conn(), Transaction::Kind::kRead);
-    auto result = f(*lease.conn());
-    txn.Commit();
-    return result;
+    for (int attempt = 0;; ++attempt) {
+      Lease lease(this);
+      try {
+        Transaction txn(lease.conn(), Transaction::Kind::kRead);
+        auto result = f(*lease.conn());
+        txn.Commit();
+        return result;
+      } catch (const StoreError&) {
+        if (attempt > 0 || !lease.conn()->Broken()) throw;
+      }
+      DropIdleReaders();
+    }
   }
 
   // Write transactions committed since construction, and the writes they
@@ -104,6 +115,8 @@ class Database {
   // Never throws: the vector's capacity was reserved, and a connection left
   // inside a transaction, or broken, is closed rather than pooled.
   void ReleaseReader(std::unique_ptr<Connection> conn) noexcept;
+  // Closes every idle read connection.
+  void DropIdleReaders() noexcept;
 
   static constexpr size_t kMaxGroup = 64;
 

@@ -10,12 +10,14 @@
 #error "storage/sql_store.h is internal to storage/; include storage/store.h"
 #endif
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -143,6 +145,36 @@ class SqliteStore final : public SqlStore {
   SqliteStore(std::string path, std::unique_ptr<Database> db) : SqlStore(std::move(db)), path_(std::move(path)) {}
 
   const std::string path_;
+};
+
+// The PostgreSQL backend (postgres_store.cc): one database that several
+// appliances share (docs/storage.md, "PostgreSQL").
+class PostgresStore final : public SqlStore {
+ public:
+  // Connects to `url` (postgresql://...), migrates (MigratePostgres), and
+  // opens the Database over PgConnections. db_unavailable when the server
+  // cannot be reached; no message carries the URL or its password.
+  static Result<std::unique_ptr<Store>> Open(const std::string& url, const StoreOptions& options);
+  ~PostgresStore() override;
+
+  // backup_unsupported (kUnsupported): pg_basebackup or pg_dump back up a
+  // PostgreSQL database (docs/ha.md).
+  Status Backup(const std::string& dest_path) override;
+  // A thread of the store's own, with a connection of its own, LISTENs on
+  // rackgate_changes and calls the listener with each payload ("pools",
+  // "machines") that another process's commit sent, and with "*" each time
+  // it (re)connects; it reconnects with a backoff (100 ms doubling to 5 s).
+  // Started by the first call; stopped and joined by the destructor.
+  void SetChangeListener(ChangeListener listener) override;
+
+ private:
+  struct Shared;
+  PostgresStore(std::string url, std::shared_ptr<Shared> shared, std::unique_ptr<Database> db);
+  void Listen();
+
+  const std::string url_;
+  std::shared_ptr<Shared> shared_;
+  std::thread listener_thread_;
 };
 
 }  // namespace rackgate::storage

@@ -68,13 +68,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options) {
   for (std::string_view prefix : kPostgresPrefixes) {
-    if (database.starts_with(prefix)) {
-      // SECURITY: the message never repeats the URI, which may carry a
-      // password.
-      return Status::Unsupported("db_backend_unsupported",
-                                 "PostgreSQL is not built yet: this rackgate stores its database in SQLite only "
-                                 "(give a file path or sqlite:PATH)");
-    }
+    // SECURITY: nothing PostgresStore says repeats the URI, which may carry
+    // a password.
+    if (database.starts_with(prefix)) return PostgresStore::Open(database, options);
   }
   if (database.starts_with(kSqlitePrefix)) return Store::Open(database.substr(kSqlitePrefix.size()), options);
   return Store::Open(database, options);

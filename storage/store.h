@@ -410,8 +410,9 @@ class Store {
 
 // Opens the store that `database` names:
 //  - a file path, or "sqlite:PATH": the SQLite store at PATH (Store::Open);
-//  - "postgresql://...": kUnsupported, db_backend_unsupported (PostgreSQL is
-//    not built yet; docs/storage.md, "A second backend").
+//  - "postgresql://..." or "postgres://...": the PostgreSQL store at that
+//    URI (docs/storage.md, "PostgreSQL"); db_unavailable when the server
+//    cannot be reached. No message repeats the URI (it may hold a password).
 // Anything Store::Open refuses is refused the same way. The caller owns the
 // returned Store.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options = {});

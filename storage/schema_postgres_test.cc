@@ -30,15 +30,6 @@ namespace {
 
 using testing::TempDir;
 
-struct PgConnDeleter {
-  void operator()(PGconn* c) const { PQfinish(c); }
-};
-using PgConnPtr = std::unique_ptr<PGconn, PgConnDeleter>;
-struct PgResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using PgResultPtr = std::unique_ptr<PGresult, PgResultDeleter>;
-
 // The server pg-lab started, or "" (the tests then skip).
 std::string ServerUrl() {
   const char* url = getenv("RACKGATE_TEST_POSTGRES");
@@ -73,7 +64,7 @@ std::string RawQuery(PGconn* c, const std::string& sql) {
 }
 
 std::unique_ptr<Connection> OpenPg(const std::string& url) {
-  auto c = PgConnection::Open(url);
+  auto c = PgConnection::Open(url, StoreOptions{}, /*read_only=*/false);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (!c.ok()) return nullptr;
   return std::move(c).value();

@@ -218,10 +218,10 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
   {
     Stmt s = c.Prepare(
         "UPDATE machines SET pool = ?2, state = ?3, policy_json = ?4, "
-        "ek_certificate = CASE WHEN ?5 THEN ?6 ELSE ek_certificate END, "
-        "tpm_manufacturer = CASE WHEN ?5 THEN ?7 ELSE tpm_manufacturer END, "
-        "tpm_model = CASE WHEN ?5 THEN ?8 ELSE tpm_model END, "
-        "tpm_version = CASE WHEN ?5 THEN ?9 ELSE tpm_version END, "
+        "ek_certificate = CASE WHEN ?5 = 1 THEN ?6 ELSE ek_certificate END, "
+        "tpm_manufacturer = CASE WHEN ?5 = 1 THEN ?7 ELSE tpm_manufacturer END, "
+        "tpm_model = CASE WHEN ?5 = 1 THEN ?8 ELSE tpm_model END, "
+        "tpm_version = CASE WHEN ?5 = 1 THEN ?9 ELSE tpm_version END, "
         "updated_at = ?10, vars_json = ?11 WHERE id = ?1");
     s.BindInt(1, old.id)
         .BindText(2, in.pool)

@@ -136,9 +136,9 @@ Status SqlStore::RecordDeliveryAttempt(int64_t event_id, const std::string& webh
     db_->Write([&](Connection& c) {
       Stmt s = c.Prepare(
           "UPDATE event_deliveries SET attempts = attempts + 1, "
-          "delivered_at = CASE WHEN ?3 THEN ?4 ELSE NULL END, "
-          "next_attempt_at = CASE WHEN ?3 THEN next_attempt_at ELSE ?5 END, "
-          "last_error = CASE WHEN ?3 THEN last_error ELSE ?6 END "
+          "delivered_at = CASE WHEN ?3 = 1 THEN ?4 ELSE NULL END, "
+          "next_attempt_at = CASE WHEN ?3 = 1 THEN next_attempt_at ELSE ?5 END, "
+          "last_error = CASE WHEN ?3 = 1 THEN last_error ELSE ?6 END "
           "WHERE event_id = ?1 AND webhook = ?2 AND delivered_at IS NULL");
       s.BindInt(1, event_id)
           .BindText(2, webhook)

@@ -2,7 +2,9 @@
 // failures as StoreError.
 #include "storage/postgres.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 namespace rackgate::storage {
@@ -355,17 +357,60 @@ PgResultPtr PgConnection::Execute(const std::string& sql, const std::string& pg_
   auto it = prepared_.find(key);
   if (it == prepared_.end()) {
     std::string name = "rg" + std::to_string(prepared_.size() + 1);
-    PgResultPtr res(PQprepare(conn_.get(), name.c_str(), pg_sql.c_str(), static_cast<int>(types.size()),
-                              types.data()));
-    if (res == nullptr || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
-      Fail(PgStatus(conn_.get(), res.get(), "prepare (" + sql + ")"));
-    }
+    Prepare(name, sql, pg_sql, types);
     it = prepared_.emplace(std::move(key), std::move(name)).first;
   }
   PgResultPtr res(PQexecPrepared(conn_.get(), it->second.c_str(), static_cast<int>(types.size()), values.data(),
                                  lengths.data(), formats.data(), /*resultFormat=*/0));
   Check(res.get(), sql);
   return res;
+}
+
+void PgConnection::Prepare(const std::string& name, const std::string& sql, const std::string& pg_sql,
+                           const std::vector<Oid>& types) {
+  const bool has_null = std::find(types.begin(), types.end(), Oid{0}) != types.end();
+  // A NULL parameter whose type nothing in the statement tells (`?3 IS NULL
+  // OR hostname = ?3`: its first use decides) fails with 42P08 naming it;
+  // then it is tried as text, as an integer, as bytes, until the server
+  // takes the statement. A failed prepare would end the open transaction:
+  // the tries run inside a savepoint of their own.
+  const bool guard = has_null && InTransaction();
+  std::vector<Oid> tried = types;
+  size_t guessing = types.size();  // the parameter being guessed, if any
+  for (size_t attempt = 0; attempt <= 3 * types.size(); ++attempt) {
+    if (guard) Exec("SAVEPOINT rackgate_prepare");
+    PgResultPtr res(PQprepare(conn_.get(), name.c_str(), pg_sql.c_str(), static_cast<int>(tried.size()),
+                              tried.data()));
+    if (res != nullptr && PQresultStatus(res.get()) == PGRES_COMMAND_OK) {
+      if (guard) Exec("RELEASE rackgate_prepare");
+      return;
+    }
+    const char* state = res != nullptr ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
+    const char* primary = res != nullptr ? PQresultErrorField(res.get(), PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    bool retry = false;
+    if (has_null && state != nullptr && std::string_view(state) == "42P08" && primary != nullptr) {
+      // "could not determine data type of parameter $N"
+      const char* dollar = std::strrchr(primary, '$');
+      const size_t k = dollar != nullptr ? static_cast<size_t>(std::atoi(dollar + 1)) : 0;
+      if (k >= 1 && k <= types.size() && types[k - 1] == 0 && tried[k - 1] == 0) {
+        guessing = k - 1;
+        tried[guessing] = kTextOid;
+        retry = true;
+      }
+    } else if (state != nullptr && guessing < types.size() && IsSqlState(state, {"42883", "42804", "42725"})) {
+      // The guess does not fit (no operator for text = bigint, ...).
+      if (tried[guessing] == kTextOid) {
+        tried[guessing] = kInt8Oid;
+        retry = true;
+      } else if (tried[guessing] == kInt8Oid) {
+        tried[guessing] = kByteaOid;
+        retry = true;
+      }
+    }
+    if (!retry) Fail(PgStatus(conn_.get(), res.get(), "prepare (" + sql + ")"));
+    if (guard) Exec("ROLLBACK TO rackgate_prepare; RELEASE rackgate_prepare");
+  }
+  Fail(Status::IoError("db_error", "prepare (" + sql + "): the type of a NULL parameter cannot be told"));
 }
 
 void PgConnection::Exec(const char* sql) {

@@ -132,6 +132,10 @@ class PgConnection final : public Connection {
   PgResultPtr Execute(const std::string& sql, const std::string& pg_sql, const std::vector<Oid>& types,
                       const std::vector<const char*>& values, const std::vector<int>& lengths,
                       const std::vector<int>& formats);
+  // Prepares `pg_sql` as statement `name` for these parameter types;
+  // throws on failure.
+  void Prepare(const std::string& name, const std::string& sql, const std::string& pg_sql,
+               const std::vector<Oid>& types);
   // Checks a result and records Changes(); throws on failure.
   void Check(const PGresult* res, const std::string& sql);
 

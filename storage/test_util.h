@@ -14,6 +14,7 @@
 #include <string>
 
 #include "storage/store.h"
+#include "storage/testing/test_store.h"
 
 namespace rackgate::storage::testing {
 
@@ -55,8 +56,11 @@ inline Enrollment MakeEnrollment(const std::string& hostname, const std::string&
 
 inline Actor Op(const std::string& why = "test") { return Actor{"uid:0(root)", why}; }
 
+// The test's store on the backend the environment asks for
+// (storage/testing/test_store.h): on PostgreSQL, `path` names a database of
+// its own, and the same path opens the same database again.
 inline std::unique_ptr<Store> MustOpen(const std::string& path, const StoreOptions& options = {}) {
-  auto s = Store::Open(path, options);
+  auto s = OpenTestStore(path, options);
   if (!s.ok()) {
     ADD_FAILURE() << s.status().ToString();
     return nullptr;
@@ -64,6 +68,26 @@ inline std::unique_ptr<Store> MustOpen(const std::string& path, const StoreOptio
   return std::move(s).value();
 }
 
+// Skips every test of the binary when the backend asked for is not there
+// (PostgreSQL not installed): registered once per binary, before main.
+class BackendEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (auto why = BackendUnavailable()) GTEST_SKIP() << *why;
+  }
+};
+inline ::testing::Environment* const kBackendEnvironment =
+    ::testing::AddGlobalTestEnvironment(new BackendEnvironment);
+
 }  // namespace rackgate::storage::testing
+
+// For a test about the SQLite file itself (its PRAGMAs, its mode, VACUUM
+// INTO, edits through sqlite3): skipped on PostgreSQL, saying why.
+#define RACKGATE_SQLITE_ONLY(why)                                               \
+  do {                                                                          \
+    if (::rackgate::storage::testing::TestingPostgres()) {                      \
+      GTEST_SKIP() << "SQLite only (" << (why) << "): this run is on PostgreSQL"; \
+    }                                                                           \
+  } while (0)
 
 #endif  // RACKGATE_STORAGE_TEST_UTIL_H_

@@ -371,7 +371,8 @@ std::vector<std::string> Heard(PGconn* listener, std::chrono::milliseconds wait)
       out.push_back(std::string(n->relname) + ":" + n->extra);
       PQfreemem(n);
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return out;
     pollfd p{PQsocket(listener), POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(left.count()));
@@ -426,8 +427,9 @@ TEST_F(PostgresSchemaTest, ResetIdentitiesAfterACopyWithIds) {
   c->Run("INSERT INTO machines (id, hostname, pool, state, ek_public, ek_hash, created_at, updated_at) "
          "VALUES (41, 'copied', 'a', 'enrolled', decode('01', 'hex'), decode('01', 'hex'), 1, 1)");
   ASSERT_TRUE(ResetPostgresIdentities(c.get()).ok());
-  EXPECT_EQ(QueryInt(c.get(), "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, created_at, "
-                              "updated_at) VALUES ('new', 'a', 'enrolled', decode('01', 'hex'), decode('02', 'hex'), 1, 1) RETURNING id"),
+  EXPECT_EQ(QueryInt(c.get(),
+                     "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, created_at, updated_at) "
+                     "VALUES ('new', 'a', 'enrolled', decode('01', 'hex'), decode('02', 'hex'), 1, 1) RETURNING id"),
             42);
   // An empty table starts at 1.
   EXPECT_EQ(QueryInt(c.get(), "INSERT INTO events (at, type) VALUES (1, 'csr_waiting') RETURNING id"), 1);

@@ -237,7 +237,7 @@ Status SqlStore::AuditAdminRefusal(const std::string& hostname, const std::strin
 Result<std::vector<AuditEntry>> SqlStore::ListAudit(const AuditFilter& filter) {
   return Guard([&]() -> Result<std::vector<AuditEntry>> {
     const char* kColumns = kAuditSelect;
-    static constexpr char kWhere[] = "WHERE id > ?1 AND (?3 IS NULL OR hostname = ?3) ";
+    static constexpr char kWhere[] = "WHERE id > ?1 AND (CAST(?3 AS TEXT) IS NULL OR hostname = ?3) ";
     // since_id 0: the newest `limit` (ids start at 1), returned oldest first.
     const std::string sql = filter.since_id > 0
                                 ? std::string(kColumns) + kWhere + "ORDER BY id LIMIT ?2"

@@ -82,7 +82,7 @@ Result<std::vector<Machine>> SqlStore::ListMachines(const MachineFilter& filter)
       std::unordered_map<int64_t, size_t> index;
       {
         Stmt s = c.Prepare(std::string(kMachineSelect) +
-                           "WHERE (?1 IS NULL OR pool = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY hostname");
+                           "WHERE (CAST(?1 AS TEXT) IS NULL OR pool = ?1) AND (CAST(?2 AS TEXT) IS NULL OR state = ?2) ORDER BY hostname");
         s.BindOptText(1, filter.pool).BindOptText(2, state);
         while (s.Step()) {
           index.emplace(s.Int(0), out.size());
@@ -91,7 +91,7 @@ Result<std::vector<Machine>> SqlStore::ListMachines(const MachineFilter& filter)
       }
       Stmt s = c.Prepare(
           "SELECT a.machine_id, a.kind, a.value FROM addresses a JOIN machines m ON m.id = a.machine_id "
-          "WHERE (?1 IS NULL OR m.pool = ?1) AND (?2 IS NULL OR m.state = ?2) ORDER BY a.machine_id, a.kind, "
+          "WHERE (CAST(?1 AS TEXT) IS NULL OR m.pool = ?1) AND (CAST(?2 AS TEXT) IS NULL OR m.state = ?2) ORDER BY a.machine_id, a.kind, "
           "a.value");
       s.BindOptText(1, filter.pool).BindOptText(2, state);
       while (s.Step()) {

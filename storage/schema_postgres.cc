@@ -333,8 +333,9 @@ constexpr PostgresMigration kPostgresMigrations[] = {
      kV1},
 };
 
-// The version row, or nothing when the table does not exist.
-constexpr char kHasVersionTable[] = "SELECT count(*) FROM pg_catalog.pg_class WHERE oid = to_regclass('rackgate_schema')";
+// 1 when rackgate_schema exists (in the search_path), else 0.
+constexpr char kHasVersionTable[] =
+    "SELECT count(*) FROM pg_catalog.pg_class WHERE oid = to_regclass('rackgate_schema')";
 
 int64_t ReadInt(Connection* conn, const std::string& sql) {
   Stmt s = conn->Prepare(sql);

@@ -22,9 +22,19 @@ namespace rackgate::storage {
 namespace {
 
 using testing::B;
-using testing::MustOpen;
 using testing::Op;
 using testing::StoreTest;
+
+// The SQLite store at `path`, whatever backend the test environment asks the
+// other storage tests to use: the copy's source is always SQLite.
+std::unique_ptr<Store> OpenSqlite(const std::string& path) {
+  auto s = Store::Open(path);
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status().ToString();
+    return nullptr;
+  }
+  return std::move(s).value();
+}
 
 // Every table the schema has, for the "every table non-empty" check.
 std::vector<std::string> AllTables(const std::string& path) {
@@ -44,6 +54,13 @@ std::optional<std::string> PostgresUrl() {
 
 class CopyTest : public StoreTest {
  protected:
+  void SetUp() override {
+    store_ = OpenSqlite(path_);
+    ASSERT_NE(store_, nullptr);
+    ASSERT_TRUE(store_->PutPool(Pool{"workers"}, Op(), 10).ok());
+    ASSERT_TRUE(store_->PutPool(Pool{"masters"}, Op(), 10).ok());
+  }
+
   // Something in every table: pools, machines with addresses, sessions,
   // tokens, attestations (an ok and a refused one), audit, pool tokens,
   // certificates, a waiting CSR, events with deliveries to a webhook, a
@@ -141,7 +158,7 @@ class CopyTest : public StoreTest {
     Populate();
     Snapshot before;
     {
-      auto src = MustOpen(path_);
+      auto src = OpenSqlite(path_);
       ASSERT_NE(src, nullptr);
       before = Read(*src);
     }
@@ -234,7 +251,7 @@ TEST_F(CopyTest, DryRunWritesNothing) {
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->dry_run);
   EXPECT_EQ(report->target_audit.head_hash, report->source_audit.head_hash);
-  auto copied = MustOpen(target);
+  auto copied = OpenSqlite(target);
   ASSERT_NE(copied, nullptr);
   auto machines = copied->ListMachines();
   ASSERT_TRUE(machines.ok());
@@ -248,7 +265,7 @@ TEST_F(CopyTest, NonEmptyTargetIsRefusedAndUnchanged) {
   Populate();
   const std::string target = dir_.File("busy.db");
   {
-    auto other = MustOpen(target);
+    auto other = OpenSqlite(target);
     ASSERT_NE(other, nullptr);
     ASSERT_TRUE(other->PutPool(Pool{"elsewhere"}, Op(), 5).ok());
   }
@@ -258,7 +275,7 @@ TEST_F(CopyTest, NonEmptyTargetIsRefusedAndUnchanged) {
   EXPECT_EQ(r.status().reason(), "target_not_empty");
   // The first non-empty table in copy order names itself with its count.
   EXPECT_NE(r.status().message().find("table audit holds 1 row(s)"), std::string::npos) << r.status().message();
-  auto other = MustOpen(target);
+  auto other = OpenSqlite(target);
   ASSERT_NE(other, nullptr);
   auto pools = other->ListPools();
   ASSERT_TRUE(pools.ok());
@@ -273,7 +290,7 @@ TEST_F(CopyTest, OldSourceIsRefusedWithTheFix) {
   store_.reset();
   const std::string old = dir_.File("old.db");
   {
-    auto s = MustOpen(old);
+    auto s = OpenSqlite(old);
     ASSERT_NE(s, nullptr);
   }
   {

@@ -125,9 +125,13 @@ int RunMigrate(const std::string& socket, int argc, char** argv, int first) {
   }
   storage::CopyOptions options;
   options.dry_run = args->Has("dry-run");
-  options.progress = [](const std::string& table, int64_t done, int64_t total) {
-    // The start of a table is no news; its end and every 10000 rows are.
-    if (done == 0 && total > 0) return;
+  std::string last_line;
+  options.progress = [&last_line](const std::string& table, int64_t done, int64_t total) {
+    // The start of a table is no news (an empty one says so once, at its
+    // end); its end and every 10000 rows are.
+    const std::string line = table + ":" + std::to_string(done);
+    if ((done == 0 && total > 0) || line == last_line) return;
+    last_line = line;
     std::fprintf(stderr, "copying %s: %lld/%lld\n", table.c_str(), static_cast<long long>(done),
                  static_cast<long long>(total));
   };

@@ -16,6 +16,7 @@
 #include "daemon/ctl/audit_commands.h"
 #include "daemon/ctl/machine_commands.h"
 #include "daemon/ctl/ca_command.h"
+#include "daemon/ctl/db_command.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
 #include "daemon/ctl/offline.h"
@@ -50,6 +51,7 @@ constexpr char kHelp[] =
     "  pointer          print a pool's pointer Ignition config\n"
     "  ca import|generate --cluster\n"
     "                   the cluster CA that signs kubelet certificates\n"
+    "  db migrate       copy a stopped appliance's SQLite store into PostgreSQL\n"
     "\n"
     "Offline commands (no daemon needed):\n"
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
@@ -143,6 +145,7 @@ constexpr CommandFlags kCommands[] = {
     {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
+    {"db migrate", "--to --from --state-dir --dry-run"},
     {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
     {"makecredential", "--ek-public --name --secret --output"},
     {"ek verify", "--roots --intermediates --cert --ek-public --at"},
@@ -346,6 +349,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
   if (cmd == "ca") return RunCa(argc, argv, 2);
+  if (cmd == "db") return RunDb(socket, argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

@@ -1614,7 +1614,7 @@ int Main(int argc, char** argv) {
                 daemon_cpu, s.seconds, daemon_cpu / s.seconds, daemon_cpu / static_cast<double>(s.ok) * 1e6,
                 s.client_cpu, s.client_cpu / s.seconds);
   }
-  if (daemon > 0) {
+  if (daemon > 0 && storm_peak_kib >= 0) {
     if (hwm_reset) {
       std::printf("boot-storm: rackgated peak RSS: %.1f MiB through setup (import), %.1f MiB at the storm's start, "
                   "%.1f MiB peak during the storm\n",

@@ -108,7 +108,8 @@ constexpr char kUsage[] =
     "  --client-threads  client loops, each with its own libcurl multi and TPM thread (1)\n"
     "  --cores     cores the ceiling is scaled to (2)\n"
     "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
-    "              SHA256, csr HOST SERIAL), written before the next step starts:\n"
+    "              SHA256, csr HOST SERIAL; then appliance=a|b|... t=EPOCH_SECONDS),\n"
+    "              written before the next step starts:\n"
     "              the crash test checks each against the database\n"
     "  --set       a rackgated config key for this run, e.g. --set max_open_sessions=100\n"
     "  --keep      keep the working directory (state, logs, inventory) afterwards\n"
@@ -1521,7 +1522,8 @@ int Main(int argc, char** argv) {
   // PostgreSQL's counters: a backend reports its statistics when it ends (or
   // idles a while), so after the daemons stopped; external ones still run.
   if (!o.managed() && pg_before) sleep(2);
-  const std::optional<PgStats> pg_after = pg_before ? QueryPgStats(o.database, work + "/psql.out") : std::nullopt;
+  std::optional<PgStats> pg_after;
+  if (pg_before) pg_after = QueryPgStats(o.database, work + "/psql.out");
 
   // The report.
   double worst_p50 = 0, worst_p99 = 0;
@@ -1592,12 +1594,13 @@ int Main(int argc, char** argv) {
                   total_commits / static_cast<double>(s.ok), total_writes / static_cast<double>(s.ok),
                   writes_known ? "every appliance's /metrics" : "the appliances that answered /metrics at the end");
     }
-    if (pg_before && pg_after && s.ok > 0) {
+    // (Counters that went down come from another server: a standby promoted.)
+    const PgStats pa = pg_after.value_or(PgStats{}), pb = pg_before.value_or(PgStats{});
+    if (pg_before && pg_after && s.ok > 0 && pa.xacts >= pb.xacts && pa.rows_written >= pb.rows_written) {
       const double n = static_cast<double>(s.ok);
       std::printf("boot-storm: postgresql (pg_stat_database, this storm): %.1f transactions per machine (statements "
                   "outside a transaction count one each), %.1f rows written, %.1f rows fetched per machine\n",
-                  (pg_after->xacts - pg_before->xacts) / n, (pg_after->rows_written - pg_before->rows_written) / n,
-                  (pg_after->rows_read - pg_before->rows_read) / n);
+                  (pa.xacts - pb.xacts) / n, (pa.rows_written - pb.rows_written) / n, (pa.rows_read - pb.rows_read) / n);
     }
   }
   const double per_machine = ceiling.seconds_per_machine();

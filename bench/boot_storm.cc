@@ -72,7 +72,9 @@ using nlohmann::json;
 constexpr char kUsage[] =
     "Usage: boot-storm --machines N --concurrency C\n"
     "                  (--rackgated PATH --rackgatectl PATH\n"
-    "                   | --url URL --ca FILE --rackgatectl PATH --socket ADMIN_SOCKET --ek-ca-dir DIR [--pid PID])\n"
+    "                   | --url URL[,URL...] --ca FILE --rackgatectl PATH --socket ADMIN_SOCKET --ek-ca-dir DIR\n"
+    "                     [--pid PID[,PID...]])\n"
+    "                  [--appliances N] [--database URL | --database-env VAR] [--reference-sqlite]\n"
     "                  [--ek rsa|ecc|ecc384] [--ak ecc|rsa] [--eventlog FILE] [--deadline SECONDS]\n"
     "                  [--threads N] [--client-threads N] [--cores N] [--pool NAME] [--set KEY=JSON] [--keep] [--workdir DIR]\n"
     "\n"
@@ -89,6 +91,16 @@ constexpr char kUsage[] =
     "ek_roots and DIR/intermediate.pem to ek_intermediates); machines are enrolled\n"
     "through --socket with fresh hostnames; --pid names the daemon for its peak RSS.\n"
     "\n"
+    "  --appliances  N rackgated on one --database (managed: started here, each on its\n"
+    "              own port, the state copied from the first): machine i starts on\n"
+    "              appliance i mod N and, as rackgate-agent, moves to the next one on\n"
+    "              a connection error or a 5xx. With --url, every URL is an appliance\n"
+    "  --database  rackgated's \"database\" (postgresql://...); with --url, the\n"
+    "              appliances' database, read with psql for its statistics\n"
+    "  --database-env  take --database from this environment variable; exit 77\n"
+    "              (skipped) when it is unset (meson: RACKGATE_TEST_POSTGRES)\n"
+    "  --reference-sqlite  first the same storm on one appliance on SQLite, in the\n"
+    "              same run, so that the two rates compare on a shared machine\n"
     "  --ek        the TPMs' EK: rsa (RSA-2048, default), ecc (P-256), ecc384 (P-384)\n"
     "  --ak        the AK: ecc (P-256 ECDSA, default, as rackgate-agent) or rsa (RSASSA)\n"
     "  --eventlog  a binary TCG event log every machine sends; its replay is the PCRs\n"
@@ -96,20 +108,32 @@ constexpr char kUsage[] =
     "  --client-threads  client loops, each with its own libcurl multi and TPM thread (1)\n"
     "  --cores     cores the ceiling is scaled to (2)\n"
     "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
-    "              SHA256, csr HOST SERIAL), written before the next step starts:\n"
+    "              SHA256, csr HOST SERIAL; then appliance=a|b|... t=EPOCH_SECONDS),\n"
+    "              written before the next step starts:\n"
     "              the crash test checks each against the database\n"
     "  --set       a rackgated config key for this run, e.g. --set max_open_sessions=100\n"
     "  --keep      keep the working directory (state, logs, inventory) afterwards\n"
     "Last line: boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms\n"
-    "           ceiling=C/s ratio=Z peak_rss=M MiB\n";
+    "           ceiling=C/s ratio=Z peak_rss=M MiB\n"
+    "  and with several appliances or a --database: appliances=N backend=postgresql\n"
+    "  rackgated_cpu_per_machine=a:Xms,b:Yms (each one's CPU over the machines it\n"
+    "  joined) [sqlite_rate=R/s sqlite_cpu_per_machine=Xms ratio_vs_sqlite=Z]\n";
 
 struct Options {
   size_t machines = 2000;
+  // Several appliances on one database (docs/performance.md "Two appliances
+  // on PostgreSQL"): machine i starts on appliance i mod N and moves to the
+  // next one on a connection error or a 5xx, as rackgate-agent does.
+  int appliances = 1;
+  std::string database;        // rackgated's "database" (managed), or the appliances' (external, for its stats)
+  std::string database_env;    // read --database from this variable; unset: skip (exit 77)
+  bool reference_sqlite = false;  // with --database: one appliance on SQLite first, in the same run
+  std::vector<std::string> urls;  // --url, repeatable and comma-separated: the appliances
+  std::vector<pid_t> pids;        // --pid, likewise: their rackgated, in the order of --url
   int concurrency = 200;
   int client_threads = 1;  // independent libcurl loops (and TPM threads), C split between them
   std::string rackgated, rackgatectl;
-  std::string url, ca, socket, ek_ca_dir;
-  pid_t pid = 0;
+  std::string ca, socket, ek_ca_dir;
   std::string pool = "storm";
   uint16_t ek_type = attest::kAlgRsa;
   uint16_t ek_curve = attest::kEccNistP256;
@@ -125,16 +149,20 @@ struct Options {
   bool managed() const { return !rackgated.empty(); }
 };
 
-// The rackgated this benchmark started, stopped on every way out.
-pid_t g_daemon = 0;
+// The rackgated this benchmark started (one per appliance), stopped on
+// every way out.
+std::vector<pid_t> g_daemons;
 
 void StopDaemon() {
-  if (g_daemon <= 0) return;
-  ::kill(g_daemon, SIGTERM);
-  int status = 0;
-  while (waitpid(g_daemon, &status, 0) < 0 && errno == EINTR) {
+  for (pid_t pid : g_daemons) {
+    if (pid > 0) ::kill(pid, SIGTERM);
   }
-  g_daemon = 0;
+  for (pid_t pid : g_daemons) {
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  g_daemons.clear();
 }
 
 [[noreturn]] void Die(const std::string& msg) {
@@ -354,6 +382,9 @@ struct Flight {
   std::string token;
   std::string failure;  // set by the TPM thread when it cannot answer
   int attempts = 0;
+  size_t appliance = 0;   // the appliance this machine talks to now
+  size_t round_failed = 0;  // appliances that failed it since its last answer or wait
+  double round_wait = 0;    // the soonest Retry-After among them (0: none said)
 };
 
 struct Stats {
@@ -362,10 +393,17 @@ struct Stats {
   std::map<std::string, int> waits;     // 503/429 answers waited out, by step and reason
   std::map<std::string, int> failures;  // machines failed, by reason
   std::map<std::string, int> transport; // transport errors retried
+  std::map<std::string, int> moved;     // moves to the next appliance, by step, appliance and cause
+  std::vector<size_t> joined;           // machines whose certificate each appliance issued
   size_t ok = 0, failed = 0;
   double seconds = 0;
   double client_cpu = 0;
 };
+
+// Appliance k's name in the report: a, b, c, ...
+std::string AppName(size_t k) {
+  return k < 26 ? std::string(1, static_cast<char>('a' + k)) : "#" + std::to_string(k);
+}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -381,12 +419,15 @@ std::string ErrorReason(const std::string& body) {
 
 class Storm {
  public:
-  Storm(std::vector<SimMachine>* fleet, const Options& o, std::string base_url, std::string ca,
-        attest::PcrValues pcrs, std::optional<Bytes> eventlog)
-      : fleet_(fleet), o_(o), base_(std::move(base_url)), ca_(std::move(ca)), pcrs_(std::move(pcrs)),
-        eventlog_(std::move(eventlog)) {}
+  // `fleet` is every `stride`-th machine of the whole fleet from `first`:
+  // machine i of the fleet starts on appliance i mod bases.size().
+  Storm(std::vector<SimMachine>* fleet, const Options& o, std::vector<std::string> bases, std::string ca,
+        attest::PcrValues pcrs, std::optional<Bytes> eventlog, size_t first = 0, size_t stride = 1)
+      : fleet_(fleet), o_(o), bases_(std::move(bases)), ca_(std::move(ca)), pcrs_(std::move(pcrs)),
+        eventlog_(std::move(eventlog)), first_(first), stride_(stride) {}
 
   Stats Run() {
+    stats_.joined.assign(bases_.size(), 0);
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(o_.concurrency + 16));
     // Event-driven: libcurl says which sockets to watch (epoll) and when its
@@ -435,6 +476,26 @@ class Storm {
       f->step = step;
       timers.emplace(Clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000)), f);
     };
+    // The appliance failed the step (no answer, or a 5xx/429 saying
+    // `retry_after`, 0 when it did not): as rackgate-agent, the step goes to
+    // the next appliance at once (an attestation step from a fresh
+    // challenge), and the machine waits only when every appliance has failed
+    // it since its last answer: the soonest Retry-After among them, else a
+    // second. With one appliance: wait and try again, as always.
+    auto move_on = [&](Flight* f, Step step, double retry_after) {
+      const size_t n_app = bases_.size();
+      if (retry_after > 0 && (f->round_wait <= 0 || retry_after < f->round_wait)) f->round_wait = retry_after;
+      f->appliance = (f->appliance + 1) % n_app;
+      const Step again = step <= kEvidence ? kChallenge : step;
+      if (++f->round_failed < n_app) {
+        retry(f, again, 0);
+        return;
+      }
+      const double wait = f->round_wait > 0 ? f->round_wait : 1.0;
+      f->round_failed = 0;
+      f->round_wait = 0;
+      retry(f, again, wait);
+    };
 
     while (finished < n) {
       const auto now = Clock::now();
@@ -452,6 +513,7 @@ class Storm {
         f->index = next;
         f->m = &(*fleet_)[next];
         f->machine_start = Clock::now();
+        f->appliance = (first_ + next * stride_) % bases_.size();
         f->easy = curl_easy_init();
         ++next;
         ++active;
@@ -491,20 +553,28 @@ class Storm {
         curl_multi_remove_handle(multi_, f->easy);
         const double ms = Since(f->request_start) * 1000;
         const Step step = f->step;
+        const bool several = bases_.size() > 1;
         if (rc != CURLE_OK) {
           ++stats_.transport[std::string(kStepNames[step]) + " " + curl_easy_strerror(rc)];
-          retry(f, step <= kEvidence ? kChallenge : step, 1.0);
+          if (several) ++stats_.moved[std::string(kStepNames[step]) + " from " + AppName(f->appliance) + ": no answer"];
+          move_on(f, step, 0);
           continue;
         }
         long status = 0;
         curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
-        if (status == 503 || status == 429) {
+        // Any 5xx moves on when there are several appliances; with one, only
+        // a waitable 503/429 is tried again (any other answer is final).
+        if (status == 503 || status == 429 || (several && status >= 500)) {
           curl_off_t after = 0;
           curl_easy_getinfo(f->easy, CURLINFO_RETRY_AFTER, &after);
-          ++stats_.waits[std::string(kStepNames[step]) + " " + std::to_string(status) + " " + ErrorReason(f->response)];
-          retry(f, step <= kEvidence ? kChallenge : step, after > 0 ? static_cast<double>(after) : 1.0);
+          const std::string what = std::to_string(status) + " " + ErrorReason(f->response);
+          ++stats_.waits[std::string(kStepNames[step]) + " " + what];
+          if (several) ++stats_.moved[std::string(kStepNames[step]) + " from " + AppName(f->appliance) + ": " + what];
+          move_on(f, step, after > 0 ? static_cast<double>(after) : 0);
           continue;
         }
+        f->round_failed = 0;
+        f->round_wait = 0;
         // A session used, expired or unknown (an evidence retried after its
         // answer was lost) is no verdict on the machine: start again, as the
         // agent does.
@@ -542,7 +612,7 @@ class Storm {
               break;
             }
             f->token = std::move(token->token);
-            Ack("evidence " + f->m->hostname);
+            Ack(f, "evidence " + f->m->hostname);
             Start(f, kConfig);
             break;
           }
@@ -552,7 +622,7 @@ class Storm {
               finish(f, "config answer is not an Ignition config");
               break;
             }
-            Ack("config " + f->m->hostname + " " + core::Sha256Hex(f->response));
+            Ack(f, "config " + f->m->hostname + " " + core::Sha256Hex(f->response));
             Start(f, kCsr);
             break;
           }
@@ -562,7 +632,8 @@ class Storm {
               finish(f, "csr answer without a certificate");
               break;
             }
-            Ack("csr " + f->m->hostname + " " + issued->serial);
+            Ack(f, "csr " + f->m->hostname + " " + issued->serial);
+            ++stats_.joined[f->appliance];
             finish(f, "");
             break;
           }
@@ -655,6 +726,7 @@ class Storm {
   }
 
   void Start(Flight* f, Step step) {
+    const std::string& base_ = bases_[f->appliance];
     f->step = step;
     ++f->attempts;
     f->response.clear();
@@ -772,21 +844,27 @@ class Storm {
 
   std::vector<SimMachine>* fleet_;
   // One line per acknowledged step, flushed at once (the appliance, not this
-  // process, is what the crash test kills).
-  void Ack(const std::string& line) {
+  // process, is what the crash test kills). After the step's own fields:
+  // the appliance that acknowledged it (a, b, ...) and the wall-clock time,
+  // `t=EPOCH_SECONDS`, which the failover test lines up with its faults.
+  void Ack(const Flight* f, const std::string& line) {
     if (o_.ack_log.empty()) return;
     if (!ack_) ack_ = std::fopen(o_.ack_log.c_str(), "a");
     if (!ack_) Die("cannot open " + o_.ack_log);
-    std::fprintf(ack_, "%s\n", line.c_str());
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    std::fprintf(ack_, "%s appliance=%s t=%ld.%03ld\n", line.c_str(), AppName(f->appliance).c_str(),
+                 static_cast<long>(now.tv_sec), now.tv_nsec / 1000000);
     std::fflush(ack_);
   }
 
   const Options& o_;
   std::FILE* ack_ = nullptr;
-  const std::string base_;
+  const std::vector<std::string> bases_;
   const std::string ca_;
   const attest::PcrValues pcrs_;
   const std::optional<Bytes> eventlog_;
+  const size_t first_, stride_;
   CURLM* multi_ = nullptr;
   int epoll_ = -1;
   int wake_ = -1;
@@ -828,7 +906,10 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "--rackgatectl") {
       o.rackgatectl = fs::absolute(need(i)).string();
     } else if (a == "--url") {
-      o.url = need(i);
+      std::string v = need(i);
+      std::replace(v.begin(), v.end(), ',', ' ');
+      std::istringstream in(v);
+      for (std::string u; in >> u;) o.urls.push_back(u);
     } else if (a == "--ca") {
       o.ca = fs::absolute(need(i)).string();
     } else if (a == "--socket") {
@@ -836,7 +917,19 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "--ek-ca-dir") {
       o.ek_ca_dir = fs::absolute(need(i)).string();
     } else if (a == "--pid") {
-      o.pid = static_cast<pid_t>(std::stol(need(i)));
+      std::string v = need(i);
+      std::replace(v.begin(), v.end(), ',', ' ');
+      std::istringstream in(v);
+      for (std::string p; in >> p;) o.pids.push_back(static_cast<pid_t>(std::stol(p)));
+    } else if (a == "--appliances") {
+      o.appliances = std::stoi(need(i));
+      if (o.appliances < 1 || o.appliances > 8) throw std::runtime_error("--appliances: 1 to 8");
+    } else if (a == "--database") {
+      o.database = need(i);
+    } else if (a == "--database-env") {
+      o.database_env = need(i);
+    } else if (a == "--reference-sqlite") {
+      o.reference_sqlite = true;
     } else if (a == "--pool") {
       o.pool = need(i);
     } else if (a == "--ek") {
@@ -890,14 +983,35 @@ Options ParseArgs(int argc, char** argv) {
       std::exit(2);
     }
   }
+  if (!o.database_env.empty()) {
+    const char* v = std::getenv(o.database_env.c_str());
+    if (v == nullptr || *v == '\0') {
+      std::printf("boot-storm: skipped: %s is not set, so there is no database to run on (run it through "
+                  "`script/pg-lab run -- ...`; without PostgreSQL 15 installed, script/bootstrap installs it)\n",
+                  o.database_env.c_str());
+      std::exit(77);
+    }
+    o.database = v;
+  }
   const bool managed = !o.rackgated.empty();
-  const bool external = !o.url.empty();
+  const bool external = !o.urls.empty();
+  if (managed && o.appliances > 1 && o.database.empty()) {
+    std::fprintf(stderr, "boot-storm: --appliances %d needs --database postgresql://...: appliances share one "
+                         "database, and SQLite is one appliance's own\n", o.appliances);
+    std::exit(2);
+  }
+  if (o.reference_sqlite && (!managed || o.database.empty())) {
+    std::fprintf(stderr, "boot-storm: --reference-sqlite compares a run on --database with one on SQLite; give "
+                         "--rackgated and --database\n");
+    std::exit(2);
+  }
   if (managed == external || o.rackgatectl.empty() || o.machines == 0 || o.concurrency <= 0 ||
       (external && (o.ca.empty() || o.socket.empty() || o.ek_ca_dir.empty()))) {
     std::fprintf(stderr, "boot-storm: give --rackgated and --rackgatectl, or --url, --ca, --rackgatectl, --socket "
                          "and --ek-ca-dir\n\n%s", kUsage);
     std::exit(2);
   }
+  if (external) o.appliances = static_cast<int>(o.urls.size());
   return o;
 }
 
@@ -989,6 +1103,112 @@ std::string StepLine(const char* name, const std::vector<double>& v) {
   return buf;
 }
 
+// Sums rackgated's histograms over the appliances.
+void AddHistograms(Histograms* into, const Histograms& from) {
+  for (const auto& [route, buckets] : from) {
+    for (const auto& [bound, count] : buckets) (*into)[route][bound] += count;
+  }
+}
+
+// rackgated's write statistics on /metrics: write transactions committed and
+// the writes run in them (docs/storage.md, group commit).
+struct WriteCounts {
+  double commits = 0, writes = 0, db_errors = 0;
+};
+
+double MetricSum(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  double sum = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0 || line.size() <= name.size()) continue;
+    if (line[name.size()] != ' ' && line[name.size()] != '{') continue;
+    const size_t space = line.rfind(' ');
+    sum += std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return sum;
+}
+
+WriteCounts ParseWriteCounts(const std::string& text) {
+  return {MetricSum(text, "rackgate_db_commits_total"), MetricSum(text, "rackgate_db_writes_total"),
+          MetricSum(text, "rackgate_db_errors_total")};
+}
+
+// The database's own counters (pg_stat_database), read with psql: each
+// statement outside a transaction is a transaction of its own, so
+// transactions per machine count rackgated's round trips for reads and its
+// write transactions.
+struct PgStats {
+  double xacts = 0, rows_written = 0, rows_read = 0;
+};
+
+std::optional<PgStats> QueryPgStats(const std::string& database, const std::string& out) {
+  if (database.rfind("postgresql://", 0) != 0 && database.rfind("postgres://", 0) != 0) return std::nullopt;
+  std::string psql;
+  for (const char* p : {"/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql"}) {
+    if (::access(p, X_OK) == 0) {
+      psql = p;
+      break;
+    }
+  }
+  if (psql.empty()) return std::nullopt;
+  // The URL may hold a password: it goes to psql's argv only, never to a log.
+  if (Run({psql, "-X", "-A", "-t", "-q", "-d", database, "-c",
+           "SELECT xact_commit + xact_rollback, tup_inserted + tup_updated + tup_deleted, tup_fetched "
+           "FROM pg_stat_database WHERE datname = current_database()"},
+          out) != 0) {
+    return std::nullopt;
+  }
+  std::string text = ReadFile(out);
+  ::unlink(out.c_str());
+  PgStats st;
+  if (std::sscanf(text.c_str(), "%lf|%lf|%lf", &st.xacts, &st.rows_written, &st.rows_read) != 3) return std::nullopt;
+  return st;
+}
+
+// The same storm on one appliance on SQLite, run first by this program
+// itself (--reference-sqlite): its rate and rackgated's CPU per machine.
+struct SqliteReference {
+  double rate = 0, cpu_ms = 0;
+  std::string last_line;
+};
+
+std::optional<SqliteReference> RunSqliteReference(int argc, char** argv, const std::string& out) {
+  std::vector<std::string> args = {fs::read_symlink("/proc/self/exe").string()};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--appliances" || a == "--database" || a == "--database-env" || a == "--workdir" ||
+        a == "--ack-log") {
+      ++i;
+      continue;
+    }
+    if (a == "--reference-sqlite" || a == "--keep") continue;
+    args.push_back(a);
+  }
+  std::printf("boot-storm: the SQLite reference first: one appliance, the same storm (output in %s)\n", out.c_str());
+  std::fflush(stdout);
+  const int rc = Run(args, out);
+  SqliteReference ref;
+  std::istringstream in(ReadFile(out));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("boot-storm: machines=", 0) == 0 && line.find(" rate=") != std::string::npos) {
+      ref.last_line = line;
+      ref.rate = std::strtod(line.c_str() + line.find(" rate=") + 6, nullptr);
+    }
+    if (line.rfind("boot-storm: rackgated cpu ", 0) == 0) {
+      const size_t us = line.find(" us/machine");
+      const size_t comma = line.rfind(", ", us);
+      if (us != std::string::npos && comma != std::string::npos) ref.cpu_ms = std::strtod(line.c_str() + comma + 2, nullptr) / 1000;
+    }
+  }
+  if (rc != 0 || ref.last_line.empty()) {
+    std::printf("boot-storm: the SQLite reference failed (exit %d); see %s\n", rc, out.c_str());
+    return std::nullopt;
+  }
+  std::printf("boot-storm: sqlite reference: %s\n", ref.last_line.substr(std::strlen("boot-storm: ")).c_str());
+  std::fflush(stdout);
+  return ref;
+}
+
 int Main(int argc, char** argv) {
   Options o = ParseArgs(argc, argv);
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1008,11 +1228,16 @@ int Main(int argc, char** argv) {
   const std::string log = work + "/commands.log";
   std::printf("boot-storm: machines=%zu concurrency=%d workdir=%s\n", o.machines, o.concurrency, work.c_str());
   std::fflush(stdout);
+  std::optional<SqliteReference> reference;
+  if (o.reference_sqlite) {
+    reference = RunSqliteReference(argc, argv, work + "/sqlite-reference.out");
+    if (!reference) Die("the SQLite reference run failed: see " + work + "/sqlite-reference.out");
+  }
 
   std::string state = work + "/state";
   std::string admin_socket = o.socket;
   std::string ca = o.ca;
-  std::string base_url = o.url;
+  std::vector<std::string> bases = o.urls;  // the appliances
   std::string cluster_ca_key = state + "/cluster-ca/ca.key";
   EkManufacturer mfr;
   std::string host_prefix = "node-";
@@ -1093,50 +1318,77 @@ int Main(int argc, char** argv) {
   WriteFile(work + "/inventory.json", inventory_text);
   inventory = json();
 
-  // The appliance.
-  pid_t daemon = o.pid;
-  uint16_t port = 0;
+  // The appliances: one rackgated each. The first is `rackgatectl init`'s
+  // state; every other one gets a copy of it (its CA, cluster CA and keys)
+  // without the SQLite file, and all of them the same --database.
+  std::vector<pid_t> daemons = o.pids;
+  const size_t n_app = static_cast<size_t>(o.appliances);
   if (o.managed()) {
-    port = FreePort();
     const int c = o.concurrency;
-    json config = {
-        {"state_dir", state},
-        {"listen_addresses", {"127.0.0.1"}},
-        {"port", port},
-        {"admin_socket", admin_socket},
-        {"ek_roots", {work + "/ek-roots"}},
-        {"ek_intermediates", {work + "/ek-intermediates"}},
-        {"log_level", "warn"},
-        {"threads", o.threads},
-        // Every machine of the storm comes from 127.0.0.1.
-        {"per_client_connections", std::max(64, c + 64)},
-        {"max_connections", std::max(2048, c + 256)},
-        {"max_open_sessions", std::max(4096, 2 * c)},
-        {"max_open_sessions_per_client", std::max(4096, 2 * c)},
-        {"max_csrs_in_flight", std::max(64, c)},
-        // The inventory is one request to the admin socket.
-        {"admin_max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 128u << 20, 256u << 20)},
-    };
-    for (const auto& [key, value] : o.config_overrides) {
-      json v = json::parse(value, nullptr, false);
-      if (v.is_discarded()) Die("--set " + key + ": not JSON: " + value);
-      config[key] = v;
-    }
-    WriteFile(work + "/config.json", config.dump(1));
-    daemon = Spawn({o.rackgated, "--config", work + "/config.json"}, work + "/rackgated.log");
-    g_daemon = daemon;
-    base_url = "https://127.0.0.1:" + std::to_string(port);
-    bool ready = false;
-    for (int i = 0; i < 200 && !ready; ++i) {
-      ready = SimpleGet(base_url + "/readyz", ca) == 200;
-      if (!ready) {
-        int status = 0;
-        if (waitpid(daemon, &status, WNOHANG) == daemon) Die("rackgated exited:\n" + ReadFile(work + "/rackgated.log"));
-        usleep(50000);
+    std::vector<std::string> logs;
+    for (size_t k = 0; k < n_app; ++k) {
+      const std::string suffix = k == 0 ? "" : "-" + AppName(k);
+      const std::string app_state = k == 0 ? state : work + "/state" + suffix;
+      if (k > 0) {
+        for (const auto& entry : fs::recursive_directory_iterator(state)) {
+          const fs::path rel = fs::relative(entry.path(), state);
+          if (rel.filename().string().rfind("rackgate.db", 0) == 0) continue;
+          if (entry.is_directory()) {
+            fs::create_directories(app_state + "/" + rel.string());
+          } else {
+            fs::create_directories((fs::path(app_state) / rel).parent_path());
+            fs::copy_file(entry.path(), fs::path(app_state) / rel, fs::copy_options::overwrite_existing);
+          }
+        }
       }
+      const uint16_t port = FreePort();
+      json config = {
+          {"state_dir", app_state},
+          {"listen_addresses", {"127.0.0.1"}},
+          {"port", port},
+          {"admin_socket", k == 0 ? admin_socket : work + "/admin" + suffix + ".sock"},
+          {"ek_roots", {work + "/ek-roots"}},
+          {"ek_intermediates", {work + "/ek-intermediates"}},
+          {"log_level", "warn"},
+          {"threads", o.threads},
+          // Every machine of the storm comes from 127.0.0.1.
+          {"per_client_connections", std::max(64, c + 64)},
+          {"max_connections", std::max(2048, c + 256)},
+          {"max_open_sessions", std::max(4096, 2 * c)},
+          {"max_open_sessions_per_client", std::max(4096, 2 * c)},
+          {"max_csrs_in_flight", std::max(64, c)},
+          // The inventory is one request to the admin socket.
+          {"admin_max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 128u << 20, 256u << 20)},
+      };
+      if (!o.database.empty()) config["database"] = o.database;
+      for (const auto& [key, value] : o.config_overrides) {
+        json v = json::parse(value, nullptr, false);
+        if (v.is_discarded()) Die("--set " + key + ": not JSON: " + value);
+        config[key] = v;
+      }
+      WriteFile(work + "/config" + suffix + ".json", config.dump(1));
+      logs.push_back(work + "/rackgated" + suffix + ".log");
+      daemons.push_back(Spawn({o.rackgated, "--config", work + "/config" + suffix + ".json"}, logs.back()));
+      g_daemons.push_back(daemons.back());
+      bases.push_back("https://127.0.0.1:" + std::to_string(port));
+      // One at a time: the first creates the schema on an empty database.
+      bool ready = false;
+      for (int i = 0; i < 200 && !ready; ++i) {
+        ready = SimpleGet(bases.back() + "/readyz", ca) == 200;
+        if (!ready) {
+          int status = 0;
+          if (waitpid(daemons.back(), &status, WNOHANG) == daemons.back()) {
+            g_daemons.pop_back();
+            Die("rackgated (appliance " + AppName(k) + ") exited:\n" + ReadFile(logs.back()));
+          }
+          usleep(50000);
+        }
+      }
+      if (!ready) Die("rackgated (appliance " + AppName(k) + ") did not become ready:\n" + ReadFile(logs.back()));
     }
-    if (!ready) Die("rackgated did not become ready:\n" + ReadFile(work + "/rackgated.log"));
   }
+  const pid_t daemon = daemons.empty() ? 0 : daemons.front();
+  const std::string base_url = bases.front();
   const std::vector<std::string> ctl = {o.rackgatectl, "--socket", admin_socket};
   auto with = [&](std::vector<std::string> args) {
     std::vector<std::string> v = ctl;
@@ -1183,11 +1435,19 @@ int Main(int argc, char** argv) {
   const long setup_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
   const long start_rss_kib = daemon > 0 ? StatusKib(daemon, "VmRSS") : -1;
   const bool hwm_reset = daemon > 0 && ResetPeakRss(daemon);
-  const double daemon_cpu0 = daemon > 0 ? ProcessCpuSeconds(daemon) : 0;
+  std::vector<double> app_cpu0(n_app, -1);
+  for (size_t k = 0; k < n_app && k < daemons.size(); ++k) app_cpu0[k] = daemons[k] > 0 ? ProcessCpuSeconds(daemons[k]) : -1;
+  const std::optional<PgStats> pg_before = QueryPgStats(o.database, work + "/psql.out");
   const auto sys0 = SystemCpuSeconds();
   std::string metrics_text;
-  SimpleGet(base_url + "/metrics", ca, &metrics_text);
-  const Histograms server_before = ParseDurationHistograms(metrics_text);
+  Histograms server_before;
+  std::vector<WriteCounts> writes_before(n_app);
+  for (size_t k = 0; k < n_app; ++k) {
+    metrics_text.clear();
+    SimpleGet(bases[k] + "/metrics", ca, &metrics_text);
+    AddHistograms(&server_before, ParseDurationHistograms(metrics_text));
+    writes_before[k] = ParseWriteCounts(metrics_text);
+  }
   // The client: K loops, each its own libcurl multi and TPM thread over
   // every K-th machine with its share of the concurrency, so that one client
   // thread's TLS handshakes are not what a burst of new connections waits on.
@@ -1202,7 +1462,7 @@ int Main(int argc, char** argv) {
       Options part = o;
       part.concurrency = o.concurrency / static_cast<int>(loops_n) + (j < static_cast<size_t>(o.concurrency) % loops_n ? 1 : 0);
       loops.emplace_back([&, j, part] {
-        Storm storm(&shares[j], part, base_url, ca, pcrs, eventlog);
+        Storm storm(&shares[j], part, bases, ca, pcrs, eventlog, j, loops_n);
         part_stats[j] = storm.Run();
       });
     }
@@ -1216,17 +1476,37 @@ int Main(int argc, char** argv) {
     for (const auto& [key, v] : p.waits) s.waits[key] += v;
     for (const auto& [key, v] : p.failures) s.failures[key] += v;
     for (const auto& [key, v] : p.transport) s.transport[key] += v;
+    for (const auto& [key, v] : p.moved) s.moved[key] += v;
+    s.joined.resize(n_app, 0);
+    for (size_t k = 0; k < p.joined.size(); ++k) s.joined[k] += p.joined[k];
     s.ok += p.ok;
     s.failed += p.failed;
     s.seconds = std::max(s.seconds, p.seconds);
     s.client_cpu = std::max(s.client_cpu, p.client_cpu);  // the process's, measured by each loop
   }
-  const double daemon_cpu = daemon > 0 ? ProcessCpuSeconds(daemon) - daemon_cpu0 : 0;
+  // Each appliance's CPU during the storm (-1: not known, e.g. killed).
+  std::vector<double> app_cpu(n_app, -1);
+  for (size_t k = 0; k < n_app; ++k) {
+    if (app_cpu0[k] < 0) continue;
+    const double now = ProcessCpuSeconds(daemons[k]);
+    if (now >= app_cpu0[k]) app_cpu[k] = now - app_cpu0[k];
+  }
+  // rackgated's CPU: the first appliance's, or all of them together.
+  double daemon_cpu = app_cpu[0] >= 0 ? app_cpu[0] : 0;
+  if (n_app > 1) {
+    daemon_cpu = 0;
+    for (double c : app_cpu) daemon_cpu += std::max(0.0, c);
+  }
   const auto sys1 = SystemCpuSeconds();
-  metrics_text.clear();
-  SimpleGet(base_url + "/metrics", ca, &metrics_text);
-  const Histograms server_after = ParseDurationHistograms(metrics_text);
-  WriteFile(work + "/metrics.txt", metrics_text);
+  Histograms server_after;
+  std::vector<std::optional<WriteCounts>> writes_after(n_app);
+  for (size_t k = 0; k < n_app; ++k) {
+    metrics_text.clear();
+    if (SimpleGet(bases[k] + "/metrics", ca, &metrics_text) != 200) continue;
+    AddHistograms(&server_after, ParseDurationHistograms(metrics_text));
+    writes_after[k] = ParseWriteCounts(metrics_text);
+    WriteFile(work + "/metrics" + (k == 0 ? "" : "-" + AppName(k)) + ".txt", metrics_text);
+  }
   const double sys_busy = sys1.first - sys0.first;
 
   CryptoCeiling after = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1);
@@ -1239,6 +1519,11 @@ int Main(int argc, char** argv) {
   const long rss_kib = std::max(storm_peak_kib, hwm_reset ? setup_peak_kib : -1);
 
   if (o.managed()) StopDaemon();
+  // PostgreSQL's counters: a backend reports its statistics when it ends (or
+  // idles a while), so after the daemons stopped; external ones still run.
+  if (!o.managed() && pg_before) sleep(2);
+  std::optional<PgStats> pg_after;
+  if (pg_before) pg_after = QueryPgStats(o.database, work + "/psql.out");
 
   // The report.
   double worst_p50 = 0, worst_p99 = 0;
@@ -1262,6 +1547,62 @@ int Main(int argc, char** argv) {
   for (const auto& [k, v] : s.waits) std::printf("boot-storm: waited out: %s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : s.transport) std::printf("boot-storm: transport error retried: %s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : s.failures) std::printf("boot-storm: failed: %s x%d\n", k.c_str(), v);
+  for (const auto& [k, v] : s.moved) std::printf("boot-storm: moved to the next appliance: %s x%d\n", k.c_str(), v);
+  // Several appliances, or a database: each appliance's share and cost.
+  const bool fleet_report = n_app > 1 || !o.database.empty();
+  const std::string backend =
+      o.database.empty() || o.database.rfind("sqlite:", 0) == 0 || o.database.find("://") == std::string::npos
+          ? "sqlite" : o.database.substr(0, o.database.find("://")) == "postgres" ? "postgresql"
+                                                                                  : o.database.substr(0, o.database.find("://"));
+  std::string cpu_per_machine;
+  double total_commits = 0, total_writes = 0;
+  bool writes_known = true;
+  if (fleet_report) {
+    for (size_t k = 0; k < n_app; ++k) {
+      const size_t joined = k < s.joined.size() ? s.joined[k] : 0;
+      std::string line = "boot-storm: appliance " + AppName(k) + " (" + bases[k] + "): joined " + std::to_string(joined);
+      char buf[160];
+      std::string per = "?";
+      if (app_cpu[k] >= 0) {
+        std::snprintf(buf, sizeof(buf), ", rackgated cpu %.1fs", app_cpu[k]);
+        line += buf;
+        if (joined > 0) {
+          std::snprintf(buf, sizeof(buf), "%.1fms", app_cpu[k] / static_cast<double>(joined) * 1000);
+          per = buf;
+          line += " (" + per + " per machine it joined)";
+        }
+      } else {
+        line += ", rackgated cpu not known (no process to read: stopped or killed)";
+      }
+      if (writes_after[k]) {
+        const double commits = writes_after[k]->commits - writes_before[k].commits;
+        const double writes = writes_after[k]->writes - writes_before[k].writes;
+        total_commits += commits;
+        total_writes += writes;
+        std::snprintf(buf, sizeof(buf), ", %.0f commits, %.0f writes, %.0f database errors", commits, writes,
+                      writes_after[k]->db_errors - writes_before[k].db_errors);
+        line += buf;
+      } else {
+        writes_known = false;
+        line += ", /metrics not answered at the end";
+      }
+      std::printf("%s\n", line.c_str());
+      cpu_per_machine += (k ? "," : "") + AppName(k) + ":" + per;
+    }
+    if (s.ok > 0) {
+      std::printf("boot-storm: database writes per machine: %.2f commits, %.2f writes (%s)\n",
+                  total_commits / static_cast<double>(s.ok), total_writes / static_cast<double>(s.ok),
+                  writes_known ? "every appliance's /metrics" : "the appliances that answered /metrics at the end");
+    }
+    // (Counters that went down come from another server: a standby promoted.)
+    const PgStats pa = pg_after.value_or(PgStats{}), pb = pg_before.value_or(PgStats{});
+    if (pg_before && pg_after && s.ok > 0 && pa.xacts >= pb.xacts && pa.rows_written >= pb.rows_written) {
+      const double n = static_cast<double>(s.ok);
+      std::printf("boot-storm: postgresql (pg_stat_database, this storm): %.1f transactions per machine (statements "
+                  "outside a transaction count one each), %.1f rows written, %.1f rows fetched per machine\n",
+                  (pa.xacts - pb.xacts) / n, (pa.rows_written - pb.rows_written) / n, (pa.rows_read - pb.rows_read) / n);
+    }
+  }
   const double per_machine = ceiling.seconds_per_machine();
   const double ceiling_rate = o.cores / per_machine;
   const double rate = s.seconds > 0 ? static_cast<double>(s.ok) / s.seconds : 0;
@@ -1276,7 +1617,7 @@ int Main(int argc, char** argv) {
                 daemon_cpu, s.seconds, daemon_cpu / s.seconds, daemon_cpu / static_cast<double>(s.ok) * 1e6,
                 s.client_cpu, s.client_cpu / s.seconds);
   }
-  if (daemon > 0) {
+  if (daemon > 0 && storm_peak_kib >= 0) {
     if (hwm_reset) {
       std::printf("boot-storm: rackgated peak RSS: %.1f MiB through setup (import), %.1f MiB at the storm's start, "
                   "%.1f MiB peak during the storm\n",
@@ -1288,10 +1629,22 @@ int Main(int argc, char** argv) {
   std::printf("boot-storm: machine: %ld cpus, busy %.2f cores during the storm, of which other processes %.2f\n",
               sysconf(_SC_NPROCESSORS_ONLN), sys_busy / s.seconds,
               std::max(0.0, sys_busy - daemon_cpu - s.client_cpu) / s.seconds);
+  std::string fleet_fields;
+  if (fleet_report) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), " appliances=%zu backend=%s rackgated_cpu_per_machine=%s", n_app, backend.c_str(),
+                  cpu_per_machine.c_str());
+    fleet_fields = buf;
+    if (reference) {
+      std::snprintf(buf, sizeof(buf), " sqlite_rate=%.0f/s sqlite_cpu_per_machine=%.1fms ratio_vs_sqlite=%.2f",
+                    reference->rate, reference->cpu_ms, reference->rate > 0 ? rate / reference->rate : 0.0);
+      fleet_fields += buf;
+    }
+  }
   std::printf("boot-storm: machines=%zu ok=%zu failed=%zu rate=%.0f/s p50=%.1fms p99=%.1fms ceiling=%.0f/s ratio=%.3f "
-              "peak_rss=%.1f MiB\n",
+              "peak_rss=%.1f MiB%s\n",
               o.machines, s.ok, s.failed, rate, worst_p50, worst_p99, ceiling_rate, rate / ceiling_rate,
-              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0);
+              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0, fleet_fields.c_str());
   std::fflush(stdout);
   if (!o.keep && o.workdir.empty() && s.failed == 0) {
     std::error_code ec;

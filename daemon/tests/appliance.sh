@@ -137,3 +137,51 @@ attest() {
   activate_and_quote "$1" "$2" "$3"
   evidence "$1"
 }
+
+# --- several appliances on one database (docs/ha.md) ----------------------
+#
+#   rg_database URL          # the current appliance's "database" (before rg_start)
+#   rg_add_appliance NAME    # a second appliance, made from the current one
+#   rg_use NAME              # make appliance NAME current (rg_init's is `a`)
+#
+# Every rg_* function acts on the current appliance: rg_use switches RG_DIR,
+# RG_PORT and RG_PID. An appliance made by rg_add_appliance gets a copy of
+# the current one's state dir (its CA, cluster CA and keys; not its SQLite
+# file) and of its config, with a port, admin socket and state dir of its
+# own: call it after rg_config and `ca generate` on the first one.
+
+RG_NAME="a"
+declare -A RG_APPLIANCES=()
+
+rg_database() { rg_config database "$(lab_python -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1")"; }
+
+rg_add_appliance() {
+  local name="$1" dir="$LAB_DIR/appliance-$1" port
+  mkdir -p "$dir"
+  local sub
+  for sub in state roots intermediates; do
+    [[ -e "$RG_DIR/$sub" ]] && cp -a "$RG_DIR/$sub" "$dir/$sub"
+  done
+  rm -f "$dir/state"/rackgate.db*
+  port="$(lab_python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  lab_python - "$RG_DIR/config.json" "$dir" "$port" "$RG_DIR" <<'PY'
+import json, sys
+src, d, port, old = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+c = json.load(open(src))
+c.update(state_dir=d + "/state", port=port, admin_socket=d + "/admin.sock")
+# The lab's trust dirs inside the appliance's own dir follow it.
+for k in ("ek_roots", "ek_intermediates"):
+    if isinstance(c.get(k), list):
+        c[k] = [p.replace(old + "/", d + "/", 1) if p.startswith(old + "/") else p for p in c[k]]
+json.dump(c, open(d + "/config.json", "w"), indent=1)
+PY
+  RG_APPLIANCES["$RG_NAME"]="$RG_DIR|$RG_PORT|$RG_PID"
+  RG_APPLIANCES["$name"]="$dir|$port|"
+}
+
+rg_use() {
+  [[ -n "${RG_APPLIANCES[$1]:-}" ]] || { echo "# rg_use: no appliance $1 (rg_add_appliance $1 first)" >&2; return 1; }
+  RG_APPLIANCES["$RG_NAME"]="$RG_DIR|$RG_PORT|$RG_PID"
+  IFS='|' read -r RG_DIR RG_PORT RG_PID <<<"${RG_APPLIANCES[$1]}"
+  RG_NAME="$1"
+}

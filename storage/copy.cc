@@ -23,13 +23,8 @@
 #include "storage/sqlite.h"
 #include "storage/store.h"
 
-// The PostgreSQL backend (storage/postgres.h) and its schema
-// (storage/schema_postgres.h), when this tree has them.
-#if __has_include("storage/postgres.h") && __has_include("storage/schema_postgres.h")
 #include "storage/postgres.h"
 #include "storage/schema_postgres.h"
-#define RACKGATE_COPY_POSTGRES 1
-#endif
 
 namespace rackgate::storage {
 
@@ -271,16 +266,10 @@ bool SameHead(const AuditChainReport& a, const AuditChainReport& b) {
 Result<std::unique_ptr<Connection>> OpenTarget(const std::string& target) {
   for (std::string_view prefix : kPostgresPrefixes) {
     if (target.starts_with(prefix)) {
-#ifdef RACKGATE_COPY_POSTGRES
       auto conn = PgConnection::Open(target, StoreOptions{}, false);
       if (!conn.ok()) return conn.status();
       if (Status s = MigratePostgres(conn->get()); !s.ok()) return s;
       return std::unique_ptr<Connection>(std::move(conn).value());
-#else
-      // SECURITY: never repeat the URL; it may hold a password.
-      return Status::Unsupported("db_backend_unsupported",
-                                 "PostgreSQL is not built into this rackgatectl; it cannot reach the target");
-#endif
     }
   }
   const std::string path = target.starts_with(kSqlitePrefix) ? target.substr(kSqlitePrefix.size()) : target;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "attest/quote.h"
+#include "storage/testing/test_store.h"
 
 namespace rackgate::core::testing {
 
@@ -70,7 +71,12 @@ Bytes SoftMachine::EkHash() const {
 }
 
 CoreTest::CoreTest() {
-  auto opened = storage::Store::Open(dir_.File("rackgate.db"));
+  // The backend the environment asks for (storage/testing/test_store.h). On
+  // a machine without PostgreSQL the test skips (SetUp); SQLite keeps the
+  // services' pointers valid until then.
+  auto opened = storage::testing::BackendUnavailable()
+                    ? storage::Store::Open(dir_.File("rackgate.db"))
+                    : storage::testing::OpenTestStore(dir_.File("rackgate.db"));
   if (!opened.ok()) throw std::runtime_error("store: " + opened.status().ToString());
   store_ = std::move(opened).value();
   storage::Pool pool;
@@ -81,6 +87,10 @@ CoreTest::CoreTest() {
   options_.default_pcr_selection = *attest::ParsePcrSelectionList("sha256:0,1,2,3,4,5,6,7");
   options_.busy_queue_delay_ms = 0;
   Restart();
+}
+
+void CoreTest::SetUp() {
+  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
 }
 
 void CoreTest::Restart() {

@@ -211,7 +211,7 @@ TEST_F(EventsTest, AClaimedDeliveryIsNotClaimedAgainUntilItsLeaseEnds) {
   Machine m = Enroll("node-1", "1");
   ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}, {"https://b.example/hook", {}}}, 1000).ok());
   ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000).ok());
-  std::unique_ptr<Store> other = MustOpen(path_, Options());
+  std::unique_ptr<Store> other = testing::MustOpen(path_, Options());
   ASSERT_NE(other, nullptr);
 
   auto mine = store_->ClaimDueDeliveries(2000, 10, 60);
@@ -246,7 +246,7 @@ TEST_F(EventsTest, TwoAppliancesClaimingAtOnceNeverShareADelivery) {
   for (int i = 0; i < kEvents; ++i) {
     ASSERT_TRUE(store_->AuditMachineEvent(m.id, i % 2 ? "untrusted" : "trusted", "{}", Op(), 2000).ok());
   }
-  std::unique_ptr<Store> other = MustOpen(path_, Options());
+  std::unique_ptr<Store> other = testing::MustOpen(path_, Options());
   ASSERT_NE(other, nullptr);
   std::vector<int64_t> got[2];
   std::atomic<int> failures{0};

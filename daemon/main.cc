@@ -219,7 +219,7 @@ int Run(const std::string& config_path, bool check_only) {
   if (!store.ok()) {
     // The store's message never holds the password (storage::OpenStore).
     Log()->critical("cannot open the store {}: {}{}", RedactDatabase(*database), store.status().ToString(),
-                    config->database_is_postgresql()
+                    store.status().reason() == "db_unavailable"
                         ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
                           "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
                         : "");

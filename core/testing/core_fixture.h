@@ -82,6 +82,9 @@ class CoreTest : public ::testing::Test {
   std::unique_ptr<AttestationService> attestation_;
   Caller caller_{"192.0.2.7:4711", {}};
 
+  // Why SetUp skips (the backend asked for is not there), or nullopt.
+  std::optional<std::string> skip_;
+
   // Rebuilds the service with options_ (after a test changes them).
   void Restart();
 };

@@ -195,6 +195,11 @@ void IgnitionService::Invalidate(const std::string& pool) {
   pools_.erase(pool);
 }
 
+void IgnitionService::InvalidateAllPools() {
+  std::lock_guard<std::mutex> l(pools_mu_);
+  pools_.clear();
+}
+
 namespace {
 
 // Waitable: an operator fixes a missing machine value (or the template) and

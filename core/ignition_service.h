@@ -81,6 +81,10 @@ class IgnitionService {
   // Drops what is cached of the pool; the admin API calls it after every
   // change to a pool, its templates or its tokens.
   void Invalidate(const std::string& pool);
+  // Drops every pool's cached row and tokens: another appliance changed a
+  // pool (Store::SetChangeListener, topic "pools" or "*"; docs/ha.md).
+  // Quick and thread-safe: callable from the store's notification thread.
+  void InvalidateAllPools();
 
  private:
   // The public values every template may use.
@@ -94,8 +98,9 @@ class IgnitionService {
 
   // The pool row and its tokens, read once per kPoolCacheTtl at most: a boot
   // storm asks for the same pool thousands of times a second. Changes made
-  // through the admin API invalidate at once; the TTL bounds what a change
-  // made behind the daemon's back (another process on the database) waits.
+  // through the admin API invalidate at once, and so do another appliance's
+  // (InvalidateAllPools on the store's notification); the TTL bounds what a
+  // change waits when a notification is lost (docs/ha.md).
   struct PoolEntry {
     storage::Pool pool;
     std::vector<storage::PoolToken> tokens;

@@ -77,6 +77,23 @@ TEST_F(IgnitionServiceTest, PublicConfigRefusals) {
   EXPECT_TRUE(ignition_->PublicConfig(Public(std::string("provisioning-token"))).ok());
 }
 
+// Another appliance's change (docs/ha.md): the cache serves the pool it read
+// until the store's notification drops it; InvalidateAllPools is what the
+// notification calls.
+TEST_F(IgnitionServiceTest, ANotifiedChangeIsSeenAtOnce) {
+  SetTemplate("public", kPublic);
+  ASSERT_TRUE(ignition_->PublicConfig(Public()).ok());
+  // Behind the service's back, as another appliance would: the cached pool
+  // (no token required) is still what it answers by.
+  storage::Pool pool{"workers"};
+  pool.token_required = true;
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  ASSERT_TRUE(store_->RotatePoolToken("workers", TokenHash("t"), now_, storage::Actor{"test", ""}, now_).ok());
+  EXPECT_TRUE(ignition_->PublicConfig(Public()).ok());
+  ignition_->InvalidateAllPools();
+  EXPECT_EQ(ReasonOf(ignition_->PublicConfig(Public())), "token_missing");
+}
+
 TEST_F(IgnitionServiceTest, AttestedConfigRefusalsAndTheServedRecord) {
   SoftMachine m;
   Enroll(m, "node-1");

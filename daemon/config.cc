@@ -1,6 +1,11 @@
 // rackgated's JSON configuration.
 #include "daemon/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -174,6 +179,41 @@ Status ReadWebhooks(const json& v, Config* c) {
   return Status::Ok();
 }
 
+// --- The store (docs/ha.md) ------------------------------------------------------
+
+bool IsPostgresUrl(std::string_view d) {
+  return d.rfind("postgresql://", 0) == 0 || d.rfind("postgres://", 0) == 0;
+}
+
+// SECURITY: no message here repeats the value, which may hold a password.
+Status CheckDatabase(const Config& c) {
+  const std::string& d = c.database;
+  constexpr char kForms[] =
+      "expected an absolute path or sqlite:PATH (SQLite), or postgresql://USER@HOST[:PORT][,HOST2...]/DBNAME "
+      "(PostgreSQL); leave it out for STATE_DIR/rackgate.db";
+  if (d.empty()) {
+    if (!c.database_password_file.empty()) {
+      return Invalid("database_password_file", "is for a postgresql:// database only");
+    }
+    return Status::Ok();
+  }
+  if (d.size() > 4096 || d.find_first_of("\r\n") != std::string::npos || d.find('\0') != std::string::npos) {
+    return Invalid("database", kForms);
+  }
+  if (IsPostgresUrl(d)) {
+    const size_t rest = d.find("://") + 3;
+    if (d.size() == rest) return Invalid("database", kForms);
+    return Status::Ok();
+  }
+  if (!c.database_password_file.empty()) {
+    return Invalid("database_password_file", "is for a postgresql:// database only");
+  }
+  std::string_view path = d;
+  if (path.rfind("sqlite:", 0) == 0) path.remove_prefix(7);
+  if (path.empty() || path.front() != '/') return Invalid("database", kForms);
+  return Status::Ok();
+}
+
 using KeyReader = std::function<Status(const json&, Config*)>;
 
 const std::map<std::string, KeyReader>& Readers() {
@@ -281,6 +321,16 @@ const std::map<std::string, KeyReader>& Readers() {
          return ReadInt(v, "max_csrs_in_flight_per_machine", 1, 64, &c->max_csrs_in_flight_per_machine);
        }},
       {"log_level", [](const json& v, Config* c) { return ReadString(v, "log_level", &c->log_level); }},
+      // The store (docs/ha.md).
+      {"database", [](const json& v, Config* c) { return ReadString(v, "database", &c->database); }},
+      {"database_password_file",
+       [](const json& v, Config* c) {
+         return ReadString(v, "database_password_file", &c->database_password_file);
+       }},
+      {"database_wait_seconds",
+       [](const json& v, Config* c) {
+         return ReadInt(v, "database_wait_seconds", 0, 86400, &c->database_wait_seconds);
+       }},
       {"webhooks", ReadWebhooks},
       // Observability (docs/observability.md).
       {"metrics", ReadMetrics},
@@ -316,11 +366,83 @@ Result<Config> ParseConfig(std::string_view json_text) {
   if (auto sel = attest::ParsePcrSelectionList(c.default_pcr_selection); !sel.ok()) {
     return Invalid("default_pcr_selection", sel.status().message());
   }
+  if (Status s = CheckDatabase(c); !s.ok()) return s;
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
     return Invalid("log_level", "expected trace, debug, info, warn, error, critical or off");
   }
   return c;
+}
+
+bool Config::database_is_postgresql() const { return IsPostgresUrl(database); }
+
+std::string Config::database_path() const {
+  if (database.empty()) return state_dir + "/rackgate.db";
+  if (database_is_postgresql()) return "";
+  return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
+}
+
+std::string RedactDatabase(const std::string& database) {
+  if (!IsPostgresUrl(database)) return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
+  const size_t start = database.find("://") + 3;
+  std::string_view rest = std::string_view(database).substr(start);
+  rest = rest.substr(0, rest.find_first_of("?#"));  // query parameters may hold password=
+  std::string_view authority = rest.substr(0, rest.find('/'));
+  std::string_view path = rest.substr(authority.size());
+  std::string user;
+  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    user = std::string(authority.substr(0, std::min(at, authority.find(':'))));
+    authority.remove_prefix(at + 1);
+  }
+  return database.substr(0, start) + (user.empty() ? "" : user + "@") + std::string(authority) +
+         std::string(path);
+}
+
+namespace {
+
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : text) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> DatabaseForStore(const Config& config) {
+  if (!config.database_is_postgresql()) return config.database_path();
+  if (config.database_password_file.empty()) return config.database;
+  const std::string& file = config.database_password_file;
+  const std::string key = "database_password_file";
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) return Invalid(key, "cannot read " + file);
+  // SECURITY: a password file others can read is a leaked password: refuse
+  // it at start rather than use it.
+  if ((st.st_mode & 0037) != 0) {
+    return Invalid(key, file + " is readable or writable by others: run `chmod 0600 " + file + "`");
+  }
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return Invalid(key, file + " belongs to another user: run `chown rackgate " + file + "`");
+  }
+  std::ifstream f(file);
+  if (!f) return Invalid(key, "cannot read " + file);
+  std::string secret(1025, '\0');
+  f.read(secret.data(), static_cast<std::streamsize>(secret.size()));
+  secret.resize(static_cast<size_t>(f.gcount()));
+  if (secret.size() > 1024) return Invalid(key, file + " is over 1 KiB");
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) return Invalid(key, file + " is empty");
+  const std::string& url = config.database;
+  const char sep = url.find('?') == std::string::npos ? '?' : '&';
+  return url + sep + "password=" + PercentEncode(secret);
 }
 
 Result<Config> LoadConfig(const std::string& path) {

@@ -115,7 +115,22 @@ struct Config {
   };
   MetricsSettings metrics;
 
-  std::string database_path() const { return state_dir + "/rackgate.db"; }
+  // --- The store (docs/operations.md "database"; docs/ha.md) ---
+  // database: "" (STATE_DIR/rackgate.db), an absolute path or "sqlite:PATH"
+  // (SQLite), or "postgresql://..." / "postgres://..." (PostgreSQL, several
+  // appliances). The URL may carry a password; it is never logged (see
+  // RedactDatabase). database_password_file: the PostgreSQL password, read
+  // at start (mode 0600 or 0640, not owned by another user than rackgated's).
+  // database_wait_seconds: how long a start waits for PostgreSQL to answer
+  // before it exits 1 (0: no wait).
+  std::string database;
+  std::string database_password_file;
+  int database_wait_seconds = 300;
+  bool database_is_postgresql() const;
+  // The SQLite file (empty for PostgreSQL).
+  std::string database_path() const;
+  // --- end the store ---
+
   std::string ca_certificate_path() const { return state_dir + "/ca/ca.crt"; }
   std::string ca_key_path() const { return state_dir + "/ca/ca.key"; }
   std::string tls_certificate_path() const {
@@ -138,6 +153,20 @@ struct Config {
 Result<Config> ParseConfig(std::string_view json_text);
 // Reads and parses a config file (at most 1 MiB).
 Result<Config> LoadConfig(const std::string& path);
+
+// --- The store (docs/ha.md) ---
+// What logs and errors say of a database: a SQLite path as is; a PostgreSQL
+// URL with its password and every query parameter dropped
+// ("postgresql://rackgate@10.0.0.5:5432,10.0.0.6:5432/rackgate"), so a
+// secret in the URL never reaches a log.
+std::string RedactDatabase(const std::string& database);
+// What storage::OpenStore gets: the SQLite path, or the PostgreSQL URL with
+// the password of database_password_file added (password=, percent-encoded).
+// config_invalid naming the file (never its content): unreadable, empty,
+// over 1 KiB, readable by others (mode beyond 0640), owned by another user.
+// SECURITY: the returned string may hold a secret: pass it to OpenStore only.
+Result<std::string> DatabaseForStore(const Config& config);
+// --- end the store ---
 
 }  // namespace rackgate::daemon
 

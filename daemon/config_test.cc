@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -111,6 +117,82 @@ TEST(Config, Webhooks) {
     ASSERT_FALSE(x.ok()) << bad;
     EXPECT_EQ(x.status().reason(), "config_invalid") << bad;
   }
+}
+
+// --- The store (docs/ha.md) ---------------------------------------------------------
+
+TEST(Config, DatabaseForms) {
+  EXPECT_EQ(ParseConfig(R"({"state_dir":"/s"})")->database_path(), "/s/rackgate.db");
+  EXPECT_EQ(ParseConfig(R"({"database":"/d/x.db"})")->database_path(), "/d/x.db");
+  EXPECT_EQ(ParseConfig(R"({"database":"sqlite:/d/y.db"})")->database_path(), "/d/y.db");
+  auto pg = ParseConfig(R"({"database":"postgresql://rackgate@10.0.0.5:5432/rackgate"})");
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  EXPECT_TRUE(pg->database_is_postgresql());
+  EXPECT_EQ(pg->database_path(), "");
+  EXPECT_TRUE(ParseConfig(R"({"database":"postgres://h/db"})")->database_is_postgresql());
+  EXPECT_EQ(ParseConfig("{}")->database_wait_seconds, 300);
+  for (const char* bad : {R"({"database":"mysql://h/db"})", R"({"database":"relative.db"})",
+                          R"({"database":"sqlite:"})", R"({"database":"sqlite:x.db"})",
+                          R"({"database":"postgresql://"})", R"({"database":1})",
+                          R"({"database":"/x.db","database_password_file":"/p"})",
+                          R"({"database_password_file":"/p"})", R"({"database_wait_seconds":-1})"}) {
+    auto x = ParseConfig(bad);
+    ASSERT_FALSE(x.ok()) << bad;
+    EXPECT_EQ(x.status().reason(), "config_invalid") << bad;
+  }
+  // The refusal names the accepted forms and never repeats the value.
+  auto refused = ParseConfig(R"({"database":"mysql://u:hunter2@h/db"})");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("postgresql://"), std::string::npos);
+  EXPECT_EQ(refused.status().ToString().find("hunter2"), std::string::npos);
+}
+
+TEST(Config, RedactDatabaseDropsEverySecret) {
+  EXPECT_EQ(RedactDatabase("postgresql://rackgate:hunter2@10.0.0.5:5432/rackgate"),
+            "postgresql://rackgate@10.0.0.5:5432/rackgate");
+  EXPECT_EQ(RedactDatabase("postgresql://rackgate@a:5432,b:5433/rackgate?password=hunter2&"
+                           "target_session_attrs=read-write"),
+            "postgresql://rackgate@a:5432,b:5433/rackgate");
+  EXPECT_EQ(RedactDatabase("postgres://h/db"), "postgres://h/db");
+  EXPECT_EQ(RedactDatabase("postgresql://u:p%40ss@h"), "postgresql://u@h");
+  EXPECT_EQ(RedactDatabase("sqlite:/d/x.db"), "/d/x.db");
+  EXPECT_EQ(RedactDatabase("/d/x.db"), "/d/x.db");
+}
+
+TEST(Config, DatabasePasswordFile) {
+  char dir_template[] = "/tmp/rackgate-config-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string file = dir + "/db.pass";
+  {
+    std::ofstream f(file);
+    f << "s3cret /&?\n";
+  }
+  ::chmod(file.c_str(), 0600);
+  auto c = ParseConfig(R"({"database":"postgresql://rackgate@h/db?sslmode=require","database_password_file":")" +
+                       file + "\"}");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto url = DatabaseForStore(*c);
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  EXPECT_EQ(*url, "postgresql://rackgate@h/db?sslmode=require&password=s3cret%20%2F%26%3F");
+  EXPECT_EQ(RedactDatabase(*url), "postgresql://rackgate@h/db");
+  // Readable by others: refused, naming the file and the fix, not the secret.
+  ::chmod(file.c_str(), 0644);
+  auto open = DatabaseForStore(*c);
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().reason(), "config_invalid");
+  EXPECT_NE(open.status().message().find("chmod 0600"), std::string::npos);
+  EXPECT_EQ(open.status().message().find("s3cret"), std::string::npos);
+  ::chmod(file.c_str(), 0640);
+  EXPECT_TRUE(DatabaseForStore(*c).ok());
+  // Empty, or missing.
+  { std::ofstream f(file, std::ios::trunc); f << "\n"; }
+  EXPECT_FALSE(DatabaseForStore(*c).ok());
+  std::remove(file.c_str());
+  EXPECT_FALSE(DatabaseForStore(*c).ok());
+  ::rmdir(dir.c_str());
+  // SQLite: the path, no file read.
+  EXPECT_EQ(*DatabaseForStore(*ParseConfig(R"({"state_dir":"/s"})")), "/s/rackgate.db");
 }
 
 }  // namespace

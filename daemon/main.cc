@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <thread>
 
 #include "attest/ek_cert.h"
 #include "core/attestation.h"
@@ -120,6 +123,45 @@ Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
   return o;
 }
 
+// fleet: the store the config names (docs/ha.md). SQLite opens at once. A
+// PostgreSQL that does not answer yet (an appliance booting before the
+// database, a primary failing over) is waited for: a progress line and the
+// unit's STATUS= each try, backoff 1 s doubling to 30 s, for at most
+// database_wait_seconds; then exit 1 with the cause, and systemd's
+// Restart= tries again. Only db_unavailable is waited for: a wrong
+// password, a newer schema or an unmigrated database is final.
+Result<std::unique_ptr<storage::Store>> OpenStoreWaiting(const Config& c, const std::string& database,
+                                                         Notifier* notifier) {
+  const std::string shown = RedactDatabase(database);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(c.database_wait_seconds);
+  std::chrono::seconds delay{1};
+  for (int attempt = 1;; ++attempt) {
+    auto store = storage::OpenStore(database);
+    if (store.ok() || !c.database_is_postgresql() || store.status().reason() != "db_unavailable") return store;
+    if (std::chrono::steady_clock::now() + delay > give_up) return store;
+    Log()->warn("database {} does not answer (try {}): {}; retrying in {} s, for at most {} s in all", shown,
+                attempt, store.status().ToString(), delay.count(), c.database_wait_seconds);
+    notifier->Status("waiting for the database " + shown);
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::seconds(30));
+  }
+}
+
+// fleet: drops the store's change listener before the services it calls
+// are destroyed (declared after them, so destroyed first).
+class ChangeListenerScope {
+ public:
+  ChangeListenerScope(storage::Store* store, storage::Store::ChangeListener listener) : store_(store) {
+    store_->SetChangeListener(std::move(listener));
+  }
+  ~ChangeListenerScope() { store_->SetChangeListener(nullptr); }
+  ChangeListenerScope(const ChangeListenerScope&) = delete;
+  ChangeListenerScope& operator=(const ChangeListenerScope&) = delete;
+
+ private:
+  storage::Store* store_;
+};
+
 std::optional<gid_t> GroupId(const std::string& name) {
   if (struct group* g = ::getgrnam(name.c_str())) return g->gr_gid;
   return std::nullopt;
@@ -141,9 +183,19 @@ int Run(const std::string& config_path, bool check_only) {
   // appliance CA. Exit 2: the unit does not restart for it
   // (RestartPreventExitStatus=2). --check-config checks the file alone; any
   // other stat error (a permission) is left to the store's own message.
-  if (struct stat st; !check_only && ::stat(config->database_path().c_str(), &st) != 0 && errno == ENOENT) {
+  // (SQLite only: a PostgreSQL database is created by `init --database`.)
+  if (struct stat st; !check_only && !config->database_is_postgresql() &&
+                      ::stat(config->database_path().c_str(), &st) != 0 && errno == ENOENT) {
     Log()->critical("state directory {} has no database: run `sudo -u rackgate rackgatectl init --state-dir {}`",
                     config->state_dir, config->state_dir);
+    return 2;
+  }
+  // fleet: the database string with the password file's secret, checked
+  // by --check-config too. SECURITY: `database` may hold a password; logs
+  // and errors say RedactDatabase's form only.
+  auto database = DatabaseForStore(*config);
+  if (!database.ok()) {
+    Log()->critical("database: {}", database.status().ToString());
     return 2;
   }
   auto anchors_loaded = LoadAnchors(*config);
@@ -162,11 +214,18 @@ int Run(const std::string& config_path, bool check_only) {
     std::printf("config ok: %s\n", config_path.c_str());
     return 0;
   }
-  auto store = storage::Store::Open(config->database_path());
+  Notifier notifier;
+  auto store = OpenStoreWaiting(*config, *database, &notifier);
   if (!store.ok()) {
-    Log()->critical("cannot open the store {}: {}", config->database_path(), store.status().ToString());
+    // The store's message never holds the password (storage::OpenStore).
+    Log()->critical("cannot open the store {}: {}{}", RedactDatabase(*database), store.status().ToString(),
+                    store.status().reason() == "db_unavailable"
+                        ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
+                          "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
+                        : "");
     return 1;
   }
+  Log()->info("store: {}", RedactDatabase(*database));
   TrustAnchors anchors(std::move(anchors_loaded).value());
   Metrics metrics;
   // Observability (docs/observability.md): every documented series from
@@ -189,6 +248,14 @@ int Run(const std::string& config_path, bool check_only) {
     return 2;
   }
   IgnitionService ignition(store->get(), &attestation, std::move(ignition_options).value(), &metrics);
+  // fleet (docs/ha.md): another appliance's change to a pool drops this
+  // one's cached pools at once (LISTEN/NOTIFY on PostgreSQL); the cache's
+  // 2 s TTL bounds a lost notification. Nothing else is cached by pool or
+  // by machine: boot policies and EK certificate verdicts are cached by
+  // their content, so no notification can make them stale.
+  ChangeListenerScope change_listener(store->get(), [&ignition](std::string_view topic) {
+    if (topic == "pools" || topic == "*") ignition.InvalidateAllPools();
+  });
   CsrOptions co;
   co.cluster_ca_certificate = config->cluster_ca_certificate_path();
   co.cluster_ca_key = config->cluster_ca_key_path();
@@ -230,8 +297,12 @@ int Run(const std::string& config_path, bool check_only) {
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
   o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
     auto counts = db->CountByState();
+    // fleet: rackgate_db_up says the same to a scraper (docs/ha.md).
+    metrics.GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
+                     counts.ok() ? 1 : 0);
     if (counts.ok()) return Response::Text(200, "ready\n");
     metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    Log()->warn("readyz: the database does not answer: {}", counts.status().ToString());
     return Response::Error(503, "db_unavailable", "the database does not answer", 5);
   });
   // Observability (docs/observability.md): /metrics on the machines' port
@@ -246,6 +317,9 @@ int Run(const std::string& config_path, bool check_only) {
     // Counted at scrape time: a running sum would drift with every session
     // that expires unused.
     auto open = db->CountOpenSessions(Now());
+    // fleet: whether the database answers, for an alert on each appliance.
+    metrics.GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
+                     open.ok() ? 1 : 0);
     if (open.ok()) {
       metrics.GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
                        static_cast<double>(*open));
@@ -308,7 +382,6 @@ int Run(const std::string& config_path, bool check_only) {
     Log()->critical("cannot serve: {}", server.status().ToString());
     return 1;
   }
-  Notifier notifier;
   notifier.Ready("serving on port " + std::to_string((*server)->port()));
   notifier.StartWatchdog([db] { return db->CountByState().ok(); });
   Log()->info("rackgated {} serving on port {}, admin socket {}", RACKGATE_VERSION, (*server)->port(),

@@ -170,6 +170,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
       {"audit_chain_broken", kConflict},
+      // fleet: the database (PostgreSQL, or SQLite's file) does not answer:
+      // waitable, another appliance or the new primary answers soon
+      // (docs/ha.md).
+      {"db_unavailable", kWait},
   };
   return table;
 }
@@ -197,6 +201,12 @@ HttpRule RuleFor(const Status& s) {
 
 Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
   const HttpRule rule = RuleFor(s);
+  // fleet: SECURITY: a lost database's message names the server (hosts,
+  // libpq's words); a machine learns only that it may retry.
+  if (s.reason() == "db_unavailable") {
+    return Response::Error(rule.status, s.reason(), "the appliance's database is unavailable; retry",
+                           retry.retry_after_seconds);
+  }
   switch (rule.retry) {
     case Retry::kNone: return Response::Error(rule.status, s.reason(), s.message());
     case Retry::kStandard: return Response::Error(rule.status, s.reason(), s.message(), retry.retry_after_seconds);

@@ -163,5 +163,22 @@ TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {
   EXPECT_NE(denied.body.find("wrong rack"), std::string::npos);
 }
 
+// fleet (docs/ha.md): a lost database is waited out, with Retry-After, and
+// the client never sees the server's words (hosts, libpq's message).
+TEST(StatusHttp, DbUnavailableIs503WithRetryAfterAndAFixedMessage) {
+  ASSERT_TRUE(RuleForReason("db_unavailable").has_value());
+  const Status lost = Status::IoError("db_unavailable", "connection to 10.0.0.5:5432 refused (user rackgate)");
+  RetryPolicy retry;
+  retry.retry_after_seconds = 7;
+  const Response r = ErrorResponse(lost, retry);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(Header(r, "Retry-After"), "7");
+  EXPECT_NE(r.body.find("db_unavailable"), std::string::npos);
+  EXPECT_EQ(r.body.find("10.0.0.5"), std::string::npos);
+  const Response admin = AdminErrorResponse(lost);
+  EXPECT_EQ(admin.status, 503);
+  EXPECT_TRUE(Header(admin, "Retry-After").has_value());
+}
+
 }  // namespace
 }  // namespace rackgate::daemon

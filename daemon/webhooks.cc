@@ -164,6 +164,10 @@ void WebhookDispatcher::Stop() {
   state_->in_flight.clear();
 }
 
+int64_t ClaimLeaseSeconds(const WebhookDispatcherOptions& o) {
+  return (o.connect_timeout_ms + o.request_timeout_ms) / 1000 + 30;
+}
+
 void WebhookDispatcher::Run() {
   State& s = *state_;
   using Clock = std::chrono::steady_clock;
@@ -176,7 +180,10 @@ void WebhookDispatcher::Run() {
   auto fetch = [&] {
     const int room = s.options.max_in_flight - static_cast<int>(s.in_flight.size());
     if (room <= 0) return;
-    auto due = s.store->DueDeliveries(NowSeconds(), s.options.max_in_flight * 4);
+    // fleet (docs/ha.md): claimed, not just read, so that two appliances
+    // on one database never send the same delivery at once; the lease
+    // outlasts one whole exchange.
+    auto due = s.store->ClaimDueDeliveries(NowSeconds(), room, ClaimLeaseSeconds(s.options));
     if (!due.ok()) {
       if (!store_failing) Log()->warn("cannot read the event queue: {}", due.status().ToString());
       store_failing = true;

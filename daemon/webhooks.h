@@ -57,6 +57,11 @@ struct WebhookDispatcherOptions {
   int purge_interval_seconds = 3600;
 };
 
+// fleet: how long a claimed delivery stays this dispatcher's
+// (Store::ClaimDueDeliveries): one whole exchange and a margin. A
+// dispatcher that dies mid-send leaves it to another after this.
+int64_t ClaimLeaseSeconds(const WebhookDispatcherOptions& options);
+
 class WebhookDispatcher {
  public:
   // Makes the store's webhooks `endpoints` (Store::SyncWebhooks, logging the

@@ -130,6 +130,39 @@ Result<std::vector<DueDelivery>> SqlStore::DueDeliveries(int64_t now, int limit)
   });
 }
 
+// fleet: a claim is a conditional UPDATE per delivery read: the row is
+// taken only while it is still undelivered and due. Two appliances that
+// read the same row both try; on PostgreSQL (READ COMMITTED) the second
+// UPDATE waits for the first's commit, re-reads the row, finds it no longer
+// due and changes nothing; on SQLite the writers are serialised anyway.
+// Portable SQL, no FOR UPDATE SKIP LOCKED (SQLite has none).
+Result<std::vector<DueDelivery>> SqlStore::ClaimDueDeliveries(int64_t now, int limit, int64_t lease_seconds) {
+  return Guard([&]() -> Result<std::vector<DueDelivery>> {
+    if (lease_seconds < 1) return Status::InvalidArgument("field_invalid", "a delivery lease is at least 1 s");
+    return db_->Write([&](Connection& c) {
+      Stmt q = c.Prepare(
+          "SELECT " RACKGATE_EVENT_COLUMNS ", d.webhook, d.attempts, d.next_attempt_at, d.delivered_at, d.last_error "
+          "FROM event_deliveries d JOIN events e ON e.id = d.event_id "
+          "WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ?1 "
+          "ORDER BY d.next_attempt_at, d.event_id LIMIT ?2");
+      q.BindInt(1, now).BindInt(2, std::clamp(limit, 1, 10000));
+      std::vector<DueDelivery> due;
+      while (q.Step()) due.push_back({ReadEvent(q), ReadDelivery(q, kEventColumnCount)});
+      std::vector<DueDelivery> claimed;
+      for (DueDelivery& d : due) {
+        Stmt u = c.Prepare(
+            "UPDATE event_deliveries SET next_attempt_at = ?3 "
+            "WHERE event_id = ?1 AND webhook = ?2 AND delivered_at IS NULL AND next_attempt_at <= ?4");
+        u.BindInt(1, d.event.id).BindText(2, d.delivery.webhook).BindInt(3, now + lease_seconds).BindInt(4, now).Run();
+        if (c.Changes() != 1) continue;
+        d.delivery.next_attempt_at = now + lease_seconds;
+        claimed.push_back(std::move(d));
+      }
+      return claimed;
+    });
+  });
+}
+
 Status SqlStore::RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
                                           int64_t next_attempt_at, const std::string& error, int64_t now) {
   return Guard([&]() -> Status {

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "storage/store.h"
@@ -199,6 +201,76 @@ TEST_F(EventsTest, PurgeByAgeAndCount) {
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events.back().at, 2006);
   EXPECT_EQ(Pending(), 4) << "deliveries go with their events";
+}
+
+// --- fleet: delivery claims (docs/ha.md) -------------------------------------------
+// Two Store objects on one database stand for two appliances (on PostgreSQL,
+// two connections pools to one server).
+
+TEST_F(EventsTest, AClaimedDeliveryIsNotClaimedAgainUntilItsLeaseEnds) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}, {"https://b.example/hook", {}}}, 1000).ok());
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000).ok());
+  std::unique_ptr<Store> other = testing::MustOpen(path_, Options());
+  ASSERT_NE(other, nullptr);
+
+  auto mine = store_->ClaimDueDeliveries(2000, 10, 60);
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[0].delivery.next_attempt_at, 2060);
+  auto theirs = other->ClaimDueDeliveries(2000, 10, 60);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_TRUE(theirs->empty()) << "claimed by the first appliance";
+  EXPECT_TRUE(other->ClaimDueDeliveries(2059, 10, 60)->empty());
+  EXPECT_EQ(Pending(), 2) << "a claim is no delivery";
+
+  // The first appliance delivers one and dies before recording the other:
+  // the other is the second appliance's once the lease ends.
+  const int64_t id = (*mine)[0].event.id;
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(id, (*mine)[0].delivery.webhook, true, 0, "", 2001).ok());
+  theirs = other->ClaimDueDeliveries(2060, 10, 60);
+  ASSERT_TRUE(theirs.ok());
+  ASSERT_EQ(theirs->size(), 1u);
+  EXPECT_EQ((*theirs)[0].delivery.webhook, (*mine)[1].delivery.webhook);
+  EXPECT_EQ((*theirs)[0].delivery.attempts, 0);
+
+  auto refused = store_->ClaimDueDeliveries(2000, 10, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().reason(), "field_invalid");
+}
+
+TEST_F(EventsTest, TwoAppliancesClaimingAtOnceNeverShareADelivery) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}}, 1000).ok());
+  constexpr int kEvents = 40;
+  for (int i = 0; i < kEvents; ++i) {
+    ASSERT_TRUE(store_->AuditMachineEvent(m.id, i % 2 ? "untrusted" : "trusted", "{}", Op(), 2000).ok());
+  }
+  std::unique_ptr<Store> other = testing::MustOpen(path_, Options());
+  ASSERT_NE(other, nullptr);
+  std::vector<int64_t> got[2];
+  std::atomic<int> failures{0};
+  auto claim = [&](Store* store, std::vector<int64_t>* out) {
+    for (;;) {
+      auto c = store->ClaimDueDeliveries(2100, 3, 600);
+      if (!c.ok()) {
+        if (++failures > 100) return;
+        continue;
+      }
+      if (c->empty()) return;
+      for (const DueDelivery& d : *c) out->push_back(d.event.id);
+    }
+  };
+  std::thread a(claim, store_.get(), &got[0]);
+  std::thread b(claim, other.get(), &got[1]);
+  a.join();
+  b.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::vector<int64_t> all = got[0];
+  all.insert(all.end(), got[1].begin(), got[1].end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a delivery was claimed twice";
 }
 
 }  // namespace

@@ -112,6 +112,8 @@ class SqlStore : public Store {
   // events.cc
   Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) override;
   Result<std::vector<DueDelivery>> DueDeliveries(int64_t now, int limit) override;
+  // fleet: delivery claims (docs/ha.md).
+  Result<std::vector<DueDelivery>> ClaimDueDeliveries(int64_t now, int limit, int64_t lease_seconds) override;
   Status RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered,
                                int64_t next_attempt_at, const std::string& error, int64_t now) override;
   Result<std::vector<Event>> ListEvents(const EventFilter& filter) override;

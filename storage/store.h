@@ -340,6 +340,17 @@ class Store {
   // Up to `limit` undelivered deliveries with next_attempt_at <= now, the
   // longest waiting first, each with its event.
   virtual Result<std::vector<DueDelivery>> DueDeliveries(int64_t now, int limit) = 0;
+  // --- fleet: delivery claims (docs/ha.md) ---
+  // DueDeliveries for a sender, when several appliances send from one
+  // database: in one write transaction, each due delivery returned has its
+  // next_attempt_at pushed to now + lease_seconds, so no other appliance's
+  // dispatcher takes it while this one sends it. A delivery another
+  // appliance claimed first (after this one read it) is left out. The
+  // sender's RecordDeliveryAttempt then sets the real next_attempt_at; a
+  // sender that dies first leaves the claim to expire, and the delivery is
+  // sent again (at least once, never lost). field_invalid for a lease < 1.
+  virtual Result<std::vector<DueDelivery>> ClaimDueDeliveries(int64_t now, int limit, int64_t lease_seconds) = 0;
+  // --- end fleet ---
   // Records one attempt: attempts + 1, and either delivered_at = now or
   // next_attempt_at and last_error (at most 512 bytes kept). A delivery that
   // is gone (purged, webhook dropped) or already delivered is left alone.

@@ -1,6 +1,7 @@
-// Test fixture of the core: a real SQLite store in a temporary directory,
-// the services over it with a settable clock, and machines whose TPM is the
-// software TPM (attest/testing/soft_tpm.h), so that challenges, credentials,
+// Test fixture of the core: a real store (SQLite in a temporary directory,
+// or PostgreSQL under RACKGATE_TEST_STORE=postgresql, so the same tests
+// check both backends), the services over it with a settable clock, and
+// machines whose TPM is the software TPM (attest/testing/soft_tpm.h), so that challenges, credentials,
 // quotes and certifies are real TPM bytes. For core/ tests only.
 #ifndef RACKGATE_CORE_TESTING_CORE_FIXTURE_H_
 #define RACKGATE_CORE_TESTING_CORE_FIXTURE_H_
@@ -58,6 +59,9 @@ class CoreTest : public ::testing::Test {
   static constexpr int64_t kStart = 1800000000;
 
   CoreTest();
+  // Skips the test when the backend asked for is not installed
+  // (RACKGATE_TEST_STORE=postgresql without a server).
+  void SetUp() override;
 
   // Enrolls `m` as `hostname` in pool "workers" (created by the fixture),
   // with InternalIP 10.0.0.5 and a DNS name `hostname`.example.
@@ -77,6 +81,9 @@ class CoreTest : public ::testing::Test {
   int64_t now_ = kStart;
   std::unique_ptr<AttestationService> attestation_;
   Caller caller_{"192.0.2.7:4711", {}};
+
+  // Why SetUp skips (the backend asked for is not there), or nullopt.
+  std::optional<std::string> skip_;
 
   // Rebuilds the service with options_ (after a test changes them).
   void Restart();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -28,8 +29,8 @@ namespace {
 using nlohmann::json;
 
 constexpr char kInitHelp[] =
-    "Usage: rackgatectl init --state-dir DIR [--name DNS]... [--address IP]...\n"
-    "         [--renew-serving-cert] [--token-out FILE] [--json]\n"
+    "Usage: rackgatectl init --state-dir DIR [--database URL] [--name DNS]...\n"
+    "         [--address IP]... [--renew-serving-cert] [--token-out FILE] [--json]\n"
     "\n"
     "Creates an appliance's state directory, offline (rackgated need not run):\n"
     "  DIR/rackgate.db          the enrollment database (SQLite, WAL), with a\n"
@@ -47,8 +48,19 @@ constexpr char kInitHelp[] =
     "--address given, or without them for the names the current one has. A\n"
     "first certificate without --name/--address is for localhost and 127.0.0.1.\n"
     "\n"
+    "Several appliances on one PostgreSQL (docs/ha.md): --database\n"
+    "postgresql://... creates the schema and the default pool there instead of\n"
+    "DIR/rackgate.db. Only the first appliance creates the CA: on the others,\n"
+    "copy the first one's DIR/ca/ca.crt and ca.key into DIR/ca first (init\n"
+    "refuses to make a second CA for an existing fleet database), then run init\n"
+    "with --database and --renew-serving-cert --name/--address of this\n"
+    "appliance. The fleet's default pool keeps its token.\n"
+    "\n"
     "Options:\n"
     "  --state-dir DIR         the state directory (rackgated's state_dir)\n"
+    "  --database URL          the store (rackgated's \"database\"): a path,\n"
+    "                          sqlite:PATH or postgresql://USER@HOST/DB;\n"
+    "                          default DIR/rackgate.db\n"
     "  --name DNS              a DNS name of the serving certificate (repeatable)\n"
     "  --address IP            an IP address of the serving certificate (repeatable)\n"
     "  --renew-serving-cert    reissue the serving certificate\n"
@@ -73,14 +85,26 @@ Result<DefaultPool> EnsureDefaultPool(storage::Store* store, int64_t now) {
   DefaultPool out;
   storage::Pool pool;
   pool.name = "default";
+  bool existed = false;
   if (auto existing = store->GetPool("default"); existing.ok()) {
     pool = *existing;
+    existed = true;
   } else if (existing.status().code() != Status::Code::kNotFound) {
     return existing.status();
   }
   if (!pool.token_required) {
     out.token_state = "off";
     return out;
+  }
+  // An existing pool with a valid token (a second appliance, init run
+  // again) is left as it is: no write, no audit row.
+  if (existed) {
+    auto tokens = store->ValidPoolTokens("default", now);
+    if (!tokens.ok()) return tokens.status();
+    if (!tokens->empty()) {
+      out.token_state = "kept";
+      return out;
+    }
   }
   const std::string token = core::NewToken();
   storage::PoolPutOutcome outcome;
@@ -93,6 +117,25 @@ Result<DefaultPool> EnsureDefaultPool(storage::Store* store, int64_t now) {
   return out;
 }
 
+// fleet: a PostgreSQL URL as output may show it: no password, no query
+// parameters (they may hold password=). The same rule as rackgated's
+// RedactDatabase (daemon/config.h).
+std::string ShownDatabase(const std::string& database) {
+  const bool pg = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
+  if (!pg) return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
+  const size_t start = database.find("://") + 3;
+  std::string rest = database.substr(start);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  std::string authority = rest.substr(0, rest.find('/'));
+  const std::string path = rest.substr(authority.size());
+  std::string user;
+  if (const size_t at = authority.rfind('@'); at != std::string::npos) {
+    user = authority.substr(0, std::min(at, authority.find(':')));
+    authority = authority.substr(at + 1);
+  }
+  return database.substr(0, start) + (user.empty() ? "" : user + "@") + authority + path;
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -102,7 +145,7 @@ std::string Join(const std::vector<std::string>& v) {
 }  // namespace
 
 int RunInit(int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out"}, {"renew-serving-cert", "json"}, 0});
+  auto args = Args::Parse(argc, argv, first, {{"state-dir", "name", "address", "token-out", "database"}, {"renew-serving-cert", "json"}, 0});
   if (!args.ok()) return UsageError(kInitHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kInitHelp);
   if (Status s = args->Require({"state-dir"}); !s.ok()) return UsageError(kInitHelp, s.message());
@@ -139,14 +182,31 @@ int RunInit(int argc, char** argv, int first) {
     }
   }
 
-  auto store = storage::Store::Open(dir + "/rackgate.db");
-  if (!store.ok()) return fail(store.status());
+  // fleet: the store the appliance's config names (docs/ha.md).
+  // SECURITY: `database` may hold a password: output shows ShownDatabase.
+  const std::string database = args->Get("database").value_or(dir + "/rackgate.db");
+  const bool fleet_database = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
+  const std::string shown = ShownDatabase(database);
+  auto store = storage::OpenStore(database);
+  if (!store.ok()) return fail(store.status().Annotate(shown));
+  const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";
+  // A second appliance of a fleet: the database has the fleet's default
+  // pool, so it has a CA already, the one every pointer config carries. A
+  // new CA here would split the fleet: refuse before writing anything.
+  if (fleet_database && !Exists(ca_crt) && !Exists(ca_key)) {
+    if (auto existing = store->get()->GetPool("default"); existing.ok()) {
+      return fail(Status::InvalidArgument(
+          "ca_missing", "the fleet database " + shown + " is initialised already, and " + dir +
+                            "/ca has no CA: copy the first appliance's ca/ca.crt and ca/ca.key into " + dir +
+                            "/ca (mode 0600, owner rackgate; docs/ha.md), then run init again"));
+    }
+  }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   auto pool = EnsureDefaultPool(store->get(), now);
   if (!pool.ok()) return fail(pool.status());
-  report["database"] = {{"path", dir + "/rackgate.db"}, {"schema_version", storage::Store::CurrentSchemaVersion()}};
+  report["database"] = {{fleet_database ? "url" : "path", shown},
+                        {"schema_version", storage::Store::CurrentSchemaVersion()}};
 
-  const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";
   bool ca_created = false;
   if (!Exists(ca_crt) && !Exists(ca_key)) {
     if (Status s = core::CreateCa({}, ca_crt, ca_key); !s.ok()) return fail(s);
@@ -191,8 +251,7 @@ int RunInit(int argc, char** argv, int first) {
   if (as_json) {
     PrintJson(report);
   } else {
-    std::printf("database:   %s/rackgate.db (schema version %d)\n", dir.c_str(),
-                storage::Store::CurrentSchemaVersion());
+    std::printf("database:   %s (schema version %d)\n", shown.c_str(), storage::Store::CurrentSchemaVersion());
     std::printf("CA:         %s (sha256 %s%s)\n", ca_crt.c_str(), fp->c_str(), ca_created ? ", created" : ", kept");
     std::printf("serving:    %s (%s) for %s\n", crt.c_str(),
                 issue ? "issued now" : "kept; --renew-serving-cert reissues it",

@@ -119,7 +119,7 @@ struct CommandFlags {
   const char* flags;
 };
 constexpr CommandFlags kCommands[] = {
-    {"init", "--state-dir --name --address --renew-serving-cert --token-out"},
+    {"init", "--state-dir --database --name --address --renew-serving-cert --token-out"},
     {"enroll", "--hostname --pool --ek-cert --ek-public --address --replace-addresses --var --replace-vars --unset-var --policy --clear-policy --replace-ek"},
     {"import", "--dry-run"},
     {"list", "--pool --state"},

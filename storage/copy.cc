@@ -1,5 +1,5 @@
 // Copying a stopped appliance's SQLite store into an empty database
-// (docs/migrate-postgresql.md). Driven by the source's schema: the tables in
+// (docs/ha.md, "Moving an appliance from SQLite to PostgreSQL"). Driven by the source's schema: the tables in
 // foreign-key order, each table's columns as SQLite lists them, each value
 // bound by its column's type through the SQL seam, so a new table or column
 // is copied without a change here.

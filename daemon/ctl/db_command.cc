@@ -1,5 +1,5 @@
 // rackgatectl db migrate: a stopped appliance's SQLite store copied into an
-// empty PostgreSQL database (docs/migrate-postgresql.md).
+// empty PostgreSQL database (docs/ha.md, "Moving an appliance from SQLite to PostgreSQL").
 #include "daemon/ctl/db_command.h"
 
 #include <sys/socket.h>

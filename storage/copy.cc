@@ -240,24 +240,6 @@ std::vector<std::pair<std::string, std::string>> DropSqliteTriggers(Connection& 
   return triggers;
 }
 
-// Identity sequences past the copied ids, so the next insert gets a fresh
-// one: every table whose key is one integer column with a sequence behind it
-// (pg_get_serial_sequence is NULL otherwise, and setval of NULL does
-// nothing).
-void AdvancePostgresSequences(Connection& tgt, const std::vector<Table>& tables) {
-  for (const auto& t : tables) {
-    if (t.primary_key.size() != 1) continue;
-    const auto col = std::find_if(t.columns.begin(), t.columns.end(),
-                                  [&](const Column& c) { return c.name == t.primary_key[0]; });
-    if (col == t.columns.end() || col->type != ColumnType::kInteger) continue;
-    Stmt s = tgt.Prepare("SELECT setval(pg_get_serial_sequence(?1, ?2), (SELECT max(" + Quote(col->name) +
-                         ") FROM " + Quote(t.name) + "))");
-    s.BindText(1, Quote(t.name));
-    s.BindText(2, col->name);
-    s.Run();
-  }
-}
-
 bool SameHead(const AuditChainReport& a, const AuditChainReport& b) {
   return a.rows == b.rows && a.head_id == b.head_id && a.head_hash == b.head_hash && a.intact == b.intact;
 }
@@ -356,7 +338,11 @@ Result<CopyReport> CopyDatabase(Connection& source, Connection& target, const Co
     }
     for (const auto& t : tables) CopyRows(source, target, t, options);
     for (const auto& [name, sql] : sqlite_triggers) target.Exec(sql.c_str());
-    if (target.dialect() == Dialect::kPostgres) AdvancePostgresSequences(target, tables);
+    // Identity sequences past the copied ids, so the next insert gets a
+    // fresh one.
+    if (target.dialect() == Dialect::kPostgres) {
+      if (Status st = ResetPostgresIdentities(&target); !st.ok()) Fail(st);
+    }
 
     // Checked in the copy's transaction: a difference rolls everything back.
     for (const auto& t : tables) {

@@ -382,22 +382,6 @@ std::string Config::database_path() const {
   return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
 }
 
-std::string RedactDatabase(const std::string& database) {
-  if (!IsPostgresUrl(database)) return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
-  const size_t start = database.find("://") + 3;
-  std::string_view rest = std::string_view(database).substr(start);
-  rest = rest.substr(0, rest.find_first_of("?#"));  // query parameters may hold password=
-  std::string_view authority = rest.substr(0, rest.find('/'));
-  std::string_view path = rest.substr(authority.size());
-  std::string user;
-  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    user = std::string(authority.substr(0, std::min(at, authority.find(':'))));
-    authority.remove_prefix(at + 1);
-  }
-  return database.substr(0, start) + (user.empty() ? "" : user + "@") + std::string(authority) +
-         std::string(path);
-}
-
 namespace {
 
 std::string PercentEncode(std::string_view text) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/store.h"
 
 namespace rackgate::daemon {
 
@@ -155,11 +156,8 @@ Result<Config> ParseConfig(std::string_view json_text);
 Result<Config> LoadConfig(const std::string& path);
 
 // --- The store (docs/ha.md) ---
-// What logs and errors say of a database: a SQLite path as is; a PostgreSQL
-// URL with its password and every query parameter dropped
-// ("postgresql://rackgate@10.0.0.5:5432,10.0.0.6:5432/rackgate"), so a
-// secret in the URL never reaches a log.
-std::string RedactDatabase(const std::string& database);
+// What logs and errors say of a database (storage/store.h).
+using storage::RedactDatabase;
 // What storage::OpenStore gets: the SQLite path, or the PostgreSQL URL with
 // the password of database_password_file added (password=, percent-encoded).
 // config_invalid naming the file (never its content): unreadable, empty,

@@ -66,6 +66,35 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return SqliteStore::Open(path, options);
 }
 
+namespace {
+
+bool IsPostgresUrl(std::string_view database) {
+  for (std::string_view prefix : kPostgresPrefixes) {
+    if (database.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string RedactDatabase(const std::string& database) {
+  if (!IsPostgresUrl(database)) {
+    return database.starts_with(kSqlitePrefix) ? database.substr(kSqlitePrefix.size()) : database;
+  }
+  const size_t start = database.find("://") + 3;
+  std::string_view rest = std::string_view(database).substr(start);
+  rest = rest.substr(0, rest.find_first_of("?#"));  // query parameters may hold password=
+  std::string_view authority = rest.substr(0, rest.find('/'));
+  std::string_view path = rest.substr(authority.size());
+  std::string user;
+  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    user = std::string(authority.substr(0, std::min(at, authority.find(':'))));
+    authority.remove_prefix(at + 1);
+  }
+  return database.substr(0, start) + (user.empty() ? "" : user + "@") + std::string(authority) +
+         std::string(path);
+}
+
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options) {
   for (std::string_view prefix : kPostgresPrefixes) {
     // SECURITY: nothing PostgresStore says repeats the URI, which may carry

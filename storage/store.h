@@ -428,6 +428,12 @@ class Store {
 // returned Store.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options = {});
 
+// What logs and errors say of a database string: a SQLite path as is; a
+// PostgreSQL URL with its password and every query parameter dropped
+// ("postgresql://rackgate@10.0.0.5:5432,10.0.0.6:5432/rackgate"), so a
+// secret in the URL never reaches a log or a terminal.
+std::string RedactDatabase(const std::string& database);
+
 // VerifyAuditChain on the SQLite file at `path`, opened read-only and never
 // migrated, for when rackgated is down (`rackgatectl audit verify
 // --database PATH`). db_error when it cannot be opened, db_not_rackgate,

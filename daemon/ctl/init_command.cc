@@ -117,25 +117,6 @@ Result<DefaultPool> EnsureDefaultPool(storage::Store* store, int64_t now) {
   return out;
 }
 
-// fleet: a PostgreSQL URL as output may show it: no password, no query
-// parameters (they may hold password=). The same rule as rackgated's
-// RedactDatabase (daemon/config.h).
-std::string ShownDatabase(const std::string& database) {
-  const bool pg = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
-  if (!pg) return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
-  const size_t start = database.find("://") + 3;
-  std::string rest = database.substr(start);
-  rest = rest.substr(0, rest.find_first_of("?#"));
-  std::string authority = rest.substr(0, rest.find('/'));
-  const std::string path = rest.substr(authority.size());
-  std::string user;
-  if (const size_t at = authority.rfind('@'); at != std::string::npos) {
-    user = authority.substr(0, std::min(at, authority.find(':')));
-    authority = authority.substr(at + 1);
-  }
-  return database.substr(0, start) + (user.empty() ? "" : user + "@") + authority + path;
-}
-
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -183,10 +164,10 @@ int RunInit(int argc, char** argv, int first) {
   }
 
   // fleet: the store the appliance's config names (docs/ha.md).
-  // SECURITY: `database` may hold a password: output shows ShownDatabase.
+  // SECURITY: `database` may hold a password: output shows storage::RedactDatabase.
   const std::string database = args->Get("database").value_or(dir + "/rackgate.db");
   const bool fleet_database = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
-  const std::string shown = ShownDatabase(database);
+  const std::string shown = storage::RedactDatabase(database);
   auto store = storage::OpenStore(database);
   if (!store.ok()) return fail(store.status().Annotate(shown));
   const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";

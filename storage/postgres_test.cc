@@ -350,7 +350,7 @@ TEST_F(StoreTest, TheChangeListenerHearsTheOtherStore) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(std::count(heard.begin(), heard.end(), "pools"), 1);
   }
-  other->Enroll(testing::MakeEnrollment("node-9", "z"), Op(), false, 30);
+  ASSERT_TRUE(other->Enroll(testing::MakeEnrollment("node-9", "z"), Op(), false, 30).ok());
   EXPECT_TRUE(wait_for("machines"));
   store_->SetChangeListener(nullptr);
 }

@@ -181,10 +181,6 @@ Status ReadWebhooks(const json& v, Config* c) {
 
 // --- The store (docs/ha.md) ------------------------------------------------------
 
-bool IsPostgresUrl(std::string_view d) {
-  return d.rfind("postgresql://", 0) == 0 || d.rfind("postgres://", 0) == 0;
-}
-
 // SECURITY: no message here repeats the value, which may hold a password.
 Status CheckDatabase(const Config& c) {
   const std::string& d = c.database;
@@ -200,7 +196,7 @@ Status CheckDatabase(const Config& c) {
   if (d.size() > 4096 || d.find_first_of("\r\n") != std::string::npos || d.find('\0') != std::string::npos) {
     return Invalid("database", kForms);
   }
-  if (IsPostgresUrl(d)) {
+  if (storage::IsPostgresUrl(d)) {
     const size_t rest = d.find("://") + 3;
     if (d.size() == rest) return Invalid("database", kForms);
     return Status::Ok();
@@ -374,7 +370,7 @@ Result<Config> ParseConfig(std::string_view json_text) {
   return c;
 }
 
-bool Config::database_is_postgresql() const { return IsPostgresUrl(database); }
+bool Config::database_is_postgresql() const { return storage::IsPostgresUrl(database); }
 
 std::string Config::database_path() const {
   if (database.empty()) return state_dir + "/rackgate.db";

@@ -147,14 +147,25 @@ TEST(Config, DatabaseForms) {
   EXPECT_EQ(refused.status().ToString().find("hunter2"), std::string::npos);
 }
 
-TEST(Config, RedactDatabaseDropsEverySecret) {
+TEST(Config, RedactDatabaseHidesEverySecret) {
   EXPECT_EQ(RedactDatabase("postgresql://rackgate:hunter2@10.0.0.5:5432/rackgate"),
-            "postgresql://rackgate@10.0.0.5:5432/rackgate");
+            "postgresql://rackgate:***@10.0.0.5:5432/rackgate");
   EXPECT_EQ(RedactDatabase("postgresql://rackgate@a:5432,b:5433/rackgate?password=hunter2&"
                            "target_session_attrs=read-write"),
-            "postgresql://rackgate@a:5432,b:5433/rackgate");
+            "postgresql://rackgate@a:5432,b:5433/rackgate?password=***&target_session_attrs=read-write");
+  // libpq decodes keys: pass%77ord is password; sslpassword is a secret too.
+  EXPECT_EQ(RedactDatabase("postgresql://h/db?Pass%77ord=hunter2&sslpassword=hunter2&sslmode=require"),
+            "postgresql://h/db?Pass%77ord=***&sslpassword=***&sslmode=require");
+  // Userinfo ends at the first '@' before a '/', as libpq reads it: a '?'
+  // or an '@' inside the password hides it whole.
+  EXPECT_EQ(RedactDatabase("postgresql://u:hunt?er2@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(RedactDatabase("postgresql://u:p%40ss@h"), "postgresql://u:***@h");
+  // A fragment, and anything after it, is dropped.
+  EXPECT_EQ(RedactDatabase("postgresql://h/db?password=hun#ter2"), "postgresql://h/db?password=***");
+  // Another scheme (a typo for --to) is redacted the same way.
+  EXPECT_EQ(RedactDatabase("mysql://u:hunter2@h/d"), "mysql://u:***@h/d");
   EXPECT_EQ(RedactDatabase("postgres://h/db"), "postgres://h/db");
-  EXPECT_EQ(RedactDatabase("postgresql://u:p%40ss@h"), "postgresql://u@h");
+  EXPECT_EQ(RedactDatabase("postgresql://h/db?"), "postgresql://h/db?");
   EXPECT_EQ(RedactDatabase("sqlite:/d/x.db"), "/d/x.db");
   EXPECT_EQ(RedactDatabase("/d/x.db"), "/d/x.db");
 }
@@ -175,7 +186,7 @@ TEST(Config, DatabasePasswordFile) {
   auto url = DatabaseForStore(*c);
   ASSERT_TRUE(url.ok()) << url.status().ToString();
   EXPECT_EQ(*url, "postgresql://rackgate@h/db?sslmode=require&password=s3cret%20%2F%26%3F");
-  EXPECT_EQ(RedactDatabase(*url), "postgresql://rackgate@h/db");
+  EXPECT_EQ(RedactDatabase(*url), "postgresql://rackgate@h/db?sslmode=require&password=***");
   // Readable by others: refused, naming the file and the fix, not the secret.
   ::chmod(file.c_str(), 0644);
   auto open = DatabaseForStore(*c);

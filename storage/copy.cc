@@ -31,7 +31,6 @@ namespace rackgate::storage {
 namespace {
 
 constexpr std::string_view kSqlitePrefix = "sqlite:";
-constexpr std::string_view kPostgresPrefixes[] = {"postgresql://", "postgres://"};
 
 // The audit chain's columns in the order WalkAuditChain reads them.
 constexpr char kAuditRows[] =
@@ -246,13 +245,11 @@ bool SameHead(const AuditChainReport& a, const AuditChainReport& b) {
 
 // The target's connection, its schema created when absent.
 Result<std::unique_ptr<Connection>> OpenTarget(const std::string& target) {
-  for (std::string_view prefix : kPostgresPrefixes) {
-    if (target.starts_with(prefix)) {
-      auto conn = PgConnection::Open(target, StoreOptions{}, false);
-      if (!conn.ok()) return conn.status();
-      if (Status s = MigratePostgres(conn->get()); !s.ok()) return s;
-      return std::unique_ptr<Connection>(std::move(conn).value());
-    }
+  if (IsPostgresUrl(target)) {
+    auto conn = PgConnection::Open(target, StoreOptions{}, false);
+    if (!conn.ok()) return conn.status();
+    if (Status s = MigratePostgres(conn->get()); !s.ok()) return s;
+    return std::unique_ptr<Connection>(std::move(conn).value());
   }
   const std::string path = target.starts_with(kSqlitePrefix) ? target.substr(kSqlitePrefix.size()) : target;
   {

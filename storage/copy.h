@@ -1,7 +1,7 @@
 // Moving an appliance's store from SQLite to PostgreSQL (`rackgatectl db
-// migrate`, docs/migrate-postgresql.md): every table of a stopped
-// appliance's SQLite file copied, ids and the audit chain kept, into an empty
-// database, in one transaction, then checked there.
+// migrate`; docs/ha.md, "Moving an appliance from SQLite to PostgreSQL"):
+// every table of a stopped appliance's SQLite file copied, ids and the audit
+// chain kept, into an empty database, in one transaction, then checked there.
 #ifndef RACKGATE_STORAGE_COPY_H_
 #define RACKGATE_STORAGE_COPY_H_
 

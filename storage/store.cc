@@ -2,6 +2,8 @@
 // that pick a backend (Store::Open, OpenStore).
 #include "storage/store.h"
 
+#include <algorithm>
+#include <cctype>
 #include <ostream>
 
 #include "storage/schema.h"
@@ -66,8 +68,6 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return SqliteStore::Open(path, options);
 }
 
-namespace {
-
 bool IsPostgresUrl(std::string_view database) {
   for (std::string_view prefix : kPostgresPrefixes) {
     if (database.starts_with(prefix)) return true;
@@ -75,24 +75,67 @@ bool IsPostgresUrl(std::string_view database) {
   return false;
 }
 
+namespace {
+
+// A query key as libpq reads it, percent-decoded and lower-cased, so
+// "Pass%77ord" is seen as password.
+std::string DecodedKey(std::string_view key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    char c = key[i];
+    if (c == '%' && i + 2 < key.size() && std::isxdigit(static_cast<unsigned char>(key[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(key[i + 2]))) {
+      c = static_cast<char>(std::stoi(std::string(key.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    }
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RedactDatabase(const std::string& database) {
-  if (!IsPostgresUrl(database)) {
+  const size_t scheme = database.find("://");
+  if (scheme == std::string::npos) {
     return database.starts_with(kSqlitePrefix) ? database.substr(kSqlitePrefix.size()) : database;
   }
-  const size_t start = database.find("://") + 3;
-  std::string_view rest = std::string_view(database).substr(start);
-  rest = rest.substr(0, rest.find_first_of("?#"));  // query parameters may hold password=
-  std::string_view authority = rest.substr(0, rest.find('/'));
-  std::string_view path = rest.substr(authority.size());
-  std::string user;
-  if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
-    user = std::string(authority.substr(0, std::min(at, authority.find(':'))));
-    authority.remove_prefix(at + 1);
+  // Any URL, a mistyped scheme too (mysql://u:pw@h): userinfo's password
+  // becomes ***, each query value whose key names a password (password,
+  // sslpassword) becomes ***, a fragment is dropped. The rest stays, so an
+  // operator sees the hosts, the database and target_session_attrs.
+  // Userinfo ends at the first '@' before any '/', as libpq reads it.
+  const size_t start = scheme + 3;
+  std::string out = database.substr(0, start);
+  size_t hosts = start;
+  if (const size_t at = database.find_first_of("@/", start); at != std::string::npos && database[at] == '@') {
+    const std::string_view userinfo = std::string_view(database).substr(start, at - start);
+    const size_t colon = userinfo.find(':');
+    out += userinfo.substr(0, colon);
+    if (colon != std::string_view::npos) out += ":***";
+    out += '@';
+    hosts = at + 1;
   }
-  return database.substr(0, start) + (user.empty() ? "" : user + "@") + std::string(authority) +
-         std::string(path);
+  const size_t query = std::min(database.find_first_of("?#", hosts), database.size());
+  out += database.substr(hosts, query - hosts);
+  if (query < database.size() && database[query] == '?') {
+    const size_t fragment = std::min(database.find('#', query), database.size());
+    std::string_view params = std::string_view(database).substr(query + 1, fragment - query - 1);
+    out += '?';
+    for (size_t from = 0; from <= params.size();) {
+      const size_t amp = std::min(params.find('&', from), params.size());
+      const std::string_view param = params.substr(from, amp - from);
+      if (from > 0) out += '&';
+      const size_t eq = param.find('=');
+      if (eq != std::string_view::npos && DecodedKey(param.substr(0, eq)).find("password") != std::string::npos) {
+        out += std::string(param.substr(0, eq)) + "=***";
+      } else {
+        out += param;
+      }
+      from = amp + 1;
+    }
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options) {

@@ -428,10 +428,16 @@ class Store {
 // returned Store.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const StoreOptions& options = {});
 
-// What logs and errors say of a database string: a SQLite path as is; a
-// PostgreSQL URL with its password and every query parameter dropped
-// ("postgresql://rackgate@10.0.0.5:5432,10.0.0.6:5432/rackgate"), so a
-// secret in the URL never reaches a log or a terminal.
+// True for the URIs OpenStore hands to PostgreSQL (postgresql://, postgres://).
+bool IsPostgresUrl(std::string_view database);
+
+// What logs, errors and command output say of a database string: a SQLite
+// path as is; a URL (of any scheme, so a mistyped one too) with the password
+// in its userinfo and every value of a query key that names a password
+// (password, sslpassword, percent-encoded or not) shown as ***, and a
+// fragment dropped: "postgresql://rackgate:***@10.0.0.5,10.0.0.6/rackgate?
+// target_session_attrs=read-write". A secret never reaches a log or a
+// terminal; the hosts and parameters an operator checks stay.
 std::string RedactDatabase(const std::string& database);
 
 // VerifyAuditChain on the SQLite file at `path`, opened read-only and never

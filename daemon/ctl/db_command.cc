@@ -16,6 +16,7 @@
 #include "daemon/ctl/args.h"
 #include "daemon/ctl/offline.h"
 #include "storage/copy.h"
+#include "storage/store.h"
 
 namespace rackgate::ctl {
 
@@ -79,10 +80,6 @@ bool SocketAnswers(const std::string& path) {
   return answers;
 }
 
-bool IsPostgresUrl(const std::string& url) {
-  return url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
-}
-
 // Refusals of a sound request exit 1; what cannot be used or reached, 2.
 int ExitFor(const Status& s) {
   const std::string& r = s.reason();
@@ -106,10 +103,10 @@ int RunMigrate(const std::string& socket, int argc, char** argv, int first) {
     return UsageError(kMigrateHelp, "give --from PATH or --state-dir DIR, not both");
   }
   const std::string url = *args->Get("to");
-  if (!IsPostgresUrl(url)) {
-    return UsageError(kMigrateHelp, "--to takes a postgresql:// URL, got '" + RedactDatabaseUrl(url) + "'");
+  if (!storage::IsPostgresUrl(url)) {
+    return UsageError(kMigrateHelp, "--to takes a postgresql:// URL, got '" + storage::RedactDatabase(url) + "'");
   }
-  const std::string shown = RedactDatabaseUrl(url);
+  const std::string shown = storage::RedactDatabase(url);
   const std::string source =
       args->Get("from").value_or(args->Get("state-dir").value_or(kDefaultStateDir) + "/rackgate.db");
   const bool as_json = args->Has("json");
@@ -172,29 +169,6 @@ int RunMigrate(const std::string& socket, int argc, char** argv, int first) {
 }
 
 }  // namespace
-
-std::string RedactDatabaseUrl(const std::string& url) {
-  std::string out = url;
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = std::min(out.find('/', start), out.find('?', start));
-    const size_t at = out.rfind('@', end == std::string::npos ? std::string::npos : end);
-    if (at != std::string::npos && at >= start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
-    }
-  }
-  // password=... in the query (or anywhere a key=value list has it).
-  for (size_t pos = 0; (pos = out.find("password=", pos)) != std::string::npos;) {
-    const bool key_start = pos == 0 || out[pos - 1] == '?' || out[pos - 1] == '&' || out[pos - 1] == ' ';
-    pos += 9;
-    if (!key_start) continue;
-    const size_t end = out.find_first_of("& ", pos);
-    out.replace(pos, (end == std::string::npos ? out.size() : end) - pos, "***");
-  }
-  return out;
-}
 
 int RunDb(const std::string& socket, int argc, char** argv, int first) {
   if (argc <= first) return UsageError(kDbHelp, "give a db command");

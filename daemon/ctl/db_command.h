@@ -1,4 +1,5 @@
-// rackgatectl db: the appliance's database, offline (docs/migrate-postgresql.md).
+// rackgatectl db: the appliance's database, offline (docs/ha.md, "Moving an
+// appliance from SQLite to PostgreSQL").
 #ifndef RACKGATE_DAEMON_CTL_DB_COMMAND_H_
 #define RACKGATE_DAEMON_CTL_DB_COMMAND_H_
 
@@ -10,10 +11,6 @@ namespace rackgate::ctl {
 // (argv[first] is the word after `db`). `socket` is the admin socket that
 // must not answer: rackgated has to be stopped.
 int RunDb(const std::string& socket, int argc, char** argv, int first);
-
-// `url` with its password (user:PASSWORD@ and password=...) replaced by
-// "***", for messages and output.
-std::string RedactDatabaseUrl(const std::string& url);
 
 }  // namespace rackgate::ctl
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Integration: `rackgatectl db migrate` end to end (docs/migrate-postgresql.md).
+# Integration: `rackgatectl db migrate` end to end (docs/ha.md, "Moving an
+# appliance from SQLite to PostgreSQL").
 # An appliance on SQLite gets machines and pools; the migration is refused
 # while rackgated runs (its admin socket answers; or, socket aside, it has the
 # file open); stopped, the store is copied into a throwaway PostgreSQL

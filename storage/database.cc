@@ -14,7 +14,7 @@ constexpr std::chrono::milliseconds kMaxBackoff{5000};
 
 Database::Database(const StoreOptions& options, Opener open, std::unique_ptr<Connection> writer)
     : options_(options), open_(std::move(open)), writer_(std::move(writer)) {
-  idle_readers_.reserve(static_cast<size_t>(std::max(0, options_.max_idle_readers)));
+  idle_readers_.reserve(static_cast<size_t>(std::max(0, options_.max_idle_readers.value_or(options_.max_readers))));
 }
 
 std::pair<uint64_t, uint64_t> Database::CommitsAndWrites() const {
@@ -23,8 +23,16 @@ std::pair<uint64_t, uint64_t> Database::CommitsAndWrites() const {
 }
 
 std::unique_ptr<Connection> Database::AcquireReader() {
+  std::vector<IdleReader> stale;  // closed outside the lock
   {
     std::unique_lock<std::mutex> lock(readers_mu_);
+    const auto idle_since = std::chrono::steady_clock::now() - std::chrono::milliseconds(options_.reader_idle_ms);
+    auto fresh = std::find_if(idle_readers_.begin(), idle_readers_.end(),
+                              [&](const IdleReader& r) { return r.since >= idle_since; });
+    if (fresh != idle_readers_.begin()) {
+      stale.assign(std::make_move_iterator(idle_readers_.begin()), std::make_move_iterator(fresh));
+      idle_readers_.erase(idle_readers_.begin(), fresh);
+    }
     const int limit = std::max(1, options_.max_readers);
     if (!readers_cv_.wait_for(lock, std::chrono::milliseconds(std::max(0, options_.busy_timeout_ms)),
                               [&] { return leased_readers_ < limit; })) {
@@ -32,7 +40,7 @@ std::unique_ptr<Connection> Database::AcquireReader() {
     }
     ++leased_readers_;
     if (!idle_readers_.empty()) {
-      auto conn = std::move(idle_readers_.back());
+      auto conn = std::move(idle_readers_.back().conn);
       idle_readers_.pop_back();
       return conn;
     }
@@ -52,7 +60,9 @@ void Database::ReleaseReader(std::unique_ptr<Connection> conn) noexcept {
   --leased_readers_;
   readers_cv_.notify_one();
   if (!conn || conn->InTransaction() || conn->Broken()) return;
-  if (idle_readers_.size() < idle_readers_.capacity()) idle_readers_.push_back(std::move(conn));
+  if (idle_readers_.size() < idle_readers_.capacity()) {
+    idle_readers_.push_back({std::move(conn), std::chrono::steady_clock::now()});
+  }
 }
 
 void Database::DropIdleReaders() noexcept {

@@ -154,8 +154,15 @@ class Database {
 
   std::mutex readers_mu_;
   std::condition_variable readers_cv_;
-  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
-  int leased_readers_ = 0;                                 // guarded by readers_mu_
+  struct IdleReader {
+    std::unique_ptr<Connection> conn;
+    std::chrono::steady_clock::time_point since;
+  };
+  // Oldest released first; reads take the newest (kept warm), and those idle
+  // for reader_idle_ms are closed from the front. Capacity reserved to
+  // max_idle_readers so that ReleaseReader never allocates.
+  std::vector<IdleReader> idle_readers_;  // guarded by readers_mu_
+  int leased_readers_ = 0;                // guarded by readers_mu_
 };
 
 }  // namespace rackgate::storage

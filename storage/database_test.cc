@@ -1,0 +1,109 @@
+// Tests for Database's pool of read connections (storage/database.h): how
+// many connections a burst of reads opens, which ones stay open, and when
+// idle ones are closed. On PostgreSQL every connection is a forked server
+// process that prepares every statement again, so a pool that closes its
+// readers after each burst costs the server most of its CPU.
+#include "storage/database.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/test_util.h"
+
+namespace rackgate::storage {
+namespace {
+
+using testing::MustConnect;
+using testing::MustOpen;
+using testing::TempDir;
+
+class DatabasePoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(store_, nullptr); }
+
+  // A Database on the test's database whose opener counts the read
+  // connections it opens.
+  std::unique_ptr<Database> Make(const StoreOptions& options) {
+    auto writer = MustConnect(path_, /*read_only=*/false);
+    if (writer == nullptr) return nullptr;
+    Database::Opener open = [this](bool read_only) -> Result<std::unique_ptr<Connection>> {
+      if (read_only) ++readers_opened_;
+      auto conn = MustConnect(path_, read_only);
+      if (conn == nullptr) return Status::IoError("db_error", "the test's database cannot be opened");
+      return conn;
+    };
+    return std::make_unique<Database>(options, std::move(open), std::move(writer));
+  }
+
+  // n reads at once: each holds its connection until all n hold one, so
+  // the burst leases n readers.
+  static void Burst(Database& db, int n) {
+    std::latch all_in(n);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([&] {
+        const int64_t one = db.Read([&](Connection& c) {
+          all_in.arrive_and_wait();
+          Stmt s = c.Prepare("SELECT 1");
+          EXPECT_TRUE(s.Step());
+          return s.Int(0);
+        });
+        EXPECT_EQ(one, 1);
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+
+  TempDir dir_;
+  std::string path_ = dir_.File("pool.db");
+  std::unique_ptr<Store> store_ = MustOpen(path_);  // creates the database
+  std::atomic<int> readers_opened_{0};
+};
+
+TEST_F(DatabasePoolTest, ABurstsReadersStayOpenForTheNextBurst) {
+  StoreOptions options;
+  options.max_readers = 12;  // max_idle_readers unset: all of them
+  auto db = Make(options);
+  ASSERT_NE(db, nullptr);
+  Burst(*db, 12);
+  EXPECT_EQ(readers_opened_.load(), 12);
+  Burst(*db, 12);
+  Burst(*db, 12);
+  EXPECT_EQ(readers_opened_.load(), 12) << "a burst as large as the last one opened connections again";
+}
+
+TEST_F(DatabasePoolTest, ReadersBeyondMaxIdleReadersAreClosed) {
+  StoreOptions options;
+  options.max_readers = 8;
+  options.max_idle_readers = 2;
+  auto db = Make(options);
+  ASSERT_NE(db, nullptr);
+  Burst(*db, 8);
+  EXPECT_EQ(readers_opened_.load(), 8);
+  Burst(*db, 8);
+  EXPECT_EQ(readers_opened_.load(), 14) << "two idle readers kept, six opened again";
+}
+
+TEST_F(DatabasePoolTest, ReadersIdleForReaderIdleMsAreClosed) {
+  StoreOptions options;
+  options.max_readers = 8;
+  options.reader_idle_ms = 50;
+  auto db = Make(options);
+  ASSERT_NE(db, nullptr);
+  Burst(*db, 4);
+  Burst(*db, 4);
+  EXPECT_EQ(readers_opened_.load(), 4) << "readers used again within reader_idle_ms were closed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  Burst(*db, 4);
+  EXPECT_EQ(readers_opened_.load(), 8) << "readers idle for longer than reader_idle_ms were used again";
+}
+
+}  // namespace
+}  // namespace rackgate::storage

@@ -260,20 +260,48 @@ bool ResetPeakRss(pid_t pid) {
   return static_cast<bool>(f);
 }
 
-// utime + stime of a process, seconds.
-double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+// Fields 3.. of /proc/PID/stat (proc(5)), after the command's parentheses;
+// empty when the process is gone.
+std::vector<std::string> ProcStat(const std::string& pid) {
+  std::ifstream f("/proc/" + pid + "/stat");
   std::string s;
   std::getline(f, s);
   const size_t close = s.rfind(')');
-  if (close == std::string::npos) return -1;
+  if (close == std::string::npos) return {};
   std::istringstream in(s.substr(close + 2));
-  std::string field;
+  std::vector<std::string> fields(3);  // fields[3] is field 3 (state)
+  for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
+}
+
+double Ticks(const std::vector<std::string>& stat, std::initializer_list<int> fields) {
   double ticks = 0;
-  for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::strtod(field.c_str(), nullptr);
-  }
+  for (int i : fields) ticks += i < static_cast<int>(stat.size()) ? std::strtod(stat[i].c_str(), nullptr) : 0;
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// utime + stime of a process, seconds.
+double ProcessCpuSeconds(pid_t pid) {
+  const auto stat = ProcStat(std::to_string(pid));
+  return stat.empty() ? -1 : Ticks(stat, {14, 15});
+}
+
+// A process and all its children's CPU, seconds: its own utime + stime, its
+// reaped children's (cutime + cstime) and its live children's. For
+// PostgreSQL's postmaster that is the whole server: every backend is its
+// child, reaped when its connection ends.
+double ProcessTreeCpuSeconds(pid_t pid) {
+  const auto stat = ProcStat(std::to_string(pid));
+  if (stat.empty()) return -1;
+  double cpu = Ticks(stat, {14, 15, 16, 17});
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto child = ProcStat(name);
+    if (child.size() > 4 && child[4] == std::to_string(pid)) cpu += Ticks(child, {14, 15});
+  }
+  return cpu;
 }
 
 // Busy and total CPU time of the whole machine (/proc/stat), seconds.
@@ -1165,6 +1193,27 @@ std::optional<PgStats> QueryPgStats(const std::string& database, const std::stri
   return st;
 }
 
+// The postmaster of the PostgreSQL server behind `database` when it runs on
+// this machine (its data directory, which only a superuser or
+// pg_read_all_settings may read, holds postmaster.pid); nullopt otherwise.
+std::optional<pid_t> LocalPostmaster(const std::string& database, const std::string& out) {
+  if (database.rfind("postgresql://", 0) != 0 && database.rfind("postgres://", 0) != 0) return std::nullopt;
+  for (const char* psql : {"/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql"}) {
+    if (::access(psql, X_OK) != 0) continue;
+    if (Run({psql, "-X", "-A", "-t", "-q", "-d", database, "-c", "SELECT current_setting('data_directory')"}, out) != 0) {
+      return std::nullopt;
+    }
+    std::string dir = ReadFile(out);
+    ::unlink(out.c_str());
+    while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
+    std::ifstream pidfile(dir + "/postmaster.pid");
+    long pid = 0;
+    if (!(pidfile >> pid) || pid <= 0 || ProcessCpuSeconds(static_cast<pid_t>(pid)) < 0) return std::nullopt;
+    return static_cast<pid_t>(pid);
+  }
+  return std::nullopt;
+}
+
 // The same storm on one appliance on SQLite, run first by this program
 // itself (--reference-sqlite): its rate and rackgated's CPU per machine.
 struct SqliteReference {
@@ -1438,6 +1487,8 @@ int Main(int argc, char** argv) {
   std::vector<double> app_cpu0(n_app, -1);
   for (size_t k = 0; k < n_app && k < daemons.size(); ++k) app_cpu0[k] = daemons[k] > 0 ? ProcessCpuSeconds(daemons[k]) : -1;
   const std::optional<PgStats> pg_before = QueryPgStats(o.database, work + "/psql.out");
+  const std::optional<pid_t> postmaster = LocalPostmaster(o.database, work + "/psql.out");
+  const double pg_cpu0 = postmaster ? ProcessTreeCpuSeconds(*postmaster) : -1;
   const auto sys0 = SystemCpuSeconds();
   std::string metrics_text;
   Histograms server_before;
@@ -1524,6 +1575,9 @@ int Main(int argc, char** argv) {
   if (!o.managed() && pg_before) sleep(2);
   std::optional<PgStats> pg_after;
   if (pg_before) pg_after = QueryPgStats(o.database, work + "/psql.out");
+  // -1 when the server is gone (a failover): its CPU is then not told.
+  const double pg_cpu1 = pg_cpu0 >= 0 ? ProcessTreeCpuSeconds(*postmaster) : -1;
+  const double pg_cpu = pg_cpu1 >= pg_cpu0 && pg_cpu0 >= 0 ? pg_cpu1 - pg_cpu0 : -1;
 
   // The report.
   double worst_p50 = 0, worst_p99 = 0;
@@ -1602,6 +1656,11 @@ int Main(int argc, char** argv) {
                   "outside a transaction count one each), %.1f rows written, %.1f rows fetched per machine\n",
                   (pa.xacts - pb.xacts) / n, (pa.rows_written - pb.rows_written) / n, (pa.rows_read - pb.rows_read) / n);
     }
+    if (pg_cpu >= 0 && s.ok > 0) {
+      std::printf("boot-storm: postgresql server cpu %.1fs (%.1fms per machine; the postmaster's process tree, from "
+                  "before the storm until the appliances stopped)\n",
+                  pg_cpu, pg_cpu / static_cast<double>(s.ok) * 1e3);
+    }
   }
   const double per_machine = ceiling.seconds_per_machine();
   const double ceiling_rate = o.cores / per_machine;
@@ -1635,6 +1694,10 @@ int Main(int argc, char** argv) {
     std::snprintf(buf, sizeof(buf), " appliances=%zu backend=%s rackgated_cpu_per_machine=%s", n_app, backend.c_str(),
                   cpu_per_machine.c_str());
     fleet_fields = buf;
+    if (pg_cpu >= 0 && s.ok > 0) {
+      std::snprintf(buf, sizeof(buf), " postgres_cpu_per_machine=%.1fms", pg_cpu / static_cast<double>(s.ok) * 1e3);
+      fleet_fields += buf;
+    }
     if (reference) {
       std::snprintf(buf, sizeof(buf), " sqlite_rate=%.0f/s sqlite_cpu_per_machine=%.1fms ratio_vs_sqlite=%.2f",
                     reference->rate, reference->cpu_ms, reference->rate > 0 ? rate / reference->rate : 0.0);

@@ -28,15 +28,7 @@ source "$HERE/../daemon/tests/appliance.sh"
 lab_init crash-storm
 rg_init "$RACKGATED" "$RACKGATECTL"
 EKCA="$LAB_DIR/ekca"
-rg_config ek_roots "[\"$EKCA/root.pem\"]"
-rg_config ek_intermediates "[\"$EKCA/intermediate.pem\"]"
-rg_config log_level '"warn"'
-rg_config per_client_connections $((CONCURRENCY * 4))
-rg_config max_open_sessions_per_client 4096
-rg_config max_csrs_in_flight $((CONCURRENCY * 2))
-rg_config retry_after_seconds 1
-rg_config busy_retry_after_seconds 1
-rg_config max_body_bytes $((16 << 20))
+rg_storm_config "$EKCA" "$CONCURRENCY"
 rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
 
 # The storm's EK manufacturer CA: made by its first run, then trusted.

@@ -8,7 +8,8 @@
 # (`pg-lab kill-primary`) and the standby promoted (b rides it out with 503s
 # and goes on). Then:
 #  - the storm completed with failed=0, and no answer was a 5xx other than a
-#    waitable 503 (none is a wrong answer);
+#    waitable 503 (none is a wrong answer), and those of the primary's outage
+#    said db_unavailable;
 #  - every step any appliance acknowledged (the ack-log) is in the database:
 #    attestations, served configs (by their digest in the audit),
 #    certificates (by serial) — those acknowledged before the primary's crash
@@ -46,15 +47,7 @@ pg() { "$PSQL" -X -A -t -q -d "$PG_MULTI_URL" -c "$1"; }
 lab_init failover-storm
 rg_init "$RACKGATED" "$RACKGATECTL"
 EKCA="$LAB_DIR/ekca"
-rg_config ek_roots "[\"$EKCA/root.pem\"]"
-rg_config ek_intermediates "[\"$EKCA/intermediate.pem\"]"
-rg_config log_level '"warn"'
-rg_config per_client_connections $((CONCURRENCY * 4))
-rg_config max_open_sessions_per_client 4096
-rg_config max_csrs_in_flight $((CONCURRENCY * 2))
-rg_config retry_after_seconds 1
-rg_config busy_retry_after_seconds 1
-rg_config max_body_bytes $((16 << 20))
+rg_storm_config "$EKCA" "$CONCURRENCY"
 rg_database "$PG_MULTI_URL"
 rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
 rg_add_appliance b
@@ -124,6 +117,10 @@ wrong="$(grep -E '^boot-storm: waited out: [a-z]+ 5[0-9][0-9] ' "$LAB_DIR/storm.
 lab_check "no 5xx other than a waitable 503 ${wrong:+($wrong)}" test -z "$wrong"
 n503="$(awk '/^boot-storm: waited out: [a-z]+ 503 / {sub(/.* x/, ""); n += $0} END {print n + 0}' "$LAB_DIR/storm.out")"
 echo "# 503s seen by the storm: ${n503:-0}"
+# While b had no primary, its answers said why: 503 db_unavailable (not
+# busy), so an agent's log names the database, not the load.
+n_lost="$(awk '/^boot-storm: waited out: [a-z]+ 503 db_unavailable / {sub(/.* x/, ""); n += $0} END {print n + 0}' "$LAB_DIR/storm.out")"
+lab_check "b's answers while the primary was down said db_unavailable ($n_lost of them)" test "${n_lost:-0}" -gt 0
 
 rg_use b
 verify_out="$(rg_ctl audit verify 2>&1)" && verify_rc=0 || verify_rc=$?

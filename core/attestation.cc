@@ -77,7 +77,13 @@ Status Denied(std::string reason, std::string message) {
 
 }  // namespace
 
-Status StoreBusy() { return Status::IoError("busy", "try again later"); }
+Status StoreBusy(const Status& cause) {
+  // fleet: a lost database keeps its reason, so an agent's log and the
+  // refusal metrics tell a failover from load (docs/ha.md); status_http
+  // answers it with a fixed message, never the server's words.
+  if (cause.reason() == "db_unavailable") return Status::IoError("db_unavailable", "the database is unavailable");
+  return Status::IoError("busy", "try again later");
+}
 
 AttestationService::AttestationService(storage::Store* store, const TrustAnchors* anchors,
                                        AttestationOptions options, Metrics* metrics, Clock clock)
@@ -201,7 +207,7 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   if (!machine.ok()) {
     if (machine.status().code() != Status::Code::kNotFound) {
       Log()->error("store error for {}: {}", who, machine.status().ToString());
-      return StoreBusy();
+      return StoreBusy(machine.status());
     }
     // Observability: an unknown EK that knocked, for `rackgatectl status`.
     auto knocked = [&](const std::string& reason) {
@@ -285,7 +291,7 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   session.expires_at = session.created_at + options_.session_ttl_seconds;
   if (Status s = store_->CreateSession(session); !s.ok()) {
     Log()->error("session for {} not stored: {}", who, s.ToString());
-    return StoreBusy();
+    return StoreBusy(s);
   }
   gate_.Bind(ticket, session.id);
   reservation.bound = true;
@@ -403,7 +409,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   if (!session.ok()) {
     if (session.status().code() == Status::Code::kIoError) {
       Log()->error("store error for {}: {}", who, session.status().ToString());
-      return StoreBusy();
+      return StoreBusy(session.status());
     }
     return Refuse(Denied(session.status()), who);
   }
@@ -413,7 +419,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   auto last = store_->LastSuccessfulAttestation(machine->id);
   if (!last.ok() && last.status().code() != Status::Code::kNotFound) {
     Log()->error("store error for {}: {}", who, last.status().ToString());
-    return StoreBusy();
+    return StoreBusy(last.status());
   }
   auto policy = PolicyFor(*machine);
   if (!policy.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
@@ -478,7 +484,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   auto updated = store_->RecordAttestationSuccess(record, row, tofu_json);
   if (!updated.ok()) {
     Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
-    return StoreBusy();
+    return StoreBusy(updated.status());
   }
   Count("ok", "");
   LogAttestationTrust(*machine, true, "");  // docs/trust.md
@@ -503,7 +509,7 @@ Result<storage::Bearer> AttestationService::Authenticate(const std::optional<std
   if (token->size() > 128) return Status::NotFound("token_unknown", "unknown token");
   auto bearer = store_->LookupToken(TokenHash(*token), clock_());
   if (!bearer.ok()) {
-    if (bearer.status().code() == Status::Code::kIoError) return StoreBusy();
+    if (bearer.status().code() == Status::Code::kIoError) return StoreBusy(bearer.status());
     return bearer.status();
   }
   return std::move(bearer).value();
@@ -520,7 +526,7 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   // What the machine's pool asks of it: the agent makes a TPM-resident
   // client key when the pool requires one.
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return StoreBusy();
+  if (!pool.ok()) return StoreBusy(pool.status());
   auto settings = ParsePoolSettings(pool->settings_json);
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
   // When the agent asks to renew (docs/csr.md, "Renewal").

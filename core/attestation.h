@@ -135,8 +135,10 @@ struct EvidenceContext {
 };
 
 // A store failure, as every core service answers it: reason "busy" (the
-// machine may try again; the cause stays in the appliance's log).
-Status StoreBusy();
+// machine may try again; the cause stays in the appliance's log), or
+// "db_unavailable" when the cause was that the database did not answer
+// (a PostgreSQL failover), so that it is told apart from load.
+Status StoreBusy(const Status& cause);
 
 // The protocol's decisions for challenge, evidence and bearer tokens. No
 // HTTP: typed requests in, typed results or a Status out, whose reason() is

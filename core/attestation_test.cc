@@ -44,6 +44,17 @@ TEST_F(ChallengeTest, QueuedTooLongIsBusy) {
   EXPECT_TRUE(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(10)}).ok());
 }
 
+// fleet: a store failure is "busy", except a lost database, which keeps its
+// reason (db_unavailable) and never the server's words.
+TEST(StoreBusy, ALostDatabaseIsToldApartFromLoad) {
+  const Status lost = StoreBusy(Status::IoError("db_unavailable", "connect to 10.0.0.5:5432: refused"));
+  EXPECT_EQ(lost.reason(), "db_unavailable");
+  EXPECT_EQ(lost.code(), Status::Code::kIoError);
+  EXPECT_EQ(lost.message().find("10.0.0.5"), std::string::npos);
+  EXPECT_EQ(StoreBusy(Status::IoError("db_error", "disk I/O error")).reason(), "busy");
+  EXPECT_EQ(StoreBusy(Status::IoError("db_busy", "database is locked")).reason(), "busy");
+}
+
 TEST_F(ChallengeTest, AdmissionBoundsAreBusyAndBusyClient) {
   options_.max_open_sessions = 2;
   options_.max_open_sessions_per_client = 1;

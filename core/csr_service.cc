@@ -144,7 +144,7 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
   if (!presented.ok()) return presented.status();
   auto stored = store_->GetCertificate(presented->serial_hex);
   if (!stored.ok()) {
-    if (stored.status().code() == Status::Code::kIoError) return StoreBusy();
+    if (stored.status().code() == Status::Code::kIoError) return StoreBusy(stored.status());
     return Status::VerificationFailed("renewal_proof_invalid", "the certificate was not issued by this appliance");
   }
   if (stored->machine_id != m.id) {
@@ -201,7 +201,6 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   if (!auth.ok()) return auth.status();
   const storage::Machine& m = auth->machine;
   const storage::Token& token = auth->token;
-  const Status busy = StoreBusy();
 
   // Flood limits first, before any parsing or crypto: the approver's lesson
   // is that an unbounded queue of pending CSRs takes the signer down.
@@ -273,7 +272,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   }
 
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(m, busy, kind_name, true);
+  if (!pool.ok()) return Refuse(m, StoreBusy(pool.status()), kind_name, true);
   auto settings = ParsePoolSettings(pool->settings_json);
   if (!settings.ok()) {
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
@@ -320,7 +319,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
                                    /*renewal=*/replaces.has_value()},
                                   now);
       !s.ok()) {
-    return Refuse(m, s.code() == Status::Code::kIoError ? busy : s, kind_name, s.reason() != "csr_denied");
+    return Refuse(m, s.code() == Status::Code::kIoError ? StoreBusy(s) : s, kind_name, s.reason() != "csr_denied");
   }
 
   const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");
@@ -333,7 +332,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   // so that of two CSRs certified over one nonce only one is signed.
   if (tpm_key_proven) {
     if (Status s = store_->ConsumeCertifyNonce(token.hash, now); !s.ok()) {
-      if (s.code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
+      if (s.code() == Status::Code::kIoError) return Refuse(m, StoreBusy(s), kind_name, true);
       return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
     }
   }
@@ -365,7 +364,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
                                                 storage::Actor{"rackgated", "certificate renewed"}, now)
                         : store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
   if (!after.ok()) {
-    if (after.status().code() == Status::Code::kIoError) return Refuse(m, busy, kind_name, true);
+    if (after.status().code() == Status::Code::kIoError) return Refuse(m, StoreBusy(after.status()), kind_name, true);
     return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind_name);
   }
   if (metrics_ != nullptr) {

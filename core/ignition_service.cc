@@ -224,7 +224,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
     if (found.status().code() == Status::Code::kNotFound) {
       return Refuse(Status::NotFound("pool_unknown", "no such pool"), who);
     }
-    return Refuse(StoreBusy(), who);
+    return Refuse(StoreBusy(found.status()), who);
   }
   const storage::Pool* pool = &(*found)->pool;
   if (pool->token_required) {
@@ -298,7 +298,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
   const storage::Machine& m = auth->machine;
   const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(StoreBusy(), who);
+  if (!pool.ok()) return Refuse(StoreBusy(pool.status()), who);
   // SECURITY: the secrets of the attested config only to a machine trusted
   // now (docs/trust.md): not after a failed attestation, not once its last
   // good one is older than its pool allows. The public config is unaffected.
@@ -352,7 +352,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
       return Refuse(Status::VerificationFailed("state_conflict", "this machine cannot be provisioned now"), who);
     }
     Log()->error("config for {} not recorded: {}", who, served.status().ToString());
-    return Refuse(StoreBusy(), who);
+    return Refuse(StoreBusy(served.status()), who);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_config_requests_total", "Ignition config requests by verdict and reason.",

@@ -39,7 +39,7 @@ Status ReportService::Record(const std::optional<std::string>& bearer_token,
   if (Status s = store_->RecordReport(r); !s.ok()) {
     if (s.code() == Status::Code::kInvalidArgument) return s;
     Log()->error("report from {} not stored: {}", m.hostname, s.ToString());
-    return StoreBusy();
+    return StoreBusy(s);
   }
   // The message is the agent's text: the log sink escapes it, and the wire
   // decoder kept it printable; it is quoted so that it reads as one field.

@@ -170,10 +170,11 @@ const std::vector<ReasonRule>& ReasonTable() {
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
       {"audit_chain_broken", kConflict},
-      // fleet: the database (PostgreSQL, or SQLite's file) does not answer:
+      // fleet: the database does not answer (a PostgreSQL failover):
       // waitable, another appliance or the new primary answers soon
-      // (docs/ha.md).
-      {"db_unavailable", kWait},
+      // (docs/ha.md). Jittered as busy is: every machine that was turned
+      // away during the outage would otherwise come back in the same second.
+      {"db_unavailable", kBusy},
   };
   return table;
 }
@@ -203,17 +204,15 @@ Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
   const HttpRule rule = RuleFor(s);
   // fleet: SECURITY: a lost database's message names the server (hosts,
   // libpq's words); a machine learns only that it may retry.
-  if (s.reason() == "db_unavailable") {
-    return Response::Error(rule.status, s.reason(), "the appliance's database is unavailable; retry",
-                           retry.retry_after_seconds);
-  }
+  const std::string message =
+      s.reason() == "db_unavailable" ? "the appliance's database is unavailable; retry" : s.message();
   switch (rule.retry) {
-    case Retry::kNone: return Response::Error(rule.status, s.reason(), s.message());
-    case Retry::kStandard: return Response::Error(rule.status, s.reason(), s.message(), retry.retry_after_seconds);
+    case Retry::kNone: return Response::Error(rule.status, s.reason(), message);
+    case Retry::kStandard: return Response::Error(rule.status, s.reason(), message, retry.retry_after_seconds);
     case Retry::kJittered: {
       const int base = retry.busy_retry_after_seconds;
       const int wait = base + static_cast<int>(core::RandomBytes(1)[0] % static_cast<unsigned>(base + 1));
-      return Response::Error(rule.status, s.reason(), s.message(), wait);
+      return Response::Error(rule.status, s.reason(), message, wait);
     }
   }
   return Response::Error(500, "internal", "internal error");

@@ -169,12 +169,23 @@ TEST(StatusHttp, DbUnavailableIs503WithRetryAfterAndAFixedMessage) {
   ASSERT_TRUE(RuleForReason("db_unavailable").has_value());
   const Status lost = Status::IoError("db_unavailable", "connection to 10.0.0.5:5432 refused (user rackgate)");
   RetryPolicy retry;
-  retry.retry_after_seconds = 7;
-  const Response r = ErrorResponse(lost, retry);
-  EXPECT_EQ(r.status, 503);
-  EXPECT_EQ(Header(r, "Retry-After"), "7");
-  EXPECT_NE(r.body.find("db_unavailable"), std::string::npos);
-  EXPECT_EQ(r.body.find("10.0.0.5"), std::string::npos);
+  retry.busy_retry_after_seconds = 7;
+  // Jittered as busy: a rack turned away during a failover does not come
+  // back in the same second. Retry-After in [7, 14].
+  std::set<int> seen;
+  for (int i = 0; i < 64; ++i) {
+    const Response r = ErrorResponse(lost, retry);
+    EXPECT_EQ(r.status, 503);
+    const auto after = Header(r, "Retry-After");
+    ASSERT_TRUE(after.has_value());
+    seen.insert(std::stoi(*after));
+    EXPECT_NE(r.body.find("db_unavailable"), std::string::npos);
+    EXPECT_EQ(r.body.find("10.0.0.5"), std::string::npos);
+    EXPECT_EQ(r.body.find("rackgate)"), std::string::npos);
+  }
+  EXPECT_GE(*seen.begin(), 7);
+  EXPECT_LE(*seen.rbegin(), 14);
+  EXPECT_GT(seen.size(), 1u) << "every answer said the same Retry-After";
   const Response admin = AdminErrorResponse(lost);
   EXPECT_EQ(admin.status, 503);
   EXPECT_TRUE(Header(admin, "Retry-After").has_value());

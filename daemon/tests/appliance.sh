@@ -138,6 +138,24 @@ attest() {
   evidence "$1"
 }
 
+# The config of an appliance under a boot storm (bench/boot-storm's machines,
+# C at a time, all from 127.0.0.1): the storm's EK CA in EKCA_DIR trusted,
+# per-client bounds raised for one address that is a whole fleet, short
+# Retry-After so the storm's waits stay short, and a body for its import.
+#   rg_storm_config EKCA_DIR C
+rg_storm_config() {
+  local ekca="$1" c="$2"
+  rg_config ek_roots "[\"$ekca/root.pem\"]"
+  rg_config ek_intermediates "[\"$ekca/intermediate.pem\"]"
+  rg_config log_level '"warn"'
+  rg_config per_client_connections $((c * 4))
+  rg_config max_open_sessions_per_client 4096
+  rg_config max_csrs_in_flight $((c * 2))
+  rg_config retry_after_seconds 1
+  rg_config busy_retry_after_seconds 1
+  rg_config max_body_bytes $((16 << 20))
+}
+
 # --- several appliances on one database (docs/ha.md) ----------------------
 #
 #   rg_database URL          # the current appliance's "database" (before rg_start)

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "storage/store.h"
+#include "storage/testing/test_store.h"
 
 namespace rackgate::daemon {
 namespace {
@@ -35,8 +36,9 @@ TEST(Observability, FreshApplianceSeries) {
 }
 
 TEST(Observability, ScrapeCountsMachinesAndReadsExpiry) {
+  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
   const std::string dir = TempDirPath();
-  auto store = storage::Store::Open(dir + "/db");
+  auto store = storage::testing::OpenTestStore(dir + "/db");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Metrics m;
   CollectScrapeMetrics(&m, store->get(), {dir + "/missing.crt", dir + "/missing-ca.crt", ""});
@@ -48,8 +50,9 @@ TEST(Observability, ScrapeCountsMachinesAndReadsExpiry) {
 }
 
 TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
+  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
   const std::string dir = TempDirPath();
-  auto store = storage::Store::Open(dir + "/db");
+  auto store = storage::testing::OpenTestStore(dir + "/db");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Metrics m;
   AdminRefusalLog log(store->get(), &m, 3);

@@ -23,6 +23,7 @@
 #include "base/metrics.h"
 #include "core/events.h"
 #include "storage/store.h"
+#include "storage/testing/test_store.h"
 
 namespace rackgate::daemon {
 namespace {
@@ -113,10 +114,11 @@ class Receiver {
 class WebhooksTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
     char tmpl[] = "/tmp/webhooks_test.XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    auto s = storage::Store::Open(dir_ + "/db");
+    auto s = storage::testing::OpenTestStore(dir_ + "/db");
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
     ASSERT_TRUE(store_->PutPool(storage::Pool{"workers"}, op_, 1).ok());

@@ -113,20 +113,27 @@ Result<int64_t> SqlStore::SyncWebhooks(const std::vector<WebhookTarget>& hooks, 
   });
 }
 
+namespace {
+
+// Undelivered deliveries due at `now`, soonest first, with their events:
+// the event's columns (as kEventColumns) and the delivery's, from the join.
+std::vector<DueDelivery> SelectDue(Connection& c, int64_t now, int limit) {
+  Stmt q = c.Prepare(
+      "SELECT " RACKGATE_EVENT_COLUMNS ", d.webhook, d.attempts, d.next_attempt_at, d.delivered_at, d.last_error "
+      "FROM event_deliveries d JOIN events e ON e.id = d.event_id "
+      "WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ?1 "
+      "ORDER BY d.next_attempt_at, d.event_id LIMIT ?2");
+  q.BindInt(1, now).BindInt(2, std::clamp(limit, 1, 10000));
+  std::vector<DueDelivery> out;
+  while (q.Step()) out.push_back({ReadEvent(q), ReadDelivery(q, kEventColumnCount)});
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<DueDelivery>> SqlStore::DueDeliveries(int64_t now, int limit) {
   return Guard([&]() -> Result<std::vector<DueDelivery>> {
-    return db_->Read([&](Connection& c) {
-      // The event's columns (as kEventColumns) and the delivery's, from the join.
-      Stmt q = c.Prepare(
-          "SELECT " RACKGATE_EVENT_COLUMNS ", d.webhook, d.attempts, d.next_attempt_at, d.delivered_at, d.last_error "
-          "FROM event_deliveries d JOIN events e ON e.id = d.event_id "
-          "WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ?1 "
-          "ORDER BY d.next_attempt_at, d.event_id LIMIT ?2");
-      q.BindInt(1, now).BindInt(2, std::clamp(limit, 1, 10000));
-      std::vector<DueDelivery> out;
-      while (q.Step()) out.push_back({ReadEvent(q), ReadDelivery(q, kEventColumnCount)});
-      return out;
-    });
+    return db_->Read([&](Connection& c) { return SelectDue(c, now, limit); });
   });
 }
 
@@ -140,16 +147,8 @@ Result<std::vector<DueDelivery>> SqlStore::ClaimDueDeliveries(int64_t now, int l
   return Guard([&]() -> Result<std::vector<DueDelivery>> {
     if (lease_seconds < 1) return Status::InvalidArgument("field_invalid", "a delivery lease is at least 1 s");
     return db_->Write([&](Connection& c) {
-      Stmt q = c.Prepare(
-          "SELECT " RACKGATE_EVENT_COLUMNS ", d.webhook, d.attempts, d.next_attempt_at, d.delivered_at, d.last_error "
-          "FROM event_deliveries d JOIN events e ON e.id = d.event_id "
-          "WHERE d.delivered_at IS NULL AND d.next_attempt_at <= ?1 "
-          "ORDER BY d.next_attempt_at, d.event_id LIMIT ?2");
-      q.BindInt(1, now).BindInt(2, std::clamp(limit, 1, 10000));
-      std::vector<DueDelivery> due;
-      while (q.Step()) due.push_back({ReadEvent(q), ReadDelivery(q, kEventColumnCount)});
       std::vector<DueDelivery> claimed;
-      for (DueDelivery& d : due) {
+      for (DueDelivery& d : SelectDue(c, now, limit)) {
         Stmt u = c.Prepare(
             "UPDATE event_deliveries SET next_attempt_at = ?3 "
             "WHERE event_id = ?1 AND webhook = ?2 AND delivered_at IS NULL AND next_attempt_at <= ?4");

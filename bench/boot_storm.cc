@@ -117,7 +117,9 @@ constexpr char kUsage[] =
     "           ceiling=C/s ratio=Z peak_rss=M MiB\n"
     "  and with several appliances or a --database: appliances=N backend=postgresql\n"
     "  rackgated_cpu_per_machine=a:Xms,b:Yms (each one's CPU over the machines it\n"
-    "  joined) [sqlite_rate=R/s sqlite_cpu_per_machine=Xms ratio_vs_sqlite=Z]\n";
+    "  joined) [postgres_cpu_per_machine=Xms (a server on this machine whose\n"
+    "  data_directory the URL's user may read)] [sqlite_rate=R/s\n"
+    "  sqlite_cpu_per_machine=Xms ratio_vs_sqlite=Z]\n";
 
 struct Options {
   size_t machines = 2000;

@@ -159,10 +159,11 @@ Status AttestationService::Busy(const std::string& reason, const std::string& wh
 
 Result<std::shared_ptr<const attest::BootPolicy>> AttestationService::PolicyFor(const storage::Machine& m) {
   if (m.policy_json && !m.policy_json->empty()) return policies_.Policy(*m.policy_json);
+  // SECURITY: a pool that cannot be read is never "no policy": the store's
+  // failure goes to the caller, which answers it as one (fail closed).
   auto pool = store_->GetPool(m.pool);
-  if (pool.ok() && pool->boot_policy_json && !pool->boot_policy_json->empty()) {
-    return policies_.Policy(*pool->boot_policy_json);
-  }
+  if (!pool.ok()) return pool.status();
+  if (pool->boot_policy_json && !pool->boot_policy_json->empty()) return policies_.Policy(*pool->boot_policy_json);
   return std::shared_ptr<const attest::BootPolicy>();
 }
 
@@ -263,6 +264,10 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
 
   auto policy = PolicyFor(*machine);
+  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) {
+    Log()->error("store error for {}: {}", who, policy.status().ToString());
+    return StoreBusy(policy.status());
+  }
   if (!policy.ok()) {
     Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
     return Refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"), who, true);
@@ -414,7 +419,16 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return Refuse(Denied(session.status()), who);
   }
   auto machine = store_->GetMachineById(session->machine_id);
-  if (!machine.ok()) return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+  if (!machine.ok()) {
+    // A store failure (the database lost between the two reads, a
+    // failover) is waitable; only a machine deleted since its challenge is
+    // final.
+    if (machine.status().code() == Status::Code::kIoError) {
+      Log()->error("store error for {}: {}", who, machine.status().ToString());
+      return StoreBusy(machine.status());
+    }
+    return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+  }
   who = Who(*machine);
   auto last = store_->LastSuccessfulAttestation(machine->id);
   if (!last.ok() && last.status().code() != Status::Code::kNotFound) {
@@ -422,6 +436,10 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return StoreBusy(last.status());
   }
   auto policy = PolicyFor(*machine);
+  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) {
+    Log()->error("store error for {}: {}", who, policy.status().ToString());
+    return StoreBusy(policy.status());
+  }
   if (!policy.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
   std::shared_ptr<const attest::PcrValues> tofu;
   if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);

@@ -176,6 +176,7 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
     // Renewed already. The same new key again is a renewal whose answer was
     // lost: the same answer. Another key would be a second successor.
     auto successor = store_->GetCertificate(*stored->replaced_by);
+    if (!successor.ok() && successor.status().code() == Status::Code::kIoError) return StoreBusy(successor.status());
     if (successor.ok() && successor->machine_id == m.id && successor->public_key_sha256 == Sha256(csr.spki_der) &&
         !successor->certificate_pem.empty()) {
       *done = std::move(*successor);
@@ -265,6 +266,11 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   // answer for a lost reply (CheckRenewal).
   if (*kind == csr::Kind::kClient && m.client_cert_issued_at && !body.renewal) {
     auto earlier = store_->FindClientCertificate(m.id, Sha256(parsed->spki_der));
+    // A store failure is not "none issued": signing anew would make the
+    // machine a second client certificate.
+    if (!earlier.ok() && earlier.status().code() == Status::Code::kIoError) {
+      return Refuse(m, StoreBusy(earlier.status()), kind_name, true);
+    }
     if (earlier.ok() && !earlier->certificate_pem.empty()) {
       Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
       return Answer(*earlier, m);

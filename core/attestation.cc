@@ -159,10 +159,14 @@ Status AttestationService::Busy(const std::string& reason, const std::string& wh
 
 Result<std::shared_ptr<const attest::BootPolicy>> AttestationService::PolicyFor(const storage::Machine& m) {
   if (m.policy_json && !m.policy_json->empty()) return policies_.Policy(*m.policy_json);
-  // SECURITY: a pool that cannot be read is never "no policy": the store's
-  // failure goes to the caller, which answers it as one (fail closed).
+  // SECURITY: a pool that cannot be read is never "no policy": it is a
+  // store failure (StoreBusy, kIoError), which the caller answers as one
+  // (fail closed).
   auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return pool.status();
+  if (!pool.ok()) {
+    Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
+    return StoreBusy(pool.status());
+  }
   if (pool->boot_policy_json && !pool->boot_policy_json->empty()) return policies_.Policy(*pool->boot_policy_json);
   return std::shared_ptr<const attest::BootPolicy>();
 }
@@ -264,10 +268,7 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
 
   auto policy = PolicyFor(*machine);
-  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) {
-    Log()->error("store error for {}: {}", who, policy.status().ToString());
-    return StoreBusy(policy.status());
-  }
+  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) return policy.status();
   if (!policy.ok()) {
     Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
     return Refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"), who, true);
@@ -436,10 +437,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return StoreBusy(last.status());
   }
   auto policy = PolicyFor(*machine);
-  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) {
-    Log()->error("store error for {}: {}", who, policy.status().ToString());
-    return StoreBusy(policy.status());
-  }
+  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) return policy.status();
   if (!policy.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
   std::shared_ptr<const attest::PcrValues> tofu;
   if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);

@@ -195,7 +195,8 @@ class AttestationService {
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
   Status Busy(const std::string& reason, const std::string& who);
   void Count(const std::string& verdict, const std::string& reason);
-  // The policy that applies to a machine: its own, else its pool's.
+  // The policy that applies to a machine: its own, else its pool's; a
+  // pool that cannot be read is StoreBusy (kIoError, logged), never "none".
   Result<std::shared_ptr<const attest::BootPolicy>> PolicyFor(const storage::Machine& m);
 
   storage::Store* store_;

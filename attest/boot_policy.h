@@ -48,6 +48,39 @@ struct UkiPolicy {
   std::map<std::string, std::vector<PolicyDigest>> sections;
 };
 
+// Secure Boot databases, as the firmware measured them on PCR 7 before its
+// separator (BootFacts::secure_boot_variables "db" and "dbx").
+struct SecureBootDbPolicy {
+  // SHA-256 fingerprints of X.509 certificates (the SHA-256 of the DER, as
+  // `openssl x509 -fingerprint -sha256` prints it) that db must hold, and
+  // that db must not hold. Each 32 bytes.
+  std::vector<Bytes> db_required_certificates;
+  std::vector<Bytes> db_forbidden_certificates;
+  // SHA-256 hashes (EFI_CERT_SHA256 entries, 32 bytes each) that dbx must
+  // hold at least: a revoked bootloader stays revoked.
+  std::vector<Bytes> dbx_required_hashes;
+};
+
+// PCR 11 values an OS builder signed with `systemd-measure sign` (the
+// `.pcrsig` section of a UKI): the quoted PCR 11 (sha256) passes when the
+// machine sent a signature entry whose PolicyPCR digest is that of the
+// quoted value and whose signature verifies under one of these keys.
+struct SignedPcr11Policy {
+  // Trusted signing keys, DER SubjectPublicKeyInfo; never empty.
+  std::vector<Bytes> public_keys;
+};
+
+// One entry of a `systemd-measure sign` document, as the machine sent it
+// (wire parses the JSON). Untrusted: the rule recomputes and verifies all of
+// it.
+struct PcrSignature {
+  uint16_t bank = kAlgNull;          // "sha256" -> kAlgSha256
+  std::vector<uint32_t> pcrs;        // "pcrs"
+  Bytes key_fingerprint;             // "pkfp": SHA-256 of the signer's public key
+  Bytes policy_digest;               // "pol": TPM2 PolicyPCR digest
+  Bytes signature;                   // "sig"
+};
+
 struct BootPolicy {
   // Golden values: each listed PCR must be quoted and equal, exactly.
   PcrValues pcrs;
@@ -66,6 +99,10 @@ struct BootPolicy {
   // section (PCR 11, by digest: only `exact` can judge it).
   std::optional<KernelCmdlinePolicy> kernel_cmdline;
   std::optional<UkiPolicy> uki;
+  // JSON "db" and "dbx" (docs/policy.md).
+  std::optional<SecureBootDbPolicy> secure_boot_db;
+  // JSON "uki_signed".
+  std::optional<SignedPcr11Policy> uki_signed;
   // Trust on first use: these PCRs are pinned to the values of the first
   // attestation that passes, and must keep them until an operator resets
   // the machine.
@@ -84,6 +121,9 @@ struct Evidence {
   // nullopt when none were ever recorded (a new machine, or one an operator
   // reset), which makes this attestation the first use.
   std::optional<PcrValues> tofu_recorded;
+  // The PCR signatures the machine sent with its evidence (its UKI's
+  // `.pcrsig`); judged only by a `uki_signed` rule.
+  std::vector<PcrSignature> pcr_signatures;
 };
 
 // One broken rule.

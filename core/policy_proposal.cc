@@ -28,6 +28,8 @@ using json = nlohmann::json;
 constexpr uint32_t kPcrBootApplications = 4;
 constexpr uint32_t kPcrSecureBoot = 7;
 constexpr uint32_t kLastFirmwarePcr = 7;
+// Entries of one set named per difference before the rest are counted.
+constexpr size_t kMaxListed = 5;
 
 Bytes Sha256(std::span<const uint8_t> data) {
   Bytes out(32);
@@ -301,18 +303,24 @@ void SetDifferences(const Value& mine, const Value& majority, const std::string&
     out->push_back(mine.items.front() + " vs " + majority.items.front() + " on the majority");
     return;
   }
-  for (const auto& [digest, what] : mine.set) {
-    if (majority.set.count(digest) == 0) {
-      out->push_back(noun + " " + digest + (what.empty() ? "" : " (" + what + ")") +
-                     " not on the majority's list");
+  // Each side's entries, up to kMaxListed of them named; a dbx of
+  // hundreds of hashes is summed up rather than listed.
+  auto list = [&](const Value& from, const Value& other, const std::string& before,
+                  const std::string& after) {
+    size_t n = 0;
+    for (const auto& [digest, what] : from.set) {
+      if (other.set.count(digest) != 0) continue;
+      if (++n <= kMaxListed) {
+        out->push_back(before + noun + " " + digest + (what.empty() ? "" : " (" + what + ")") +
+                       after);
+      }
     }
-  }
-  for (const auto& [digest, what] : majority.set) {
-    if (mine.set.count(digest) == 0) {
-      out->push_back("no " + noun + " " + digest + (what.empty() ? "" : " (" + what + ")") +
-                     ", which the majority has");
+    if (n > kMaxListed) {
+      out->push_back("and " + std::to_string(n - kMaxListed) + " more: " + before + noun + after);
     }
-  }
+  };
+  list(mine, majority, "", " not on the majority's list");
+  list(majority, mine, "no ", ", which the majority has");
 }
 
 }  // namespace

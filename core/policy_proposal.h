@@ -1,5 +1,5 @@
-// Proposing a boot policy from what a fleet really boots (docs/policy.md,
-// "Proposing a policy"): each machine's latest observed boot in, the rules
+// Proposing a boot policy from what a fleet really boots
+// (docs/policy-proposal.md): each machine's latest observed boot in, the rules
 // a strict majority of them agree on out, with the machines that differ
 // named and what the proposal would refuse; and the diff of two policy
 // documents. Pure: no store, no I/O.

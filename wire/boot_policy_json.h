@@ -49,6 +49,20 @@ std::string FormatPcrValuesJson(const attest::PcrValues& pcrs);
 // a bank or PCR index we do not know or a value that is not its bank's size.
 Result<attest::PcrValues> ParsePcrValuesJson(std::string_view json);
 
+// The policy document of `policy` (docs/policy.md; wire/boot_policy_format.cc),
+// pretty-printed with a 2-space indent and a final newline, "version": 1
+// first, then the rules in the format's order: pcrs, require_secure_boot,
+// require_separators, boot_applications, authorities, kernel_cmdline, uki,
+// db, dbx, uki_signed, tofu. Digests are written "bank:<lower-case hex>";
+// every list is sorted and without duplicates (digests and PEM keys by their
+// text, command-line strings byte-wise, TOFU PCRs numerically); banks
+// strongest first, PCRs ascending. A rule that checks nothing is left out (a
+// false boolean, no allow-list and an empty forbid-list, an unset optional);
+// an `allowed` list that is set but empty is written ([] allows nothing).
+// ParseBootPolicy reads the result back to an equal policy, up to that
+// order. Pure.
+std::string FormatBootPolicyJson(const attest::BootPolicy& policy);
+
 }  // namespace rackgate::wire
 
 #endif  // RACKGATE_WIRE_BOOT_POLICY_JSON_H_

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/attestation.h"
+#include "core/policy_service.h"
 #include "core/testing/core_fixture.h"
 
 namespace rackgate::core::testing {
@@ -204,6 +205,82 @@ TEST_F(ObserveTest, AcceptedPolicyJudgesTheNextAttestation) {
   auto failures = store_->RecentFailures(10);
   ASSERT_EQ(failures->size(), 1u);
   EXPECT_EQ(failures->front().reasons, std::vector<std::string>{"pcrs:pcr_mismatch"});
+}
+
+// The workflow through the core, on real logs: a pool observes three
+// machines (two alike, one booted from another log); the proposal names the
+// odd one; accepting it enforces a policy that passes the two and refuses
+// the odd one with the rule it breaks.
+TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
+  SoftMachine a, b, odd;
+  Enroll(a, "node-a");
+  Enroll(b, "node-b");
+  Enroll(odd, "node-odd");
+  Boot(&a, kGce);
+  Boot(&b, kGce);
+  Boot(&odd, kSdBoot);
+  PolicyService policies(store_.get(), [this] { return now_; });
+  const storage::Actor op{"uid:0(root)", ""};
+
+  EXPECT_EQ(ReasonOf(policies.Accept("workers", std::nullopt, false, op)), "nothing_observed");
+  ASSERT_TRUE(policies.SetMode("workers", storage::kPolicyModeObserve, op).ok());
+  for (const SoftMachine* m : {&a, &b, &odd}) EXPECT_EQ(ReasonOf(Try(*m)), "boot_policy_observing");
+
+  auto report = policies.Propose("workers");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->observed, 3u);
+  ASSERT_EQ(report->proposal.odd.size(), 1u);
+  EXPECT_EQ(report->proposal.odd[0].hostname, "node-odd");
+  EXPECT_FALSE(report->proposal.odd[0].differences.empty());
+  EXPECT_FALSE(report->proposal.odd[0].violations.empty());
+  EXPECT_FALSE(report->diff.had_current);
+
+  // A pinned proposal that is no longer the current one is refused.
+  EXPECT_EQ(ReasonOf(policies.Accept("workers", std::string(64, '0'), false, op)), "proposal_changed");
+  EXPECT_EQ(store_->GetPool("workers")->boot_policy_mode, storage::kPolicyModeObserve);
+
+  const size_t audit_before = store_->ListAudit(storage::AuditFilter{})->size();
+  auto accepted = policies.Accept("workers", report->proposal_sha256, false, op);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_EQ(accepted->pool.boot_policy_mode, storage::kPolicyModeEnforce);
+  EXPECT_EQ(accepted->pool.boot_policy_json, report->proposal.policy_json);
+  storage::AuditFilter all;
+  all.limit = 1000;
+  auto audit = store_->ListAudit(all);
+  ASSERT_EQ(audit->size(), audit_before + 1);
+  EXPECT_EQ(audit->back().action, "pool_policy");
+  EXPECT_NE(audit->back().detail_json.find("\"odd\":[\"node-odd\"]"), std::string::npos) << audit->back().detail_json;
+  EXPECT_NE(audit->back().detail_json.find("\"diff\":[\"+ "), std::string::npos) << audit->back().detail_json;
+
+  EXPECT_TRUE(Try(a).ok());
+  EXPECT_TRUE(Try(b).ok());
+  auto refused = Try(odd);
+  EXPECT_EQ(ReasonOf(refused), "boot_policy_violation");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().hostname, "node-odd");
+  EXPECT_FALSE(failures->front().reasons.empty());
+  for (const auto& r : failures->front().reasons) {
+    EXPECT_TRUE(r.rfind("pcrs:", 0) == 0 || r.rfind("boot_applications:", 0) == 0 ||
+                r.rfind("authorities:", 0) == 0 || r.rfind("secure_boot:", 0) == 0 ||
+                r.rfind("separators:", 0) == 0 || r.rfind("kernel_cmdline:", 0) == 0 || r.rfind("db", 0) == 0)
+        << r;
+  }
+}
+
+TEST_F(ObserveTest, PutRefusesAMalformedPolicyAndModeIsStrict) {
+  PolicyService policies(store_.get(), [this] { return now_; });
+  const storage::Actor op{"uid:0(root)", ""};
+  EXPECT_EQ(ReasonOf(policies.Put("workers", std::string(R"({"version": 1, "require_secureboot": true})"), false, op)),
+            "policy_malformed");
+  EXPECT_EQ(ReasonOf(policies.SetMode("workers", "audit", op)), "field_invalid");
+  EXPECT_EQ(ReasonOf(policies.SetMode("nosuch", storage::kPolicyModeObserve, op)), "pool_unknown");
+  auto put = policies.Put("workers", std::string(R"({"version": 1, "require_separators": true})"), true, op);
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(put->pool.boot_policy_mode, storage::kPolicyModeObserve);
+  bool separators = false;
+  for (const auto& c : put->diff.changes) separators |= c.rule == "require_separators" && c.kind == "added";
+  EXPECT_TRUE(separators) << FormatPolicyDiffText(put->diff);
 }
 
 }  // namespace

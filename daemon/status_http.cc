@@ -171,6 +171,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
       {"audit_chain_broken", kConflict},
+      // policy accept (docs/policy.md, "From observation to enforcement").
+      {"proposal_changed", kConflict},
+      {"nothing_observed", kConflict},
       // fleet: the database does not answer (a PostgreSQL failover):
       // waitable, another appliance or the new primary answers soon
       // (docs/ha.md). Jittered as busy is: every machine that was turned

@@ -95,7 +95,11 @@ std::string Str(const json& o, const char* k) {
 
 AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
                    std::optional<gid_t> admin_gid)
-    : store_(store), attestation_(attestation), ignition_(ignition), admin_gid_(admin_gid) {}
+    : store_(store),
+      attestation_(attestation),
+      ignition_(ignition),
+      policies_(store, [attestation] { return attestation->Now(); }),
+      admin_gid_(admin_gid) {}
 
 std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& request) const {
   if (!request.admin || !request.peer_cred) {
@@ -151,6 +155,12 @@ void AdminApi::Register(Router* router) {
   router->Add("DELETE", "/v1/admin/machines/{hostname}", [this](const Request& r) { return DeleteMachine(r); });
   router->Add("POST", "/v1/admin/machines/{hostname}/rename", [this](const Request& r) { return RenameMachine(r); });
   router->Add("GET", "/v1/admin/audit/verify", [this](const Request& r) { return VerifyAudit(r); });
+  // Boot policy (docs/policy.md, "From observation to enforcement").
+  router->Add("GET", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyShow(r); });
+  router->Add("PUT", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyPut(r); });
+  router->Add("POST", "/v1/admin/pools/{name}/policy/mode", [this](const Request& r) { return PolicyMode(r); });
+  router->Add("GET", "/v1/admin/pools/{name}/policy/proposal", [this](const Request& r) { return PolicyPropose(r); });
+  router->Add("POST", "/v1/admin/pools/{name}/policy/accept", [this](const Request& r) { return PolicyAccept(r); });
 }
 
 namespace {
@@ -527,6 +537,15 @@ Response AdminApi::StatusReport(const Request& request) {
   auto untrusted = store_->CountUntrusted();
   if (!untrusted.ok()) return StoreError(untrusted.status());
   out["machines_untrusted"] = *untrusted;
+  // Pools whose boot policy is observed, not enforced (docs/policy.md): an
+  // operator must never take one for an enforcing pool.
+  auto pools = store_->ListPools();
+  if (!pools.ok()) return StoreError(pools.status());
+  json observing = json::array();
+  for (const auto& p : *pools) {
+    if (p.boot_policy_mode == storage::kPolicyModeObserve) observing.push_back(p.name);
+  }
+  out["pools_observing_boot_policy"] = std::move(observing);
   // Observability (docs/observability.md): unknown EKs that knocked in the
   // last hour, from the attestation service's bounded table.
   json knocking = json::array();
@@ -630,6 +649,7 @@ json AdminApi::PoolJson(const storage::Pool& p) {
   json j = {{"name", p.name},
             {"settings", json::parse(p.settings_json, nullptr, false)},
             {"token_required", p.token_required},
+            {"boot_policy_mode", p.boot_policy_mode},
             {"created_at", p.created_at},
             {"updated_at", p.updated_at}};
   if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);

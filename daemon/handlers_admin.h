@@ -15,6 +15,7 @@
 #include "core/attestation.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
+#include "core/policy_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -57,10 +58,18 @@ class AdminApi {
   Response DeleteMachine(const Request& request);
   Response RenameMachine(const Request& request);
   Response VerifyAudit(const Request& request);
+  // Boot policy: observe/enforce, propose, accept, put, show
+  // (daemon/handlers_policy.cc; docs/policy.md).
+  Response PolicyShow(const Request& request);
+  Response PolicyMode(const Request& request);
+  Response PolicyPropose(const Request& request);
+  Response PolicyAccept(const Request& request);
+  Response PolicyPut(const Request& request);
 
   storage::Store* store_;
   core::AttestationService* attestation_;
   core::IgnitionService* ignition_;
+  core::PolicyService policies_;
   std::optional<gid_t> admin_gid_;
 };
 

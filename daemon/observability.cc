@@ -161,6 +161,17 @@ void CollectScrapeMetrics(Metrics* m, storage::Store* store, const ExpiryFiles& 
   } else {
     m->CounterInc("rackgate_db_errors_total", "Database errors.", {});
   }
+  // docs/policy.md, "Observe": 1 for a pool whose boot policy is observed,
+  // not enforced; an alert on it catches a pool left observing.
+  if (auto pools = store->ListPools(); pools.ok()) {
+    for (const auto& p : *pools) {
+      m->GaugeSet("rackgate_pool_boot_policy_observing",
+                  "1 when the pool observes its boot policy (evaluated and recorded, NOT enforced), else 0.",
+                  {{"pool", p.name}}, p.boot_policy_mode == storage::kPolicyModeObserve ? 1 : 0);
+    }
+  } else {
+    m->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+  }
   const std::pair<const char*, const std::string*> certs[] = {
       {"serving", &files.serving_certificate}, {"appliance_ca", &files.appliance_ca}, {"cluster_ca", &files.cluster_ca}};
   for (const auto& [name, path] : certs) {

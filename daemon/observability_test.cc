@@ -49,6 +49,27 @@ TEST(Observability, ScrapeCountsMachinesAndReadsExpiry) {
   EXPECT_FALSE(CertificateNotAfter(dir + "/missing.crt").has_value());
 }
 
+// docs/policy.md, "Observe": an observing pool is 1, an enforcing one 0,
+// so that one can never be taken for the other on a dashboard.
+TEST(Observability, ObservingPoolsAreAGaugeOfTheirOwn) {
+  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
+  const std::string dir = TempDirPath();
+  auto store = storage::testing::OpenTestStore(dir + "/db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const storage::Actor op{"test", ""};
+  ASSERT_TRUE((*store)->PutPool(storage::Pool{"observed"}, op, 1).ok());
+  ASSERT_TRUE((*store)->PutPool(storage::Pool{"enforced"}, op, 1).ok());
+  storage::PoolPolicyChange observe;
+  observe.pool = "observed";
+  observe.mode = storage::kPolicyModeObserve;
+  ASSERT_TRUE((*store)->SetPoolBootPolicy(observe, op, 2).ok());
+  Metrics m;
+  CollectScrapeMetrics(&m, store->get(), {dir + "/missing.crt", dir + "/missing-ca.crt", ""});
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("rackgate_pool_boot_policy_observing{pool=\"observed\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rackgate_pool_boot_policy_observing{pool=\"enforced\"} 0\n"), std::string::npos) << text;
+}
+
 TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
   if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
   const std::string dir = TempDirPath();

@@ -105,7 +105,7 @@ Result<PolicyApplied> PolicyService::Accept(const std::string& name, const std::
   if (expect_sha256 && *expect_sha256 != report->proposal_sha256) {
     return Status::Unsupported("proposal_changed",
                                "the proposal changed since you read it (machines were observed since): run "
-                               "`rackgatectl policy propose --pool " + name + "` again");
+                               "`rackgatectl policy propose --pool " + name + "` again and accept what it shows");
   }
   if (report->proposal.machines.empty()) {
     return Status::Unsupported("nothing_observed",

@@ -441,6 +441,15 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", "/v1/admin/status", nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  // First and loud: an observing pool must never be taken for an enforcing
+  // one (docs/policy.md, "Observe").
+  if (r->contains("pools_observing_boot_policy") && r->at("pools_observing_boot_policy").is_array()) {
+    for (const auto& p : r->at("pools_observing_boot_policy")) {
+      if (!p.is_string()) continue;
+      std::printf("WARNING: pool %s is OBSERVING: its boot policy is NOT ENFORCED (rackgatectl policy show --pool %s)\n",
+                  p.get<std::string>().c_str(), p.get<std::string>().c_str());
+    }
+  }
   std::printf("machines by state:\n");
   if (r->contains("machines_by_state") && r->at("machines_by_state").is_object()) {
     for (const auto& [state, n] : r->at("machines_by_state").items()) {

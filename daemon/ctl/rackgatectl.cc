@@ -17,6 +17,7 @@
 #include "daemon/ctl/machine_commands.h"
 #include "daemon/ctl/ca_command.h"
 #include "daemon/ctl/db_command.h"
+#include "daemon/ctl/policy_commands.h"
 #include "daemon/ctl/eventlog_commands.h"
 #include "daemon/ctl/init_command.h"
 #include "daemon/ctl/offline.h"
@@ -101,14 +102,22 @@ constexpr char kEventlogHelp[] =
 constexpr char kPolicyHelp[] =
     "Usage: rackgatectl policy COMMAND ...\n"
     "\n"
-    "Boot policy tools, offline (no daemon needed). Commands:\n"
-    "  check            judge a measured boot against a boot policy\n"
-    "Run `rackgatectl policy check --help` for its options.\n"
+    "Boot policy: from observing what a pool's machines boot to enforcing a\n"
+    "policy (docs/policy.md). Commands:\n"
+    "  observe          observe a pool's boots; its policy is not enforced\n"
+    "  propose          a policy from what was observed, with the odd machines\n"
+    "  accept           store the proposal and enforce it\n"
+    "  put              put an edited policy in force (or --clear it)\n"
+    "  enforce          enforce a pool's policy again (the default)\n"
+    "  show             a pool's mode, policy and observed machines\n"
+    "  check            judge a measured boot against a policy, offline\n"
+    "Run `rackgatectl policy COMMAND --help` for its options.\n"
     "\n"
     "Options:\n"
     "  --help           this text\n"
     "\n"
-    "Exit status: 0 the policy passes; 1 it does not; 2 unusable input.\n";
+    "Exit status: 0 done (check: the policy passes); 1 refused (check: it does\n"
+    "not); 2 unusable input or usage.\n";
 
 // Every command and subcommand with its own flags (the global ones come on
 // top): the bash completion is generated from this table, and the CLI test
@@ -151,6 +160,12 @@ constexpr CommandFlags kCommands[] = {
     {"ek verify", "--roots --intermediates --cert --ek-public --at"},
     {"eventlog replay", ""},
     {"eventlog show", ""},
+    {"policy observe", "--pool --reason"},
+    {"policy enforce", "--pool --reason"},
+    {"policy propose", "--pool --output"},
+    {"policy accept", "--pool --proposal --keep-observing --reason"},
+    {"policy put", "--pool --policy --clear --keep-observing --reason"},
+    {"policy show", "--pool"},
     {"policy check", "--policy --eventlog --pcrs --message --pcrs-json --tofu-recorded --tofu-record-to"},
 };
 constexpr char kGlobalFlags[] = "--json --socket --help";
@@ -362,7 +377,8 @@ int Dispatch(int argc, char** argv) {
   }
   if (cmd == "policy") {
     if (int rc = GroupHelpOrError(kPolicyHelp, cmd, argc, argv); rc >= 0) return rc;
-    return RunPolicyCheck(argc, argv, 3);
+    if (!std::strcmp(argv[2], "check")) return RunPolicyCheck(argc, argv, 3);
+    return RunPolicyAdmin(socket, argc, argv, 2);
   }
   // A typo gets a suggestion and a pointer to the help, not the whole help.
   if (cmd[0] == '-') {

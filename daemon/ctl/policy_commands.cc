@@ -1,0 +1,276 @@
+// rackgatectl policy observe|enforce|propose|accept|put|show.
+#include "daemon/ctl/policy_commands.h"
+
+#include <cstdio>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+#include "daemon/ctl/admin_util.h"
+#include "daemon/ctl/args.h"
+#include "daemon/ctl/offline.h"
+#include "wire/boot_policy_json.h"
+
+namespace rackgate::ctl {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kObserveHelp[] =
+    "Usage: rackgatectl policy observe --pool POOL [--reason TEXT] [--json]\n"
+    "\n"
+    "Puts POOL in observe mode for boot policy. Identity (EK chain, activation,\n"
+    "quote, counters, event log replay) is checked as always; the pool's boot\n"
+    "policy is evaluated and recorded but NOT ENFORCED, and each machine's\n"
+    "boot (event log, quoted PCRs) is kept for `policy propose`. A machine\n"
+    "gets its secrets only when a policy is in force and passes it; otherwise\n"
+    "it waits (503 boot_policy_observing) until a policy is accepted\n"
+    "(docs/policy.md, \"Observe\").\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL     the pool\n"
+    "  --reason TEXT   why, for the audit log\n"
+    "  --json          print the daemon's answer as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+
+constexpr char kEnforceHelp[] =
+    "Usage: rackgatectl policy enforce --pool POOL [--reason TEXT] [--json]\n"
+    "\n"
+    "Puts POOL back to enforcing its boot policy (the default): a boot that\n"
+    "breaks it is refused (403 boot_policy_violation).\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL     the pool\n"
+    "  --reason TEXT   why, for the audit log\n"
+    "  --json          print the daemon's answer as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+
+constexpr char kProposeHelp[] =
+    "Usage: rackgatectl policy propose --pool POOL [--output FILE] [--json]\n"
+    "\n"
+    "Turns what POOL's machines were observed booting into a boot policy: the\n"
+    "facts a strict majority share become rules; the machines that differ are\n"
+    "named with what differs and the rules they would break; rules with no\n"
+    "majority are left out and listed. Prints the proposal, the policy, its\n"
+    "digest and the diff against the pool's current policy. Changes nothing.\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL     the pool\n"
+    "  --output FILE   also write the proposed policy to FILE (to edit, then\n"
+    "                  `rackgatectl policy put --pool POOL --policy FILE`)\n"
+    "  --json          print the proposal as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+
+constexpr char kAcceptHelp[] =
+    "Usage: rackgatectl policy accept --pool POOL [--proposal SHA256]\n"
+    "         [--keep-observing] [--reason TEXT] [--json]\n"
+    "\n"
+    "Stores the proposal `policy propose` shows as POOL's boot policy and\n"
+    "enforces it, audited with its diff. Machines observed so far are judged\n"
+    "by it at their next attestation.\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL             the pool\n"
+    "  --proposal SHA256       accept only that proposal (the digest `policy\n"
+    "                          propose` printed): refused with proposal_changed\n"
+    "                          when machines were observed since\n"
+    "  --keep-observing        store the policy but keep observing (its verdicts\n"
+    "                          are recorded; machines it passes get their secrets)\n"
+    "  --reason TEXT           why, for the audit log\n"
+    "  --json                  print the daemon's answer as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+
+constexpr char kPutHelp[] =
+    "Usage: rackgatectl policy put --pool POOL (--policy FILE | --clear)\n"
+    "         [--keep-observing] [--reason TEXT] [--json]\n"
+    "\n"
+    "Puts an operator's boot policy (docs/policy.md) in force on POOL, audited\n"
+    "with its diff, and enforces it; --clear removes the pool's policy. The\n"
+    "file is checked here first, strictly (unknown fields, duplicate keys).\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL        the pool\n"
+    "  --policy FILE      the policy (JSON, at most 1 MiB)\n"
+    "  --clear            remove the pool's policy\n"
+    "  --keep-observing   store it but keep observing\n"
+    "  --reason TEXT      why, for the audit log\n"
+    "  --json             print the daemon's answer as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage, a malformed policy, or daemon\n"
+    "unreachable.\n";
+
+constexpr char kShowHelp[] =
+    "Usage: rackgatectl policy show --pool POOL [--json]\n"
+    "\n"
+    "POOL's boot policy mode (enforce or observe), its policy, and the machines\n"
+    "observed with the verdict of the policy that was in force then.\n"
+    "\n"
+    "Options:\n"
+    "  --pool POOL     the pool\n"
+    "  --json          print it as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+
+std::string PoolPath(const std::string& pool, const std::string& tail) {
+  return "/v1/admin/pools/" + pool + "/policy" + tail;
+}
+
+void PrintModeBanner(const json& r) {
+  if (Str(r, "mode", "") == "observe") {
+    std::printf("pool %s: OBSERVING: boot policy evaluated and recorded, NOT ENFORCED\n", Str(r, "pool").c_str());
+  } else {
+    std::printf("pool %s: enforcing its boot policy\n", Str(r, "pool").c_str());
+  }
+}
+
+void PrintApplied(const json& r) {
+  PrintModeBanner(r);
+  std::printf("diff against the previous policy:\n%s", Str(r, "diff_text", "").c_str());
+}
+
+int Mode(const std::string& socket, int argc, char** argv, int first, const char* help, const char* mode) {
+  auto args = Args::Parse(argc, argv, first, {{"pool", "reason"}, {"json"}, 0});
+  if (!args.ok()) return UsageError(help, args.status().message());
+  if (args->Has("help")) return PrintHelp(help);
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(help, s.message());
+  json body = {{"mode", mode}};
+  if (auto why = args->Get("reason")) body["reason"] = *why;
+  int code = kExitOk;
+  auto r = Send(socket, "POST", PoolPath(*args->Get("pool"), "/mode"), body, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  PrintModeBanner(*r);
+  if (std::string(mode) == "observe") {
+    std::printf("boot its machines, then `rackgatectl policy propose --pool %s`\n", args->Get("pool")->c_str());
+  }
+  return kExitOk;
+}
+
+int Propose(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"pool", "output"}, {"json"}, 0});
+  if (!args.ok()) return UsageError(kProposeHelp, args.status().message());
+  if (args->Has("help")) return PrintHelp(kProposeHelp);
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kProposeHelp, s.message());
+  const std::string pool = *args->Get("pool");
+  int code = kExitOk;
+  auto r = Send(socket, "GET", PoolPath(pool, "/proposal"), nullptr, &code);
+  if (!r.ok()) return code;
+  const std::string policy = Str(*r, "policy_text", "");
+  if (auto out = args->Get("output")) {
+    const std::string text = policy + "\n";
+    if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+        !s.ok()) {
+      std::fprintf(stderr, "rackgatectl: cannot write %s: %s\n", out->c_str(), s.message().c_str());
+      return kExitUnusable;
+    }
+  }
+  if (args->Has("json")) {
+    for (const char* k : {"text", "diff_text", "policy_text"}) r->erase(k);
+    return PrintJson(*r), kExitOk;
+  }
+  PrintModeBanner(*r);
+  std::printf("%s", Str(*r, "text", "").c_str());
+  std::printf("\nproposed policy (sha256 %s):\n%s\n", Str(*r, "proposal_sha256").c_str(), policy.c_str());
+  std::printf("\ndiff against the pool's current policy:\n%s", Str(*r, "diff_text", "").c_str());
+  std::printf("\naccept it with: rackgatectl policy accept --pool %s --proposal %s\n", pool.c_str(),
+              Str(*r, "proposal_sha256").c_str());
+  if (auto out = args->Get("output")) std::fprintf(stderr, "proposed policy written to %s\n", out->c_str());
+  return kExitOk;
+}
+
+int Accept(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"pool", "proposal", "reason"}, {"keep-observing", "json"}, 0});
+  if (!args.ok()) return UsageError(kAcceptHelp, args.status().message());
+  if (args->Has("help")) return PrintHelp(kAcceptHelp);
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kAcceptHelp, s.message());
+  json body = {{"keep_observing", args->Has("keep-observing")}};
+  if (auto h = args->Get("proposal")) body["proposal_sha256"] = *h;
+  if (auto why = args->Get("reason")) body["reason"] = *why;
+  int code = kExitOk;
+  auto r = Send(socket, "POST", PoolPath(*args->Get("pool"), "/accept"), body, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  PrintApplied(*r);
+  return kExitOk;
+}
+
+int Put(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"pool", "policy", "reason"}, {"clear", "keep-observing", "json"}, 0});
+  if (!args.ok()) return UsageError(kPutHelp, args.status().message());
+  if (args->Has("help")) return PrintHelp(kPutHelp);
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kPutHelp, s.message());
+  if (args->Has("policy") == args->Has("clear")) return UsageError(kPutHelp, "give --policy FILE or --clear");
+  json body = {{"keep_observing", args->Has("keep-observing")}};
+  if (auto path = args->Get("policy")) {
+    auto bytes = ReadFile(*path, wire::kMaxPolicySize + 1);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "rackgatectl: %s: %s\n", path->c_str(), bytes.status().message().c_str());
+      return kExitUnusable;
+    }
+    const std::string text(bytes->begin(), bytes->end());
+    // Checked here, with the file's name: the operator fixes it before the
+    // daemon ever sees it. The daemon checks it again.
+    if (auto parsed = wire::ParseBootPolicy(text); !parsed.ok()) {
+      std::fprintf(stderr, "rackgatectl: %s: %s\n", path->c_str(), parsed.status().message().c_str());
+      return kExitUnusable;
+    }
+    body["policy"] = text;
+  } else {
+    body["policy"] = nullptr;
+  }
+  if (auto why = args->Get("reason")) body["reason"] = *why;
+  int code = kExitOk;
+  auto r = Send(socket, "PUT", PoolPath(*args->Get("pool"), ""), body, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  PrintApplied(*r);
+  return kExitOk;
+}
+
+int Show(const std::string& socket, int argc, char** argv, int first) {
+  auto args = Args::Parse(argc, argv, first, {{"pool"}, {"json"}, 0});
+  if (!args.ok()) return UsageError(kShowHelp, args.status().message());
+  if (args->Has("help")) return PrintHelp(kShowHelp);
+  if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kShowHelp, s.message());
+  int code = kExitOk;
+  auto r = Send(socket, "GET", PoolPath(*args->Get("pool"), ""), nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  PrintModeBanner(*r);
+  const json& policy = r->contains("policy") ? r->at("policy") : json(nullptr);
+  std::printf("policy: %s\n", policy.is_null() ? "none" : policy.dump(2).c_str());
+  std::printf("observed machines: %s\n", r->contains("observed") ? r->at("observed").dump().c_str() : "0");
+  if (r->contains("machines") && r->at("machines").is_array() && !r->at("machines").empty()) {
+    Table t({"HOSTNAME", "OBSERVED", "VERDICT", "RULES BROKEN"});
+    for (const auto& m : r->at("machines")) {
+      std::string rules;
+      if (m.contains("violations") && m.at("violations").is_array()) {
+        for (const auto& v : m.at("violations")) rules += (rules.empty() ? "" : ",") + v.get<std::string>();
+      }
+      t.Add({Str(m, "hostname"), FormatTime(m, "at"), Str(m, "verdict"), rules.empty() ? "-" : rules});
+    }
+    t.Print();
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunPolicyAdmin(const std::string& socket, int argc, char** argv, int first) {
+  const std::string sub = argv[first];
+  if (sub == "observe") return Mode(socket, argc, argv, first + 1, kObserveHelp, "observe");
+  if (sub == "enforce") return Mode(socket, argc, argv, first + 1, kEnforceHelp, "enforce");
+  if (sub == "propose") return Propose(socket, argc, argv, first + 1);
+  if (sub == "accept") return Accept(socket, argc, argv, first + 1);
+  if (sub == "put") return Put(socket, argc, argv, first + 1);
+  return Show(socket, argc, argv, first + 1);
+}
+
+}  // namespace rackgate::ctl

@@ -44,9 +44,13 @@ std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + Short(
 // its boot policy names (golden and TOFU PCRs, and the PCRs its rules read
 // from the event log: attest::PcrsReadFromLog).
 std::vector<attest::PcrSelection> Selection(const std::vector<attest::PcrSelection>& base,
-                                            const attest::BootPolicy* policy) {
+                                            const attest::BootPolicy* policy, bool observe) {
   std::map<uint16_t, std::set<uint32_t>> want;
   for (const auto& s : base) want[s.hash_alg].insert(s.pcrs.begin(), s.pcrs.end());
+  if (observe) {
+    const uint16_t bank = base.empty() ? attest::kAlgSha256 : base.front().hash_alg;
+    want[bank].insert(std::begin(kObservedPcrs), std::end(kObservedPcrs));
+  }
   if (policy != nullptr) {
     for (const auto& [alg, bank] : policy->pcrs) {
       for (const auto& [pcr, v] : bank) want[alg].insert(pcr);
@@ -115,6 +119,39 @@ Status AttestationService::Refuse(Status refusal, const std::string& who, bool w
   return refusal;
 }
 
+Status AttestationService::Observe(const storage::Machine& machine, const wire::EvidenceRequest& req,
+                                   const Verdict& verdict, bool has_policy, const std::string& who) {
+  storage::BootObservation o;
+  o.machine_id = machine.id;
+  o.pool = machine.pool;
+  o.at = clock_();
+  if (req.event_log) o.event_log = *req.event_log;
+  o.pcrs_json = PcrDocument(verdict.pcrs);
+  o.verdict = !has_policy ? "none" : verdict.attested() ? "pass" : "fail";
+  std::string rules;
+  for (const auto& violation : verdict.violations) {
+    o.violations.push_back(violation.rule + ":" + violation.reason);
+    rules += (rules.empty() ? "" : ", ") + o.violations.back();
+  }
+  if (Status s = store_->RecordBootObservation(o); !s.ok()) {
+    Log()->error("observation of {} not stored: {}", who, s.ToString());
+    return StoreBusy(s);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_boot_policy_observations_total",
+                         "Boots kept by pools observing boot policy (not enforced), by pool and verdict.",
+                         {{"pool", machine.pool}, {"verdict", o.verdict}});
+  }
+  // Loud on purpose: an observing pool must never pass for an enforcing one.
+  Log()->warn("OBSERVE pool {}: boot policy NOT ENFORCED for {}: verdict {}{}{}", machine.pool, who, o.verdict,
+              rules.empty() ? "" : ": ", rules);
+  if (o.verdict == "pass") return Status::Ok();
+  return Refuse(Status::Unsupported("boot_policy_observing",
+                                    "the pool is observing boot policy; this machine waits for an operator to "
+                                    "accept one"),
+                who, true);
+}
+
 Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<const uint8_t> cert,
                                                                  const std::vector<Bytes>& intermediates,
                                                                  const attest::TpmPublic* ek_public) const {
@@ -158,18 +195,30 @@ Status AttestationService::Busy(const std::string& reason, const std::string& wh
   return Status::Unsupported(reason, "the appliance is busy; come back after Retry-After");
 }
 
-Result<std::shared_ptr<const attest::BootPolicy>> AttestationService::PolicyFor(const storage::Machine& m) {
-  if (m.policy_json && !m.policy_json->empty()) return policies_.Policy(*m.policy_json);
-  // SECURITY: a pool that cannot be read is never "no policy": it is a
-  // store failure (StoreBusy, kIoError), which the caller answers as one
-  // (fail closed).
+Result<AttestationService::PolicyInForce> AttestationService::PolicyFor(const storage::Machine& m) {
+  // SECURITY: a pool that cannot be read is never "no policy" nor
+  // "enforcing": it is a store failure (StoreBusy, kIoError), which the
+  // caller answers as one (fail closed).
   auto pool = store_->GetPool(m.pool);
   if (!pool.ok()) {
     Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
     return StoreBusy(pool.status());
   }
-  if (pool->boot_policy_json && !pool->boot_policy_json->empty()) return policies_.Policy(*pool->boot_policy_json);
-  return std::shared_ptr<const attest::BootPolicy>();
+  PolicyInForce out;
+  // The pool's mode applies to every machine in it, whichever policy
+  // judges the machine.
+  out.observe = pool->boot_policy_mode == storage::kPolicyModeObserve;
+  const std::optional<std::string>& text =
+      m.policy_json && !m.policy_json->empty() ? m.policy_json : pool->boot_policy_json;
+  if (text && !text->empty()) {
+    auto parsed = policies_.Policy(*text);
+    if (parsed.ok()) {
+      out.policy = std::move(parsed).value();
+    } else {
+      out.unusable = parsed.status();
+    }
+  }
+  return out;
 }
 
 Status AttestationService::ShedLoad(const Caller& caller) {
@@ -269,12 +318,12 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
 
   auto policy = PolicyFor(*machine);
-  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) return policy.status();
-  if (!policy.ok()) {
-    Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
+  if (!policy.ok()) return policy.status();
+  if (!policy->unusable.ok()) {
+    Log()->error("boot policy of {} is unusable: {}", who, policy->unusable.ToString());
     return Refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"), who, true);
   }
-  const auto selection = Selection(options_.default_pcr_selection, policy->get());
+  const auto selection = Selection(options_.default_pcr_selection, policy->policy.get(), policy->observe);
 
   Bytes secret = RandomBytes(32);
   const Bytes ak_name = attest::ObjectName(*ak);
@@ -448,8 +497,8 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return StoreBusy(last.status());
   }
   auto policy = PolicyFor(*machine);
-  if (!policy.ok() && policy.status().code() == Status::Code::kIoError) return policy.status();
-  if (!policy.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.status().ToString());
+  if (!policy.ok()) return policy.status();
+  if (!policy->unusable.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy->unusable.ToString());
   std::shared_ptr<const attest::PcrValues> tofu;
   if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);
 
@@ -457,10 +506,19 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   context.session = &*session;
   context.machine = &*machine;
   context.last = last.ok() ? &*last : nullptr;
-  context.policy = policy.ok() ? policy->get() : nullptr;
-  context.policy_unusable = !policy.ok();
+  context.policy = policy->policy.get();
+  context.policy_unusable = !policy->unusable.ok();
   context.tofu_recorded = tofu.get();
   Verdict verdict = Verify(req, context);
+
+  // An observing pool (docs/policy.md, "Observe"): once the machine proved
+  // who it is, its boot is kept, and a boot the policy in force does not
+  // pass (or any boot, when no policy is in force) waits instead of being
+  // refused. Observing never releases more than enforcing would.
+  const bool policy_refused = !verdict.attested() && verdict.refusal.reason() == "boot_policy_violation";
+  if (policy->observe && (verdict.attested() || policy_refused)) {
+    if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) return s;
+  }
 
   // One store write for the outcome.
   storage::AttestationRecord record;

@@ -134,6 +134,13 @@ struct EvidenceContext {
   bool policy_unusable = false;
 };
 
+// The PCRs an observing pool asks every machine to quote, beside its
+// policy's (docs/policy.md, "Observe"): what the firmware's event log
+// covers and a proposal may judge (0-7: firmware, Secure Boot, boot
+// applications; 8, 9: grub and the Linux EFI stub; 11: a UKI; 12: systemd's
+// command lines). PCR 10 (IMA) is left out: the firmware log never holds it.
+inline constexpr uint32_t kObservedPcrs[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12};
+
 // A store failure, as every core service answers it: reason "busy" (the
 // machine may try again; the cause stays in the appliance's log), or
 // "db_unavailable" when the cause was that the database did not answer
@@ -195,9 +202,22 @@ class AttestationService {
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
   Status Busy(const std::string& reason, const std::string& who);
   void Count(const std::string& verdict, const std::string& reason);
-  // The policy that applies to a machine: its own, else its pool's; a
-  // pool that cannot be read is StoreBusy (kIoError, logged), never "none".
-  Result<std::shared_ptr<const attest::BootPolicy>> PolicyFor(const storage::Machine& m);
+  // The boot policy that applies to a machine (its own, else its pool's)
+  // and whether its pool observes (docs/policy.md, "Observe").
+  struct PolicyInForce {
+    std::shared_ptr<const attest::BootPolicy> policy;  // null: no policy
+    Status unusable;  // not ok: the policy text does not parse (policy_invalid)
+    bool observe = false;
+  };
+  // A pool that cannot be read is StoreBusy (kIoError, logged), never "no
+  // policy" and never "enforce".
+  Result<PolicyInForce> PolicyFor(const storage::Machine& m);
+  // Observe mode's step after an identity-verified attestation: keeps the
+  // machine's boot (log, quoted PCRs, verdict of the policy in force), says
+  // so in the log and the metrics, and tells whether the machine may go on
+  // (only when a policy is in force and passes it).
+  Status Observe(const storage::Machine& machine, const wire::EvidenceRequest& req, const Verdict& verdict,
+                 bool has_policy, const std::string& who);
 
   storage::Store* store_;
   const TrustAnchors* anchors_;

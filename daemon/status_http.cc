@@ -46,6 +46,7 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"machine_not_enrolled", kWait},
       {"machine_pending", kWait},
       {"policy_invalid", kWait},
+      {"boot_policy_observing", kWait},
       {"config_unavailable", kWait},
       {"template_value_missing", kWait},
       {"template_value_invalid", kWait},

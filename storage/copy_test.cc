@@ -105,6 +105,13 @@ class CopyTest : public StoreTest {
     report.step = "kubelet";
     report.done = {"ignition", "kubelet"};
     ASSERT_TRUE(store_->RecordReport(report).ok());
+    BootObservation observed;
+    observed.machine_id = a.id;
+    observed.pool = a.pool;
+    observed.at = 1450;
+    observed.event_log = B("\x00\x01log");
+    observed.pcrs_json = "{\"pcrs\": {}}";
+    ASSERT_TRUE(store_->RecordBootObservation(observed).ok());
     ASSERT_TRUE(store_->Revoke("node-c", Op("retired"), 1500).ok());
     // The store is closed, as rackgated would be for a migration.
     store_.reset();

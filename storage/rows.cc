@@ -142,6 +142,7 @@ Pool ReadPool(const Stmt& s) {
   p.token_required = s.Int(5) != 0;
   p.public_template = s.OptText(6);
   p.attested_template = s.OptText(7);
+  p.boot_policy_mode = s.Text(8);
   return p;
 }
 

@@ -63,7 +63,7 @@ std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id);
 
 inline constexpr char kPoolSelect[] =
     "SELECT name, settings_json, boot_policy_json, created_at, updated_at, token_required, public_template, "
-    "attested_template FROM pools ";
+    "attested_template, boot_policy_mode FROM pools ";
 Pool ReadPool(const Stmt& s);
 std::optional<Pool> LoadPool(Connection& c, const std::string& name);
 bool PoolExists(Connection& c, const std::string& name);

@@ -356,6 +356,25 @@ ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Boot policy observation (docs/policy.md, "Observe"): a pool's mode, and
+// each machine's latest observed boot (its log and quoted PCRs) for
+// `policy propose`.
+constexpr char kV9Observe[] = R"sql(
+ALTER TABLE pools ADD COLUMN boot_policy_mode TEXT NOT NULL DEFAULT 'enforce'
+  CHECK (boot_policy_mode IN ('enforce', 'observe'));
+
+CREATE TABLE boot_observations (
+  machine_id      INTEGER PRIMARY KEY REFERENCES machines(id) ON DELETE CASCADE,
+  pool            TEXT NOT NULL,
+  at              INTEGER NOT NULL,
+  event_log       BLOB NOT NULL,
+  pcrs_json       TEXT NOT NULL,
+  verdict         TEXT NOT NULL CHECK (verdict IN ('pass', 'fail', 'none')),
+  violations_json TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+CREATE INDEX boot_observations_pool ON boot_observations(pool);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -365,6 +384,7 @@ constexpr Migration kMigrations[] = {
     {6, "webhook events: events fed by triggers on audit and attestations, webhooks, deliveries", kV6Events},
     {7, "machine trust (trust, trust_reason, trust_changed_at), machine_reports", kV7Trust},
     {8, "audit hash chain: audit.prev_hash and hash, existing rows chained", kV8AuditChain, BackfillAuditChain},
+    {9, "boot policy observation: pools.boot_policy_mode, boot_observations", kV9Observe},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -328,9 +328,27 @@ CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON 
   FOR EACH STATEMENT EXECUTE FUNCTION rackgate_notify_changes('machines');
 )sql";
 
+// Version 2: SQLite's version 9 (boot policy observation), as there.
+constexpr char kV2Observe[] = R"sql(
+ALTER TABLE pools ADD COLUMN boot_policy_mode TEXT COLLATE "C" NOT NULL DEFAULT 'enforce'
+  CHECK (boot_policy_mode IN ('enforce', 'observe'));
+
+CREATE TABLE boot_observations (
+  machine_id      BIGINT PRIMARY KEY REFERENCES machines(id) ON DELETE CASCADE,
+  pool            TEXT COLLATE "C" NOT NULL,
+  at              BIGINT NOT NULL,
+  event_log       BYTEA NOT NULL,
+  pcrs_json       TEXT COLLATE "C" NOT NULL,
+  verdict         TEXT COLLATE "C" NOT NULL CHECK (verdict IN ('pass', 'fail', 'none')),
+  violations_json TEXT COLLATE "C" NOT NULL DEFAULT '[]'
+);
+CREATE INDEX boot_observations_pool ON boot_observations(pool);
+)sql";
+
 constexpr PostgresMigration kPostgresMigrations[] = {
     {1, "the whole schema of SQLite's version 8: tables, triggers for events and the append-only audit, NOTIFY",
      kV1},
+    {2, "boot policy observation: pools.boot_policy_mode, boot_observations (SQLite's version 9)", kV2Observe},
 };
 
 // 1 when rackgate_schema exists (in the search_path), else 0.

@@ -126,6 +126,9 @@ class SqlStore : public Store {
   Status RecordReport(const ProvisioningReportRecord& report) override;
   Result<ProvisioningReportRecord> LastReport(int64_t machine_id) override;
   Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() override;
+  Result<Pool> SetPoolBootPolicy(const PoolPolicyChange& change, const Actor& actor, int64_t now) override;
+  Status RecordBootObservation(const BootObservation& observation) override;
+  Result<std::vector<BootObservation>> ListBootObservations(const std::string& pool) override;
 
   // store.cc
   WriteStats GetWriteStats() const override;

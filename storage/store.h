@@ -392,6 +392,20 @@ class Store {
   // Every machine's last report, by machine id.
   virtual Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() = 0;
 
+  // --- Boot policy observation (docs/policy.md, "Observe") ---
+  // Changes a pool's boot policy and/or mode in one transaction with one
+  // audit row (action "pool_policy"; detail: pool, mode before and after,
+  // SHA-256 of the policy before and after, and the caller's detail).
+  // pool_unknown; field_invalid (a mode other than enforce/observe, a detail
+  // that is not a JSON object or too large). A change that changes nothing
+  // writes nothing and returns the pool.
+  virtual Result<Pool> SetPoolBootPolicy(const PoolPolicyChange& change, const Actor& actor, int64_t now) = 0;
+  // Replaces the machine's observation. machine_unknown, field_invalid (a
+  // log above wire's 16 MiB, more than kMaxReasons violations).
+  virtual Status RecordBootObservation(const BootObservation& observation) = 0;
+  // The observations of the machines now in `pool`, by hostname.
+  virtual Result<std::vector<BootObservation>> ListBootObservations(const std::string& pool) = 0;
+
   // Writes are committed in groups (docs/storage.md, "Group commit"): the
   // write transactions committed since Open, and the writes they carried.
   struct WriteStats {

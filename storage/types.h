@@ -66,6 +66,9 @@ struct Pool {
   // PutPool keeps them.
   std::optional<std::string> public_template;
   std::optional<std::string> attested_template;
+  // kPolicyModeEnforce (the default) or kPolicyModeObserve (docs/policy.md,
+  // "Observe"); set with SetPoolBootPolicy only, PutPool keeps it.
+  std::string boot_policy_mode = "enforce";
   int64_t created_at = 0;  // set by storage
   int64_t updated_at = 0;  // set by storage
 };
@@ -139,6 +142,43 @@ struct ProvisioningReportRecord {
   std::string message;
   int exit_status = 0;
   std::vector<std::string> done;
+};
+
+// A pool's boot policy modes (pools.boot_policy_mode).
+inline constexpr char kPolicyModeEnforce[] = "enforce";
+inline constexpr char kPolicyModeObserve[] = "observe";
+
+// A change of a pool's boot policy and/or mode (`rackgatectl policy accept`,
+// `policy put`, `policy observe`, `policy enforce`): one transaction, one
+// audit row (action "pool_policy").
+struct PoolPolicyChange {
+  std::string pool;
+  // Set: the new policy text (nullopt inside: no policy). Unset: kept.
+  std::optional<std::optional<std::string>> boot_policy_json;
+  std::optional<std::string> mode;  // kPolicyMode*; unset: kept
+  // What the audit row says beyond pool, modes and policy digests: the
+  // caller's JSON object (e.g. {"source": "proposal", "diff": [...]}); at
+  // most kMaxJson bytes.
+  std::string audit_detail_json = "{}";
+};
+
+// One machine's latest measured boot as an observing pool saw it
+// (docs/policy.md, "Observe"): what `policy propose` reads. One per
+// machine, replaced by the next; deleted with the machine. Not a state
+// change: no audit row.
+struct BootObservation {
+  int64_t machine_id = 0;
+  std::string hostname;          // filled by reads; ignored on writes
+  std::string pool;              // the machine's pool when observed
+  std::string tpm_manufacturer;  // filled by reads (the machine's EK facts)
+  std::string tpm_model;         // filled by reads
+  int64_t at = 0;
+  Bytes event_log;               // as the machine sent it; may be empty
+  std::string pcrs_json;         // the verified quote's PCR values, {"pcrs": {...}}
+  // The pool's policy at the time: "pass", "fail" or "none" (no policy),
+  // and for "fail" each rule:reason broken.
+  std::string verdict = "none";
+  std::vector<std::string> violations;
 };
 
 // A challenge in flight (docs/protocol.md). Holds the activation secret's

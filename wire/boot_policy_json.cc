@@ -262,11 +262,11 @@ attest::UkiPolicy ReadUki(const json& j) {
 }
 
 // ["sha256:<hex>" or "<hex>", ...]: SHA-256 values only (certificate
-// fingerprints, dbx hashes); never empty.
+// fingerprints, dbx hashes). An empty list checks nothing, as an empty
+// "forbidden" list elsewhere in the format (the writer writes both of db's).
 std::vector<Bytes> ReadSha256List(const json& j, const std::string& where) {
   std::vector<Bytes> out;
   const std::vector<PolicyDigest> digests = ReadDigests(j, where);
-  if (digests.empty()) Fail(where, "lists nothing (leave the field out instead)");
   for (size_t i = 0; i < digests.size(); ++i) {
     if (digests[i].alg != kAlgSha256) {
       Fail(where + "[" + std::to_string(i) + "]", "must be a SHA-256 value (64 hex digits)");
@@ -288,7 +288,7 @@ void ReadSecureBootDb(const json& j, BootPolicy* p) {
     if (d.contains("forbidden")) {
       db.db_forbidden_certificates = ReadSha256List(d.at("forbidden"), "db.forbidden");
     }
-    if (db.db_required_certificates.empty() && db.db_forbidden_certificates.empty()) {
+    if (!d.contains("required") && !d.contains("forbidden")) {
       Fail("db", "sets no rule (required or forbidden)");
     }
   }

@@ -36,7 +36,8 @@ inline constexpr int kBootPolicyVersion = 1;
 // index above 23; a digest whose length is not its bank's; a list above its
 // limit; a "uki" rule naming no section, or a name that is not a PE section
 // name (2..8 printable characters starting with '.'); a "db"/"dbx" list that
-// is empty or holds other than SHA-256 values, a "db" with neither list; a
+// holds other than SHA-256 values, a "db" with neither list, a "dbx" without
+// "required"; a
 // "uki_signed" key that is not one PEM RSA or EC public key, an empty key
 // list or more than kMaxPolicyUkiKeys keys.
 Result<attest::BootPolicy> ParseBootPolicy(std::string_view json);
@@ -52,6 +53,20 @@ std::string FormatPcrValuesJson(const attest::PcrValues& pcrs);
 // --json` output). kInvalidArgument "pcr_values_malformed" for anything else,
 // a bank or PCR index we do not know or a value that is not its bank's size.
 Result<attest::PcrValues> ParsePcrValuesJson(std::string_view json);
+
+// The policy document of `policy` (docs/policy.md; wire/boot_policy_format.cc),
+// pretty-printed with a 2-space indent and a final newline, "version": 1
+// first, then the rules in the format's order: pcrs, require_secure_boot,
+// require_separators, boot_applications, authorities, kernel_cmdline, uki,
+// db, dbx, uki_signed, tofu. Digests are written "bank:<lower-case hex>";
+// every list is sorted and without duplicates (digests and PEM keys by their
+// text, command-line strings byte-wise, TOFU PCRs numerically); banks
+// strongest first, PCRs ascending. A rule that checks nothing is left out (a
+// false boolean, no allow-list and an empty forbid-list, an unset optional);
+// an `allowed` list that is set but empty is written ([] allows nothing).
+// ParseBootPolicy reads the result back to an equal policy, up to that
+// order. Pure.
+std::string FormatBootPolicyJson(const attest::BootPolicy& policy);
 
 }  // namespace rackgate::wire
 

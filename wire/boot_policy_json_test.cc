@@ -144,10 +144,13 @@ TEST(ParseBootPolicy, SecureBootDbRule) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->secure_boot_db->db_required_certificates.empty());
   EXPECT_FALSE(ParseBootPolicy(R"({"version": 1})")->secure_boot_db.has_value());
+  // Empty lists check nothing (the policy writer writes both of db's).
+  p = ParseBootPolicy(R"({"version": 1, "db": {"required": [")" + a + R"("], "forbidden": []}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->secure_boot_db->db_forbidden_certificates.empty());
 
   for (const std::string& bad : std::vector<std::string>{
-           R"("db": {})", R"("db": {"required": []})", R"("dbx": {})",
-           R"("dbx": {"required": []})", R"("dbx": {"forbidden": [")" + a + R"("]})",
+           R"("db": {})", R"("dbx": {})", R"("dbx": {"forbidden": [")" + a + R"("]})",
            R"("db": {"required": ["sha1:)" + std::string(40, 'a') + R"("]})",
            R"("db": {"required": [")" + std::string(40, 'a') + R"("]})",
            R"("db": {"required": ["sha256:)" + std::string(62, 'a') + R"("]})",

@@ -1,0 +1,210 @@
+// Observe mode (docs/policy.md, "Observe"): a pool that observes boot
+// policy keeps every identity-verified machine's boot, judges it against the
+// policy in force without enforcing a refusal, releases nothing the policy
+// would not release, and can never pass for an enforcing pool: its
+// machines wait with their own reason, the log says OBSERVE on every
+// machine, and the metrics count its observations by pool.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <spdlog/sinks/ringbuffer_sink.h>
+
+#include "attest/boot_policy.h"
+#include "attest/eventlog.h"
+#include "attest/test_util.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "core/attestation.h"
+#include "core/testing/core_fixture.h"
+
+namespace rackgate::core::testing {
+namespace {
+
+std::string Hex32(uint8_t b) { return attest::HexString(Bytes(32, b)); }
+
+class ObserveTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    CoreTest::SetUp();
+    if (skip_) return;
+    attestation_ = std::make_unique<AttestationService>(store_.get(), &anchors_, options_, &metrics_,
+                                                        [this] { return now_; });
+    ring_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    Logger("protocol")->sinks().push_back(ring_);
+  }
+  void TearDown() override {
+    auto& sinks = Logger("protocol")->sinks();
+    std::erase(sinks, ring_);
+  }
+
+  void SetPool(const std::optional<std::string>& policy, const std::string& mode) {
+    storage::PoolPolicyChange c;
+    c.pool = "workers";
+    c.boot_policy_json = policy;
+    c.mode = mode;
+    auto p = store_->SetPoolBootPolicy(c, storage::Actor{"test", ""}, now_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+  }
+
+  // A machine that booted as a real log says: its sha256 PCRs are the log's
+  // replay, and it sends the log with its evidence.
+  void Boot(SoftMachine* m, const std::string& log_name) {
+    Bytes log = rackgate::testing::ReadEventLog(log_name);
+    auto parsed = attest::ParseEventLog(log);
+    ASSERT_TRUE(parsed.ok());
+    auto replayed = attest::Replay(*parsed);
+    ASSERT_TRUE(replayed.ok());
+    // A PCR the log never extends holds zeros.
+    for (auto& [pcr, value] : m->pcrs[attest::kAlgSha256]) value = Bytes(32, 0);
+    for (const auto& [pcr, value] : replayed->at(attest::kAlgSha256)) m->pcrs[attest::kAlgSha256][pcr] = value;
+    logs_[m] = std::move(log);
+  }
+
+  Result<EvidenceResult> Try(const SoftMachine& m) {
+    auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+    if (!challenge.ok()) return challenge.status();
+    auto evidence = m.Answer(*challenge);
+    if (auto it = logs_.find(&m); it != logs_.end()) evidence.event_log = it->second;
+    return attestation_->Evidence(evidence, caller_);
+  }
+
+  std::string Logged() {
+    std::string all;
+    for (const auto& line : ring_->last_formatted()) all += line;
+    return all;
+  }
+
+  std::map<const SoftMachine*, Bytes> logs_;
+  Metrics metrics_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> ring_;
+};
+
+constexpr char kGce[] = "tpm2-tools_event-gce-ubuntu-2104-log.bin";
+constexpr char kSdBoot[] = "tpm2-tools_event-sd-boot-fedora37.bin";
+// Golden PCR 0 of the GCE boot: the sd-boot machine's firmware differs.
+std::string PassingPolicy() {
+  auto log = attest::ParseEventLog(rackgate::testing::ReadEventLog(kGce));
+  auto replayed = attest::Replay(*log);
+  return R"({"version": 1, "require_separators": true, "pcrs": {"sha256": {"0": ")" +
+         attest::HexString(replayed->at(attest::kAlgSha256).at(0)) + "\"}}}";
+}
+std::string FailingPolicy() { return R"({"version": 1, "pcrs": {"sha256": {"1": ")" + Hex32(0xee) + "\"}}}"; }
+
+TEST_F(ObserveTest, ObservingPoolAsksForTheBootsPcrs) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(std::nullopt, storage::kPolicyModeObserve);
+  auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,8,9,11,12");
+}
+
+// Without a policy in force an observing pool releases nothing: the machine
+// proved who it is, its boot is kept, and it waits for an accepted policy.
+TEST_F(ObserveTest, NoPolicyKeepsTheBootAndWaits) {
+  SoftMachine m;
+  const storage::Machine enrolled = Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(std::nullopt, storage::kPolicyModeObserve);
+  auto r = Try(m);
+  EXPECT_EQ(ReasonOf(r), "boot_policy_observing");
+  EXPECT_EQ(r.status().code(), Status::Code::kUnsupported);
+  // No token was issued and nothing is held against the machine.
+  EXPECT_FALSE(store_->LastSuccessfulAttestation(enrolled.id).ok());
+  EXPECT_TRUE(store_->RecentFailures(10)->empty());
+  auto observed = store_->ListBootObservations("workers");
+  ASSERT_TRUE(observed.ok());
+  ASSERT_EQ(observed->size(), 1u);
+  EXPECT_EQ((*observed)[0].hostname, "node-1");
+  EXPECT_EQ((*observed)[0].verdict, "none");
+  EXPECT_NE((*observed)[0].pcrs_json.find("\"12\""), std::string::npos) << (*observed)[0].pcrs_json;
+  EXPECT_NE(Logged().find("OBSERVE pool workers: boot policy NOT ENFORCED for node-1"), std::string::npos)
+      << Logged();
+  const std::string text = metrics_.Render();
+  EXPECT_NE(text.find("rackgate_boot_policy_observations_total{pool=\"workers\",verdict=\"none\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("reason=\"boot_policy_observing\""), std::string::npos);
+}
+
+TEST_F(ObserveTest, AFailingBootIsRecordedWithItsRulesAndWaits) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(FailingPolicy(), storage::kPolicyModeObserve);
+  EXPECT_EQ(ReasonOf(Try(m)), "boot_policy_observing");
+  auto observed = store_->ListBootObservations("workers");
+  ASSERT_EQ(observed->size(), 1u);
+  EXPECT_EQ((*observed)[0].verdict, "fail");
+  EXPECT_EQ((*observed)[0].violations, std::vector<std::string>{"pcrs:pcr_mismatch"});
+  EXPECT_NE(Logged().find("verdict fail: pcrs:pcr_mismatch"), std::string::npos) << Logged();
+  EXPECT_TRUE(store_->RecentFailures(10)->empty()) << "an observed boot is not an attestation failure";
+}
+
+// Observing never releases less than the policy in force allows either: a
+// boot that passes it gets its token, and is kept.
+TEST_F(ObserveTest, APassingBootGoesOnAndIsKept) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(PassingPolicy(), storage::kPolicyModeObserve);
+  auto r = Try(m);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->token.empty());
+  EXPECT_EQ((*store_->ListBootObservations("workers"))[0].verdict, "pass");
+  EXPECT_NE(metrics_.Render().find("verdict=\"pass\"} 1"), std::string::npos);
+}
+
+// Identity is enforced as always: a wrong activation is refused (403), not
+// observed.
+TEST_F(ObserveTest, IdentityRefusalsAreFinalAndNotObserved) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(std::nullopt, storage::kPolicyModeObserve);
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  auto evidence = m.Answer(*challenge);
+  evidence.secret[0] ^= 1;
+  EXPECT_EQ(ReasonOf(attestation_->Evidence(evidence, caller_)), "activation_failed");
+  EXPECT_TRUE(store_->ListBootObservations("workers")->empty());
+}
+
+// An enforcing pool (the default) never observes: a failing boot is
+// refused for good, nothing is kept, and nothing says OBSERVE.
+TEST_F(ObserveTest, EnforcingPoolRefusesAndKeepsNothing) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  Boot(&m, kGce);
+  SetPool(FailingPolicy(), storage::kPolicyModeEnforce);
+  EXPECT_EQ(ReasonOf(Try(m)), "boot_policy_violation");
+  EXPECT_TRUE(store_->ListBootObservations("workers")->empty());
+  EXPECT_EQ(Logged().find("OBSERVE"), std::string::npos) << Logged();
+  EXPECT_EQ(metrics_.Render().find("rackgate_boot_policy_observations_total"), std::string::npos);
+}
+
+// After accept (policy stored, pool enforcing) the machine that waited is
+// judged at its next attestation: passes, or is refused with the rule.
+TEST_F(ObserveTest, AcceptedPolicyJudgesTheNextAttestation) {
+  SoftMachine good, odd;
+  Enroll(good, "node-good");
+  Enroll(odd, "node-odd");
+  Boot(&good, kGce);
+  Boot(&odd, kSdBoot);
+  SetPool(std::nullopt, storage::kPolicyModeObserve);
+  EXPECT_EQ(ReasonOf(Try(good)), "boot_policy_observing");
+  EXPECT_EQ(ReasonOf(Try(odd)), "boot_policy_observing");
+  SetPool(PassingPolicy(), storage::kPolicyModeEnforce);
+  EXPECT_TRUE(Try(good).ok());
+  EXPECT_EQ(ReasonOf(Try(odd)), "boot_policy_violation");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().reasons, std::vector<std::string>{"pcrs:pcr_mismatch"});
+}
+
+}  // namespace
+}  // namespace rackgate::core::testing

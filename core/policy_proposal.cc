@@ -1,0 +1,738 @@
+// A boot policy proposed from observed boots by strict majority, per rule,
+// with the odd machines named; and the rule-by-rule diff of two policies.
+#include "core/policy_proposal.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <stdexcept>
+#include <utility>
+
+#include <openssl/evp.h>
+
+#include "attest/boot_facts.h"
+#include "attest/efi_structures.h"
+#include "attest/eventlog.h"
+#include "wire/boot_policy_json.h"
+#include "wire/codec.h"
+
+namespace rackgate::core {
+
+namespace {
+
+using attest::Bytes;
+using attest::kAlgSha256;
+using json = nlohmann::json;
+
+constexpr uint32_t kPcrBootApplications = 4;
+constexpr uint32_t kPcrSecureBoot = 7;
+constexpr uint32_t kLastFirmwarePcr = 7;
+// Entries of one set named per difference before the rest are counted.
+constexpr size_t kMaxListed = 5;
+
+Bytes Sha256(std::span<const uint8_t> data) {
+  Bytes out(32);
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr) != 1 ||
+      len != out.size()) {
+    throw std::runtime_error("EVP_Digest(sha256) failed");
+  }
+  return out;
+}
+
+std::string DigestText(const Bytes& d) { return "sha256:" + wire::HexEncode(d); }
+
+// One usable machine, its log parsed and bound to its quote.
+struct Machine {
+  const ObservedBoot* boot = nullptr;
+  attest::EventLog log;
+  attest::BootFacts facts;
+  std::string firmware;
+  const attest::PcrBank* quoted = nullptr;  // its quote's sha256 bank
+  bool Quoted(uint32_t pcr) const { return quoted->count(pcr) != 0; }
+  const std::string& name() const { return boot->hostname; }
+};
+
+// The EV_S_CRTM_VERSION event's data on PCR 0, printable: UTF-16LE (as
+// EDK2 writes it) when it reads as such, else the bytes themselves. Only
+// believed when its data matches its digest.
+std::string FirmwareVersion(const attest::EventLog& log) {
+  for (const attest::Event& ev : log.events) {
+    if (ev.pcr != 0 || ev.type != attest::kEvSCrtmVersion) continue;
+    if (attest::CheckEventData(ev) != attest::EventDataCheck::kMatches) return "";
+    std::span<const uint8_t> d = ev.data;
+    bool utf16 = d.size() % 2 == 0 && !d.empty();
+    for (size_t i = 1; utf16 && i < d.size(); i += 2) utf16 = d[i] == 0;
+    std::string text = utf16 ? attest::Utf16ToUtf8(d) : std::string(d.begin(), d.end());
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    return attest::PrintableAscii(text);
+  }
+  return "";
+}
+
+// A candidate rule's value on one machine. `key` is what is compared;
+// `set` holds a digest set's entries (text -> what it is) for the set rules.
+struct Value {
+  std::string key;
+  std::vector<std::string> items;
+  std::map<std::string, std::string> set;
+  bool sets_nothing = false;  // as the majority's value, proposes no rule
+  bool is_set = false;        // a digest set (`set`), not a word
+};
+
+Value Word(std::string word, bool sets_nothing) {
+  Value v;
+  v.key = word;
+  v.items = {std::move(word)};
+  v.sets_nothing = sets_nothing;
+  return v;
+}
+
+Value DigestSet(std::map<std::string, std::string> set) {
+  Value v;
+  for (const auto& [digest, what] : set) {
+    v.key += digest + ";";
+    v.items.push_back(what.empty() ? digest : digest + " (" + what + ")");
+  }
+  if (set.empty()) v.items = {"(none)"};
+  v.set = std::move(set);
+  v.is_set = true;
+  return v;
+}
+
+std::string NotQuoted(uint32_t pcr) { return "PCR " + std::to_string(pcr) + " not quoted"; }
+
+// --- Candidate rules ---------------------------------------------------------
+
+Value SecureBootValue(const Machine& m) {
+  if (!m.Quoted(kPcrSecureBoot)) return Word(NotQuoted(kPcrSecureBoot), true);
+  const bool on = m.facts.secure_boot == attest::SecureBootState::kEnabled;
+  return Word(std::string("Secure Boot ") + attest::SecureBootStateName(m.facts.secure_boot), !on);
+}
+
+Value SeparatorsValue(const Machine& m) {
+  std::string problems;
+  for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
+    if (!m.Quoted(pcr)) {
+      problems += (problems.empty() ? "" : ", ") + NotQuoted(pcr);
+      continue;
+    }
+    bool normal = false, other = false;
+    for (const attest::Separator& s : m.facts.separators) {
+      if (s.pcr != pcr) continue;
+      (s.kind == attest::SeparatorKind::kNormal ? normal : other) = true;
+    }
+    if (!normal || other) {
+      problems += (problems.empty() ? "" : ", ") +
+                  std::string(other ? "an error or malformed separator" : "no separator") +
+                  " on PCR " + std::to_string(pcr);
+    }
+  }
+  if (problems.empty()) return Word("normal separators on PCRs 0-7", false);
+  return Word(problems, true);
+}
+
+Value MeasurementsValue(const Machine& m, uint32_t pcr,
+                        const std::vector<attest::Measurement>& list) {
+  if (!m.Quoted(pcr)) return Word(NotQuoted(pcr), true);
+  std::map<std::string, std::string> set;
+  for (const attest::Measurement& me : list) {
+    auto d = me.digests.find(kAlgSha256);
+    if (d == me.digests.end()) {
+      // Cannot be on a sha256 list: this machine could never pass one.
+      set["event " + std::to_string(me.event_index) + " has no sha256 digest"] = "";
+      continue;
+    }
+    set.emplace(DigestText(d->second), me.description);
+  }
+  return DigestSet(std::move(set));
+}
+
+// The db's X.509 fingerprints (`want_x509`) or the dbx's SHA-256 hashes.
+Value SecureBootDbValue(const Machine& m, const char* variable, bool want_x509) {
+  if (!m.Quoted(kPcrSecureBoot)) return Word(NotQuoted(kPcrSecureBoot), true);
+  bool measured = false;
+  std::map<std::string, std::string> set;
+  for (const attest::SecureBootVariable& v : m.facts.secure_boot_variables) {
+    if (v.name != variable) continue;
+    measured = true;
+    if (!v.signature_lists_valid) {
+      return Word(std::string(variable) + " does not parse", true);
+    }
+    for (const attest::EfiSignatureList& l : v.signature_lists) {
+      const bool x509 = l.type == attest::kEfiCertX509Guid;
+      const bool sha256 = l.type == attest::kEfiCertSha256Guid;
+      if (want_x509 ? !x509 : !sha256) continue;
+      for (const attest::EfiSignatureData& s : l.signatures) {
+        if (want_x509) {
+          set.emplace(DigestText(Sha256(s.data)), "certificate");
+        } else if (s.data.size() == 32) {
+          set.emplace(DigestText(s.data), "");
+        }
+      }
+    }
+  }
+  if (!measured) return Word(std::string(variable) + " not measured", true);
+  Value v = DigestSet(std::move(set));
+  v.sets_nothing = v.set.empty();  // an empty "required" list checks nothing
+  return v;
+}
+
+// The one text of the verified command lines on quoted PCRs, when they are
+// all one; the text is kept in `items` only internally (never displayed:
+// see KernelCmdlineDisplay).
+struct CmdlineFact {
+  std::string problem;  // set when there is no single verified text
+  std::string text;
+};
+
+CmdlineFact CmdlineOf(const Machine& m) {
+  std::set<std::string> texts;
+  std::vector<const attest::KernelCmdline*> by_digest;
+  for (const attest::KernelCmdline& c : m.facts.kernel_cmdlines) {
+    // Evaluate counts only command lines on quoted PCRs, in any bank.
+    if (!m.Quoted(c.pcr)) continue;
+    if (c.by_digest) {
+      by_digest.push_back(&c);
+    } else if (!c.verified) {
+      return {"an unverified kernel command line", ""};
+    } else {
+      texts.insert(c.text);
+    }
+  }
+  if (texts.empty() && by_digest.empty()) return {"no kernel command line", ""};
+  if (texts.size() != 1) return {"kernel command lines by digest only, or several", ""};
+  const std::string& text = *texts.begin();
+  for (const attest::KernelCmdline* c : by_digest) {
+    auto d = c->digests.find(kAlgSha256);
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()),
+                                         text.size());
+    if (d == c->digests.end() || d->second != Sha256(bytes)) {
+      return {"kernel command lines that differ", ""};
+    }
+  }
+  return {"", text};
+}
+
+Value CmdlineValue(const CmdlineFact& f) {
+  if (!f.problem.empty()) return Word(f.problem, true);
+  // SECURITY: a command line may carry what must not reach a log or a
+  // screen; it is shown as the SHA-256 of its text.
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(f.text.data()),
+                                       f.text.size());
+  Value v = Word("kernel command line " + DigestText(Sha256(bytes)), false);
+  v.key = "text:" + f.text;
+  return v;
+}
+
+Value UkiValue(const Machine& m) {
+  if (!m.Quoted(attest::kPcrUkiSections)) return Word(NotQuoted(attest::kPcrUkiSections), true);
+  if (m.facts.uki_sections.empty()) return Word("no UKI", true);
+  std::map<std::string, std::string> set;
+  for (const attest::UkiSection& s : m.facts.uki_sections) {
+    auto d = s.digests.find(kAlgSha256);
+    set[s.name + " " + (d == s.digests.end() ? std::string("(no sha256 digest)")
+                                             : DigestText(d->second))] = "";
+  }
+  return DigestSet(std::move(set));
+}
+
+Value PcrValue(const Machine& m, uint32_t pcr) {
+  auto it = m.quoted->find(pcr);
+  if (it == m.quoted->end()) return Word("not quoted", true);
+  return Word(wire::HexEncode(it->second), false);
+}
+
+// --- Majority ----------------------------------------------------------------
+
+struct Decision {
+  RuleOutcome outcome;
+  int majority = -1;  // index into the values of a machine holding it
+};
+
+Decision Decide(const std::string& rule, const std::vector<Machine>& machines,
+                const std::vector<Value>& values) {
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < values.size(); ++i) groups[values[i].key].push_back(i);
+  std::vector<const std::vector<size_t>*> order;
+  for (const auto& [key, members] : groups) order.push_back(&members);
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return a->size() > b->size(); });
+  Decision d;
+  d.outcome.rule = rule;
+  for (const std::vector<size_t>* members : order) {
+    RuleValue rv;
+    rv.items = values[members->front()].items;
+    for (size_t i : *members) rv.hostnames.push_back(machines[i].name());
+    std::sort(rv.hostnames.begin(), rv.hostnames.end());
+    d.outcome.values.push_back(std::move(rv));
+  }
+  // A strict majority, never a plurality: with no value held by more than
+  // half the machines, the rule is left to the operator.
+  if (!order.empty() && 2 * order.front()->size() > machines.size()) {
+    d.majority = static_cast<int>(order.front()->front());
+    d.outcome.decided = true;
+    d.outcome.proposed = !values[d.majority].sets_nothing;
+    d.outcome.agreeing = d.outcome.values.front().hostnames;
+  }
+  return d;
+}
+
+std::vector<attest::PolicyDigest> PolicyDigests(const Value& v) {
+  std::vector<attest::PolicyDigest> out;
+  for (const auto& [text, what] : v.set) {
+    if (text.rfind("sha256:", 0) != 0) continue;  // "event N has no sha256 digest"
+    auto bytes = wire::HexDecode(text.substr(7), 32);
+    if (bytes && bytes->size() == 32) out.push_back({kAlgSha256, *bytes});
+  }
+  return out;
+}
+
+std::vector<Bytes> Sha256s(const Value& v) {
+  std::vector<Bytes> out;
+  for (const attest::PolicyDigest& d : PolicyDigests(v)) out.push_back(d.value);
+  return out;
+}
+
+// What differs between a machine's set and the majority's.
+void SetDifferences(const Value& mine, const Value& majority, const std::string& noun,
+                    std::vector<std::string>* out) {
+  if (!mine.is_set || !majority.is_set) {
+    // e.g. "PCR 4 not quoted" against the majority's list.
+    out->push_back(mine.items.front() + " vs " + majority.items.front() + " on the majority");
+    return;
+  }
+  // Each side's entries, up to kMaxListed of them named; a dbx of
+  // hundreds of hashes is summed up rather than listed.
+  auto list = [&](const Value& from, const Value& other, const std::string& before,
+                  const std::string& after) {
+    size_t n = 0;
+    for (const auto& [digest, what] : from.set) {
+      if (other.set.count(digest) != 0) continue;
+      if (++n <= kMaxListed) {
+        out->push_back(before + noun + " " + digest + (what.empty() ? "" : " (" + what + ")") +
+                       after);
+      }
+    }
+    if (n > kMaxListed) {
+      out->push_back("and " + std::to_string(n - kMaxListed) + " more: " + before + noun + after);
+    }
+  };
+  list(mine, majority, "", " not on the majority's list");
+  list(majority, mine, "no ", ", which the majority has");
+}
+
+}  // namespace
+
+Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) {
+  Proposal p;
+  std::vector<Machine> ms;
+  for (const ObservedBoot& b : boots) {
+    auto unusable = [&](const std::string& reason, const std::string& message) {
+      p.unusable.push_back({b.hostname, reason, message});
+    };
+    if (b.event_log.empty()) {
+      unusable("eventlog_missing", "no event log was observed; the machine's firmware or agent "
+                                   "sent none, so its boot cannot be judged");
+      continue;
+    }
+    Result<attest::EventLog> log = attest::ParseEventLog(b.event_log);
+    if (!log.ok()) {
+      unusable(log.status().reason(), log.status().message());
+      continue;
+    }
+    Result<attest::PcrValues> replayed = attest::Replay(*log);
+    if (!replayed.ok()) {
+      unusable(replayed.status().reason(), replayed.status().message());
+      continue;
+    }
+    // SECURITY: facts of a log that is not the one the quote vouched for are
+    // the machine's word only; they must not shape the fleet's policy.
+    if (Status s = attest::CompareLogWithQuote(*replayed, b.quoted); !s.ok()) {
+      unusable(s.reason(), s.message());
+      continue;
+    }
+    auto bank = b.quoted.find(kAlgSha256);
+    if (bank == b.quoted.end() || bank->second.empty()) {
+      unusable("sha256_not_quoted",
+               "the quote has no sha256 PCR; proposals are made from the sha256 bank");
+      continue;
+    }
+    Machine m;
+    m.boot = &b;
+    m.log = *std::move(log);
+    m.facts = attest::ExtractBootFacts(m.log);
+    m.firmware = FirmwareVersion(m.log);
+    m.quoted = &bank->second;
+    ms.push_back(std::move(m));
+  }
+  std::stable_sort(ms.begin(), ms.end(),
+                   [](const Machine& a, const Machine& b) { return a.name() < b.name(); });
+  for (const Machine& m : ms) p.machines.push_back(m.name());
+
+  std::map<std::string, OddMachine> odd;
+  auto differs = [&](const Machine& m, const std::string& rule, std::string message) {
+    OddMachine& o = odd[m.name()];
+    o.hostname = m.name();
+    o.differences.push_back({rule, std::move(message)});
+  };
+
+  // Platforms.
+  {
+    std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Machine*>> groups;
+    for (const Machine& m : ms) {
+      groups[{m.firmware, attest::PrintableAscii(m.boot->tpm_manufacturer),
+              attest::PrintableAscii(m.boot->tpm_model)}]
+          .push_back(&m);
+    }
+    const std::tuple<std::string, std::string, std::string>* major = nullptr;
+    for (const auto& [key, members] : groups) {
+      PlatformGroup g{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}};
+      for (const Machine* m : members) g.hostnames.push_back(m->name());
+      p.platforms.push_back(std::move(g));
+      if (2 * members.size() > ms.size()) major = &key;
+    }
+    std::stable_sort(p.platforms.begin(), p.platforms.end(),
+                     [](const PlatformGroup& a, const PlatformGroup& b) {
+                       return a.hostnames.size() > b.hostnames.size();
+                     });
+    if (major != nullptr) {
+      const char* what[] = {"firmware", "TPM manufacturer", "TPM model"};
+      for (const auto& [key, members] : groups) {
+        if (&key == major) continue;
+        const std::string mine[] = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+        const std::string theirs[] = {std::get<0>(*major), std::get<1>(*major),
+                                      std::get<2>(*major)};
+        for (const Machine* m : members) {
+          for (int i = 0; i < 3; ++i) {
+            if (mine[i] != theirs[i]) {
+              differs(*m, "platform",
+                      std::string(what[i]) + " '" + mine[i] + "' vs '" + theirs[i] + "'");
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Each candidate: the machines' values, the majority, the differences,
+  // and the rule when the majority's value sets one.
+  auto candidate = [&](const std::string& rule, const std::vector<Value>& values,
+                       const auto& difference) -> const Value* {
+    Decision d = Decide(rule, ms, values);
+    const Value* majority = d.majority >= 0 ? &values[d.majority] : nullptr;
+    if (majority != nullptr) {
+      for (size_t i = 0; i < ms.size(); ++i) {
+        if (values[i].key == majority->key) continue;
+        for (std::string& msg : difference(values[i], *majority)) differs(ms[i], rule, msg);
+      }
+    }
+    const bool proposed = d.outcome.proposed;
+    p.rules.push_back(std::move(d.outcome));
+    return proposed ? majority : nullptr;
+  };
+  auto word_difference = [](const Value& mine, const Value& majority) {
+    return std::vector<std::string>{mine.items.front() + " vs " + majority.items.front() +
+                                    " on the majority"};
+  };
+  auto set_difference = [](const std::string& noun) {
+    return [noun](const Value& mine, const Value& majority) {
+      std::vector<std::string> out;
+      SetDifferences(mine, majority, noun, &out);
+      return out;
+    };
+  };
+  auto collect = [&](const auto& f) {
+    std::vector<Value> values;
+    for (const Machine& m : ms) values.push_back(f(m));
+    return values;
+  };
+
+  attest::BootPolicy& policy = p.policy;
+  // Every pointer `candidate` returns points into the named values beside it.
+  const std::vector<Value> secure_boot = collect(SecureBootValue);
+  if (candidate("require_secure_boot", secure_boot, word_difference)) {
+    policy.require_secure_boot = true;
+  }
+  const std::vector<Value> separators = collect(SeparatorsValue);
+  if (candidate("require_separators", separators, word_difference)) {
+    policy.require_separators = true;
+  }
+  const std::vector<Value> apps = collect([](const Machine& m) {
+    return MeasurementsValue(m, kPcrBootApplications, m.facts.boot_applications);
+  });
+  if (const Value* v =
+          candidate("boot_applications.allowed", apps, set_difference("boot application"))) {
+    policy.allowed_boot_applications = PolicyDigests(*v);
+  }
+  const std::vector<Value> authorities = collect([](const Machine& m) {
+    return MeasurementsValue(m, kPcrSecureBoot, m.facts.authorities);
+  });
+  if (const Value* v = candidate("authorities.allowed", authorities, set_difference("authority"))) {
+    policy.allowed_authorities = PolicyDigests(*v);
+  }
+  const std::vector<Value> db =
+      collect([](const Machine& m) { return SecureBootDbValue(m, "db", true); });
+  if (const Value* v = candidate("db.required", db, set_difference("db certificate"))) {
+    if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
+    policy.secure_boot_db->db_required_certificates = Sha256s(*v);
+  }
+  const std::vector<Value> dbx =
+      collect([](const Machine& m) { return SecureBootDbValue(m, "dbx", false); });
+  if (const Value* v = candidate("dbx.required", dbx, set_difference("dbx hash"))) {
+    if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
+    policy.secure_boot_db->dbx_required_hashes = Sha256s(*v);
+  }
+  {
+    std::vector<CmdlineFact> facts;
+    std::vector<Value> values;
+    for (const Machine& m : ms) {
+      facts.push_back(CmdlineOf(m));
+      values.push_back(CmdlineValue(facts.back()));
+    }
+    // Never the text itself: it may carry what must not be shown.
+    auto cmdline_difference = [](const Value& mine, const Value&) {
+      if (mine.sets_nothing) return std::vector<std::string>{mine.items.front()};
+      return std::vector<std::string>{"kernel command line differs"};
+    };
+    if (const Value* v = candidate("kernel_cmdline.exact", values, cmdline_difference)) {
+      const size_t i = static_cast<size_t>(v - values.data());
+      policy.kernel_cmdline = attest::KernelCmdlinePolicy{facts[i].text, {}, {}};
+    }
+  }
+  {
+    std::vector<Value> values = collect(UkiValue);
+    if (const Value* v = candidate("uki.sections", values, set_difference("UKI section"))) {
+      const Machine& m = ms[static_cast<size_t>(v - values.data())];
+      attest::UkiPolicy uki;
+      for (const attest::UkiSection& s : m.facts.uki_sections) {
+        auto d = s.digests.find(kAlgSha256);
+        if (d == s.digests.end()) continue;
+        std::vector<attest::PolicyDigest>& list = uki.sections[s.name];
+        if (std::none_of(list.begin(), list.end(),
+                         [&](const attest::PolicyDigest& x) { return x.value == d->second; })) {
+          list.push_back({kAlgSha256, d->second});
+        }
+      }
+      if (!uki.sections.empty()) policy.uki = std::move(uki);
+    }
+  }
+  for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
+    std::vector<Value> values = collect([pcr](const Machine& m) { return PcrValue(m, pcr); });
+    auto pcr_difference = [pcr](const Value& mine, const Value&) {
+      return std::vector<std::string>{"PCR " + std::to_string(pcr) +
+                                      (mine.sets_nothing ? " not quoted" : " differs")};
+    };
+    if (const Value* v = candidate("pcrs.sha256." + std::to_string(pcr), values, pcr_difference)) {
+      policy.pcrs[kAlgSha256][pcr] = *wire::HexDecode(v->key, 32);
+    }
+  }
+
+  // What the proposal would do to each machine.
+  for (const Machine& m : ms) {
+    attest::Evidence ev;
+    ev.log = &m.log;
+    ev.quoted = m.boot->quoted;
+    attest::Verdict verdict = attest::Evaluate(policy, m.facts, ev);
+    if (verdict.ok) continue;
+    OddMachine& o = odd[m.name()];
+    o.hostname = m.name();
+    o.violations = std::move(verdict.violations);
+  }
+  for (auto& [name, o] : odd) p.odd.push_back(std::move(o));
+  p.policy_json = wire::FormatBootPolicyJson(policy);
+  return p;
+}
+
+// --- Renderings --------------------------------------------------------------
+
+json ProposalToJson(const Proposal& p) {
+  json j = json::object();
+  j["summary"] = {{"machines", p.machines.size()},
+                  {"platforms", p.platforms.size()},
+                  {"odd", p.odd.size()},
+                  {"unusable", p.unusable.size()}};
+  json policy = json::parse(p.policy_json, nullptr, false);
+  j["policy"] = policy.is_discarded() ? json(p.policy_json) : policy;
+  j["machines"] = p.machines;
+  j["platforms"] = json::array();
+  for (const PlatformGroup& g : p.platforms) {
+    j["platforms"].push_back({{"firmware", g.firmware},
+                              {"tpm_manufacturer", g.tpm_manufacturer},
+                              {"tpm_model", g.tpm_model},
+                              {"hostnames", g.hostnames}});
+  }
+  j["rules"] = json::array();
+  j["undecided"] = json::array();
+  for (const RuleOutcome& r : p.rules) {
+    json values = json::array();
+    for (const RuleValue& v : r.values) {
+      values.push_back({{"items", v.items}, {"hostnames", v.hostnames}});
+    }
+    j["rules"].push_back({{"rule", r.rule},
+                          {"decided", r.decided},
+                          {"proposed", r.proposed},
+                          {"agreeing", r.agreeing},
+                          {"values", std::move(values)}});
+    if (!r.decided) j["undecided"].push_back(r.rule);
+  }
+  j["odd"] = json::array();
+  for (const OddMachine& o : p.odd) {
+    json differences = json::array(), violations = json::array();
+    for (const Difference& d : o.differences) {
+      differences.push_back({{"rule", d.rule}, {"message", d.message}});
+    }
+    for (const attest::Violation& v : o.violations) {
+      violations.push_back({{"rule", v.rule}, {"reason", v.reason}, {"message", v.message}});
+    }
+    j["odd"].push_back({{"hostname", o.hostname},
+                        {"differences", std::move(differences)},
+                        {"violations", std::move(violations)}});
+  }
+  j["unusable"] = json::array();
+  for (const UnusableMachine& u : p.unusable) {
+    j["unusable"].push_back({{"hostname", u.hostname}, {"reason", u.reason}, {"message", u.message}});
+  }
+  return j;
+}
+
+std::string FormatProposalText(const Proposal& p) {
+  auto count = [](size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  std::string out = count(p.machines.size(), "machine", "machines") + ", " +
+                    count(p.platforms.size(), "platform", "platforms") + ", " +
+                    std::to_string(p.odd.size()) + " odd";
+  if (!p.unusable.empty()) out += ", " + std::to_string(p.unusable.size()) + " unusable";
+  out += "\n";
+  for (const OddMachine& o : p.odd) {
+    out += "\nodd: " + o.hostname + "\n";
+    for (const Difference& d : o.differences) out += "  differs  " + d.rule + ": " + d.message + "\n";
+    for (const attest::Violation& v : o.violations) {
+      out += "  would break  " + v.rule + ": " + v.reason + ": " + v.message + "\n";
+    }
+  }
+  bool header = false;
+  for (const RuleOutcome& r : p.rules) {
+    if (r.decided) continue;
+    if (!header) out += "\nundecided (no value held by more than half the machines; not proposed):\n";
+    header = true;
+    out += "  " + r.rule + "\n";
+    for (const RuleValue& v : r.values) {
+      std::string hosts;
+      for (const std::string& h : v.hostnames) hosts += (hosts.empty() ? "" : ", ") + h;
+      out += "    on " + hosts + ":\n";
+      for (const std::string& item : v.items) out += "      " + item + "\n";
+    }
+  }
+  if (!p.unusable.empty()) out += "\nunusable (left out):\n";
+  for (const UnusableMachine& u : p.unusable) {
+    out += "  " + u.hostname + ": " + u.reason + ": " + u.message + "\n";
+  }
+  return out;
+}
+
+// --- Diff --------------------------------------------------------------------
+
+namespace {
+
+// A policy document in its normal form: through the parser and the writer
+// when it parses, else as plain JSON (with a note).
+json Normalized(const std::string& text, const char* which, std::string* note) {
+  Result<attest::BootPolicy> parsed = wire::ParseBootPolicy(text);
+  if (parsed.ok()) return json::parse(wire::FormatBootPolicyJson(*parsed));
+  json j = json::parse(text, nullptr, false);
+  *note += std::string(note->empty() ? "" : "; ") + "the " + which + " policy does not parse (" +
+           parsed.status().ToString() + ")";
+  if (j.is_discarded() || !j.is_object()) {
+    *note += ", and is not a JSON object: compared as empty";
+    return json::object();
+  }
+  *note += ": compared as plain JSON";
+  return j;
+}
+
+std::string Leaf(const json& v) {
+  // Strings inside lists (digests, PEM keys) are shown as they are unless
+  // they hold control characters; other scalars as JSON.
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (std::none_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+      return s;
+    }
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Every entry under `path`: "path value", a list's entries one by one.
+void Flatten(const json& v, const std::string& path, std::set<std::string>* out) {
+  if (v.is_object()) {
+    if (v.empty()) out->insert(path + " {}");
+    for (const auto& item : v.items()) Flatten(item.value(), path + "." + item.key(), out);
+  } else if (v.is_array()) {
+    if (v.empty()) out->insert(path + " []");
+    for (const json& e : v) {
+      if (e.is_structured()) {
+        out->insert(path + " " + e.dump(-1, ' ', false, json::error_handler_t::replace));
+      } else {
+        out->insert(path + " " + Leaf(e));
+      }
+    }
+  } else {
+    out->insert(path + " " + (v.is_string() ? v.dump(-1, ' ', false, json::error_handler_t::replace)
+                                            : Leaf(v)));
+  }
+}
+
+}  // namespace
+
+PolicyDiff DiffBootPolicies(const std::optional<std::string>& current_json,
+                            const std::string& proposed_json) {
+  PolicyDiff diff;
+  diff.had_current = current_json.has_value();
+  const json current = current_json ? Normalized(*current_json, "current", &diff.note) : json::object();
+  const json proposed = Normalized(proposed_json, "proposed", &diff.note);
+  std::set<std::string> rules;
+  for (const auto& item : current.items()) rules.insert(item.key());
+  for (const auto& item : proposed.items()) rules.insert(item.key());
+  for (const std::string& rule : rules) {
+    // "comment" is for people and the parser drops it.
+    if (rule == "comment") continue;
+    std::set<std::string> before, after;
+    if (current.contains(rule)) Flatten(current.at(rule), rule, &before);
+    if (proposed.contains(rule)) Flatten(proposed.at(rule), rule, &after);
+    PolicyChange c;
+    c.rule = rule;
+    c.kind = !current.contains(rule) ? "added" : !proposed.contains(rule) ? "removed" : "changed";
+    std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                        std::back_inserter(c.added));
+    std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                        std::back_inserter(c.removed));
+    if (!c.added.empty() || !c.removed.empty()) diff.changes.push_back(std::move(c));
+  }
+  return diff;
+}
+
+std::string FormatPolicyDiffText(const PolicyDiff& diff) {
+  std::string out;
+  if (!diff.note.empty()) out += "note: " + diff.note + "\n";
+  if (!diff.had_current) out += "no current policy: every rule is new\n";
+  for (const PolicyChange& c : diff.changes) {
+    for (const std::string& r : c.removed) out += "- " + r + "\n";
+    for (const std::string& a : c.added) out += "+ " + a + "\n";
+  }
+  if (diff.changes.empty()) out += "(no change)\n";
+  return out;
+}
+
+json PolicyDiffToJson(const PolicyDiff& diff) {
+  json changes = json::array();
+  for (const PolicyChange& c : diff.changes) {
+    changes.push_back(
+        {{"rule", c.rule}, {"kind", c.kind}, {"added", c.added}, {"removed", c.removed}});
+  }
+  return {{"had_current", diff.had_current}, {"note", diff.note}, {"changes", std::move(changes)}};
+}
+
+}  // namespace rackgate::core

@@ -1,0 +1,403 @@
+// Tests for proposing a boot policy from observed boots, on the real logs of
+// testdata/eventlogs (each machine quotes its own log's replay), and for the
+// diff of two policy documents.
+#include "core/policy_proposal.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "attest/boot_facts.h"
+#include "attest/eventlog.h"
+#include "wire/boot_policy_json.h"
+
+namespace rackgate::core {
+namespace {
+
+namespace fs = std::filesystem;
+using attest::Bytes;
+using attest::kAlgSha256;
+
+// Three GCE logs: two Ubuntu 21.04 machines that booted different shims on
+// the same firmware, and a Fedora CoreOS one.
+constexpr char kUbuntu[] = "tpm2-tools_event-gce-ubuntu-2104-log.bin";
+constexpr char kUbuntuOtherShim[] = "go-attestation_ubuntu_2104_shielded_vm_no_secure_boot_eventlog.bin";
+constexpr char kCoreos[] = "go-attestation_coreos_36_shielded_vm_no_secure_boot_eventlog.bin";
+// Secure Boot on, another firmware.
+constexpr char kSecureBoot[] = "go-attestation_sb_cert_eventlog.bin";
+// systemd-boot with a measured kernel command line on PCR 12.
+constexpr char kSdBoot[] = "tpm2-tools_event-sd-boot-fedora37.bin";
+
+Bytes ReadLog(const char* name) {
+  const char* dir = std::getenv("RACKGATE_TESTDATA_DIR");
+  EXPECT_NE(dir, nullptr) << "set RACKGATE_TESTDATA_DIR to the project's testdata/";
+  if (dir == nullptr) return {};
+  std::ifstream in(fs::path(dir) / "eventlogs" / name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+attest::PcrValues ReplayOf(const Bytes& bytes) {
+  auto log = attest::ParseEventLog(bytes);
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  if (!log.ok()) return {};
+  auto pcrs = attest::Replay(*log);
+  EXPECT_TRUE(pcrs.ok()) << pcrs.status().ToString();
+  return pcrs.ok() ? *pcrs : attest::PcrValues{};
+}
+
+// A machine that quoted exactly what its log replays to.
+ObservedBoot Machine(const std::string& host, const char* log, std::string model = "vTPM") {
+  ObservedBoot b;
+  b.hostname = host;
+  b.tpm_manufacturer = "GOOG";
+  b.tpm_model = std::move(model);
+  b.event_log = ReadLog(log);
+  b.quoted = ReplayOf(b.event_log);
+  return b;
+}
+
+const OddMachine* Odd(const Proposal& p, const std::string& host) {
+  for (const OddMachine& o : p.odd) {
+    if (o.hostname == host) return &o;
+  }
+  return nullptr;
+}
+
+const RuleOutcome& Rule(const Proposal& p, const std::string& rule) {
+  for (const RuleOutcome& r : p.rules) {
+    if (r.rule == rule) return r;
+  }
+  ADD_FAILURE() << "no rule " << rule;
+  static const RuleOutcome none;
+  return none;
+}
+
+bool HasDifference(const OddMachine& o, const std::string& rule, const std::string& part) {
+  return std::any_of(o.differences.begin(), o.differences.end(), [&](const Difference& d) {
+    return d.rule == rule && d.message.find(part) != std::string::npos;
+  });
+}
+
+bool HasViolation(const OddMachine& o, const std::string& rule, const std::string& reason) {
+  return std::any_of(o.violations.begin(), o.violations.end(), [&](const attest::Violation& v) {
+    return v.rule == rule && v.reason == reason;
+  });
+}
+
+// Evaluate of the proposed policy against one observed machine.
+attest::Verdict Judge(const attest::BootPolicy& policy, const ObservedBoot& b) {
+  auto log = attest::ParseEventLog(b.event_log);
+  EXPECT_TRUE(log.ok());
+  const attest::BootFacts facts = attest::ExtractBootFacts(*log);
+  attest::Evidence ev;
+  ev.log = &*log;
+  ev.quoted = b.quoted;
+  return attest::Evaluate(policy, facts, ev);
+}
+
+// --- Two alike, one odd --------------------------------------------------------
+
+TEST(ProposeBootPolicy, TwoAlikeOneOddShim) {
+  const std::vector<ObservedBoot> boots = {Machine("node-a", kUbuntu), Machine("node-b", kUbuntu),
+                                           Machine("node-c", kUbuntuOtherShim)};
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_EQ(p.machines, (std::vector<std::string>{"node-a", "node-b", "node-c"}));
+  EXPECT_TRUE(p.unusable.empty());
+  ASSERT_EQ(p.odd.size(), 1u);
+  const OddMachine* c = Odd(p, "node-c");
+  ASSERT_NE(c, nullptr);
+
+  // The odd one is named with what differs: its shim is not the majority's.
+  EXPECT_TRUE(HasDifference(*c, "boot_applications.allowed",
+                            "(\\EFI\\ubuntu\\shimx64.efi (954576 bytes)) not on the majority's list"))
+      << FormatProposalText(p);
+  EXPECT_TRUE(HasDifference(*c, "boot_applications.allowed", "no boot application sha256:"));
+  EXPECT_TRUE(HasDifference(*c, "pcrs.sha256.4", "PCR 4 differs"));
+  // Its dbx holds 183 hashes the majority's empty one does not: five named,
+  // the rest counted.
+  EXPECT_TRUE(HasDifference(*c, "dbx.required", "and 178 more: dbx hash not on the majority's list"))
+      << FormatProposalText(p);
+
+  // The proposal is the majority's boot: two shims' worth of PCR 4, not three.
+  ASSERT_TRUE(p.policy.allowed_boot_applications.has_value());
+  EXPECT_EQ(p.policy.allowed_boot_applications->size(), 2u);  // shim and grub
+  const RuleOutcome& apps = Rule(p, "boot_applications.allowed");
+  EXPECT_TRUE(apps.proposed);
+  EXPECT_EQ(apps.agreeing, (std::vector<std::string>{"node-a", "node-b"}));
+  ASSERT_EQ(apps.values.size(), 2u);
+  EXPECT_EQ(apps.values[1].hostnames, (std::vector<std::string>{"node-c"}));
+  EXPECT_TRUE(p.policy.require_separators);
+  // Secure Boot is off on all three: decided, and nothing required.
+  EXPECT_TRUE(Rule(p, "require_secure_boot").decided);
+  EXPECT_FALSE(Rule(p, "require_secure_boot").proposed);
+  EXPECT_FALSE(p.policy.require_secure_boot);
+  ASSERT_TRUE(p.policy.secure_boot_db.has_value());
+  EXPECT_EQ(p.policy.secure_boot_db->db_required_certificates.size(), 2u);
+  EXPECT_EQ(p.policy.pcrs.at(kAlgSha256).size(), 8u);
+  EXPECT_EQ(p.policy.pcrs.at(kAlgSha256).at(4), boots[0].quoted.at(kAlgSha256).at(4));
+
+  // The proposal passes the two and refuses the odd one, with the rule.
+  EXPECT_TRUE(Judge(p.policy, boots[0]).ok);
+  EXPECT_TRUE(Judge(p.policy, boots[1]).ok);
+  EXPECT_FALSE(Judge(p.policy, boots[2]).ok);
+  EXPECT_TRUE(HasViolation(*c, "boot_applications", "boot_application_not_allowed"));
+  EXPECT_TRUE(HasViolation(*c, "pcrs", "pcr_mismatch"));
+
+  // One platform: same firmware and TPM.
+  ASSERT_EQ(p.platforms.size(), 1u);
+  EXPECT_EQ(p.platforms[0].firmware, "GCE Virtual Firmware v1");
+  EXPECT_EQ(p.platforms[0].hostnames.size(), 3u);
+}
+
+TEST(ProposeBootPolicy, PolicyJsonIsTheWritersForm) {
+  const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
+                                           Machine("c", kCoreos)};
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_EQ(p.policy_json, wire::FormatBootPolicyJson(p.policy));
+  EXPECT_EQ(p.policy_json.rfind("{\n  \"version\": 1,", 0), 0u) << p.policy_json;
+  EXPECT_NE(p.policy_json.find("\"boot_applications\""), std::string::npos);
+  EXPECT_NE(p.policy_json.find("\"db\""), std::string::npos);
+  // Without the db rule (whose parser lands separately) it reads back as is.
+  attest::BootPolicy without_db = p.policy;
+  without_db.secure_boot_db.reset();
+  auto back = wire::ParseBootPolicy(wire::FormatBootPolicyJson(without_db));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pcrs, p.policy.pcrs);
+  EXPECT_EQ(back->allowed_boot_applications->size(), p.policy.allowed_boot_applications->size());
+}
+
+TEST(ProposeBootPolicy, OtherFirmwareAndTpmAreNamed) {
+  const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
+                                           Machine("sb", kSecureBoot, "other-model")};
+  const Proposal p = ProposeBootPolicy(boots);
+  ASSERT_EQ(p.platforms.size(), 2u);
+  EXPECT_EQ(p.platforms[0].hostnames, (std::vector<std::string>{"a", "b"}));
+  const OddMachine* sb = Odd(p, "sb");
+  ASSERT_NE(sb, nullptr);
+  EXPECT_TRUE(HasDifference(*sb, "platform", "firmware '' vs 'GCE Virtual Firmware v1'"));
+  EXPECT_TRUE(HasDifference(*sb, "platform", "TPM model 'other-model' vs 'vTPM'"));
+  EXPECT_TRUE(HasDifference(*sb, "require_secure_boot",
+                            "Secure Boot enabled vs Secure Boot disabled on the majority"));
+  EXPECT_EQ(Odd(p, "a"), nullptr);
+  EXPECT_FALSE(sb->violations.empty());
+}
+
+// --- No strict majority ------------------------------------------------------
+
+TEST(ProposeBootPolicy, OneOneSplitLeavesRulesUndecided) {
+  const std::vector<ObservedBoot> boots = {Machine("ubuntu", kUbuntu), Machine("coreos", kCoreos)};
+  const Proposal p = ProposeBootPolicy(boots);
+  const RuleOutcome& apps = Rule(p, "boot_applications.allowed");
+  EXPECT_FALSE(apps.decided);
+  EXPECT_FALSE(apps.proposed);
+  EXPECT_TRUE(apps.agreeing.empty());
+  ASSERT_EQ(apps.values.size(), 2u);
+  EXPECT_EQ(apps.values[0].hostnames.size(), 1u);
+  EXPECT_EQ(apps.values[1].hostnames.size(), 1u);
+  // Never widened: no allow-list at all rather than both machines' digests.
+  EXPECT_FALSE(p.policy.allowed_boot_applications.has_value());
+  EXPECT_FALSE(Rule(p, "pcrs.sha256.4").decided);
+  EXPECT_EQ(p.policy.pcrs.at(kAlgSha256).count(4), 0u);
+  EXPECT_FALSE(Rule(p, "authorities.allowed").decided);
+  EXPECT_FALSE(p.policy.allowed_authorities.has_value());
+  // What both agree on is proposed, and passes both.
+  EXPECT_TRUE(Rule(p, "require_separators").proposed);
+  EXPECT_TRUE(p.policy.require_separators);
+  EXPECT_TRUE(p.odd.empty()) << FormatProposalText(p);
+  EXPECT_TRUE(Judge(p.policy, boots[0]).ok);
+  EXPECT_TRUE(Judge(p.policy, boots[1]).ok);
+  const std::string text = FormatProposalText(p);
+  EXPECT_NE(text.find("undecided"), std::string::npos);
+  EXPECT_NE(text.find("  boot_applications.allowed\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\\EFI\\fedora\\shimx64.efi"), std::string::npos) << text;
+}
+
+// --- Unusable ------------------------------------------------------------------
+
+TEST(ProposeBootPolicy, UnusableLogsAreListedAndLeftOut) {
+  std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu)};
+  ObservedBoot none;
+  none.hostname = "no-log";
+  boots.push_back(none);
+  ObservedBoot garbage = Machine("garbage", kUbuntu);
+  garbage.event_log.resize(100);  // cut inside an event
+  boots.push_back(garbage);
+  ObservedBoot lying = Machine("lying", kCoreos);
+  lying.quoted = ReplayOf(ReadLog(kUbuntu));  // its quote is not its log's
+  boots.push_back(lying);
+  ObservedBoot sha1_only = Machine("sha1-only", kUbuntu);
+  sha1_only.quoted.erase(kAlgSha256);
+  boots.push_back(sha1_only);
+
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_EQ(p.machines, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(p.unusable.size(), 4u);
+  EXPECT_EQ(p.unusable[0].hostname, "no-log");
+  EXPECT_EQ(p.unusable[0].reason, "eventlog_missing");
+  EXPECT_EQ(p.unusable[1].hostname, "garbage");
+  EXPECT_EQ(p.unusable[1].reason.rfind("eventlog_", 0), 0u) << p.unusable[1].reason;
+  EXPECT_EQ(p.unusable[2].hostname, "lying");
+  EXPECT_EQ(p.unusable[2].reason, "eventlog_pcr_mismatch");
+  EXPECT_EQ(p.unusable[3].reason, "sha256_not_quoted");
+  // Two usable machines that agree: everything decided, nothing odd.
+  EXPECT_TRUE(p.odd.empty());
+  EXPECT_TRUE(Rule(p, "boot_applications.allowed").proposed);
+  const std::string text = FormatProposalText(p);
+  EXPECT_EQ(text.rfind("2 machines, 1 platform, 0 odd, 4 unusable\n", 0), 0u) << text;
+  EXPECT_NE(text.find("  lying: eventlog_pcr_mismatch: "), std::string::npos) << text;
+}
+
+TEST(ProposeBootPolicy, NoMachinesProposesTheEmptyPolicy) {
+  const Proposal p = ProposeBootPolicy({});
+  EXPECT_TRUE(p.machines.empty());
+  EXPECT_EQ(p.policy_json, "{\n  \"version\": 1\n}\n");
+  for (const RuleOutcome& r : p.rules) EXPECT_FALSE(r.decided) << r.rule;
+}
+
+// --- Command lines ---------------------------------------------------------------
+
+TEST(ProposeBootPolicy, KernelCmdlineExactNeverShownInDifferences) {
+  const std::vector<ObservedBoot> boots = {Machine("fc-1", kSdBoot), Machine("fc-2", kSdBoot),
+                                           Machine("gce", kUbuntu)};
+  const Proposal p = ProposeBootPolicy(boots);
+  ASSERT_TRUE(p.policy.kernel_cmdline.has_value());
+  EXPECT_EQ(p.policy.kernel_cmdline->exact, " console=ttyS0 console=tty0 efi=debug ");
+  EXPECT_TRUE(Judge(p.policy, boots[0]).ok);
+  const OddMachine* gce = Odd(p, "gce");
+  ASSERT_NE(gce, nullptr);
+  // Its command line is grub's, on PCR 8.
+  EXPECT_TRUE(HasViolation(*gce, "kernel_cmdline", "kernel_cmdline_mismatch"));
+  EXPECT_TRUE(HasDifference(*gce, "kernel_cmdline.exact", "kernel command line differs"));
+  // The text is in the policy (it is the rule), never in the report.
+  const std::string text = FormatProposalText(p);
+  EXPECT_EQ(text.find("console=ttyS0"), std::string::npos) << text;
+  nlohmann::json j = ProposalToJson(p);
+  j.erase("policy");
+  EXPECT_EQ(j.dump().find("console=ttyS0"), std::string::npos) << j.dump(2);
+  EXPECT_NE(p.policy_json.find("console=ttyS0"), std::string::npos);
+  // The other way round: grub's command line (with the kernel's path) is
+  // the rule, and the odd machine's is not shown either.
+  const std::vector<ObservedBoot> other = {Machine("fc", kSdBoot), Machine("gce-1", kUbuntu),
+                                           Machine("gce-2", kUbuntu)};
+  const Proposal q = ProposeBootPolicy(other);
+  ASSERT_TRUE(q.policy.kernel_cmdline.has_value());
+  EXPECT_NE(q.policy.kernel_cmdline->exact->find("vmlinuz"), std::string::npos);
+  ASSERT_NE(Odd(q, "fc"), nullptr);
+  EXPECT_TRUE(HasDifference(*Odd(q, "fc"), "kernel_cmdline.exact", "kernel command line differs"));
+  EXPECT_EQ(FormatProposalText(q).find("console=ttyS0"), std::string::npos);
+  EXPECT_EQ(FormatProposalText(q).find("vmlinuz"), std::string::npos);
+}
+
+// --- Renderings ------------------------------------------------------------------
+
+TEST(ProposalToJson, Shape) {
+  const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
+                                           Machine("c", kUbuntuOtherShim)};
+  const nlohmann::json j = ProposalToJson(ProposeBootPolicy(boots));
+  EXPECT_EQ(j.at("summary").at("machines"), 3);
+  EXPECT_EQ(j.at("summary").at("platforms"), 1);
+  EXPECT_EQ(j.at("summary").at("odd"), 1);
+  EXPECT_EQ(j.at("summary").at("unusable"), 0);
+  EXPECT_EQ(j.at("policy").at("version"), 1);
+  EXPECT_EQ(j.at("odd").at(0).at("hostname"), "c");
+  EXPECT_FALSE(j.at("odd").at(0).at("differences").empty());
+  EXPECT_TRUE(j.at("odd").at(0).at("violations").at(0).contains("reason"));
+  EXPECT_TRUE(j.at("undecided").is_array());
+  EXPECT_EQ(j.at("rules").at(0).at("rule"), "require_secure_boot");
+  EXPECT_TRUE(j.at("platforms").at(0).contains("tpm_model"));
+}
+
+TEST(FormatProposalText, SummaryAndOddMachine) {
+  const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
+                                           Machine("c", kUbuntuOtherShim)};
+  const std::string text = FormatProposalText(ProposeBootPolicy(boots));
+  EXPECT_EQ(text.rfind("3 machines, 1 platform, 1 odd\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\nodd: c\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("would break  boot_applications: boot_application_not_allowed: "),
+            std::string::npos)
+      << text;
+}
+
+// --- Diff ------------------------------------------------------------------------
+
+const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
+
+TEST(DiffBootPolicies, NoCurrentPolicyAddsEverything) {
+  const std::string proposed = R"({"version": 1, "require_separators": true,
+      "boot_applications": {"allowed": ["sha256:)" + kA + R"("]}})";
+  const PolicyDiff d = DiffBootPolicies(std::nullopt, proposed);
+  EXPECT_FALSE(d.had_current);
+  EXPECT_TRUE(d.note.empty()) << d.note;
+  ASSERT_EQ(d.changes.size(), 3u);  // boot_applications, require_separators, version
+  for (const PolicyChange& c : d.changes) EXPECT_EQ(c.kind, "added");
+  const std::string text = FormatPolicyDiffText(d);
+  EXPECT_NE(text.find("+ boot_applications.allowed sha256:" + kA + "\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("+ require_separators true\n"), std::string::npos) << text;
+}
+
+TEST(DiffBootPolicies, DigestListEntriesAddedAndRemoved) {
+  const std::string current = R"({"version": 1, "comment": "old",
+      "boot_applications": {"allowed": [")" + kA + R"(", "sha256:)" + kB + R"("]},
+      "require_secure_boot": true, "require_separators": false})";
+  const std::string proposed = R"({"version": 1,
+      "boot_applications": {"allowed": ["sha256:)" + kB + R"(", "sha256:)" + kC + R"("]},
+      "require_separators": true})";
+  const PolicyDiff d = DiffBootPolicies(current, proposed);
+  EXPECT_TRUE(d.had_current);
+  EXPECT_TRUE(d.note.empty()) << d.note;
+  ASSERT_EQ(d.changes.size(), 3u);
+  EXPECT_EQ(d.changes[0].rule, "boot_applications");
+  EXPECT_EQ(d.changes[0].kind, "changed");
+  EXPECT_EQ(d.changes[0].added,
+            (std::vector<std::string>{"boot_applications.allowed sha256:" + kC}));
+  // The bare digest is the same as "sha256:" + it: only a really removes.
+  EXPECT_EQ(d.changes[0].removed,
+            (std::vector<std::string>{"boot_applications.allowed sha256:" + kA}));
+  EXPECT_EQ(d.changes[1].rule, "require_secure_boot");
+  EXPECT_EQ(d.changes[1].kind, "removed");
+  EXPECT_EQ(d.changes[2].rule, "require_separators");
+  EXPECT_EQ(d.changes[2].kind, "added");  // false was no rule
+  const nlohmann::json j = PolicyDiffToJson(d);
+  EXPECT_EQ(j.at("changes").at(0).at("added").at(0), "boot_applications.allowed sha256:" + kC);
+}
+
+TEST(DiffBootPolicies, SamePolicyWrittenDifferentlyIsNoChange) {
+  const std::string current = R"({"require_separators": true, "version": 1,
+      "authorities": {"allowed": [")" + std::string(64, 'A') + R"("], "forbidden": []}})";
+  const std::string proposed = R"({"version": 1, "require_separators": true,
+      "authorities": {"allowed": ["sha256:)" + kA + R"("]}})";
+  const PolicyDiff d = DiffBootPolicies(current, proposed);
+  EXPECT_TRUE(d.changes.empty()) << FormatPolicyDiffText(d);
+  EXPECT_EQ(FormatPolicyDiffText(d), "(no change)\n");
+}
+
+TEST(DiffBootPolicies, UnparsedCurrentIsComparedAsJsonWithANote) {
+  const std::string proposed = R"({"version": 1, "require_separators": true})";
+  PolicyDiff d = DiffBootPolicies(std::string(R"({"version": 1, "require_separators": true,
+      "db": {"required": ["sha256:)" + kA + R"("]}})"), proposed);
+  EXPECT_NE(d.note.find("does not parse"), std::string::npos) << d.note;
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].rule, "db");
+  EXPECT_EQ(d.changes[0].removed, (std::vector<std::string>{"db.required sha256:" + kA}));
+  d = DiffBootPolicies(std::string("not json"), proposed);
+  EXPECT_NE(d.note.find("compared as empty"), std::string::npos) << d.note;
+  EXPECT_EQ(d.changes.size(), 2u);
+}
+
+TEST(DiffBootPolicies, ProposalAgainstItselfIsNoChange) {
+  const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
+                                           Machine("c", kUbuntuOtherShim)};
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_TRUE(DiffBootPolicies(p.policy_json, p.policy_json).changes.empty());
+}
+
+}  // namespace
+}  // namespace rackgate::core

@@ -21,6 +21,7 @@
 #include "attest/ek_identity.h"
 #include "attest/quote.h"
 #include "base/files.h"
+#include "wire/pcr_signature_json.h"
 
 namespace rackgate::agent {
 
@@ -189,6 +190,29 @@ Outcome<std::optional<Bytes>> Agent::ReadEventLog() {
   return std::optional<Bytes>(std::move(log).value());
 }
 
+std::optional<std::string> Agent::ReadPcrSignature() {
+  if (options_.pcr_signature_path.empty()) return std::nullopt;
+  struct stat st;
+  if (::stat(options_.pcr_signature_path.c_str(), &st) != 0 && errno == ENOENT) {
+    return std::nullopt;  // not booted from a signed UKI: the usual case
+  }
+  auto text = ReadFile(options_.pcr_signature_path, wire::kMaxPcrSignatureSize);
+  if (!text.ok()) {
+    Log("note", "PCR signature at " + options_.pcr_signature_path + " unreadable (" +
+                    text.status().reason() + "); sending none");
+    return std::nullopt;
+  }
+  std::string doc(text->begin(), text->end());
+  // Checked here so that a damaged file costs only a uki_signed rule, never
+  // the whole evidence (the appliance refuses a body it cannot read).
+  if (auto parsed = wire::ParsePcrSignatureJson(doc); !parsed.ok()) {
+    Log("note", "PCR signature at " + options_.pcr_signature_path + " is malformed (" +
+                    parsed.status().message() + "); sending none");
+    return std::nullopt;
+  }
+  return doc;
+}
+
 Outcome<Agent::Attestation> Agent::Attest() {
   step_ = "attest";
   const auto t0 = std::chrono::steady_clock::now();
@@ -261,6 +285,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
     return log.failure();
   }
   ev.event_log = std::move(*log);
+  ev.pcr_signature = ReadPcrSignature();
   const std::string log_note = ev.event_log ? std::to_string(ev.event_log->size()) + "B" : "none";
 
   std::string body = wire::EncodeEvidenceRequest(ev);
@@ -278,6 +303,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
   Log("ok", "hostname=" + token->hostname + " state=" + token->state + " ek=" + EkKindName(choice->kind) +
                 (choice->certificate ? "" : "(no-cert)") + " ak=" + (options_.ak == AkAlg::kRsa ? "rsa" : "ecc") +
                 " pcrs=" + attest::FormatPcrSelectionList(challenge->pcr_selection) + " eventlog=" + log_note +
+                (ev.pcr_signature ? " pcr_signature=sent" : "") +
                 " ms=" + std::to_string(MillisSince(t0)));
   last_token_ = *token;
   Attestation a;

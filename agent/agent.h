@@ -33,6 +33,10 @@ struct AgentOptions {
   EkPreference ek = EkPreference::kAny;
   AkAlg ak = AkAlg::kEcc;
   std::string eventlog_path;  // "" sends no event log
+  // The `systemd-measure sign` document systemd-stub left for the booted
+  // system; "" sends none. Missing, too large or malformed: none is sent
+  // (a policy's uki_signed rule then refuses with uki_signature_missing).
+  std::string pcr_signature_path;
   bool step_config = false;
   bool step_csr = false;
   std::string config_out;  // "" writes none
@@ -95,6 +99,7 @@ class Agent {
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,
                              const std::vector<std::string>& headers, bool once = false);
   Outcome<std::optional<Bytes>> ReadEventLog();
+  std::optional<std::string> ReadPcrSignature();
 
   void Log(const std::string& outcome, const std::string& details) const;
   void LogFailure(const Failure& f, const std::string& extra = "") const;

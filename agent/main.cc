@@ -58,6 +58,9 @@ constexpr char kHelp[] =
     "  --eventlog PATH      measured-boot log to send (default\n"
     "                       /sys/kernel/security/tpm0/binary_bios_measurements;\n"
     "                       missing: none is sent; \"\": never send one)\n"
+    "  --pcr-signature PATH signed PCR 11 values of the booted UKI (systemd-measure\n"
+    "                       sign; default /run/systemd/tpm2-pcr-signature.json;\n"
+    "                       missing or malformed: none is sent; \"\": never)\n"
     "Config step:\n"
     "  --config-out FILE    write the attested Ignition config here (mode 0600)\n"
     "  --apply-root DIR     apply its files, directories, links and units under DIR\n"
@@ -103,7 +106,7 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
 
 int Main(int argc, char** argv) {
   enum Flag {
-    kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kConfigOut, kApplyRoot,
+    kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion,
   };
   static const option kOptions[] = {
@@ -115,6 +118,7 @@ int Main(int argc, char** argv) {
       {"ek-alg", required_argument, nullptr, kEkAlg},
       {"ak-alg", required_argument, nullptr, kAkAlg},
       {"eventlog", required_argument, nullptr, kEventlog},
+      {"pcr-signature", required_argument, nullptr, kPcrSignature},
       {"config-out", required_argument, nullptr, kConfigOut},
       {"apply-root", required_argument, nullptr, kApplyRoot},
       {"kubelet-dir", required_argument, nullptr, kKubeletDir},
@@ -130,6 +134,7 @@ int Main(int argc, char** argv) {
   std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
   AgentOptions o;
   o.eventlog_path = "/sys/kernel/security/tpm0/binary_bios_measurements";
+  o.pcr_signature_path = "/run/systemd/tpm2-pcr-signature.json";
   o.kubelet_dir = "/var/lib/kubelet/pki";
   o.kubeconfig = "/var/lib/kubelet/kubeconfig";
   opterr = 0;
@@ -156,6 +161,7 @@ int Main(int argc, char** argv) {
         else return Usage("--ak-alg: expected rsa or ecc");
         break;
       case kEventlog: o.eventlog_path = arg; break;
+      case kPcrSignature: o.pcr_signature_path = arg; break;
       case kConfigOut: o.config_out = arg; break;
       case kApplyRoot: o.apply_root = arg; break;
       case kKubeletDir: o.kubelet_dir = arg; break;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "attest/digest.h"
+#include "attest/pcr_signature.h"
 
 namespace rackgate::attest {
 
@@ -80,6 +81,8 @@ class Evaluator {
                     const char* is_forbidden);
   void CheckKernelCmdline();
   void CheckUki();
+  void CheckSecureBootDb();
+  void CheckUkiSigned();
   void CheckTofu();
 
   const BootPolicy& policy_;
@@ -297,6 +300,148 @@ void Evaluator::CheckUki() {
   }
 }
 
+// The entries of `lists` of one EFI_SIGNATURE_LIST type: for EFI_CERT_X509
+// the SHA-256 of each certificate's DER, for EFI_CERT_SHA256 the hash itself.
+std::set<Bytes> SignatureEntries(const std::vector<EfiSignatureList>& lists, const EfiGuid& type) {
+  std::set<Bytes> out;
+  for (const EfiSignatureList& list : lists) {
+    if (list.type != type) continue;
+    for (const EfiSignatureData& s : list.signatures) {
+      out.insert(type == kEfiCertX509Guid ? Hash(kAlgSha256, {s.data}) : s.data);
+    }
+  }
+  return out;
+}
+
+void Evaluator::CheckSecureBootDb() {
+  if (!policy_.secure_boot_db) return;
+  const SecureBootDbPolicy& p = *policy_.secure_boot_db;
+  bool judge_db =
+      !p.db_required_certificates.empty() || !p.db_forbidden_certificates.empty();
+  bool judge_dbx = !p.dbx_required_hashes.empty();
+  if (judge_db && !RequireQuoted("db", kPcrSecureBoot)) judge_db = false;
+  if (judge_dbx && !RequireQuoted("dbx", kPcrSecureBoot)) judge_dbx = false;
+  // SECURITY: facts_.secure_boot_variables hold only variables whose data
+  // verified against their digests. When some PCR 7 configuration event did
+  // not verify, or nothing closes PCR 7 with a separator, the database the
+  // firmware enforced is not known from the log: fail closed rather than
+  // judge the part that happens to verify.
+  std::string unknown;
+  if (facts_.secure_boot == SecureBootState::kUnverifiable) {
+    unknown = "PCR 7's Secure Boot configuration does not verify";
+  } else if (std::none_of(facts_.separators.begin(), facts_.separators.end(),
+                          [](const Separator& s) {
+                            return s.pcr == kPcrSecureBoot && s.kind == SeparatorKind::kNormal;
+                          })) {
+    unknown = "PCR 7 has no normal separator after its Secure Boot configuration";
+  }
+  auto check = [&](const char* name, auto&& judge) {
+    bool any = false;
+    for (const SecureBootVariable& v : facts_.secure_boot_variables) {
+      if (v.name != name) continue;
+      any = true;
+      if (!unknown.empty()) break;
+      if (!v.signature_lists_valid) {
+        Add(name, std::string(name) + "_not_measured",
+            std::string(name) + " (event " + std::to_string(v.event_index) +
+                ") is not a valid list of EFI_SIGNATURE_LISTs");
+        continue;
+      }
+      // Every measurement of the variable is judged: were it measured
+      // twice, both are what the firmware was shown.
+      judge(v);
+    }
+    if (!unknown.empty()) {
+      Add(name, std::string(name) + "_not_measured", unknown);
+    } else if (!any) {
+      Add(name, std::string(name) + "_not_measured",
+          std::string("no verified ") + name + " variable on PCR 7 before its separator");
+    }
+  };
+  if (judge_db) {
+    check("db", [&](const SecureBootVariable& v) {
+      const std::set<Bytes> certs = SignatureEntries(v.signature_lists, kEfiCertX509Guid);
+      const std::string where = " (event " + std::to_string(v.event_index) + ")";
+      for (size_t i = 0; i < p.db_required_certificates.size(); ++i) {
+        if (certs.count(p.db_required_certificates[i]) == 0) {
+          Add("db", "db_certificate_missing",
+              "db.required[" + std::to_string(i) + "] is not in db" + where);
+        }
+      }
+      for (size_t i = 0; i < p.db_forbidden_certificates.size(); ++i) {
+        if (certs.count(p.db_forbidden_certificates[i]) != 0) {
+          Add("db", "db_certificate_forbidden",
+              "db.forbidden[" + std::to_string(i) + "] is in db" + where);
+        }
+      }
+    });
+  }
+  if (judge_dbx) {
+    check("dbx", [&](const SecureBootVariable& v) {
+      const std::set<Bytes> hashes = SignatureEntries(v.signature_lists, kEfiCertSha256Guid);
+      for (size_t i = 0; i < p.dbx_required_hashes.size(); ++i) {
+        if (hashes.count(p.dbx_required_hashes[i]) == 0) {
+          Add("dbx", "dbx_hash_missing",
+              "dbx.required[" + std::to_string(i) + "] is not in dbx (event " +
+                  std::to_string(v.event_index) + "): a revoked binary would be allowed");
+        }
+      }
+    });
+  }
+}
+
+void Evaluator::CheckUkiSigned() {
+  if (!policy_.uki_signed) return;
+  const Bytes* quoted = nullptr;
+  if (auto qb = evidence_.quoted.find(kAlgSha256); qb != evidence_.quoted.end()) {
+    if (auto it = qb->second.find(kPcrUkiSections); it != qb->second.end()) quoted = &it->second;
+  }
+  if (quoted == nullptr) {
+    Add("uki_signed", "pcr_not_quoted", "sha256 PCR 11 is not in the quote");
+    return;
+  }
+  auto pol = PolicyPcrDigest(kAlgSha256, kPcrUkiSections, *quoted);
+  if (!pol.ok()) {
+    Add("uki_signed", "pcr_not_quoted", "sha256 PCR 11's quoted value is malformed");
+    return;
+  }
+  // The keys' fingerprints as systemd writes them, computed once.
+  std::vector<std::pair<const Bytes*, Bytes>> trusted;
+  for (const Bytes& key : policy_.uki_signed->public_keys) {
+    if (auto fp = SystemdPublicKeyFingerprint(key); fp.ok()) trusted.emplace_back(&key, *fp);
+  }
+  bool any = false, invalid = false;
+  for (const PcrSignature& s : evidence_.pcr_signatures) {
+    // SECURITY: the machine's "pol" is only a lookup key; the digest judged
+    // is the one computed from the quoted value, so a signature over any
+    // other PCR 11 (another UKI, another phase) matches nothing.
+    if (s.bank != kAlgSha256 || s.pcrs != std::vector<uint32_t>{kPcrUkiSections} ||
+        s.policy_digest != *pol) {
+      continue;
+    }
+    any = true;
+    for (const auto& [key, fp] : trusted) {
+      if (fp != s.key_fingerprint) continue;
+      if (VerifyPcrSignature(*key, *pol, s.signature).ok()) return;  // passes
+      invalid = true;
+    }
+  }
+  if (!any) {
+    Add("uki_signed", "uki_signature_missing",
+        "no PCR signature for the quoted sha256 PCR 11: an unsigned UKI, or a quote at a boot "
+        "phase the OS builder did not sign");
+  } else if (invalid) {
+    // A signature naming a trusted key that does not verify: forged, or
+    // damaged on the way; never a key change.
+    Add("uki_signed", "uki_signature_invalid",
+        "a signature of the quoted sha256 PCR 11 names a trusted key but does not verify");
+  } else {
+    Add("uki_signed", "uki_signature_untrusted_key",
+        "the quoted sha256 PCR 11 is signed, but not by a key in uki_signed.public_keys "
+        "(add the OS builder's key to the policy if it is trusted)");
+  }
+}
+
 void Evaluator::CheckTofu() {
   for (const PcrSelection& sel : policy_.tofu) {
     for (uint32_t pcr : sel.pcrs) {
@@ -342,6 +487,8 @@ Verdict Evaluator::Run() {
                "authority_not_allowed", "authority_forbidden");
   CheckKernelCmdline();
   CheckUki();
+  CheckSecureBootDb();
+  CheckUkiSigned();
   CheckTofu();
   verdict_.ok = verdict_.violations.empty();
   // SECURITY: a failed attestation pins nothing; the first passing one does.
@@ -367,7 +514,8 @@ std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy) {
     out.insert({kPcrGrubCmdline, kPcrLinuxStubLoadOptions, kPcrUkiSections,
                 kPcrSystemdKernelConfig});
   }
-  if (policy.uki) out.insert(kPcrUkiSections);
+  if (policy.uki || policy.uki_signed) out.insert(kPcrUkiSections);
+  if (policy.secure_boot_db) out.insert(kPcrSecureBoot);
   return out;
 }
 

@@ -130,7 +130,7 @@ struct Evidence {
 struct Violation {
   std::string rule;     // policy field: eventlog, pcrs, secure_boot, separators,
                         // boot_applications, authorities, kernel_cmdline, uki,
-                        // tofu
+                        // db, dbx, uki_signed, tofu
   std::string reason;   // stable, lower_snake_case
   std::string message;  // names the PCR, event or digest; never a value the
                         // evidence was compared against, never a secret
@@ -151,7 +151,8 @@ struct Verdict {
 // the machine must quote for its rule to pass: 0-7 (require_separators), 4
 // (boot_applications), 7 (require_secure_boot, authorities), 8, 9, 11 and 12
 // (kernel_cmdline: grub on 8, the Linux EFI stub on 9, a UKI's .cmdline
-// section on 11, systemd-boot and systemd-stub on 12), 11 (uki). Golden and
+// section on 11, systemd-boot and systemd-stub on 12), 11 (uki, uki_signed),
+// 7 (db/dbx). Golden and
 // TOFU PCRs are the policy's own lists (BootPolicy::pcrs, ::tofu).
 std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy);
 
@@ -190,6 +191,13 @@ Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
 //                       kernel_cmdline_forbidden_present
 //   uki:                pcr_not_quoted, uki_missing, uki_section_missing,
 //                       uki_section_not_allowed, uki_measurement_unrecognized
+//   db:                 pcr_not_quoted, db_not_measured, db_certificate_missing,
+//                       db_certificate_forbidden
+//   dbx:                pcr_not_quoted, dbx_not_measured, dbx_hash_missing
+//                       (db/dbx are "not measured" also when PCR 7's
+//                       configuration does not verify or has no separator)
+//   uki_signed:         pcr_not_quoted (sha256 PCR 11), uki_signature_missing,
+//                       uki_signature_untrusted_key, uki_signature_invalid
 //   tofu:               pcr_not_quoted, tofu_mismatch
 // A null log fails with rule "eventlog", reason "eventlog_missing".
 // Throws only on OpenSSL resource failure.

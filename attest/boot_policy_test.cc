@@ -260,6 +260,112 @@ TEST(Evaluate, PcrsReadFromLog) {
   EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{4, 7}));
   p.require_separators = true;
   EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  p = BootPolicy{};
+  p.secure_boot_db.emplace();
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{7}));
+  p = BootPolicy{};
+  p.uki_signed.emplace();
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{11}));
+}
+
+// --- Secure Boot db and dbx ----------------------------------------------------
+
+// Fingerprints checked with `openssl x509 -fingerprint -sha256` on the
+// certificates in the moklisttrusted log's db.
+const char kWindowsPca2011[] = "e8e95f0733a55e8bad7be0a1413ee23c51fcea64b3c8fa6a786935fddcc71961";
+const char kUefiCa2011[] = "48e99b991f57fc52f76149599bff0a58c47154229b9f8d603ac40d3500248507";
+// The KEK's Microsoft certificate: in KEK, not in db.
+const char kKekCa2011[] = "a1117f516a32cefcba3f2d1ace10a87972fd6bbe8fe0d0b996e09e65d802a503";
+// Its dbx's one EFI_CERT_SHA256 entry (the SHA-256 of nothing).
+const char kDbxEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+SecureBootDbPolicy DbRule(std::vector<std::string> required, std::vector<std::string> forbidden,
+                          std::vector<std::string> dbx) {
+  SecureBootDbPolicy p;
+  for (const auto& h : required) p.db_required_certificates.push_back(testing::FromHex(h));
+  for (const auto& h : forbidden) p.db_forbidden_certificates.push_back(testing::FromHex(h));
+  for (const auto& h : dbx) p.dbx_required_hashes.push_back(testing::FromHex(h));
+  return p;
+}
+
+TEST(Evaluate, SecureBootDbOnARealLog) {
+  Case c(ReadLog("tpm2-tools_event-moklisttrusted.bin"));
+  BootPolicy policy;
+  policy.secure_boot_db = DbRule({kWindowsPca2011, kUefiCa2011}, {kKekCa2011}, {kDbxEmpty});
+  Verdict v = c.Judge(policy);
+  EXPECT_TRUE(v.ok);
+  for (const Violation& x : v.violations) ADD_FAILURE() << x.rule << ": " << x.message;
+
+  policy.secure_boot_db = DbRule({kUefiCa2011, kKekCa2011}, {kWindowsPca2011}, {kSha256Zero});
+  v = c.Judge(policy);
+  EXPECT_EQ(Reasons(v), (std::multiset<std::string>{"db/db_certificate_missing",
+                                                    "db/db_certificate_forbidden",
+                                                    "dbx/dbx_hash_missing"}));
+  ASSERT_EQ(v.violations.size(), 3u);
+  EXPECT_NE(v.violations[0].message.find("db.required[1] is not in db"), std::string::npos)
+      << v.violations[0].message;
+  EXPECT_NE(v.violations[1].message.find("db.forbidden[0] is in db"), std::string::npos);
+  EXPECT_NE(v.violations[2].message.find("dbx.required[0] is not in dbx"), std::string::npos);
+
+  // PCR 7 not quoted: the databases prove nothing.
+  for (auto& [alg, bank] : c.evidence.quoted) bank.erase(7);
+  EXPECT_EQ(Reasons(c.Judge(policy)),
+            (std::multiset<std::string>{"db/pcr_not_quoted", "dbx/pcr_not_quoted"}));
+}
+
+// An EFI_SIGNATURE_DATA holding a (fake) DER certificate.
+Bytes X509Signature(const std::string& der) {
+  Bytes b(16, 0x42);
+  testing::Put(&b, Str(der));
+  return b;
+}
+
+TEST(Evaluate, SecureBootDbOnCraftedLogs) {
+  const std::string cert = "0\x82 a certificate's DER";
+  const std::string fp = HexOf(testing::Digest(kAlgSha256, Str(cert)));
+  auto db_log = [&](bool separator, bool malformed_db) {
+    EventLogBuilder b;
+    b.Add(7, kEvEfiVariableDriverConfig,
+          testing::UefiVariable(kEfiGlobalVariableGuid, "SecureBoot", Bytes{1}));
+    Bytes lists = testing::SignatureList(kEfiCertX509Guid, {}, {X509Signature(cert)});
+    if (malformed_db) lists.pop_back();
+    b.Add(7, kEvEfiVariableDriverConfig,
+          testing::UefiVariable(kEfiImageSecurityDatabaseGuid, "db", lists));
+    if (separator) b.Separator(7);
+    return b.bytes();
+  };
+  BootPolicy policy;
+  policy.secure_boot_db = DbRule({fp}, {}, {});
+  Case good(db_log(true, false));
+  EXPECT_TRUE(good.Judge(policy).ok);
+  // No dbx in this log.
+  policy.secure_boot_db = DbRule({}, {}, {fp});
+  EXPECT_EQ(Reasons(good.Judge(policy)), (std::multiset<std::string>{"dbx/dbx_not_measured"}));
+
+  policy.secure_boot_db = DbRule({fp}, {}, {});
+  Case no_sep(db_log(false, false));
+  EXPECT_EQ(Reasons(no_sep.Judge(policy)), (std::multiset<std::string>{"db/db_not_measured"}));
+  Case bad(db_log(true, true));
+  EXPECT_EQ(Reasons(bad.Judge(policy)), (std::multiset<std::string>{"db/db_not_measured"}));
+
+  // The usual configuration's db holds hashes only; dbx one hash of 0xdd.
+  EventLogBuilder usual;
+  usual.SecureBootConfig(1).Separator(7);
+  Case u(usual.bytes());
+  policy.secure_boot_db = DbRule({fp}, {}, {std::string(64, 'd')});
+  EXPECT_EQ(Reasons(u.Judge(policy)), (std::multiset<std::string>{"db/db_certificate_missing"}));
+
+  // A db whose data does not match its digest: the Secure Boot
+  // configuration is unverifiable, and so is db.
+  EventLogBuilder forged;
+  forged.Measure(7, kEvEfiVariableDriverConfig, Str("the real db"),
+                 testing::UefiVariable(kEfiImageSecurityDatabaseGuid, "db",
+                                       testing::SignatureList(kEfiCertX509Guid, {},
+                                                              {X509Signature(cert)})))
+      .Separator(7);
+  Case f(forged.bytes());
+  policy.secure_boot_db = DbRule({fp}, {}, {});
+  EXPECT_EQ(Reasons(f.Judge(policy)), (std::multiset<std::string>{"db/db_not_measured"}));
 }
 
 // A UKI boot as systemd-stub logs it (no log in testdata/ has one).

@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
+#include "wire/pcr_signature_json.h"
 
 namespace rackgate::core {
 
@@ -436,6 +437,16 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     evidence.log = log ? &*log : nullptr;
     evidence.quoted = quote->pcrs;
     if (ctx.tofu_recorded != nullptr) evidence.tofu_recorded = *ctx.tofu_recorded;
+    if (req.pcr_signature) {
+      // A malformed document fails only a uki_signed rule, closed (as
+      // uki_signature_missing); a policy without one never reads it.
+      auto signatures = wire::ParsePcrSignatureJson(*req.pcr_signature);
+      if (signatures.ok()) {
+        evidence.pcr_signatures = std::move(signatures).value();
+      } else {
+        Log()->info("pcr signature ignored: {}", signatures.status().message());
+      }
+    }
     attest::BootFacts facts = log ? attest::ExtractBootFacts(*log) : attest::BootFacts{};
     attest::Verdict verdict = attest::Evaluate(*ctx.policy, facts, evidence);
     if (!verdict.ok) {

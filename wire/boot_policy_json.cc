@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attest/pcr_signature.h"
 #include "wire/codec.h"
 
 namespace rackgate::wire {
@@ -260,10 +261,72 @@ attest::UkiPolicy ReadUki(const json& j) {
   return u;
 }
 
+// ["sha256:<hex>" or "<hex>", ...]: SHA-256 values only (certificate
+// fingerprints, dbx hashes). An empty list checks nothing, as an empty
+// "forbidden" list elsewhere in the format (the writer writes both of db's).
+std::vector<Bytes> ReadSha256List(const json& j, const std::string& where) {
+  std::vector<Bytes> out;
+  const std::vector<PolicyDigest> digests = ReadDigests(j, where);
+  for (size_t i = 0; i < digests.size(); ++i) {
+    if (digests[i].alg != kAlgSha256) {
+      Fail(where + "[" + std::to_string(i) + "]", "must be a SHA-256 value (64 hex digits)");
+    }
+    out.push_back(digests[i].value);
+  }
+  return out;
+}
+
+// "db": {"required": [...], "forbidden": [...]} and "dbx": {"required": [...]}.
+void ReadSecureBootDb(const json& j, BootPolicy* p) {
+  attest::SecureBootDbPolicy db;
+  if (j.contains("db")) {
+    const json& d = j.at("db");
+    OnlyKeys(Object(d, "db"), "db", {"required", "forbidden"});
+    if (d.contains("required")) {
+      db.db_required_certificates = ReadSha256List(d.at("required"), "db.required");
+    }
+    if (d.contains("forbidden")) {
+      db.db_forbidden_certificates = ReadSha256List(d.at("forbidden"), "db.forbidden");
+    }
+    if (!d.contains("required") && !d.contains("forbidden")) {
+      Fail("db", "sets no rule (required or forbidden)");
+    }
+  }
+  if (j.contains("dbx")) {
+    const json& d = j.at("dbx");
+    OnlyKeys(Object(d, "dbx"), "dbx", {"required"});
+    if (!d.contains("required")) Fail("dbx", "missing \"required\"");
+    db.dbx_required_hashes = ReadSha256List(d.at("required"), "dbx.required");
+  }
+  if (j.contains("db") || j.contains("dbx")) p->secure_boot_db = std::move(db);
+}
+
+// "uki_signed": {"public_keys": ["-----BEGIN PUBLIC KEY-----...", ...]}
+attest::SignedPcr11Policy ReadUkiSigned(const json& j) {
+  OnlyKeys(Object(j, "uki_signed"), "uki_signed", {"public_keys"});
+  if (!j.contains("public_keys")) Fail("uki_signed", "missing \"public_keys\"");
+  const json& keys = j.at("public_keys");
+  if (!keys.is_array()) Fail("uki_signed.public_keys", "must be an array of PEM public keys");
+  // An empty list would trust nothing and fail every machine; refuse it at
+  // load time, where the operator sees why.
+  if (keys.empty()) Fail("uki_signed.public_keys", "lists no key");
+  if (keys.size() > kMaxPolicyUkiKeys) {
+    Fail("uki_signed.public_keys", "more than " + std::to_string(kMaxPolicyUkiKeys) + " keys");
+  }
+  attest::SignedPcr11Policy u;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string w = "uki_signed.public_keys[" + std::to_string(i) + "]";
+    auto der = attest::PublicKeyDerFromPem(String(keys.at(i), w));
+    if (!der.ok()) Fail(w, der.status().message());
+    u.public_keys.push_back(*std::move(der));
+  }
+  return u;
+}
+
 BootPolicy ReadPolicy(const json& j) {
   OnlyKeys(Object(j, "policy"), "policy",
            {"version", "comment", "pcrs", "require_secure_boot", "require_separators",
-            "boot_applications", "authorities", "kernel_cmdline", "uki", "tofu"});
+            "boot_applications", "authorities", "kernel_cmdline", "uki", "tofu", "db", "dbx", "uki_signed"});
   if (!j.contains("version")) Fail("policy", "missing \"version\"");
   const json& version = j.at("version");
   if (!version.is_number_integer() || version.get<int64_t>() != kBootPolicyVersion) {
@@ -301,6 +364,8 @@ BootPolicy ReadPolicy(const json& j) {
     p.kernel_cmdline = std::move(kp);
   }
   if (j.contains("uki")) p.uki = ReadUki(j.at("uki"));
+  ReadSecureBootDb(j, &p);
+  if (j.contains("uki_signed")) p.uki_signed = ReadUkiSigned(j.at("uki_signed"));
   if (j.contains("tofu")) {
     for (const auto& bank : Object(j.at("tofu"), "tofu").items()) {
       const std::string w = "tofu." + bank.key().substr(0, 16);

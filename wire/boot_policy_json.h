@@ -23,6 +23,7 @@ inline constexpr size_t kMaxPolicyDigests = 4096;       // per allowed/forbidden
 inline constexpr size_t kMaxPolicyStrings = 256;        // per command-line list
 inline constexpr size_t kMaxPolicyStringSize = 4096;    // bytes, one string
 inline constexpr size_t kMaxPolicyUkiSections = 64;     // names in "uki.sections"
+inline constexpr size_t kMaxPolicyUkiKeys = 16;         // "uki_signed.public_keys"
 
 inline constexpr int kBootPolicyVersion = 1;
 
@@ -34,7 +35,11 @@ inline constexpr int kBootPolicyVersion = 1;
 // value of the wrong type; a bank other than sha1/sha256/sha384/sha512; a PCR
 // index above 23; a digest whose length is not its bank's; a list above its
 // limit; a "uki" rule naming no section, or a name that is not a PE section
-// name (2..8 printable characters starting with '.').
+// name (2..8 printable characters starting with '.'); a "db"/"dbx" list that
+// holds other than SHA-256 values, a "db" with neither list, a "dbx" without
+// "required"; a
+// "uki_signed" key that is not one PEM RSA or EC public key, an empty key
+// list or more than kMaxPolicyUkiKeys keys.
 Result<attest::BootPolicy> ParseBootPolicy(std::string_view json);
 
 // PCR values as JSON: {"sha256": {"0": "<hex>", ...}, ...}, banks strongest

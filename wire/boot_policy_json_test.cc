@@ -122,6 +122,77 @@ TEST(ParseBootPolicy, UkiRuleIsStrict) {
   EXPECT_EQ(Reason(many + "}}}"), "policy_malformed");
 }
 
+// --- Secure Boot db/dbx and uki_signed ------------------------------------------
+
+// A PEM RSA and an EC public key, as JSON string contents.
+const std::string kRsaPem = "-----BEGIN PUBLIC KEY-----\\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA0/QYni3inot0rNwlmFg9\\nVDdP/xrsLkV/XH7GT5JcPLe4CnjhBedi4o2NB+aIdMI32twr//w0GL0iWuh08pdM\\n+BSvRSXid2Mxn/JEr0rE/BtLODBro1cdzUHH+NcLhJBLZo1y9XKsNMviUs4aS2T1\\n0MRyJmmTNcOHsGSHHeZqgwJpB4aGACJ2LDQJvUhZFIIAYxEUsdqUhmcYbB+sB6A3\\n1015PFRoN9G2dVmbwfDwlVHbi8DnRbigeezjr2ySK3KrODT9w8KLe21JQXecs24H\\neeAa85fmz8eBsTTpDeKBCe8kAYYg6DcreHtsvTjuEqznDjSgh69iH1XcLqrGyziZ\\n/wIDAQAB\\n-----END PUBLIC KEY-----\\n";
+const std::string kEcPem = "-----BEGIN PUBLIC KEY-----\\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEyUzfkEChGJj23Qo1yG4TG+Yft49N\\nUbi365H9ZBSo+zfiEUXbEAfR1712BpyrAsLun3Hx1YD49PWyQ6wHSaAgMQ==\\n-----END PUBLIC KEY-----\\n";
+
+TEST(ParseBootPolicy, SecureBootDbRule) {
+  const std::string a(64, 'a'), b(64, 'b');
+  auto p = ParseBootPolicy(R"({"version": 1, "db": {"required": ["sha256:)" + a +
+                           R"(", ")" + b + R"("], "forbidden": [")" + b +
+                           R"("]}, "dbx": {"required": [")" + a + R"("]}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->secure_boot_db.has_value());
+  EXPECT_EQ(p->secure_boot_db->db_required_certificates,
+            (std::vector<Bytes>{Bytes(32, 0xaa), Bytes(32, 0xbb)}));
+  EXPECT_EQ(p->secure_boot_db->db_forbidden_certificates, (std::vector<Bytes>{Bytes(32, 0xbb)}));
+  EXPECT_EQ(p->secure_boot_db->dbx_required_hashes, (std::vector<Bytes>{Bytes(32, 0xaa)}));
+  // dbx alone.
+  p = ParseBootPolicy(R"({"version": 1, "dbx": {"required": [")" + a + R"("]}})");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->secure_boot_db->db_required_certificates.empty());
+  EXPECT_FALSE(ParseBootPolicy(R"({"version": 1})")->secure_boot_db.has_value());
+  // Empty lists check nothing (the policy writer writes both of db's).
+  p = ParseBootPolicy(R"({"version": 1, "db": {"required": [")" + a + R"("], "forbidden": []}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->secure_boot_db->db_forbidden_certificates.empty());
+
+  for (const std::string& bad : std::vector<std::string>{
+           R"("db": {})", R"("dbx": {})", R"("dbx": {"forbidden": [")" + a + R"("]})",
+           R"("db": {"required": ["sha1:)" + std::string(40, 'a') + R"("]})",
+           R"("db": {"required": [")" + std::string(40, 'a') + R"("]})",
+           R"("db": {"required": ["sha256:)" + std::string(62, 'a') + R"("]})",
+           R"("db": {"required": "sha256:)" + a + R"("})",
+           R"("db": {"allowed": [")" + a + R"("]})", R"("db": [])"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(Reason(R"({"version": 1, )" + bad + "}"), "policy_malformed");
+  }
+  EXPECT_NE(Message(R"({"version": 1, "db": {"required": [")" + a + R"(", "sha1:)" +
+                    std::string(40, 'a') + R"("]}})")
+                .find("db.required[1]"),
+            std::string::npos);
+}
+
+TEST(ParseBootPolicy, UkiSignedRule) {
+  auto p = ParseBootPolicy(R"({"version": 1, "uki_signed": {"public_keys": [")" + kRsaPem +
+                           R"(", ")" + kEcPem + R"("]}})");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->uki_signed.has_value());
+  ASSERT_EQ(p->uki_signed->public_keys.size(), 2u);
+  EXPECT_EQ(p->uki_signed->public_keys[0][0], 0x30);  // DER SubjectPublicKeyInfo
+
+  EXPECT_EQ(Reason(R"({"version": 1, "uki_signed": {}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki_signed": {"public_keys": []}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki_signed": {"public_keys": [")" + kRsaPem +
+                   R"("], "keys": []}})"),
+            "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "uki_signed": {"public_keys": [1]}})"), "policy_malformed");
+  std::string broken = kRsaPem;
+  broken.erase(60, 20);
+  EXPECT_NE(Message(R"({"version": 1, "uki_signed": {"public_keys": [")" + kRsaPem + R"(", ")" +
+                    broken + R"("]}})")
+                .find("uki_signed.public_keys[1]"),
+            std::string::npos);
+  EXPECT_EQ(Reason(R"({"version": 1, "uki_signed": {"public_keys": [")" + kRsaPem + kEcPem +
+                   R"("]}})"),
+            "policy_malformed");  // two keys in one string
+  std::string many = R"({"version": 1, "uki_signed": {"public_keys": [)";
+  for (size_t i = 0; i <= kMaxPolicyUkiKeys; ++i) many += (i ? ", \"" : "\"") + kEcPem + "\"";
+  EXPECT_EQ(Reason(many + "]}}"), "policy_malformed");
+}
+
 TEST(ParseBootPolicy, UnknownFieldsAreRefusedAtEveryLevel) {
   // Typos must never silently drop a rule.
   EXPECT_EQ(Reason(R"({"version": 1, "require_secureboot": true})"), "policy_malformed");

@@ -216,11 +216,17 @@ std::string EncodeEvidenceRequest(const EvidenceRequest& r) {
                {"signature", Base64Encode(r.signature)},
                {"pcrs", PcrsToJson(r.pcrs)}};
   if (r.event_log) body["event_log"] = Base64Encode(*r.event_log);
+  if (r.pcr_signature) {
+    // Text that is not JSON goes as a string, for the appliance to refuse.
+    json sig = json::parse(*r.pcr_signature, nullptr, /*allow_exceptions=*/false);
+    body["pcr_signature"] = sig.is_discarded() ? json(*r.pcr_signature) : std::move(sig);
+  }
   return body.dump();
 }
 
 Result<EvidenceRequest> DecodeEvidenceRequest(std::string_view body) {
-  auto doc = ParseObject(body, {"session", "secret", "quote", "signature", "pcrs", "event_log"});
+  auto doc = ParseObject(body, {"session", "secret", "quote", "signature", "pcrs", "event_log",
+                                 "pcr_signature"});
   if (!doc.ok()) return doc.status();
   EvidenceRequest r;
   if (!doc->contains("session")) return Missing("session");
@@ -247,6 +253,15 @@ Result<EvidenceRequest> DecodeEvidenceRequest(std::string_view body) {
     auto log = B64Field(*doc, "event_log", kMaxEventLog);
     if (!log.ok()) return log.status();
     r.event_log = std::move(log).value();
+  }
+  if (doc->contains("pcr_signature") && !doc->at("pcr_signature").is_null()) {
+    const json& sig = doc->at("pcr_signature");
+    if (!sig.is_object()) return Invalid("pcr_signature", "expected the systemd-measure sign object");
+    std::string text = sig.dump();
+    if (text.size() > kMaxPcrSignatureField) {
+      return Invalid("pcr_signature", "larger than " + std::to_string(kMaxPcrSignatureField) + " bytes");
+    }
+    r.pcr_signature = std::move(text);
   }
   return r;
 }

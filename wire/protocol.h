@@ -29,6 +29,7 @@ inline constexpr size_t kMaxSignature = 1024;
 inline constexpr size_t kMaxSecret = 64;
 inline constexpr size_t kMaxSessionId = 64;
 inline constexpr size_t kMaxEventLog = 16 << 20;
+inline constexpr size_t kMaxPcrSignatureField = 64 << 10;  // compact JSON
 inline constexpr size_t kMaxNonce = 64;          // TPM2B_DATA
 inline constexpr size_t kMaxCredential = 4096;   // the tpm2_makecredential file
 inline constexpr size_t kMaxCsrPem = 64 * 1024;  // one CSR in PEM
@@ -80,6 +81,11 @@ struct EvidenceRequest {
   Bytes signature;
   attest::PcrValues pcrs;
   std::optional<Bytes> event_log;
+  // "pcr_signature": the `systemd-measure sign` document the machine booted
+  // with (/run/systemd/tpm2-pcr-signature.json), as compact JSON text. The
+  // decoder checks only that it is an object of at most
+  // kMaxPcrSignatureField bytes; wire/pcr_signature_json.h reads it.
+  std::optional<std::string> pcr_signature;
   bool operator==(const EvidenceRequest&) const = default;
 };
 // It carries the activated secret: the caller wipes the result.

@@ -83,6 +83,7 @@ EvidenceRequest SomeEvidenceRequest() {
     e.pcrs[attest::kAlgSha1][pcr] = Seq(20, static_cast<uint8_t>(pcr + 1));
   }
   e.event_log = Seq(5000, 2);
+  e.pcr_signature = R"({"sha256":[{"pcrs":[11],"pkfp":"aa","pol":"bb","sig":"AAEC"}]})";
   return e;
 }
 
@@ -138,6 +139,11 @@ TEST(EvidenceRequest, RoundTripsAndTruncation) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(*parsed, no_log);
   ExpectEveryPrefixRefused(EncodeEvidenceRequest(no_log), DecodeEvidenceRequest);
+  // Without a PCR signature (a machine not booted from a signed UKI).
+  EvidenceRequest no_sig = e;
+  no_sig.pcr_signature.reset();
+  EXPECT_EQ(*DecodeEvidenceRequest(EncodeEvidenceRequest(no_sig)), no_sig);
+  EXPECT_EQ(nlohmann::json::parse(body).at("pcr_signature").at("sha256").at(0).at("sig"), "AAEC");
 }
 
 TEST(EvidenceRequest, NamesTheMalformedField) {
@@ -148,7 +154,12 @@ TEST(EvidenceRequest, NamesTheMalformedField) {
                         Case{"quote", "AAE", "field_invalid"}, Case{"quote", "", "field_invalid"},
                         Case{"signature", nlohmann::json::array(), "field_invalid"},
                         Case{"session", "", "field_invalid"}, Case{"event_log", "!!!!", "field_invalid"},
-                        Case{"pcrs", "sha256:0", "field_invalid"}}) {
+                        Case{"pcrs", "sha256:0", "field_invalid"},
+                        Case{"pcr_signature", "{}", "field_invalid"},
+                        Case{"pcr_signature", nlohmann::json::array(), "field_invalid"},
+                        Case{"pcr_signature",
+                             nlohmann::json{{"sha256", std::string(kMaxPcrSignatureField, 'a')}},
+                             "field_invalid"}}) {
     nlohmann::json doc = good;
     doc[c.field] = c.value;
     auto x = DecodeEvidenceRequest(doc.dump());

@@ -23,6 +23,7 @@
 #include "base/files.h"
 #include "daemon/ctl/offline.h"
 #include "wire/boot_policy_json.h"
+#include "wire/pcr_signature_json.h"
 
 namespace rackgate::ctl {
 
@@ -75,7 +76,8 @@ constexpr char kShowHelp[] =
 constexpr char kPolicyCheckHelp[] =
     "Usage: rackgatectl policy check --policy POLICY.json --eventlog FILE\n"
     "         [--pcrs PCRS --message QUOTE.msg | --pcrs-json FILE]\n"
-    "         [--tofu-recorded FILE] [--tofu-record-to FILE] [--json]\n"
+    "         [--tofu-recorded FILE] [--tofu-record-to FILE] [--pcr-signature FILE]\n"
+    "         [--json]\n"
     "\n"
     "Judges a measured boot against a boot policy (format: docs/policy.md):\n"
     "the log must replay to the quoted PCRs, then every rule is checked and\n"
@@ -97,6 +99,10 @@ constexpr char kPolicyCheckHelp[] =
     "are written to --tofu-record-to (atomically, mode 0600) or printed.\n"
     "A failing check records nothing.\n"
     "\n"
+    "Signed PCR 11 (the policy's \"uki_signed\"): --pcr-signature reads the\n"
+    "`systemd-measure sign` document the machine booted with (on the machine:\n"
+    "/run/systemd/tpm2-pcr-signature.json), as the agent sends it.\n"
+    "\n"
     "Options:\n"
     "  --policy FILE          the boot policy (JSON)\n"
     "  --eventlog FILE        the binary TCG event log\n"
@@ -105,6 +111,7 @@ constexpr char kPolicyCheckHelp[] =
     "  --pcrs-json FILE       quoted PCRs as JSON\n"
     "  --tofu-recorded FILE   values recorded at the first passing check\n"
     "  --tofu-record-to FILE  where to write the values to keep\n"
+    "  --pcr-signature FILE   the systemd-measure sign JSON document\n"
     "  --json                 print {\"ok\", \"violations\": [{\"rule\", \"reason\",\n"
     "                         \"message\"}], \"events\", \"secure_boot\"} on stdout\n"
     "\n"
@@ -356,7 +363,7 @@ int RunEventlogShow(int argc, char** argv, int first) {
 
 int RunPolicyCheck(int argc, char** argv, int first) {
   FlagSpec spec{{"policy", "eventlog", "pcrs", "message", "pcrs-json", "tofu-recorded",
-                 "tofu-record-to"},
+                 "tofu-record-to", "pcr-signature"},
                 {"json"},
                 0};
   auto args = Args::Parse(argc, argv, first, spec);
@@ -427,6 +434,14 @@ int RunPolicyCheck(int argc, char** argv, int first) {
     auto recorded = read_pcrs_json(*path, "--tofu-recorded");
     if (!recorded.ok()) return Fail(cmd, recorded.status(), kExitUnusable);
     evidence.tofu_recorded = *std::move(recorded);
+  }
+  if (auto path = args->Get("pcr-signature")) {
+    auto text = ReadFile(*path, wire::kMaxPcrSignatureSize);
+    if (!text.ok()) return Fail(cmd, text.status(), kExitUnusable);
+    auto signatures = wire::ParsePcrSignatureJson(
+        std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
+    if (!signatures.ok()) return Fail(cmd, signatures.status().Annotate("--pcr-signature"), kExitUnusable);
+    evidence.pcr_signatures = *std::move(signatures);
   }
 
   const attest::BootFacts facts = attest::ExtractBootFacts(*log);

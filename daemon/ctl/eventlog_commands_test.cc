@@ -252,5 +252,23 @@ TEST(PolicyCheck, TofuRecordedAndEnforced) {
   EXPECT_NE(r.err.find("tofu: tofu_mismatch: sha256 PCR 7"), std::string::npos) << r.err;
 }
 
+// --pcr-signature: a uki_signed rule sees the document; a malformed one is
+// unusable input. (Passing signatures: firmware-tests/uki_signed.sh.)
+TEST(PolicyCheck, PcrSignature) {
+  TempDir dir;
+  const std::string log = LogPath("tpm2-tools_event-moklisttrusted.bin");
+  const std::string policy = dir.Write("uki.json", R"({"version": 1, "uki_signed": {"public_keys": [
+      "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEyUzfkEChGJj23Qo1yG4TG+Yft49N\nUbi365H9ZBSo+zfiEUXbEAfR1712BpyrAsLun3Hx1YD49PWyQ6wHSaAgMQ==\n-----END PUBLIC KEY-----\n"]}})");
+  const std::string sig = dir.Write("sig.json", R"({"sha256": [{"pcrs": [11], "pkfp": ")" +
+      std::string(64, 'a') + R"(", "pol": ")" + std::string(64, 'b') + R"(", "sig": "AAEC"}]})");
+  CmdResult r = Call(RunPolicyCheck, {"--policy", policy, "--eventlog", log, "--pcr-signature", sig});
+  EXPECT_EQ(r.rc, kExitRefused);
+  EXPECT_NE(r.err.find("uki_signed: uki_signature_missing"), std::string::npos) << r.err;
+  const std::string bad = dir.Write("bad.json", R"({"sha256": [{"pcrs": [11]}]})");
+  r = Call(RunPolicyCheck, {"--policy", policy, "--eventlog", log, "--pcr-signature", bad});
+  EXPECT_EQ(r.rc, kExitUnusable);
+  EXPECT_NE(r.err.find("pcr_signature_malformed"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace rackgate::ctl

@@ -250,6 +250,8 @@ for m in "${MACHINES[@]}"; do
   RC[$m]=0; wait "${PID[$m]}" || RC[$m]=$?
 done
 echo "# (e) judged: $(ms_since "$t") ms after the accept"
+check "(e) rackgated could use the accepted policy (no 'boot policy ... is unusable' in its log)" \
+  bash -c "! grep -m 3 'is unusable' '$RG_DIR/rackgated.log'"
 for m in a1 a2; do
   check "(e) ${HOST[$m]}: the same agent run attests and joins (exit ${RC[$m]})" \
     bash -c "[[ ${RC[$m]} == $RC_OK ]] && grep -Eq '$R_JOINED' '$(lab_dir "$m")/agent.last' || { tail -n 4 '$(lab_dir "$m")/agent.last'; exit 1; }"

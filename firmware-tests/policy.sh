@@ -196,11 +196,17 @@ check "(c) rackgatectl policy propose prints the proposal" \
     > '$LAB_DIR/propose.txt' 2>&1"
 sed 's/^/#   /' "$LAB_DIR/propose.txt" | head -n 40
 rg_ctl policy propose --pool "$POOL" --json > "$LAB_DIR/propose.json"
-check "(c) propose --json: odd names node-odd only, with differences; the alike two agree" \
+check "(c) propose --json: odd names node-odd only (PCR 4 differs); node-a1 and node-a2 agree on the proposed PCR 4" \
   py "$LAB_DIR/propose.json" '
 odd = d["odd"]
 print("# odd:", json.dumps(odd)[:600])
-ok = len(odd) == 1 and odd[0]["hostname"] == "node-odd" and len(odd[0].get("differences", [])) > 0
+rules = {r["rule"]: r for r in d["rules"]}
+pcr4 = rules["pcrs.sha256.4"]
+print("# pcrs.sha256.4:", pcr4["proposed"], pcr4["agreeing"], "summary:", d["summary"])
+ok = (len(odd) == 1 and odd[0]["hostname"] == "node-odd" and
+      any(x["rule"] == "pcrs.sha256.4" for x in odd[0]["differences"]) and
+      pcr4["proposed"] and pcr4["agreeing"] == ["node-a1", "node-a2"] and
+      d["summary"] == {"machines": 3, "odd": 1, "platforms": 1, "unusable": 0})
 sys.exit(0 if ok else 1)'
 check "(c) the text names node-odd, not node-a1 nor node-a2, in its odd section" \
   lab_python - "$LAB_DIR/propose.txt" <<'PY'

@@ -112,6 +112,15 @@ Result<PolicyApplied> PolicyService::Accept(const std::string& name, const std::
                                "no machine of pool " + name + " was observed with a usable boot: run `rackgatectl "
                                "policy observe --pool " + name + "`, boot its machines, then propose again");
   }
+  // What is stored must be what attestation can read: a proposal the
+  // parser refused would leave every machine of the pool waiting on
+  // policy_invalid. (A writer and parser out of step is a bug; said so.)
+  if (auto parsed = wire::ParseBootPolicy(report->proposal.policy_json); !parsed.ok()) {
+    Log()->error("the proposal for pool {} does not read back: {}", name, parsed.status().ToString());
+    return Status::Corruption("proposal_invalid",
+                              "the proposal does not read back as a policy (a rackgate bug): write it with "
+                              "`rackgatectl policy propose --output FILE` and `policy put` an edited one");
+  }
   nlohmann::json detail = {{"source", "proposal"},
                            {"proposal_sha256", report->proposal_sha256},
                            {"machines", report->proposal.machines.size()}};

@@ -174,6 +174,7 @@ const std::vector<ReasonRule>& ReasonTable() {
       // policy accept (docs/policy.md, "From observation to enforcement").
       {"proposal_changed", kConflict},
       {"nothing_observed", kConflict},
+      {"proposal_invalid", kConflict},
       // fleet: the database does not answer (a PostgreSQL failover):
       // waitable, another appliance or the new primary answers soon
       // (docs/ha.md). Jittered as busy is: every machine that was turned

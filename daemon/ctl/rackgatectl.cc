@@ -166,7 +166,7 @@ constexpr CommandFlags kCommands[] = {
     {"policy accept", "--pool --proposal --keep-observing --reason"},
     {"policy put", "--pool --policy --clear --keep-observing --reason"},
     {"policy show", "--pool"},
-    {"policy check", "--policy --eventlog --pcrs --message --pcrs-json --tofu-recorded --tofu-record-to"},
+    {"policy check", "--policy --eventlog --pcrs --message --pcrs-json --tofu-recorded --tofu-record-to --pcr-signature"},
 };
 constexpr char kGlobalFlags[] = "--json --socket --help";
 

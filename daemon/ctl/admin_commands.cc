@@ -692,6 +692,9 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
     std::printf("public template:  %s\n", StoredTemplate(*r, "public").empty() ? "none" : "yes");
     std::printf("attested template:%s\n", StoredTemplate(*r, "attested").empty() ? " none" : " yes");
     std::printf("boot policy:      %s\n", r->contains("boot_policy") ? "yes" : "none");
+    std::printf("boot policy mode: %s\n", Str(*r, "boot_policy_mode", "enforce") == "observe"
+                                               ? "OBSERVE (evaluated and recorded, NOT ENFORCED)"
+                                               : "enforce");
     std::printf("settings:         %s\n", r->contains("settings") ? r->at("settings").dump().c_str() : "{}");
     return kExitOk;
   }

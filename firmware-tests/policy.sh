@@ -194,7 +194,7 @@ t=$(date +%s%N)
 check "(c) rackgatectl policy propose prints the proposal" \
   bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' policy propose --pool $POOL --output '$LAB_DIR/proposed.json' \
     > '$LAB_DIR/propose.txt' 2>&1"
-sed 's/^/#   /' "$LAB_DIR/propose.txt" | head -n 40
+head -n 40 "$LAB_DIR/propose.txt" | sed 's/^/#   /'  # head reads the file: no SIGPIPE under pipefail
 rg_ctl policy propose --pool "$POOL" --json > "$LAB_DIR/propose.json"
 check "(c) propose --json: odd names node-odd only (PCR 4 differs); node-a1 and node-a2 agree on the proposed PCR 4" \
   py "$LAB_DIR/propose.json" '

@@ -104,10 +104,12 @@ lab_init() {
 lab_kill_pid() {
   local pid="$1" i
   [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 0
-  # Only processes this lab started: a swtpm, a rackgated, or an Ignition
-  # (under timeout) or rackgate-agent (boot-lib.sh), whose command line
-  # names the lab's directory.
-  if ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -Eq -- "(swtpm|rackgated|rackgate-agent|ignition).*$LAB_DIR/"; then
+  # Only processes this lab started: a swtpm, a rackgated, an Ignition
+  # (under timeout), a rackgate-agent (boot-lib.sh) or a
+  # rackgate-webhook-receiver (life.sh), whose command line names the lab's
+  # directory.
+  if ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null |
+      grep -Eq -- "(swtpm|rackgated|rackgate-agent|rackgate-webhook-receiver|ignition).*$LAB_DIR/"; then
     return 0
   fi
   kill -TERM "$pid" 2>/dev/null || return 0

@@ -13,6 +13,7 @@
 
 #include "attest/pcr_signature.h"
 #include "wire/codec.h"
+#include "wire/json_depth.h"
 
 namespace rackgate::wire {
 
@@ -44,32 +45,6 @@ struct Malformed {
 
 [[noreturn]] void Fail(const std::string& where, const std::string& what) {
   throw Malformed{where + ": " + what};
-}
-
-// Nesting depth of [ and { outside strings, without building anything, so a
-// hostile document cannot make the parser build (or later destroy) a deep
-// tree. Malformed JSON is left for the parser to refuse.
-size_t JsonDepth(std::string_view text) {
-  size_t depth = 0, max = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max = std::max(max, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return max;
 }
 
 // Parses bounded JSON. SECURITY: nlohmann keeps the last of duplicate keys

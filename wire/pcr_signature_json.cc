@@ -11,6 +11,7 @@
 
 #include "attest/tpm.h"
 #include "wire/codec.h"
+#include "wire/json_depth.h"
 
 namespace rackgate::wire {
 
@@ -29,31 +30,6 @@ struct Malformed {
 
 [[noreturn]] void Fail(const std::string& where, const std::string& what) {
   throw Malformed{where + ": " + what};
-}
-
-// Nesting depth of [ and { outside strings, checked before parsing so a
-// hostile document cannot make the parser build a deep tree.
-size_t JsonDepth(std::string_view text) {
-  size_t depth = 0, max = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max = std::max(max, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return max;
 }
 
 attest::Bytes HexField(const json& entry, const char* name, size_t size, const std::string& where) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -130,9 +131,18 @@ void PrintModeBanner(const json& r) {
   }
 }
 
-void PrintApplied(const json& r) {
-  PrintModeBanner(r);
-  std::printf("diff against the previous policy:\n%s", Str(r, "diff_text", "").c_str());
+// accept and put: sends the change with the operator's --reason, prints
+// the pool's mode and the diff (or the answer, with --json).
+int SendPolicyChange(const std::string& socket, const char* method, const std::string& path, json body,
+                     const Args& args) {
+  if (auto why = args.Get("reason")) body["reason"] = *why;
+  int code = kExitOk;
+  auto r = Send(socket, method, path, body, &code);
+  if (!r.ok()) return code;
+  if (args.Has("json")) return PrintJson(*r), kExitOk;
+  PrintModeBanner(*r);
+  std::printf("diff against the previous policy:\n%s", Str(*r, "diff_text", "").c_str());
+  return kExitOk;
 }
 
 int Mode(const std::string& socket, int argc, char** argv, int first, const char* help, const char* mode) {
@@ -192,13 +202,7 @@ int Accept(const std::string& socket, int argc, char** argv, int first) {
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kAcceptHelp, s.message());
   json body = {{"keep_observing", args->Has("keep-observing")}};
   if (auto h = args->Get("proposal")) body["proposal_sha256"] = *h;
-  if (auto why = args->Get("reason")) body["reason"] = *why;
-  int code = kExitOk;
-  auto r = Send(socket, "POST", PoolPath(*args->Get("pool"), "/accept"), body, &code);
-  if (!r.ok()) return code;
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
-  PrintApplied(*r);
-  return kExitOk;
+  return SendPolicyChange(socket, "POST", PoolPath(*args->Get("pool"), "/accept"), std::move(body), *args);
 }
 
 int Put(const std::string& socket, int argc, char** argv, int first) {
@@ -225,13 +229,7 @@ int Put(const std::string& socket, int argc, char** argv, int first) {
   } else {
     body["policy"] = nullptr;
   }
-  if (auto why = args->Get("reason")) body["reason"] = *why;
-  int code = kExitOk;
-  auto r = Send(socket, "PUT", PoolPath(*args->Get("pool"), ""), body, &code);
-  if (!r.ok()) return code;
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
-  PrintApplied(*r);
-  return kExitOk;
+  return SendPolicyChange(socket, "PUT", PoolPath(*args->Get("pool"), ""), std::move(body), *args);
 }
 
 int Show(const std::string& socket, int argc, char** argv, int first) {

@@ -69,14 +69,8 @@ rg_config retry_after_seconds 1
 lab_ca lab
 boot_init "$AGENT" ${4:+"$4"}
 
-# check DESC CMD...: lab_check that shows what CMD printed when it fails.
-check() {
-  local desc="$1" out; shift
-  if out="$("$@" 2>&1)"; then lab_ok "$desc"; else lab_not_ok "$desc" "$(printf '%s\n' "$out" | tail -n 12)"; fi
-}
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 TIMES=()
-scenario_done() { TIMES+=("$1 $(ms_since "$2") ms"); echo "# $1: $(ms_since "$2") ms"; }
+scenario_done() { TIMES+=("$1 $(lab_ms_since "$2") ms"); echo "# $1: $(lab_ms_since "$2") ms"; }
 state_of() { rg_state "$1" 2>/dev/null || echo "?"; }
 state_is() { local s; s="$(state_of "$1")"; [[ "$s" == "$2" ]] || { echo "$1 is $s, want $2"; return 1; }; }
 agent_log() { cat "$(lab_dir "$1")/agent.last" 2>/dev/null; }
@@ -187,7 +181,7 @@ t=$(date +%s%N)
   for i in 1 2 3 4 5 6 8; do boot_inventory_row "r$i" "node-0$i" rack; done
   boot_inventory_row r7 node-07 rack ecc384   # this vendor ships the P-384 EK's certificate
 } > "$BOOT_DIR/rack.csv"
-check "(a) the rack's inventory is imported (8 machines, all or nothing)" rg_ctl import "$BOOT_DIR/rack.csv"
+lab_check_shown "(a) the rack's inventory is imported (8 machines, all or nothing)" rg_ctl import "$BOOT_DIR/rack.csv"
 declare -A EXTRA=([r7]="--ek-alg ecc" [r8]="--tpm-key")
 pids=()
 for m in "${RACK[@]}"; do
@@ -200,13 +194,13 @@ for i in "${!RACK[@]}"; do
   (( rc == RC_OK )) || bad+=("${RACK[$i]}: exit $rc $( (( rc == 100 )) && tail -n 3 "$(lab_dir "${RACK[$i]}")/ignition.log"; agent_log "${RACK[$i]}" | tail -n 2)")
 done
 scenario_done "(a) 8 machines boot in parallel (Ignition + agent)" "$t"
-check "(a) 8 machines booted in parallel: Ignition and every agent step succeeded" none_of "${bad[@]}"
+lab_check_shown "(a) 8 machines booted in parallel: Ignition and every agent step succeeded" none_of "${bad[@]}"
 for i in "${!RACK[@]}"; do
   m="${RACK[$i]}"; host="node-0$((i + 1))"
-  check "(a) $m is $host, joined; its root holds the public and attested files and kubelet's PKI" \
+  lab_check_shown "(a) $m is $host, joined; its root holds the public and attested files and kubelet's PKI" \
     joined_ok "$m" "$host" rack
 done
-check "(a) the P-384 machine attested with its P-384 EK" grep -Eq 'step=attest .* ek=ecc-p384 ak=ecc ' "$(lab_dir r7)/agent.log"
+lab_check_shown "(a) the P-384 machine attested with its P-384 EK" grep -Eq 'step=attest .* ek=ecc-p384 ak=ecc ' "$(lab_dir r7)/agent.log"
 rg_ctl certs --json > "$LAB_DIR/certs.json"
 cert_facts() {  # the certificates of the rack: "host kind tpm_resident" per line
   lab_python - "$LAB_DIR/certs.json" <<'PY'
@@ -215,11 +209,11 @@ for c in sorted(json.load(open(sys.argv[1]))["certificates"], key=lambda c: (c["
     print(c["hostname"], c["kind"], str(c["tpm_resident"]).lower())
 PY
 }
-check "(a) rackgatectl certs: a client and a serving certificate per machine, 16" \
+lab_check_shown "(a) rackgatectl certs: a client and a serving certificate per machine, 16" \
   test "$(cert_facts | grep -c '^node-0[1-8] ')" == 16
-check "(a) node-08's client key is TPM-resident (--tpm-key), the others' are not" \
+lab_check_shown "(a) node-08's client key is TPM-resident (--tpm-key), the others' are not" \
   test "$(cert_facts | grep ' client true$')" == "node-08 client true"
-check "(a) node-08's certificate carries the key the agent left in the TPM" \
+lab_check_shown "(a) node-08's certificate carries the key the agent left in the TPM" \
   test "$(openssl x509 -in "$(boot_root r8)/var/lib/kubelet/pki/kubelet-client-current.pem" -noout -pubkey)" \
     == "$(tpm2_print -t TPM2B_PUBLIC -f pem "$(boot_root r8)/var/lib/kubelet/pki/kubelet-client-tpm.pub")"
 
@@ -227,13 +221,13 @@ check "(a) node-08's certificate carries the key the agent left in the TPM" \
 echo "# (b) an unenrolled machine waits, and joins once enrolled"
 t=$(date +%s%N)
 boot_machine late rack >/dev/null 2>&1 & late_pid=$!
-check "(b) Ignition ran and the agent waits: 503 machine_not_enrolled" \
+lab_check_shown "(b) Ignition ran and the agent waits: 503 machine_not_enrolled" \
   boot_wait_for "$(lab_dir late)/agent.last" "$R_WAITING" 30
-check "(b) it is not a machine the appliance knows" not_known node-late
+lab_check_shown "(b) it is not a machine the appliance knows" not_known node-late
 boot_enroll late node-late rack
 rc=0; wait "$late_pid" || rc=$?
-check "(b) once the operator enrolled it, the same agent run joined (exit $rc)" agent_ok "$rc" late "$R_JOINED"
-check "(b) node-late is joined" state_is node-late joined
+lab_check_shown "(b) once the operator enrolled it, the same agent run joined (exit $rc)" agent_ok "$rc" late "$R_JOINED"
+lab_check_shown "(b) node-late is joined" state_is node-late joined
 scenario_done "(b) wait for enrollment" "$t"
 
 # --- (c) measured boot against a golden policy --------------------------------
@@ -250,20 +244,20 @@ lab_tpm tamper tpm2_pcrextend \
 boot_replay_eventlog otheros "$TESTDATA/eventlogs/$OTHER_LOG"
 for m in gold tamper otheros; do boot_enroll "$m" "node-$m" measured; done
 rc=0; boot_machine gold measured >/dev/null 2>&1 || rc=$?
-check "(c) the golden boot joins (exit $rc)" agent_ok "$rc" gold "$R_JOINED"
-check "(c) with its event log sent and the policy's PCRs quoted" \
+lab_check_shown "(c) the golden boot joins (exit $rc)" agent_ok "$rc" gold "$R_JOINED"
+lab_check_shown "(c) with its event log sent and the policy's PCRs quoted" \
   grep -Eq 'step=attest .* pcrs=sha256:0,1,2,3,4,5,6,7 eventlog=[0-9]+B ' "$(lab_dir gold)/agent.log"
-check "(c) node-gold is joined" state_is node-gold joined
+lab_check_shown "(c) node-gold is joined" state_is node-gold joined
 lab_expect "$RC_REFUSED" "$R_TAMPERED" "(c) an extra PCR 4 extend the log does not record: refused, eventlog_pcr_mismatch naming sha256 PCR 4" \
   boot_machine tamper measured
-check "(c) rackgatectl status names node-tamper: eventlog_pcr_mismatch" status_names node-tamper eventlog_pcr_mismatch
-check "(c) node-tamper stays enrolled" state_is node-tamper enrolled
-check "(c) its disk has the public config only: no secret, no kubelet credentials" public_only tamper
+lab_check_shown "(c) rackgatectl status names node-tamper: eventlog_pcr_mismatch" status_names node-tamper eventlog_pcr_mismatch
+lab_check_shown "(c) node-tamper stays enrolled" state_is node-tamper enrolled
+lab_check_shown "(c) its disk has the public config only: no secret, no kubelet credentials" public_only tamper
 lab_expect "$RC_REFUSED" "$R_OTHER_OS" "(c) another OS's boot (its own log replays): refused, boot_policy_violation pcrs:pcr_mismatch" \
   boot_machine otheros measured
-check "(c) rackgatectl status names node-otheros: boot_policy_violation" status_names node-otheros boot_policy_violation
-check "(c) the status report lists the broken rule (pcrs:pcr_mismatch)" status_reasons node-otheros pcrs:pcr_mismatch
-check "(c) node-otheros stays enrolled" state_is node-otheros enrolled
+lab_check_shown "(c) rackgatectl status names node-otheros: boot_policy_violation" status_names node-otheros boot_policy_violation
+lab_check_shown "(c) the status report lists the broken rule (pcrs:pcr_mismatch)" status_reasons node-otheros pcrs:pcr_mismatch
+lab_check_shown "(c) node-otheros stays enrolled" state_is node-otheros enrolled
 scenario_done "(c) measured boot" "$t"
 
 # --- (d) a cloned identity ------------------------------------------------------
@@ -280,10 +274,10 @@ lab_ak clone rsa ecdsa "$CL/ak"
 cp "$(lab_dir r1)/ek-rsa.der" "$(lab_dir r1)/ek-rsa.pub" "$CL/"
 st="$(attest clone rsa "$CL/ak")"
 reason="$(rg_wire get "$CL/ev.json" error.reason 2>/dev/null || rg_wire get "$CL/ch.json" error.reason 2>/dev/null || echo '?')"
-check "(d) a clone with node-01's EK certificate and public area: refused, activation_failed ($st $reason)" \
+lab_check_shown "(d) a clone with node-01's EK certificate and public area: refused, activation_failed ($st $reason)" \
   test "$st $reason" == "403 activation_failed"
-check "(d) rackgatectl status names node-01: activation_failed" status_names node-01 activation_failed
-check "(d) node-01 itself stays joined" state_is node-01 joined
+lab_check_shown "(d) rackgatectl status names node-01: activation_failed" status_names node-01 activation_failed
+lab_check_shown "(d) node-01 itself stays joined" state_is node-01 joined
 # The clone's NV now carries node-01's certificate where its own was (as a
 # copied TPM identity would): the agent creates the EK the certificate is
 # for, finds another key, and stops before it sends anything.
@@ -294,7 +288,7 @@ lab_tpm clone tpm2_nvwrite "$LAB_NV_EK_RSA2048" -C p -i "$CL/ek-rsa.der" >/dev/n
 lab_expect "$RC_TPM" "$R_NOT_ITS_CERT" "(d) the agent on a TPM carrying another machine's EK certificate stops (exit 5)" \
   boot_machine clone rack
 clone_id="$(grep -Eo 'machine=[0-9a-f]{16}' "$CL/agent.log" | tail -n 1 | cut -d= -f2)"
-check "(d) ... before the appliance heard of it (its EK ${clone_id:-?} is not in rackgated's log)" \
+lab_check_shown "(d) ... before the appliance heard of it (its EK ${clone_id:-?} is not in rackgated's log)" \
   bash -c "[ -n '$clone_id' ] && ! grep -q 'ek=$clone_id' '$RG_DIR/rackgated.log'"
 scenario_done "(d) cloned identity" "$t"
 
@@ -305,8 +299,8 @@ rg_ctl revoke node-02 --reason "lab: RMA 4711" >/dev/null
 boot_reboot r2
 lab_expect "$RC_REFUSED" "$R_REVOKED" "(e) revoked node-02 boots again: Ignition runs, the agent is refused (exit 3, machine_revoked)" \
   boot_machine r2 rack
-check "(e) its fresh disk has the public config only" public_only r2
-check "(e) node-02 stays revoked" state_is node-02 revoked
+lab_check_shown "(e) its fresh disk has the public config only" public_only r2
+lab_check_shown "(e) node-02 stays revoked" state_is node-02 revoked
 scenario_done "(e) revoked" "$t"
 
 # --- (f) reboot -------------------------------------------------------------------
@@ -320,11 +314,11 @@ boot_reboot r3
 lab_expect "$RC_OK" "$R_KEPT" \
   "(f) node-03 after a TPM reset: the shipped unit's command line attests again and exits 0" boot_unit r3
 after="$(rg_ctl show node-03 --json | boot_json - last_attestation.reset_count)"
-check "(f) its reset count went up ($before -> $after)" test "$after" -gt "$before"
-check "(f) the attested config is not applied again (the stamp)" grep -Eq "$R_CONFIG_KEPT" "$(lab_dir r3)/agent.last"
-check "(f) it keeps its client certificate, byte for byte" test "$(cat "$pki/kubelet-client-current.pem")" == "$client_before"
-check "(f) and its serving certificate" test "$(cat "$pki/kubelet-server-current.pem")" == "$server_before"
-check "(f) node-03 is joined, its disk complete" joined_ok r3 node-03 rack
+lab_check_shown "(f) its reset count went up ($before -> $after)" test "$after" -gt "$before"
+lab_check_shown "(f) the attested config is not applied again (the stamp)" grep -Eq "$R_CONFIG_KEPT" "$(lab_dir r3)/agent.last"
+lab_check_shown "(f) it keeps its client certificate, byte for byte" test "$(cat "$pki/kubelet-client-current.pem")" == "$client_before"
+lab_check_shown "(f) and its serving certificate" test "$(cat "$pki/kubelet-server-current.pem")" == "$server_before"
+lab_check_shown "(f) node-03 is joined, its disk complete" joined_ok r3 node-03 rack
 # A wiped disk: no certificates left. The approver's "no Node exists yet"
 # rule: a second client certificate needs an operator's reset.
 mv "$pki" "$pki.saved"
@@ -332,7 +326,7 @@ boot_reboot r3
 lab_expect "$RC_REFUSED" "$R_SECOND_JOIN" \
   "(f) with its certificates wiped, a new client CSR is refused (client_cert_already_issued, exit 3)" boot_unit r3
 rm -rf "$pki"; mv "$pki.saved" "$pki"
-check "(f) node-03 is still joined" state_is node-03 joined
+lab_check_shown "(f) node-03 is still joined" state_is node-03 joined
 scenario_done "(f) reboot" "$t"
 
 # --- (g) reset by the operator ----------------------------------------------------
@@ -340,10 +334,10 @@ echo "# (g) a machine reset by the operator re-provisions and joins again"
 t=$(date +%s%N)
 first_serial="$(client_serial r4)"
 rg_ctl reset node-04 --reason "lab: reinstall" >/dev/null
-check "(g) rackgatectl reset: node-04 is enrolled again" state_is node-04 enrolled
+lab_check_shown "(g) rackgatectl reset: node-04 is enrolled again" state_is node-04 enrolled
 boot_reboot r4
 lab_expect "$RC_OK" "$R_JOINED" "(g) node-04 reinstalls: Ignition on a blank disk, the agent's every step" boot_machine r4 rack
-check "(g) node-04 is joined again, its disk complete" joined_ok r4 node-04 rack
+lab_check_shown "(g) node-04 is joined again, its disk complete" joined_ok r4 node-04 rack
 rg_ctl certs --hostname node-04 --json > "$LAB_DIR/certs4.json"
 second_serial="$(client_serial r4)"
 clients="$(lab_python - "$LAB_DIR/certs4.json" <<'PY'
@@ -351,16 +345,16 @@ import json, sys
 print(" ".join(sorted(c["serial"] for c in json.load(open(sys.argv[1]))["certificates"] if c["kind"] == "client")))
 PY
 )"
-check "(g) rackgatectl certs: two client certificates for node-04, the first and the new one" \
+lab_check_shown "(g) rackgatectl certs: two client certificates for node-04, the first and the new one" \
   test "$clients" == "$(printf '%s\n' "$first_serial" "$second_serial" | sort | tr '\n' ' ' | sed 's/ $//')"
-check "(g) the new one differs from the first" test "$first_serial" != "$second_serial"
+lab_check_shown "(g) the new one differs from the first" test "$first_serial" != "$second_serial"
 scenario_done "(g) reset and rejoin" "$t"
 
 echo "# rackgatectl list:"
 rg_ctl list | sed 's/^/#   /'
-check "no provisioning token in rackgated's log" bash -c "! grep -qF -f <(cat '$BOOT_DIR'/*.token) '$RG_DIR/rackgated.log'"
-check "no transient object or session left in any rack machine's TPM" tpms_clean "${RACK[@]}"
+lab_check_shown "no provisioning token in rackgated's log" bash -c "! grep -qF -f <(cat '$BOOT_DIR'/*.token) '$RG_DIR/rackgated.log'"
+lab_check_shown "no transient object or session left in any rack machine's TPM" tpms_clean "${RACK[@]}"
 rg_stop
 echo "# times: ${TIMES[*]/%/;}"
-echo "# boot.sh total: $(ms_since "$T_ALL") ms"
+echo "# boot.sh total: $(lab_ms_since "$T_ALL") ms"
 lab_finish

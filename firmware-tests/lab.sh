@@ -466,6 +466,16 @@ lab_check() {
   if "$@" >/dev/null 2>&1; then lab_ok "$desc"; else lab_not_ok "$desc"; fi
 }
 
+# lab_check_shown DESC CMD...: lab_check that shows the last 12 lines CMD
+# printed when it fails.
+lab_check_shown() {
+  local desc="$1" out; shift
+  if out="$("$@" 2>&1)"; then lab_ok "$desc"; else lab_not_ok "$desc" "$(printf '%s\n' "$out" | tail -n 12)"; fi
+}
+
+# lab_ms_since T: milliseconds since T, a `date +%s%N` reading.
+lab_ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
 # lab_check_fails DESC CMD...: ok when CMD fails.
 lab_check_fails() {
   local desc="$1"; shift

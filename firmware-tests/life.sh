@@ -66,10 +66,6 @@ rg_config retry_after_seconds 1
 lab_ca lab
 boot_init "$AGENT" "$UNIT"
 
-check() {
-  local desc="$1" out; shift
-  if out="$("$@" 2>&1)"; then lab_ok "$desc"; else lab_not_ok "$desc" "$(printf '%s\n' "$out" | tail -n 12)"; fi
-}
 show_json() { rg_ctl show "$HOST" --json; }
 reset_count() { show_json | boot_json - last_attestation.reset_count; }
 PKI() { echo "$(boot_root m1)/var/lib/kubelet/pki"; }
@@ -153,12 +149,12 @@ boot_enroll m1 "$HOST" life
 # --- (a) first boot ---------------------------------------------------------------
 echo "# (a) first boot: Ignition, then the shipped unit's command line"
 lab_expect "$RC_OK" "$R_JOINED" "(a) the first boot joins (exit 0)" boot_machine m1 life
-check "(a) $HOST is joined" state_is joined
-check "(a) the agent ran the shipped unit's command line (--steps attest,config,csr --apply-root / ...)" \
+lab_check_shown "(a) $HOST is joined" state_is joined
+lab_check_shown "(a) the agent ran the shipped unit's command line (--steps attest,config,csr --apply-root / ...)" \
   bash -c "paste -sd ' ' '$(lab_dir m1)/unit.argv' | grep -qF -- ' --steps attest,config,csr --apply-root / --apiserver https://api.lab:6443 --tcti '"
-check "(a) the attested config was applied and stamped" \
+lab_check_shown "(a) the attested config was applied and stamped" \
   test -f "$(boot_root m1)/var/lib/rackgate-agent/config-applied"
-check "(a) the run was reported (step=report, or a note on an appliance without reports)" \
+lab_check_shown "(a) the run was reported (step=report, or a note on an appliance without reports)" \
   grep -Eq 'step=report machine=[0-9a-f]{16} (ok|note) ' "$(lab_dir m1)/agent.last"
 
 # --- (b) two reboots ----------------------------------------------------------------
@@ -168,12 +164,12 @@ for n in 1 2; do
   before="$(reset_count)"
   power_cycle
   lab_expect "$RC_OK" "$R_CLIENT_KEPT" "(b) reboot $n: attests again and exits 0, keeping its client certificate" boot_unit m1
-  check "(b) reboot $n: its serving certificate too" grep -Eq "$R_SERVING_KEPT" "$(lab_dir m1)/agent.last"
-  check "(b) reboot $n: the attested config is not applied again" grep -Eq "$R_CONFIG_KEPT" "$(lab_dir m1)/agent.last"
+  lab_check_shown "(b) reboot $n: its serving certificate too" grep -Eq "$R_SERVING_KEPT" "$(lab_dir m1)/agent.last"
+  lab_check_shown "(b) reboot $n: the attested config is not applied again" grep -Eq "$R_CONFIG_KEPT" "$(lab_dir m1)/agent.last"
   after="$(reset_count)"
-  check "(b) reboot $n: resetCount went up ($before -> $after)" test "$after" -gt "$before"
-  check "(b) reboot $n: the same certificates and keys, byte for byte" test "$(pair_sum)" == "$sum_first"
-  check "(b) reboot $n: $HOST is still joined" state_is joined
+  lab_check_shown "(b) reboot $n: resetCount went up ($before -> $after)" test "$after" -gt "$before"
+  lab_check_shown "(b) reboot $n: the same certificates and keys, byte for byte" test "$(pair_sum)" == "$sum_first"
+  lab_check_shown "(b) reboot $n: $HOST is still joined" state_is joined
 done
 
 # --- (c) renewal --------------------------------------------------------------------
@@ -188,24 +184,24 @@ else
   lab_finish
 fi
 echo "$RENEW_SETTINGS" > "$BOOT_DIR/life.settings.json"
-check "(c) the pool's renewal window opens (settings $RENEW_SETTINGS)" \
+lab_check_shown "(c) the pool's renewal window opens (settings $RENEW_SETTINGS)" \
   pool_update "$BOOT_DIR/life.policy.json" "$BOOT_DIR/life.settings.json"
 client_serial="$(serial_of client)" server_serial="$(serial_of server)"
 client_key="$(pubkey_of client)" server_key="$(pubkey_of server)"
 renewed_before="$(audit_count certificate_renewed || echo 0)"
 lab_expect "$RC_OK" "$R_CLIENT_RENEWED" "(c) the next run renews the client certificate (exit 0)" boot_unit m1
-check "(c) and the serving certificate" grep -Eq "$R_SERVING_RENEWED" "$(lab_dir m1)/agent.last"
-check "(c) a new client serial" test "$(serial_of client)" != "$client_serial"
-check "(c) a new client key" test "$(pubkey_of client)" != "$client_key"
-check "(c) a new serving serial and key" \
+lab_check_shown "(c) and the serving certificate" grep -Eq "$R_SERVING_RENEWED" "$(lab_dir m1)/agent.last"
+lab_check_shown "(c) a new client serial" test "$(serial_of client)" != "$client_serial"
+lab_check_shown "(c) a new client key" test "$(pubkey_of client)" != "$client_key"
+lab_check_shown "(c) a new serving serial and key" \
   test "$(serial_of server) $(pubkey_of server)" != "$server_serial $server_key"
-check "(c) the renewed certificates verify against the cluster CA" \
+lab_check_shown "(c) the renewed certificates verify against the cluster CA" \
   openssl verify -x509_strict -CAfile "$(PKI)/ca.crt" "$(PKI)/kubelet-client-current.pem" "$(PKI)/kubelet-server-current.pem"
-check "(c) rackgatectl audit: two certificate_renewed rows more ($renewed_before before)" \
+lab_check_shown "(c) rackgatectl audit: two certificate_renewed rows more ($renewed_before before)" \
   test "$(audit_count certificate_renewed)" -eq "$((renewed_before + 2))"
-check "(c) rackgatectl show: the last provisioning report (client_certificate_renewed)" \
+lab_check_shown "(c) rackgatectl show: the last provisioning report (client_certificate_renewed)" \
   bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' show '$HOST' --json | grep -q client_certificate_renewed"
-check "(c) $HOST is trusted" trust_is trusted
+lab_check_shown "(c) $HOST is trusted" trust_is trusted
 
 # --- (d) a PCR extended behind the policy's back ---------------------------------------
 echo "# (d) PCR $POLICY_PCR extended behind the policy's back"
@@ -213,20 +209,20 @@ sum_before="$(pair_sum)"
 lab_tpm m1 tpm2_pcrextend "$POLICY_PCR:sha256=$(printf 'rootkit' | openssl dgst -sha256 -r | cut -d' ' -f1)" >/dev/null
 lab_expect "$RC_REFUSED" "$R_POLICY_REFUSED" \
   "(d) the next run is refused (eventlog_pcr_mismatch naming PCR $POLICY_PCR, exit 3): no token, no renewal" boot_unit m1
-check "(d) the certificates on disk are kept" test "$(pair_sum)" == "$sum_before"
-check "(d) $HOST is untrusted (rackgatectl show --json)" trust_is untrusted
-check "(d) rackgatectl list shows it untrusted" bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' list | grep '$HOST' | grep -q untrusted"
-check "(d) the webhook receiver got attestation_failed, its HMAC checked" received attestation_failed
-check "(d) the webhook receiver got machine_untrusted, its HMAC checked" received machine_untrusted
+lab_check_shown "(d) the certificates on disk are kept" test "$(pair_sum)" == "$sum_before"
+lab_check_shown "(d) $HOST is untrusted (rackgatectl show --json)" trust_is untrusted
+lab_check_shown "(d) rackgatectl list shows it untrusted" bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' list | grep '$HOST' | grep -q untrusted"
+lab_check_shown "(d) the webhook receiver got attestation_failed, its HMAC checked" received attestation_failed
+lab_check_shown "(d) the webhook receiver got machine_untrusted, its HMAC checked" received machine_untrusted
 
 # --- (e) fixed: a clean boot ------------------------------------------------------------
 echo "# (e) a clean boot again (TPM reset, measured boot replayed): trusted again"
 power_cycle
 lab_expect "$RC_OK" "$R_CLIENT_RENEWED" "(e) the run after a clean boot attests and renews (exit 0)" boot_unit m1
-check "(e) $HOST is trusted again" trust_is trusted
-check "(e) the webhook receiver got machine_trusted, its HMAC checked" received machine_trusted
-check "(e) and certificate_renewed" received certificate_renewed
-check "(e) $HOST is joined" state_is joined
+lab_check_shown "(e) $HOST is trusted again" trust_is trusted
+lab_check_shown "(e) the webhook receiver got machine_trusted, its HMAC checked" received machine_trusted
+lab_check_shown "(e) and certificate_renewed" received certificate_renewed
+lab_check_shown "(e) $HOST is joined" state_is joined
 
 rg_stop
 lab_finish

@@ -66,12 +66,6 @@ rg_config retry_after_seconds 1
 lab_ca lab
 boot_init "$AGENT" ${4:+"$4"}
 
-# check DESC CMD...: lab_check that shows what CMD printed when it fails.
-check() {
-  local desc="$1" out; shift
-  if out="$("$@" 2>&1)"; then lab_ok "$desc"; else lab_not_ok "$desc" "$(printf '%s\n' "$out" | tail -n 12)"; fi
-}
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 # py FILE CODE ARGS...: CODE with `d`, FILE's JSON; exits as CODE says.
 py() {
   local file="$1" code="$2"; shift 2
@@ -113,7 +107,7 @@ rg_start
 rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
 # A new pool with no boot policy, observing from the start.
 boot_pool "$POOL"
-check "the pool observes its boot policy (rackgatectl policy observe)" \
+lab_check_shown "the pool observes its boot policy (rackgatectl policy observe)" \
   rg_ctl policy observe --pool "$POOL" --reason "lab: learn what the fleet boots"
 for m in "${MACHINES[@]}"; do
   boot_replay_eventlog "$m" "$TESTDATA/eventlogs/${LOG[$m]}"
@@ -130,12 +124,12 @@ for m in "${MACHINES[@]}"; do
   boot_machine "$m" "$POOL" >/dev/null 2>&1 & PID[$m]=$!
 done
 for m in "${MACHINES[@]}"; do
-  check "(a) ${HOST[$m]}: Ignition ran, its agent waits: 503 boot_policy_observing" \
+  lab_check_shown "(a) ${HOST[$m]}: Ignition ran, its agent waits: 503 boot_policy_observing" \
     boot_wait_for "$(lab_dir "$m")/agent.last" "$R_OBSERVING" 60
 done
-check "(a) rackgated logs OBSERVE ... NOT ENFORCED for all three" observed_in_log
+lab_check_shown "(a) rackgated logs OBSERVE ... NOT ENFORCED for all three" observed_in_log
 rg_ctl policy show --pool "$POOL" --json > "$LAB_DIR/show.observe.json"
-check "(a) rackgatectl policy show --json: observing, 3 machines observed, verdict none (no policy)" \
+lab_check_shown "(a) rackgatectl policy show --json: observing, 3 machines observed, verdict none (no policy)" \
   py "$LAB_DIR/show.observe.json" '
 hosts = sorted(m["hostname"] for m in d["machines"])
 print("#", d["mode"], d.get("observed"), hosts, [m["verdict"] for m in d["machines"]])
@@ -143,12 +137,12 @@ sys.exit(0 if d["mode"] == "observe" and hosts == sorted(sys.argv[2:]) and d["ob
          and d["verdicts"] == {"fail": 0, "none": 3, "pass": 0} and d["policy"] is None else 1)' \
     "${HOST[@]}"
 rg_ctl status > "$LAB_DIR/status.observe.txt"
-check "(a) rackgatectl status opens with: WARNING: pool $POOL is OBSERVING" \
+lab_check_shown "(a) rackgatectl status opens with: WARNING: pool $POOL is OBSERVING" \
   bash -c "head -n 1 '$LAB_DIR/status.observe.txt' | grep -q '^WARNING: pool $POOL is OBSERVING'"
 code="$(rg_get /metrics "$LAB_DIR/metrics.observe.txt")"
-check "(a) /metrics ($code): rackgate_pool_boot_policy_observing{pool=\"$POOL\"} 1" \
+lab_check_shown "(a) /metrics ($code): rackgate_pool_boot_policy_observing{pool=\"$POOL\"} 1" \
   grep -Eq "^rackgate_pool_boot_policy_observing\{pool=\"$POOL\"\} 1\$" "$LAB_DIR/metrics.observe.txt"
-check "(a) /metrics: rackgate_boot_policy_observations_total{pool=\"$POOL\",verdict=\"none\"} counts them (>= 3)" \
+lab_check_shown "(a) /metrics: rackgate_boot_policy_observations_total{pool=\"$POOL\",verdict=\"none\"} counts them (>= 3)" \
   lab_python - "$LAB_DIR/metrics.observe.txt" "$POOL" <<'PY'
 import re, sys
 text, pool = open(sys.argv[1]).read(), sys.argv[2]
@@ -157,46 +151,46 @@ n = sum(float(v) for labels, v in re.findall(r'^rackgate_boot_policy_observation
 print("# observations:", n)
 sys.exit(0 if n >= 3 else 1)
 PY
-echo "# (a) observe: $(ms_since "$t") ms"
+echo "# (a) observe: $(lab_ms_since "$t") ms"
 
 # --- (b) nothing secret released ------------------------------------------------
 echo "# (b) nothing secret was released while observing"
 rg_ctl list --json > "$LAB_DIR/list.observe.json"
-check "(b) rackgatectl list --json: all three still enrolled" \
+lab_check_shown "(b) rackgatectl list --json: all three still enrolled" \
   py "$LAB_DIR/list.observe.json" '
 st = {m["hostname"]: m["state"] for m in d["machines"]}
 print("#", st)
 sys.exit(0 if sorted(st) == sorted(sys.argv[2:]) and set(st.values()) == {"enrolled"} else 1)' "${HOST[@]}"
 rg_ctl certs --json > "$LAB_DIR/certs.observe.json"
-check "(b) rackgatectl certs --json: no certificate issued" py "$LAB_DIR/certs.observe.json" '
+lab_check_shown "(b) rackgatectl certs --json: no certificate issued" py "$LAB_DIR/certs.observe.json" '
 sys.exit(0 if d["certificates"] == [] else 1)'
 rg_ctl audit --json > "$LAB_DIR/audit.observe.json"
 # An attestation success leaves an `attest` row, the attested config a
 # `config_served` row, a certificate a `certificate_issued` row ((e) sees
 # them appear once the policy is accepted); an observing pool has none.
-check "(b) rackgatectl audit --json: no attest, config_served or certificate_issued row" \
+lab_check_shown "(b) rackgatectl audit --json: no attest, config_served or certificate_issued row" \
   py "$LAB_DIR/audit.observe.json" '
 bad = [e for e in d["entries"] if e.get("action") in sys.argv[2].split()]
 print(*("# " + json.dumps(e) for e in bad), sep="\n")
 sys.exit(1 if bad else 0)' "$AUDIT_SUCCESS"
-check "(b) rackgated attested no machine (no \"attested HOST\" line in its log)" \
+lab_check_shown "(b) rackgated attested no machine (no \"attested HOST\" line in its log)" \
   bash -c "! grep -E '\\[protocol\\] attested ' '$RG_DIR/rackgated.log'"
-check "(b) rackgated never served the attested config (no \"attested config ... served\" line)" \
+lab_check_shown "(b) rackgated never served the attested config (no \"attested config ... served\" line)" \
   bash -c "! grep -E 'attested config .*served to' '$RG_DIR/rackgated.log'"
 for m in "${MACHINES[@]}"; do
-  check "(b) ${HOST[$m]}'s disk holds the public config only (Ignition's fetch): no secret, no kubelet credentials" \
+  lab_check_shown "(b) ${HOST[$m]}'s disk holds the public config only (Ignition's fetch): no secret, no kubelet credentials" \
     public_only "$m"
 done
 
 # --- (c) propose ------------------------------------------------------------------
 echo "# (c) rackgatectl policy propose"
 t=$(date +%s%N)
-check "(c) rackgatectl policy propose prints the proposal" \
+lab_check_shown "(c) rackgatectl policy propose prints the proposal" \
   bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' policy propose --pool $POOL --output '$LAB_DIR/proposed.json' \
     > '$LAB_DIR/propose.txt' 2>&1"
 head -n 40 "$LAB_DIR/propose.txt" | sed 's/^/#   /'  # head reads the file: no SIGPIPE under pipefail
 rg_ctl policy propose --pool "$POOL" --json > "$LAB_DIR/propose.json"
-check "(c) propose --json: odd names node-odd only (PCR 4 differs); node-a1 and node-a2 agree on the proposed PCR 4" \
+lab_check_shown "(c) propose --json: odd names node-odd only (PCR 4 differs); node-a1 and node-a2 agree on the proposed PCR 4" \
   py "$LAB_DIR/propose.json" '
 odd = d["odd"]
 print("# odd:", json.dumps(odd)[:600])
@@ -208,7 +202,7 @@ ok = (len(odd) == 1 and odd[0]["hostname"] == "node-odd" and
       pcr4["proposed"] and pcr4["agreeing"] == ["node-a1", "node-a2"] and
       d["summary"] == {"machines": 3, "odd": 1, "platforms": 1, "unusable": 0})
 sys.exit(0 if ok else 1)'
-check "(c) the text names node-odd, not node-a1 nor node-a2, in its odd section" \
+lab_check_shown "(c) the text names node-odd, not node-a1 nor node-a2, in its odd section" \
   lab_python - "$LAB_DIR/propose.txt" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
@@ -219,35 +213,35 @@ print("# lines naming node-odd:", lines[:4])
 sys.exit(0 if lines and "node-a1" not in head and "node-a2" not in head else 1)
 PY
 SHA="$(boot_json "$LAB_DIR/propose.json" proposal_sha256 2>/dev/null || echo '')"
-check "(c) propose --json has a proposal_sha256 ($SHA), the one the text shows" \
+lab_check_shown "(c) propose --json has a proposal_sha256 ($SHA), the one the text shows" \
   bash -c "[[ '$SHA' =~ ^[0-9a-f]{64}\$ ]] && grep -q -- '--proposal $SHA' '$LAB_DIR/propose.txt'"
-check "(c) the proposed policy pins the sha256 PCRs the two alike share (PCR 0-7 rules)" \
+lab_check_shown "(c) the proposed policy pins the sha256 PCRs the two alike share (PCR 0-7 rules)" \
   py "$LAB_DIR/proposed.json" '
 pcrs = d.get("pcrs", {}).get("sha256", {})
 print("# pcrs:", sorted(pcrs))
 sys.exit(0 if {"0", "4", "7"} <= set(pcrs) else 1)'
-check "(c) propose changed nothing: the pool still observes, no policy" \
+lab_check_shown "(c) propose changed nothing: the pool still observes, no policy" \
   bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' policy show --pool $POOL | grep -q 'OBSERVING'"
-echo "# (c) propose: $(ms_since "$t") ms"
+echo "# (c) propose: $(lab_ms_since "$t") ms"
 
 # --- (d) accept -------------------------------------------------------------------
 echo "# (d) rackgatectl policy accept --proposal $SHA"
 t=$(date +%s%N)
-check "(d) rackgatectl policy accept --pool $POOL --proposal SHA succeeds" \
+lab_check_shown "(d) rackgatectl policy accept --pool $POOL --proposal SHA succeeds" \
   rg_ctl policy accept --pool "$POOL" --proposal "$SHA" --reason "lab: the two alike"
 rg_ctl policy show --pool "$POOL" --json > "$LAB_DIR/show.enforce.json"
-check "(d) policy show --json: enforcing, the accepted policy in force" py "$LAB_DIR/show.enforce.json" '
+lab_check_shown "(d) policy show --json: enforcing, the accepted policy in force" py "$LAB_DIR/show.enforce.json" '
 print("#", d["mode"])
 sys.exit(0 if d["mode"] == "enforce" and d.get("policy") else 1)'
-check "(d) policy show says enforcing" \
+lab_check_shown "(d) policy show says enforcing" \
   bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' policy show --pool $POOL | grep -q 'enforcing its boot policy'"
 rg_ctl audit --json > "$LAB_DIR/audit.accept.json"
-check "(d) rackgatectl audit --json: a pool_policy row" py "$LAB_DIR/audit.accept.json" '
+lab_check_shown "(d) rackgatectl audit --json: a pool_policy row" py "$LAB_DIR/audit.accept.json" '
 rows = [e for e in d["entries"] if e.get("action") == "pool_policy"]
 print("#", json.dumps(rows[-1])[:400] if rows else "none")
 sys.exit(0 if rows else 1)'
 rg_ctl status > "$LAB_DIR/status.enforce.txt"
-check "(d) rackgatectl status no longer warns about $POOL" \
+lab_check_shown "(d) rackgatectl status no longer warns about $POOL" \
   bash -c "! grep -q 'WARNING: pool $POOL is OBSERVING' '$LAB_DIR/status.enforce.txt'"
 
 # --- (e) judged -------------------------------------------------------------------
@@ -256,31 +250,31 @@ declare -A RC=()
 for m in "${MACHINES[@]}"; do
   RC[$m]=0; wait "${PID[$m]}" || RC[$m]=$?
 done
-echo "# (e) judged: $(ms_since "$t") ms after the accept"
-check "(e) rackgated could use the accepted policy (no 'boot policy ... is unusable' in its log)" \
+echo "# (e) judged: $(lab_ms_since "$t") ms after the accept"
+lab_check_shown "(e) rackgated could use the accepted policy (no 'boot policy ... is unusable' in its log)" \
   bash -c "! grep -m 3 'is unusable' '$RG_DIR/rackgated.log'"
 for m in a1 a2; do
-  check "(e) ${HOST[$m]}: the same agent run attests and joins (exit ${RC[$m]})" \
+  lab_check_shown "(e) ${HOST[$m]}: the same agent run attests and joins (exit ${RC[$m]})" \
     bash -c "[[ ${RC[$m]} == $RC_OK ]] && grep -Eq '$R_JOINED' '$(lab_dir "$m")/agent.last' || { tail -n 4 '$(lab_dir "$m")/agent.last'; exit 1; }"
-  check "(e) ${HOST[$m]} is joined" state_is "${HOST[$m]}" joined
+  lab_check_shown "(e) ${HOST[$m]} is joined" state_is "${HOST[$m]}" joined
 done
-check "(e) node-odd is refused (exit ${RC[odd]}): 403 boot_policy_violation, pcrs:pcr_mismatch" \
+lab_check_shown "(e) node-odd is refused (exit ${RC[odd]}): 403 boot_policy_violation, pcrs:pcr_mismatch" \
   bash -c "[[ ${RC[odd]} == $RC_REFUSED ]] && grep -Eq '$R_VIOLATION' '$(lab_dir odd)/agent.last' || { tail -n 4 '$(lab_dir odd)/agent.last'; exit 1; }"
-check "(e) node-odd stays enrolled, its disk the public config only" odd_untouched
-check "(e) rackgatectl status lists node-odd's failure with the rule (pcrs:pcr_mismatch)" \
+lab_check_shown "(e) node-odd stays enrolled, its disk the public config only" odd_untouched
+lab_check_shown "(e) rackgatectl status lists node-odd's failure with the rule (pcrs:pcr_mismatch)" \
   status_reasons node-odd pcrs:pcr_mismatch
 rg_ctl show node-odd --json > "$LAB_DIR/odd.json"
-check "(e) rackgatectl show node-odd --json names boot_policy_violation" \
+lab_check_shown "(e) rackgatectl show node-odd --json names boot_policy_violation" \
   grep -q boot_policy_violation "$LAB_DIR/odd.json"
 rg_ctl certs --json > "$LAB_DIR/certs.enforce.json"
-check "(e) rackgatectl certs: a client and a serving certificate for each alike machine, none for node-odd" \
+lab_check_shown "(e) rackgatectl certs: a client and a serving certificate for each alike machine, none for node-odd" \
   py "$LAB_DIR/certs.enforce.json" '
 got = sorted((c["hostname"], c["kind"]) for c in d["certificates"])
 print("#", got)
 sys.exit(0 if [h for h, _ in got] == ["node-a1", "node-a1", "node-a2", "node-a2"] else 1)'
 
 rg_ctl audit --json > "$LAB_DIR/audit.enforce.json"
-check "(e) rackgatectl audit: attest, config_served and certificate_issued rows for node-a1 and node-a2, none for node-odd" \
+lab_check_shown "(e) rackgatectl audit: attest, config_served and certificate_issued rows for node-a1 and node-a2, none for node-odd" \
   py "$LAB_DIR/audit.enforce.json" '
 want = set(sys.argv[2].split())
 got = {}
@@ -289,11 +283,11 @@ for e in d["entries"]:
         got.setdefault(e.get("hostname"), set()).add(e["action"])
 print("#", {h: sorted(a) for h, a in got.items()})
 sys.exit(0 if got == {"node-a1": want, "node-a2": want} else 1)' "$AUDIT_SUCCESS"
-check "(e) rackgated served the attested config to node-a1 and node-a2 only" \
+lab_check_shown "(e) rackgated served the attested config to node-a1 and node-a2 only" \
   bash -c "grep -q 'attested config .*served to node-a1 ' '$RG_DIR/rackgated.log' &&
            grep -q 'attested config .*served to node-a2 ' '$RG_DIR/rackgated.log' &&
            ! grep -q 'attested config .*served to node-odd ' '$RG_DIR/rackgated.log'"
 
 rg_stop
-echo "# policy.sh total: $(ms_since "$T_ALL") ms"
+echo "# policy.sh total: $(lab_ms_since "$T_ALL") ms"
 lab_finish

@@ -81,17 +81,17 @@ json ReportJson(const storage::ProvisioningReportRecord* r) {
 
 Response StoreError(const Status& s) { return AdminErrorResponse(s); }
 
-Result<json> Body(const Request& r) {
-  json doc = json::parse(r.body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
-  return doc;
-}
-
 std::string Str(const json& o, const char* k) {
   return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
 }
 
 }  // namespace
+
+Result<json> AdminBody(const Request& r) {
+  json doc = json::parse(r.body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  return doc;
+}
 
 AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
                    std::optional<gid_t> admin_gid)
@@ -328,7 +328,7 @@ std::string EnrollSummary(const std::string& hostname, const std::string& outcom
 Response AdminApi::Enroll(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto body = Body(request);
+  auto body = AdminBody(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
   auto e = EnrollmentFromJson(*body, *attestation_);
   if (!e.ok()) {
@@ -486,7 +486,7 @@ Response AdminApi::Action(const Request& request, const std::string& verb) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   auto a = std::get<storage::Actor>(actor);
-  auto body = Body(request);
+  auto body = AdminBody(request);
   a.why = body.ok() ? Str(*body, "reason") : "";
   if (a.why.empty()) a.why = "by " + a.name;
   const std::string& host = request.path_params.at("hostname");
@@ -568,7 +568,7 @@ Response AdminApi::StatusReport(const Request& request) {
 Response AdminApi::PutPool(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto body = Body(request);
+  auto body = AdminBody(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
   storage::Pool pool;
   pool.name = request.path_params.at("name");
@@ -728,7 +728,7 @@ Response AdminApi::Certificates(const Request& request) {
 Response AdminApi::RotateToken(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto body = Body(request);
+  auto body = AdminBody(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
   // The grace period is the operator's explicit choice (0 allowed): no
   // default either strands booting machines or keeps a leaked token alive.
@@ -867,7 +867,7 @@ Response AdminApi::ApproveMachine(const Request& request) {
   // An empty body is the old call: approve as recorded.
   storage::ApprovalChanges changes;
   if (!request.body.empty()) {
-    auto body = Body(request);
+    auto body = AdminBody(request);
     if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
     auto parsed = ApprovalChangesFromJson(*body);
     if (!parsed.ok()) return Response::Error(400, parsed.status().reason(), parsed.status().message());
@@ -906,7 +906,7 @@ Response AdminApi::DecideCsr(const Request& request, bool approve) {
   }
   std::string reason;
   if (!request.body.empty()) {
-    auto body = Body(request);
+    auto body = AdminBody(request);
     if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
     reason = Str(*body, "reason");
   }
@@ -927,7 +927,7 @@ Response AdminApi::DeleteMachine(const Request& request) {
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   auto a = std::get<storage::Actor>(actor);
   // The body is optional: {"reason": TEXT}.
-  auto body = request.body.empty() ? Result<json>(json::object()) : Body(request);
+  auto body = request.body.empty() ? Result<json>(json::object()) : AdminBody(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
   a.why = Str(*body, "reason");
   if (a.why.empty()) a.why = "deleted by " + a.name;
@@ -945,7 +945,7 @@ Response AdminApi::RenameMachine(const Request& request) {
   auto actor = Authorize(request);
   if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
   auto a = std::get<storage::Actor>(actor);
-  auto body = Body(request);
+  auto body = AdminBody(request);
   if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
   const std::string to = Str(*body, "hostname");
   if (to.empty()) return Response::Error(400, "field_missing", "hostname (the new name) is required");

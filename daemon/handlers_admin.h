@@ -20,6 +20,9 @@
 
 namespace rackgate::daemon {
 
+// A request's body as a JSON object; bad_json (400) for anything else.
+Result<nlohmann::json> AdminBody(const Request& request);
+
 class AdminApi {
  public:
   // BORROWED: store and attestation outlive the API. `admin_gid` is the group

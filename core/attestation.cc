@@ -437,9 +437,9 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     evidence.log = log ? &*log : nullptr;
     evidence.quoted = quote->pcrs;
     if (ctx.tofu_recorded != nullptr) evidence.tofu_recorded = *ctx.tofu_recorded;
-    if (req.pcr_signature) {
-      // A malformed document fails only a uki_signed rule, closed (as
-      // uki_signature_missing); a policy without one never reads it.
+    if (req.pcr_signature && ctx.policy->uki_signed) {
+      // Read only for a uki_signed rule, its one reader. A malformed
+      // document fails that rule, closed (as uki_signature_missing).
       auto signatures = wire::ParsePcrSignatureJson(*req.pcr_signature);
       if (signatures.ok()) {
         evidence.pcr_signatures = std::move(signatures).value();

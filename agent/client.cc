@@ -13,13 +13,9 @@ namespace rackgate::agent {
 
 namespace {
 
-struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
 struct SlistDeleter {
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
-using CurlPtr = std::unique_ptr<CURL, CurlDeleter>;
 using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
 
 struct Sink {
@@ -70,14 +66,23 @@ Result<HttpClient> HttpClient::Create(ClientOptions options) {
   const int fd = ::open(options.ca_file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError("ca_unreadable", "cannot read the appliance CA " + options.ca_file);
   ::close(fd);
-  return HttpClient(std::move(options));
+  std::shared_ptr<void> curl(curl_easy_init(), [](void* c) { curl_easy_cleanup(static_cast<CURL*>(c)); });
+  if (!curl) throw std::bad_alloc();
+  return HttpClient(std::move(options), std::move(curl));
 }
 
 Result<HttpResponse> HttpClient::Send(const Endpoint& endpoint, std::string_view path, const std::string* body,
                                       const std::vector<std::string>& headers) const {
-  CurlPtr curl(curl_easy_init());
-  if (!curl) throw std::bad_alloc();
-  CURL* c = curl.get();
+  // Every option is set afresh; the reset keeps the handle's live
+  // connection and TLS session cache.
+  CURL* c = static_cast<CURL*>(curl_.get());
+  curl_easy_reset(c);
+  // ... and again on the way out, so that the kept handle points at none of
+  // this call's buffers (the error buffer, the sink, the header lists).
+  struct Reset {
+    CURL* c;
+    ~Reset() { curl_easy_reset(c); }
+  } reset_on_exit{c};
   const std::string url = endpoint.url + std::string(path);
   Sink sink;
   sink.max = options_.max_response_bytes;

@@ -10,6 +10,7 @@
 #endif
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,14 +63,21 @@ class HttpClient : public Transport {
 
   // An endpoint with an address connects there (CURLOPT_CONNECT_TO) while
   // TLS verification and Host still use the URL's host name.
-  // Thread-compatible: one request at a time per client.
+  // The connection is kept between requests (HTTP/1.1 keep-alive): a boot's
+  // challenge, evidence, config and CSR to one appliance cost it one TLS
+  // handshake, not four. libcurl checks a kept connection before reuse and
+  // opens a new one when the appliance closed it.
+  // Thread-compatible: one request at a time per client (copies share the
+  // connection, and count as one client).
   Result<HttpResponse> Send(const Endpoint& endpoint, std::string_view path, const std::string* json_body,
                             const std::vector<std::string>& headers) const override;
 
  private:
-  explicit HttpClient(ClientOptions options) : options_(std::move(options)) {}
+  HttpClient(ClientOptions options, std::shared_ptr<void> curl)
+      : options_(std::move(options)), curl_(std::move(curl)) {}
 
   ClientOptions options_;
+  std::shared_ptr<void> curl_;  // the CURL easy handle, reset before each request
 };
 
 }  // namespace rackgate::agent

@@ -6,15 +6,20 @@
 //   2. ActivateCredential + quote, POST /v1/attest/evidence  -> token
 //   3. GET /v1/machine/config      (the attested Ignition config)
 //   4. POST /v1/machine/csr        (kubelet client CSR, ECDSA P-256)
-// C machines are in flight at once, driven by one libcurl multi loop (HTTP
-// keep-alive, connections reused) and one thread doing the TPMs' work. A
+// C machines are in flight at once, driven by one libcurl multi loop and one
+// thread doing the TPMs' work. Each machine opens a TLS connection of its own
+// and keeps it for its four steps, as rackgate-agent does (--share-connections:
+// connections pooled across machines instead). A
 // 503/429 with Retry-After is waited out without blocking anyone else, and
 // the machine tries again (from the challenge for the attestation steps); it
 // fails only at the overall deadline or on a final refusal.
 //
 // The ceiling: the appliance's own cryptography per machine, measured with
-// OpenSSL in the same run (docs/performance.md, "boot-storm"). Last line:
+// OpenSSL in the same run (docs/performance.md, "boot-storm"), and the cost
+// ratio: that cryptography (with the CSR check and one TLS handshake's public-key
+// work) over rackgated's own CPU per joined machine. Last line:
 //   boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms ceiling=C/s ratio=Z peak_rss=M MiB
+//     rackgated_cpu_per_machine=Xms essential_crypto_per_machine=Yms cost_ratio=Z rackgated_p99_le=Xms
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -77,6 +82,7 @@ constexpr char kUsage[] =
     "                  [--appliances N] [--database URL | --database-env VAR] [--reference-sqlite]\n"
     "                  [--ek rsa|ecc|ecc384] [--ak ecc|rsa] [--eventlog FILE] [--deadline SECONDS]\n"
     "                  [--threads N] [--client-threads N] [--cores N] [--pool NAME] [--set KEY=JSON] [--keep] [--workdir DIR]\n"
+    "                  [--share-connections] [--max-cpu-over-crypto X]\n"
     "\n"
     "A boot storm: N simulated machines with software TPMs, C at a time, each running\n"
     "challenge, evidence, attested config and kubelet client CSR against rackgated.\n"
@@ -107,6 +113,11 @@ constexpr char kUsage[] =
     "  --deadline  seconds after which unfinished machines count as failed (600)\n"
     "  --client-threads  client loops, each with its own libcurl multi and TPM thread (1)\n"
     "  --cores     cores the ceiling is scaled to (2)\n"
+    "  --share-connections  pool the TLS connections across machines (about C in all)\n"
+    "              instead of one per machine, kept for its steps (the agent's way)\n"
+    "  --max-cpu-over-crypto X  the regression guard: exit 1 when rackgated's CPU per\n"
+    "              joined machine is more than X times the essential cryptography\n"
+    "              measured in the same run (1 / cost_ratio)\n"
     "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
     "              SHA256, csr HOST SERIAL; then appliance=a|b|... t=EPOCH_SECONDS),\n"
     "              written before the next step starts:\n"
@@ -114,7 +125,12 @@ constexpr char kUsage[] =
     "  --set       a rackgated config key for this run, e.g. --set max_open_sessions=100\n"
     "  --keep      keep the working directory (state, logs, inventory) afterwards\n"
     "Last line: boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms\n"
-    "           ceiling=C/s ratio=Z peak_rss=M MiB\n"
+    "           ceiling=C/s ratio=Z peak_rss=M MiB rackgated_cpu_per_machine=Xms\n"
+    "           essential_crypto_per_machine=Yms cost_ratio=Z rackgated_p99_le=Xms\n"
+    "  ratio: rate over the two-core ceiling of the appliance's cryptography, which a\n"
+    "  fleet simulated on the same cores cannot reach; cost_ratio: the essential\n"
+    "  cryptography per machine over rackgated's CPU per joined machine;\n"
+    "  rackgated_p99_le: the worst step's p99 in rackgated's own histogram (a bucket bound)\n"
     "  and with several appliances or a --database: appliances=N backend=postgresql\n"
     "  rackgated_cpu_per_machine=a:Xms,b:Yms (each one's CPU over the machines it\n"
     "  joined) [postgres_cpu_per_machine=Xms (a server on this machine whose\n"
@@ -145,6 +161,8 @@ struct Options {
   int threads = 2;
   int cores = 2;
   bool keep = false;
+  bool share_connections = false;
+  double max_cpu_over_crypto = 0;  // 0: no guard
   std::string workdir;
   std::string ack_log;  // every 200 the appliance acknowledged, a line each
   std::vector<std::pair<std::string, std::string>> config_overrides;  // --set KEY=JSON
@@ -412,6 +430,7 @@ struct Flight {
   std::string token;
   std::string failure;  // set by the TPM thread when it cannot answer
   int attempts = 0;
+  bool connected = false;  // it has opened its own connection (without --share-connections)
   size_t appliance = 0;   // the appliance this machine talks to now
   size_t round_failed = 0;  // appliances that failed it since its last answer or wait
   double round_wait = 0;    // the soonest Retry-After among them (0: none said)
@@ -428,6 +447,7 @@ struct Stats {
   size_t ok = 0, failed = 0;
   double seconds = 0;
   double client_cpu = 0;
+  size_t connections = 0;  // TLS connections the client opened
 };
 
 // Appliance k's name in the report: a, b, c, ...
@@ -580,6 +600,10 @@ class Storm {
         Flight* f = nullptr;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&f));
         const CURLcode rc = msg->data.result;
+        long opened = 0;
+        if (curl_easy_getinfo(f->easy, CURLINFO_NUM_CONNECTS, &opened) == CURLE_OK && opened > 0) {
+          stats_.connections += static_cast<size_t>(opened);
+        }
         curl_multi_remove_handle(multi_, f->easy);
         const double ms = Since(f->request_start) * 1000;
         const Step step = f->step;
@@ -806,6 +830,14 @@ class Storm {
     }
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers);
+    if (!o_.share_connections) {
+      // One connection per machine, as a node has its own: opened by its
+      // first request, closed after its last. (Between its steps libcurl may
+      // lend it to another machine's step; the count stays one per machine.)
+      if (!f->connected) curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+      f->connected = true;
+      if (step == kCsr) curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     f->request_start = Clock::now();
     curl_multi_add_handle(multi_, e);
   }
@@ -1004,6 +1036,11 @@ Options ParseArgs(int argc, char** argv) {
       o.config_overrides.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--keep") {
       o.keep = true;
+    } else if (a == "--share-connections") {
+      o.share_connections = true;
+    } else if (a == "--max-cpu-over-crypto") {
+      o.max_cpu_over_crypto = std::stod(need(i));
+      if (!(o.max_cpu_over_crypto > 0)) throw std::runtime_error("--max-cpu-over-crypto: a positive number");
     } else if (a == "--workdir") {
       o.workdir = fs::absolute(need(i)).string();
     } else if (a == "--ack-log") {
@@ -1105,24 +1142,31 @@ Histograms ParseDurationHistograms(const std::string& text) {
   return out;
 }
 
-// The smallest bucket bound under which a fraction q of the requests between
-// two scrapes fell, in ms ("n/a" with no requests).
-std::string BucketQuantile(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
+// The smallest bucket bound (seconds) under which a fraction q of the
+// requests between two scrapes fell: nullopt with no requests, +inf past the
+// last bucket.
+std::optional<double> BucketBound(const std::map<double, double>& before, const std::map<double, double>& after,
+                                  double q) {
   double total = 0;
   if (auto it = after.find(std::numeric_limits<double>::infinity()); it != after.end()) total = it->second;
   if (auto it = before.find(std::numeric_limits<double>::infinity()); it != before.end()) total -= it->second;
-  if (total <= 0) return "n/a";
+  if (total <= 0) return std::nullopt;
   for (const auto& [bound, count] : after) {
     auto b = before.find(bound);
     const double n = count - (b == before.end() ? 0 : b->second);
-    if (n >= q * total) {
-      if (std::isinf(bound)) return "> last bucket";
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "<= %gms", bound * 1000);
-      return buf;
-    }
+    if (n >= q * total) return bound;
   }
-  return "n/a";
+  return std::nullopt;
+}
+
+// The same, as the report writes it ("<= 25ms"; "n/a" with no requests).
+std::string BucketQuantile(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
+  const std::optional<double> bound = BucketBound(before, after, q);
+  if (!bound) return "n/a";
+  if (std::isinf(*bound)) return "> last bucket";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "<= %gms", *bound * 1000);
+  return buf;
 }
 
 std::string StepLine(const char* name, const std::vector<double>& v) {
@@ -1228,7 +1272,7 @@ std::optional<SqliteReference> RunSqliteReference(int argc, char** argv, const s
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--appliances" || a == "--database" || a == "--database-env" || a == "--workdir" ||
-        a == "--ack-log") {
+        a == "--ack-log" || a == "--max-cpu-over-crypto") {
       ++i;
       continue;
     }
@@ -1463,6 +1507,9 @@ int Main(int argc, char** argv) {
 
   // The ceiling, before the storm (again after it; the best counts).
   std::string ca_key_for_ceiling = cluster_ca_key;
+  // The serving key's signature is the TLS handshake's; an external
+  // appliance's key is not ours to read (a P-256 key stands in, as below).
+  std::string serving_key_for_ceiling = o.managed() ? state + "/tls/server.key" : "";
   std::string scratch_ca;
   if (ca_key_for_ceiling.empty()) {
     // External appliance: its cluster CA key is not ours to read; measure
@@ -1474,7 +1521,8 @@ int Main(int argc, char** argv) {
     WriteFile(scratch_ca, tmp.key_pem());
     ca_key_for_ceiling = scratch_ca;
   }
-  CryptoCeiling ceiling = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1);
+  if (serving_key_for_ceiling.empty()) serving_key_for_ceiling = ca_key_for_ceiling;
+  CryptoCeiling ceiling = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1, serving_key_for_ceiling);
 
   std::optional<Bytes> eventlog;
   if (!o.eventlog.empty()) {
@@ -1534,6 +1582,7 @@ int Main(int argc, char** argv) {
     for (size_t k = 0; k < p.joined.size(); ++k) s.joined[k] += p.joined[k];
     s.ok += p.ok;
     s.failed += p.failed;
+    s.connections += p.connections;
     s.seconds = std::max(s.seconds, p.seconds);
     s.client_cpu = std::max(s.client_cpu, p.client_cpu);  // the process's, measured by each loop
   }
@@ -1562,11 +1611,7 @@ int Main(int argc, char** argv) {
   }
   const double sys_busy = sys1.first - sys0.first;
 
-  CryptoCeiling after = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1);
-  ceiling.ek_encrypt_per_s = std::max(ceiling.ek_encrypt_per_s, after.ek_encrypt_per_s);
-  ceiling.quote_verify_per_s = std::max(ceiling.quote_verify_per_s, after.quote_verify_per_s);
-  ceiling.csr_verify_per_s = std::max(ceiling.csr_verify_per_s, after.csr_verify_per_s);
-  ceiling.cert_sign_per_s = std::max(ceiling.cert_sign_per_s, after.cert_sign_per_s);
+  ceiling.KeepBest(MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1, serving_key_for_ceiling));
   const long storm_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
   // What VmHWM at the end would say had it never been started over.
   const long rss_kib = std::max(storm_peak_kib, hwm_reset ? setup_peak_kib : -1);
@@ -1589,6 +1634,7 @@ int Main(int argc, char** argv) {
     worst_p99 = std::max(worst_p99, Percentile(s.step_ms[i], 0.99));
   }
   std::printf("%s\n", StepLine("machine", s.machine_ms).c_str());
+  std::optional<double> server_worst_p99;  // seconds, a bucket bound
   {
     std::string line = "boot-storm: in rackgated (request read to answer sent, /metrics buckets):";
     for (int i = 0; i < kSteps; ++i) {
@@ -1597,6 +1643,7 @@ int Main(int argc, char** argv) {
       const auto& a = server_after.count(route) ? server_after.at(route) : std::map<double, double>();
       line += std::string(i ? "," : "") + " " + kStepNames[i] + " p50 " + BucketQuantile(b, a, 0.5) + " p99 " +
               BucketQuantile(b, a, 0.99);
+      if (auto p99 = BucketBound(b, a, 0.99)) server_worst_p99 = std::max(server_worst_p99.value_or(0), *p99);
     }
     std::printf("%s\n", line.c_str());
   }
@@ -1673,10 +1720,20 @@ int Main(int argc, char** argv) {
   const double with_csr = o.cores / (per_machine + 1.0 / ceiling.csr_verify_per_s);
   std::printf("boot-storm: ceiling with the CSR's own signature check (%s %.0f/s) too: %.0f/s\n",
               ceiling.csr_op.c_str(), ceiling.csr_verify_per_s, with_csr);
+  const double essential = ceiling.essential_seconds_per_machine();
+  std::printf("boot-storm: essential cryptography per machine: the above, the CSR check and one TLS 1.3 server "
+              "handshake's public-key work (x25519 share + derive %.0f/s, %s %.0f/s): %.0f us\n",
+              ceiling.tls_kex_per_s, ceiling.tls_sign_op.c_str(), ceiling.tls_sign_per_s, essential * 1e6);
+  // rackgated's CPU per joined machine, and the cost ratio against it.
+  const double cpu_per_joined = daemon_cpu > 0 && s.ok > 0 ? daemon_cpu / static_cast<double>(s.ok) : 0;
+  const double cost_ratio = cpu_per_joined > 0 ? essential / cpu_per_joined : 0;
   if (daemon > 0 && s.ok > 0) {
     std::printf("boot-storm: rackgated cpu %.1fs in %.1fs (%.2f cores), %.0f us/machine; client cpu %.1fs (%.2f cores)\n",
                 daemon_cpu, s.seconds, daemon_cpu / s.seconds, daemon_cpu / static_cast<double>(s.ok) * 1e6,
                 s.client_cpu, s.client_cpu / s.seconds);
+    std::printf("boot-storm: TLS connections opened by the fleet: %zu, %.2f per joined machine (%s)\n", s.connections,
+                static_cast<double>(s.connections) / static_cast<double>(s.ok),
+                o.share_connections ? "pooled across machines" : "one per machine, kept for its steps");
   }
   if (daemon > 0 && storm_peak_kib >= 0) {
     if (hwm_reset) {
@@ -1706,11 +1763,47 @@ int Main(int argc, char** argv) {
       fleet_fields += buf;
     }
   }
+  // The cost fields; with several appliances rackgated_cpu_per_machine is
+  // already each one's (above), and the cost ratio is over their sum.
+  std::string cost_fields;
+  if (cpu_per_joined > 0) {
+    char buf[256];
+    if (!fleet_report) {
+      std::snprintf(buf, sizeof(buf), " rackgated_cpu_per_machine=%.2fms", cpu_per_joined * 1e3);
+      cost_fields += buf;
+    }
+    std::snprintf(buf, sizeof(buf), " essential_crypto_per_machine=%.3fms cost_ratio=%.3f", essential * 1e3,
+                  cost_ratio);
+    cost_fields += buf;
+  }
+  if (server_worst_p99) {
+    char buf[64];
+    if (std::isinf(*server_worst_p99)) {
+      std::snprintf(buf, sizeof(buf), " rackgated_p99_le=inf");
+    } else {
+      std::snprintf(buf, sizeof(buf), " rackgated_p99_le=%gms", *server_worst_p99 * 1e3);
+    }
+    cost_fields += buf;
+  }
   std::printf("boot-storm: machines=%zu ok=%zu failed=%zu rate=%.0f/s p50=%.1fms p99=%.1fms ceiling=%.0f/s ratio=%.3f "
-              "peak_rss=%.1f MiB%s\n",
+              "peak_rss=%.1f MiB%s%s\n",
               o.machines, s.ok, s.failed, rate, worst_p50, worst_p99, ceiling_rate, rate / ceiling_rate,
-              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0, fleet_fields.c_str());
+              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0, fleet_fields.c_str(), cost_fields.c_str());
   std::fflush(stdout);
+  bool guard_failed = false;
+  if (o.max_cpu_over_crypto > 0) {
+    if (cost_ratio <= 0) {
+      std::printf("boot-storm: guard: FAILED: rackgated's CPU per machine is not known\n");
+      guard_failed = true;
+    } else {
+      const double multiple = 1.0 / cost_ratio;
+      guard_failed = multiple > o.max_cpu_over_crypto;
+      std::printf("boot-storm: guard: rackgated's CPU per joined machine is %.2fx the essential cryptography "
+                  "measured in this run; the guard allows %.2fx: %s\n",
+                  multiple, o.max_cpu_over_crypto, guard_failed ? "FAILED (a regression)" : "ok");
+    }
+    std::fflush(stdout);
+  }
   if (!o.keep && o.workdir.empty() && s.failed == 0) {
     std::error_code ec;
     for (int attempt = 0; attempt < 3 && fs::exists(work, ec); ++attempt) {
@@ -1722,7 +1815,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "boot-storm: kept %s\n", work.c_str());
   }
   curl_global_cleanup();
-  return s.failed == 0 ? 0 : 1;
+  return s.failed == 0 && !guard_failed ? 0 : 1;
 }
 
 }  // namespace

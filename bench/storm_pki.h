@@ -101,20 +101,35 @@ std::string KubeletClientCsr(const std::string& hostname);
 // seed, or an ephemeral ECDH for an ECC EK), the quote signature check
 // (ECDSA P-256 / RSASSA-2048 verify, SHA-256), the CSR's self-signature check
 // (ECDSA P-256) and the certificate signature by the cluster CA's key.
+//
+// With a serving key, also one TLS 1.3 server handshake's own public-key
+// work: an X25519 key share made and its shared secret derived, and the
+// CertificateVerify signature with the serving key (what rackgated's
+// priorities choose with an OpenSSL or libcurl client).
 struct CryptoCeiling {
   double ek_encrypt_per_s = 0;
   double quote_verify_per_s = 0;
   double csr_verify_per_s = 0;
   double cert_sign_per_s = 0;
-  std::string ek_op, quote_op, csr_op, sign_op;
-  // Seconds of one core per machine: the sum of 1/rate of every operation.
+  double tls_kex_per_s = 0;   // 0: not measured (no serving key)
+  double tls_sign_per_s = 0;
+  std::string ek_op, quote_op, csr_op, sign_op, tls_sign_op;
+  // Seconds of one core per machine: the sum of 1/rate of EK encryption,
+  // quote check and certificate signature (the two-core ceiling's terms).
   double seconds_per_machine() const;
+  // What any appliance must compute for one machine (issue 18's "essential
+  // cryptography"): the above, the CSR's self-signature check and one TLS
+  // server handshake's public-key work.
+  double essential_seconds_per_machine() const;
+  // The best of each rate of this and `other`.
+  void KeepBest(const CryptoCeiling& other);
 };
 // Measures each operation in interleaved rounds of about `round_seconds`;
 // the best round of each counts. `machine` supplies EK and AK; `ca_key` is the
-// cluster CA key (PEM file).
+// cluster CA key (PEM file); `serving_key`, when not empty, the appliance's
+// HTTPS key (PEM file).
 CryptoCeiling MeasureCeiling(const SimMachine& machine, const std::string& ca_key_path, int rounds,
-                             double round_seconds);
+                             double round_seconds, const std::string& serving_key_path = "");
 
 }  // namespace rackgate::bench
 

@@ -773,6 +773,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   if (o.metrics != nullptr) {
     o.metrics->Declare("rackgate_http_requests_total", kRequestsHelp, MetricType::kCounter,
                        {"method", "route", "status"});
+    // Fine below 100 ms, where a step's p99 target lives (docs/observability.md).
+    o.metrics->DefineHistogram("rackgate_http_request_duration_seconds", kDurationHelp,
+                               {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+                                0.075, 0.1, 0.15, 0.2, 0.25, 0.5, 1, 2.5, 5, 10});
     o.metrics->Declare("rackgate_http_request_duration_seconds", kDurationHelp, MetricType::kHistogram,
                        {"method", "route"});
   }

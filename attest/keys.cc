@@ -43,6 +43,51 @@ Bytes EcPointFromTpmPublic(const TpmPublic& pub) {
   return point;
 }
 
+namespace {
+
+Result<ossl::PkeyPtr> CheckedEcKey(ossl::PkeyPtr pkey) {
+  // Setting the point does not promise that it lies on the curve; an
+  // off-curve point would let an attacker run invalid-curve attacks on ECDH.
+  // The partial check (SP 800-56A 5.6.2.3.4: in range, on the curve, not the
+  // point at infinity) is the whole check for P-256 and P-384, whose
+  // cofactor is 1; the full one adds a scalar multiplication by the order
+  // that cannot fail for them and costs as much as a signature check.
+  ossl::PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey.get(), nullptr));
+  if (!check || EVP_PKEY_public_check_quick(check.get()) != 1) {
+    ossl::DrainErrors();
+    return Status::InvalidArgument("key_invalid", "ECC point is not on the curve");
+  }
+  return pkey;
+}
+
+// A key of `group` holding only the curve, built once per process and then
+// copied: EVP_PKEY_fromdata builds the curve's EC_GROUP from its name every
+// time (a modular inversion and a Montgomery context, most of a public key's
+// cost), EVP_PKEY_dup only copies it. Read-only after construction, so
+// shared by every thread (EVP_PKEY_dup only reads it).
+EVP_PKEY* BuildEcTemplate(const char* group) {
+  ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
+  if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1) {
+    throw std::bad_alloc();
+  }
+  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
+      EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params.get()) != 1) {
+    throw std::runtime_error(std::string("building the ") + group + " template failed: " + ossl::DrainErrors());
+  }
+  return raw;  // kept for the process's life
+}
+
+EVP_PKEY* EcTemplate(uint16_t tpm_curve) {
+  static EVP_PKEY* const p256 = BuildEcTemplate("P-256");
+  static EVP_PKEY* const p384 = BuildEcTemplate("P-384");
+  return tpm_curve == kEccNistP384 ? p384 : p256;
+}
+
+}  // namespace
+
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
   ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
   if (!bld) throw std::bad_alloc();
@@ -77,11 +122,14 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
       return Status::InvalidArgument("key_invalid", "ECC point coordinates do not fit the curve");
     }
     point = EcPointFromTpmPublic(pub);
-    if (OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
-        OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
-                                         point.size()) != 1) {
-      throw std::runtime_error("building EC params failed: " + ossl::DrainErrors());
+    ossl::PkeyPtr pkey(EVP_PKEY_dup(EcTemplate(pub.ecc_curve)));
+    if (!pkey) throw std::runtime_error("EVP_PKEY_dup failed: " + ossl::DrainErrors());
+    if (EVP_PKEY_set_octet_string_param(pkey.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point.data(),
+                                        point.size()) != 1) {
+      ossl::DrainErrors();
+      return Status::InvalidArgument("key_invalid", "public key is not a valid key");
     }
+    return CheckedEcKey(std::move(pkey));
   } else {
     return Status::Unsupported("key_type_unsupported", "key is neither RSA nor ECC");
   }
@@ -95,21 +143,7 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
     ossl::DrainErrors();
     return Status::InvalidArgument("key_invalid", "public key is not a valid key");
   }
-  ossl::PkeyPtr pkey(raw);
-  if (pub.type == kAlgEcc) {
-    // fromdata does not check that the point lies on the curve; an off-curve
-    // point would let an attacker run invalid-curve attacks on ECDH. The
-    // partial check (SP 800-56A 5.6.2.3.4: in range, on the curve, not the
-    // point at infinity) is the whole check for P-256 and P-384, whose
-    // cofactor is 1; the full one adds a scalar multiplication by the order
-    // that cannot fail for them and costs as much as a signature check.
-    ossl::PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey.get(), nullptr));
-    if (!check || EVP_PKEY_public_check_quick(check.get()) != 1) {
-      ossl::DrainErrors();
-      return Status::InvalidArgument("key_invalid", "ECC point is not on the curve");
-    }
-  }
-  return pkey;
+  return ossl::PkeyPtr(raw);
 }
 
 }  // namespace rackgate::attest

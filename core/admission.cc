@@ -20,9 +20,12 @@ SessionGate::Verdict SessionGate::Admit(const std::string& client, int64_t now, 
   return Verdict::kAdmitted;
 }
 
-void SessionGate::Bind(uint64_t ticket, const std::string& session_id) {
+void SessionGate::Bind(uint64_t ticket, const std::string& session_id, std::shared_ptr<const SessionAk> ak) {
   std::lock_guard<std::mutex> l(mu_);
-  if (places_.count(ticket) != 0) by_session_[session_id] = ticket;
+  auto it = places_.find(ticket);
+  if (it == places_.end()) return;
+  it->second.ak = std::move(ak);
+  by_session_[session_id] = ticket;
 }
 
 void SessionGate::Release(uint64_t ticket) {
@@ -31,13 +34,18 @@ void SessionGate::Release(uint64_t ticket) {
   if (it != places_.end()) Drop(it);
 }
 
-void SessionGate::Finish(const std::string& session_id) {
+std::shared_ptr<const SessionAk> SessionGate::Finish(const std::string& session_id) {
+  std::shared_ptr<const SessionAk> ak;
   std::lock_guard<std::mutex> l(mu_);
   auto s = by_session_.find(session_id);
-  if (s == by_session_.end()) return;
+  if (s == by_session_.end()) return ak;
   auto it = places_.find(s->second);
   by_session_.erase(s);
-  if (it != places_.end()) Drop(it);
+  if (it != places_.end()) {
+    ak = std::move(it->second.ak);
+    Drop(it);
+  }
+  return ak;
 }
 
 int SessionGate::open() const {

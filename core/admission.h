@@ -8,11 +8,24 @@
 #define RACKGATE_CORE_ADMISSION_H_
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "attest/quote.h"
 
 namespace rackgate::core {
+
+// The AK of a session as its challenge built it, kept for the session's
+// evidence so that the key is built once per session, not twice. Valid only
+// for a session whose stored AK is byte for byte `ak_public`: the user
+// compares them before using `key`.
+struct SessionAk {
+  std::vector<uint8_t> ak_public;  // the TPM2B_PUBLIC `key` was built from
+  attest::VerifyKey key;
+};
 
 class SessionGate {
  public:
@@ -25,13 +38,16 @@ class SessionGate {
   // until `expires_at`; places of sessions past their expiry are reclaimed
   // first. On kAdmitted the caller must Bind or Release `ticket`.
   Verdict Admit(const std::string& client, int64_t now, int64_t expires_at, uint64_t* ticket);
-  // The reservation becomes the session `session_id` (same expiry).
-  void Bind(uint64_t ticket, const std::string& session_id);
+  // The reservation becomes the session `session_id` (same expiry), keeping
+  // `ak` (may be null) until the session finishes or expires: the gate's
+  // bounds bound the keys kept too.
+  void Bind(uint64_t ticket, const std::string& session_id, std::shared_ptr<const SessionAk> ak = nullptr);
   // A challenge that failed after Admit.
   void Release(uint64_t ticket);
   // The session's evidence arrived (whatever its verdict); unknown ids are
-  // ignored (expired and reclaimed, or issued before a restart).
-  void Finish(const std::string& session_id);
+  // ignored (expired and reclaimed, or issued before a restart). Returns the
+  // AK that Bind kept for the session, or null (unknown id, none kept).
+  std::shared_ptr<const SessionAk> Finish(const std::string& session_id);
 
   int open() const;
 
@@ -39,6 +55,7 @@ class SessionGate {
   struct Place {
     std::string client;
     int64_t expires_at = 0;
+    std::shared_ptr<const SessionAk> ak;
   };
   void Drop(std::unordered_map<uint64_t, Place>::iterator it);  // REQUIRES: mu_
   void ReclaimExpired(int64_t now);                              // REQUIRES: mu_

@@ -349,7 +349,8 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
     Log()->error("session for {} not stored: {}", who, s.ToString());
     return StoreBusy(s);
   }
-  gate_.Bind(ticket, session.id);
+  // The AK's key, kept for this session's evidence (built once per session).
+  gate_.Bind(ticket, session.id, std::make_shared<const SessionAk>(SessionAk{req.ak_public, std::move(*ak_key)}));
   reservation.bound = true;
   Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
   ChallengeResult out;
@@ -383,10 +384,19 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     return refuse(Denied("activation_failed", "the credential was not activated by the enrolled TPM"));
   }
 
-  auto ak = attest::ParseTpm2bPublic(session.ak_public);
-  if (!ak.ok()) throw std::runtime_error("stored AK does not parse: " + ak.status().ToString());
-  auto key = attest::VerifyKey::FromTpmPublic(*ak);
-  if (!key.ok()) throw std::runtime_error("stored AK is not a key: " + key.status().ToString());
+  // The AK's key: the one the challenge built, when it is this session's AK
+  // byte for byte, else built again from the stored AK.
+  std::optional<attest::VerifyKey> rebuilt;
+  const attest::VerifyKey* key = nullptr;
+  if (ctx.challenged_ak != nullptr && ctx.challenged_ak->ak_public == session.ak_public) {
+    key = &ctx.challenged_ak->key;
+  } else {
+    auto ak = attest::ParseTpm2bPublic(session.ak_public);
+    if (!ak.ok()) throw std::runtime_error("stored AK does not parse: " + ak.status().ToString());
+    auto built = attest::VerifyKey::FromTpmPublic(*ak);
+    if (!built.ok()) throw std::runtime_error("stored AK is not a key: " + built.status().ToString());
+    key = &rebuilt.emplace(std::move(*built));
+  }
   auto selection = attest::ParsePcrSelectionList(session.pcr_selection);
   if (!selection.ok()) throw std::runtime_error("stored selection does not parse");
   auto quote = attest::VerifyQuote(*key, req.quote, req.signature, req.pcrs, session.nonce, *selection);
@@ -467,7 +477,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   const auto started = std::chrono::steady_clock::now();
   std::string who = "session " + req.session.substr(0, 8) + "… from " + caller.address;
   // The session's place is free again whatever the verdict.
-  gate_.Finish(req.session);
+  const std::shared_ptr<const SessionAk> challenged_ak = gate_.Finish(req.session);
 
   // What the verdict needs, read before any judging. The session is consumed
   // first and whatever follows: a session answers one attempt.
@@ -508,6 +518,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   context.last = last.ok() ? &*last : nullptr;
   context.policy = policy->policy.get();
   context.policy_unusable = !policy->unusable.ok();
+  context.challenged_ak = challenged_ak.get();
   context.tofu_recorded = tofu.get();
   Verdict verdict = Verify(req, context);
 

@@ -132,6 +132,10 @@ struct EvidenceContext {
   // The stored policy text does not parse: the verdict is policy_invalid
   // once everything before the policy step passed.
   bool policy_unusable = false;
+  // The AK as this appliance's challenge built it (SessionGate), or null
+  // (a restart since, another appliance's challenge): Verify uses it only
+  // when its bytes are the session's AK, else builds the key again.
+  const SessionAk* challenged_ak = nullptr;
 };
 
 // The PCRs an observing pool asks every machine to quote, beside its

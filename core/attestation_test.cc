@@ -434,6 +434,41 @@ TEST_F(EvidenceTest, VerifyIsAPureVerdict) {
   EXPECT_EQ(AttestationService::Verify(evidence, context).refusal.reason(), "policy_invalid");
 }
 
+// The AK's key the challenge built (kept by SessionGate) is used only for the
+// session whose AK bytes it was built from; any other is built again.
+TEST_F(EvidenceTest, VerifyUsesTheChallengesAkKeyOnlyForTheSameAkBytes) {
+  SoftMachine m;
+  const storage::Machine machine = Enroll(m, "node-1");
+  auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
+  ASSERT_TRUE(challenge.ok());
+  auto session = store_->ConsumeSession(challenge->session, now_);
+  ASSERT_TRUE(session.ok());
+  const auto evidence = m.Answer(*challenge);
+  EvidenceContext context;
+  context.session = &*session;
+  context.machine = &machine;
+  SoftMachine other;
+  auto other_key = attest::VerifyKey::FromTpmPublic(other.ak.pub());
+  ASSERT_TRUE(other_key.ok());
+  // Another AK's key under this session's bytes (never made so): it is the
+  // key that verifies, and the quote does not verify with it.
+  SessionAk mislabelled{session->ak_public, std::move(*other_key)};
+  context.challenged_ak = &mislabelled;
+  Verdict wrong = AttestationService::Verify(evidence, context);
+  EXPECT_FALSE(wrong.attested());
+  EXPECT_FALSE(wrong.quote_verified);
+  // A kept key for other bytes is not used: the session's stored AK is.
+  SessionAk stale{other.ak.tpm2b_public(), std::move(mislabelled.key)};
+  context.challenged_ak = &stale;
+  EXPECT_TRUE(AttestationService::Verify(evidence, context).attested());
+  // Through the service: the challenge's key verifies the evidence.
+  SoftMachine n;
+  Enroll(n, "node-2");
+  auto second = attestation_->Challenge(n.ChallengeRequest(), caller_);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(attestation_->Evidence(n.Answer(*second), caller_).ok());
+}
+
 // --- tokens ---
 
 TEST_F(TokenTest, TokenRefusals) {

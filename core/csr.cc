@@ -23,6 +23,7 @@
 #include "attest/ek_identity.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
+#include "base/byte_reader.h"
 #include "base/ossl.h"
 
 namespace rackgate::core::csr {
@@ -120,13 +121,7 @@ std::string ObjectText(const ASN1_OBJECT* obj) {
 // to vouch for; Go's x509 (and so Kubernetes) refuses MD5 and SHA-1 too.
 // RSASSA-PSS keeps its hash in parameters (SHA-1 by default); kubelet never
 // signs with it, so it is refused rather than parsed.
-bool AcceptedSignatureAlgorithm(const X509_REQ* req) {
-  const X509_ALGOR* alg = nullptr;
-  X509_REQ_get0_signature(req, nullptr, &alg);
-  const ASN1_OBJECT* obj = nullptr;
-  X509_ALGOR_get0(&obj, nullptr, nullptr, alg);
-  int md_nid = NID_undef, pkey_nid = NID_undef;
-  if (OBJ_find_sigid_algs(OBJ_obj2nid(obj), &md_nid, &pkey_nid) != 1) return false;
+bool AcceptedSignatureAlgorithm(int md_nid, int pkey_nid) {
   switch (md_nid) {
     case NID_sha256:
     case NID_sha384:
@@ -140,8 +135,7 @@ bool AcceptedSignatureAlgorithm(const X509_REQ* req) {
   }
 }
 
-Status ParseSubject(const X509_REQ* req, Csr* csr) {
-  const X509_NAME* name = X509_REQ_get_subject_name(req);  // BORROWED from req
+Status ParseSubject(const X509_NAME* name, Csr* csr) {
   for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
     const X509_NAME_ENTRY* e = X509_NAME_get_entry(name, i);
     const ASN1_OBJECT* obj = X509_NAME_ENTRY_get_object(e);
@@ -210,22 +204,31 @@ std::string ExtendedKeyUsageName(const ASN1_OBJECT* obj) {
   }
 }
 
-Status ParseExtensions(X509_REQ* req, Csr* csr) {
+struct X509AttributeFree {
+  void operator()(X509_ATTRIBUTE* a) const { X509_ATTRIBUTE_free(a); }
+};
+using X509AttributePtr = std::unique_ptr<X509_ATTRIBUTE, X509AttributeFree>;
+
+Status ParseExtensions(const std::vector<X509AttributePtr>& attributes, Csr* csr) {
   // Both the PKCS#9 and the Microsoft attribute are read by OpenSSL; a second
   // copy of either would let two parsers disagree about what was requested.
+  const X509_ATTRIBUTE* request = nullptr;  // BORROWED from attributes
   int found = 0;
-  for (int nid : {NID_ext_req, NID_ms_ext_req}) {
-    const int first = X509_REQ_get_attr_by_NID(req, nid, -1);
-    if (first < 0) continue;
-    if (X509_REQ_get_attr_by_NID(req, nid, first) >= 0) {
-      return Malformed("extensionRequest attribute repeated");
-    }
+  for (const auto& attr : attributes) {
+    const int nid = OBJ_obj2nid(X509_ATTRIBUTE_get0_object(attr.get()));
+    if (nid != NID_ext_req && nid != NID_ms_ext_req) continue;
     ++found;
+    request = attr.get();
   }
   if (found == 0) return Status::Ok();
   if (found > 1) return Malformed("extensionRequest attribute repeated");
   csr->has_extension_request = true;
-  ossl::ExtStackPtr exts(X509_REQ_get_extensions(req));
+  // As X509_REQ_get_extensions: the attribute's first value, a SEQUENCE OF
+  // Extension.
+  const ASN1_TYPE* value = X509_ATTRIBUTE_get0_type(const_cast<X509_ATTRIBUTE*>(request), 0);
+  if (value == nullptr || value->type != V_ASN1_SEQUENCE) return Malformed("extensionRequest cannot be decoded");
+  const unsigned char* p = value->value.sequence->data;
+  ossl::ExtStackPtr exts(d2i_X509_EXTENSIONS(nullptr, &p, value->value.sequence->length));
   if (!exts) return Malformed("extensionRequest cannot be decoded");
 
   std::set<int> seen;
@@ -331,18 +334,15 @@ bool CanonicalSpki(const X509_PUBKEY* spki, const Csr& csr) {
   }
 }
 
-// Sets csr->spki and csr->spki_der. OpenSSL 3's key encoders (i2d_PUBKEY,
-// X509_set_pubkey) cost as much as the rest of a CSR's handling, so the
-// request's own SubjectPublicKeyInfo is kept when it is canonical; only
-// other encodings (a compressed point, say) are re-encoded from the key.
-Status KeepSpki(const std::shared_ptr<X509_REQ>& req, EVP_PKEY* key, Csr* csr) {
-  X509_PUBKEY* own = X509_REQ_get_X509_PUBKEY(req.get());  // BORROWED from req
+// The slow path's csr->spki and csr->spki_der (see KeyFromSpki). The
+// request's own SubjectPublicKeyInfo is kept when it is canonical; other
+// encodings (a compressed point, say) are re-encoded from the key.
+Status KeepSpki(ossl::X509PubkeyPtr own, EVP_PKEY* key, Csr* csr) {
   unsigned char* der = nullptr;
   int n = 0;
-  if (own != nullptr && CanonicalSpki(own, *csr)) {
-    n = i2d_X509_PUBKEY(own, &der);
-    // The request stays alive as long as its public key is used.
-    if (n > 0) csr->spki = std::shared_ptr<X509_PUBKEY>(req, own);
+  if (CanonicalSpki(own.get(), *csr)) {
+    n = i2d_X509_PUBKEY(own.get(), &der);
+    if (n > 0) csr->spki = std::shared_ptr<X509_PUBKEY>(own.release(), X509_PUBKEY_free);
   } else {
     n = i2d_PUBKEY(key, &der);
     if (n > 0) {
@@ -358,6 +358,232 @@ Status KeepSpki(const std::shared_ptr<X509_REQ>& req, EVP_PKEY* key, Csr* csr) {
   ossl::BufferPtr owned(der);
   csr->spki_der.assign(der, der + n);
   return Status::Ok();
+}
+
+// --- The DER walk (docs/csr.md, "Parsing a request") ------------------------
+//
+// OpenSSL 3's d2i_X509_REQ decodes the request's key through an
+// OSSL_DECODER context whose set-up costs more than the rest of a request's
+// handling, so the request is walked here instead: strict DER (definite,
+// minimal lengths, one-byte tags), nothing left over at any level. Subject,
+// attributes and the signature algorithm are still decoded by OpenSSL's
+// ASN.1 templates, which decode no key.
+
+// One DER element read by ReadDer.
+struct DerElement {
+  std::span<const uint8_t> whole;     // identifier, length and contents
+  std::span<const uint8_t> contents;  // BORROWED, as whole, from the input
+};
+
+// Reads one element whose identifier octet is `tag`. False on another tag,
+// a multi-byte tag, an indefinite, non-minimal or over-long length, or too
+// few bytes; the reader's position is then unspecified.
+[[nodiscard]] bool ReadDer(ByteReader* r, uint8_t tag, DerElement* out) {
+  const std::span<const uint8_t> start = r->rest();
+  uint8_t id = 0, first = 0;
+  if (!r->ReadU8(&id) || id != tag || (id & 0x1f) == 0x1f || !r->ReadU8(&first)) return false;
+  size_t len = first;
+  if (first & 0x80) {
+    const int n = first & 0x7f;
+    // 0x80 is BER's indefinite length; four length bytes are 4 GiB already.
+    if (n == 0 || n > 4) return false;
+    len = 0;
+    for (int i = 0; i < n; ++i) {
+      uint8_t b = 0;
+      if (!r->ReadU8(&b) || (i == 0 && b == 0)) return false;
+      len = (len << 8) | b;
+    }
+    if (len < 0x80) return false;  // fits the short form
+  }
+  const size_t header = start.size() - r->remaining();
+  if (!r->ReadSpan(len, &out->contents)) return false;
+  out->whole = start.first(header + len);
+  return true;
+}
+
+// Whether `r` holds an element with identifier `tag` next.
+bool PeekTag(const ByteReader& r, uint8_t tag) { return !r.empty() && r.rest()[0] == tag; }
+
+bool SameBytes(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+constexpr uint8_t kDerInteger = 0x02, kDerBitString = 0x03, kDerNull = 0x05, kDerOid = 0x06;
+constexpr uint8_t kDerSequence = 0x30, kDerSet = 0x31, kDerContext0 = 0xa0;
+
+// OID contents (without tag and length) of the keys the fast path builds.
+constexpr uint8_t kOidRsaEncryption[] = {0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01};
+constexpr uint8_t kOidEcPublicKey[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};
+constexpr uint8_t kOidPrime256v1[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
+constexpr uint8_t kOidSecp384r1[] = {0x2b, 0x81, 0x04, 0x00, 0x22};
+
+// A positive DER INTEGER's magnitude. False for an empty, negative or
+// non-minimal encoding.
+bool PositiveInteger(std::span<const uint8_t> c, std::span<const uint8_t>* magnitude) {
+  if (c.empty() || (c[0] & 0x80) != 0) return false;
+  if (c.size() > 1 && c[0] == 0 && (c[1] & 0x80) == 0) return false;
+  if (c[0] == 0) c = c.subspan(1);
+  if (c.empty()) return false;  // zero
+  *magnitude = c;
+  return true;
+}
+
+// An EVP_PKEY from OSSL_PARAMs, as attest/keys.cc builds the TPM's keys.
+// Null when OpenSSL refuses the values (an EC point off the curve, say).
+ossl::PkeyPtr PkeyFromData(const char* key_type, OSSL_PARAM_BLD* bld) {
+  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld));
+  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, key_type, nullptr));
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
+    throw std::runtime_error("EVP_PKEY_fromdata_init failed: " + ossl::DrainErrors());
+  }
+  EVP_PKEY* raw = nullptr;
+  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
+    ERR_clear_error();
+    return nullptr;
+  }
+  return ossl::PkeyPtr(raw);
+}
+
+// A key holding only the curve (P-256, else P-384), built once per process
+// and then copied: EVP_PKEY_fromdata builds the curve's EC_GROUP from its
+// name every time (a modular inversion and a Montgomery context, most of the
+// key's cost), EVP_PKEY_dup only copies it. attest/keys.cc keeps the same
+// two for the TPM's keys. Read-only after construction (EVP_PKEY_dup only
+// reads it), so shared by every thread; kept for the process's life.
+EVP_PKEY* EcTemplate(bool p256) {
+  auto build = [](const char* group) {
+    ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
+    if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1) {
+      throw std::bad_alloc();
+    }
+    ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+    ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+    EVP_PKEY* raw = nullptr;
+    if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
+        EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params.get()) != 1) {
+      throw std::runtime_error(std::string("building the ") + group + " template failed: " + ossl::DrainErrors());
+    }
+    return raw;
+  };
+  static EVP_PKEY* const kP256 = build("P-256");
+  static EVP_PKEY* const kP384 = build("P-384");
+  return p256 ? kP256 : kP384;
+}
+
+// The fast path's X509_PUBKEY for the signer: the request's own algorithm
+// and key bits, set as parts (X509_PUBKEY_set0_param decodes nothing).
+std::shared_ptr<X509_PUBKEY> SpkiFromParts(int algorithm_nid, int param_type, int curve_nid,
+                                           std::span<const uint8_t> key_bits) {
+  ossl::X509PubkeyPtr spki(X509_PUBKEY_new());
+  auto* bits = static_cast<unsigned char*>(OPENSSL_memdup(key_bits.data(), key_bits.size()));
+  if (!spki || bits == nullptr) {
+    OPENSSL_free(bits);
+    throw std::bad_alloc();
+  }
+  void* param = param_type == V_ASN1_OBJECT ? OBJ_nid2obj(curve_nid) : nullptr;
+  if (X509_PUBKEY_set0_param(spki.get(), OBJ_nid2obj(algorithm_nid), param_type, param, bits,
+                             static_cast<int>(key_bits.size())) != 1) {
+    OPENSSL_free(bits);
+    throw std::runtime_error("X509_PUBKEY_set0_param failed: " + ossl::DrainErrors());
+  }
+  return std::shared_ptr<X509_PUBKEY>(spki.release(), X509_PUBKEY_free);
+}
+
+// The key of the request's SubjectPublicKeyInfo `spki` (one whole DER
+// element), described in `csr` (key_*, curve, spki, spki_der). The keys
+// kubelet makes, RSA with NULL parameters and EC on P-256 or P-384 with an
+// uncompressed point, are built from their parts with EVP_PKEY_fromdata;
+// their SPKI is already canonical and is kept byte for byte. Any other key
+// (another curve, a compressed point, Ed25519, ...) goes through OpenSSL's
+// own decoder, as every key did before: rare, and Check refuses most of them.
+// Null key with the status: csr_malformed.
+Result<ossl::PkeyPtr> KeyFromSpki(std::span<const uint8_t> spki, Csr* csr) {
+  auto undecodable = [] { return Malformed("public key cannot be decoded"); };
+  ByteReader outer(spki), info, alg;
+  DerElement seq, alg_seq, oid, bit_string;
+  if (!ReadDer(&outer, kDerSequence, &seq) || !outer.empty()) return undecodable();
+  info = ByteReader(seq.contents);
+  if (!ReadDer(&info, kDerSequence, &alg_seq) || !ReadDer(&info, kDerBitString, &bit_string) || !info.empty()) {
+    return undecodable();
+  }
+  alg = ByteReader(alg_seq.contents);
+  if (!ReadDer(&alg, kDerOid, &oid)) return undecodable();
+  const std::span<const uint8_t> params = alg.rest();
+  const std::span<const uint8_t> bits = bit_string.contents;
+  const bool whole_bytes = !bits.empty() && bits[0] == 0;
+  const std::span<const uint8_t> key_bytes = whole_bytes ? bits.subspan(1) : std::span<const uint8_t>();
+
+  constexpr uint8_t kNullParams[] = {kDerNull, 0x00};
+  if (SameBytes(oid.contents, kOidRsaEncryption) && SameBytes(params, kNullParams)) {
+    // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }.
+    // SECURITY: the algorithm says RSA, so the bits must be an RSA key and
+    // nothing else; a key of another kind under this OID is refused here.
+    ByteReader r(key_bytes), fields;
+    DerElement rsa, n, e;
+    std::span<const uint8_t> n_mag, e_mag;
+    if (!whole_bytes || !ReadDer(&r, kDerSequence, &rsa) || !r.empty()) return undecodable();
+    fields = ByteReader(rsa.contents);
+    if (!ReadDer(&fields, kDerInteger, &n) || !ReadDer(&fields, kDerInteger, &e) || !fields.empty() ||
+        !PositiveInteger(n.contents, &n_mag) || !PositiveInteger(e.contents, &e_mag)) {
+      return undecodable();
+    }
+    ossl::BnPtr n_bn(BN_bin2bn(n_mag.data(), static_cast<int>(n_mag.size()), nullptr));
+    ossl::BnPtr e_bn(BN_bin2bn(e_mag.data(), static_cast<int>(e_mag.size()), nullptr));
+    ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
+    if (!n_bn || !e_bn || !bld || OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, n_bn.get()) != 1 ||
+        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e_bn.get()) != 1) {
+      throw std::runtime_error("building RSA params failed: " + ossl::DrainErrors());
+    }
+    ossl::PkeyPtr key = PkeyFromData("RSA", bld.get());
+    if (!key) return undecodable();
+    csr->key_algorithm = KeyAlgorithm::kRsa;
+    csr->key_type = "RSA";
+    csr->key_bits = BN_num_bits(n_bn.get());
+    csr->spki = SpkiFromParts(NID_rsaEncryption, V_ASN1_NULL, NID_undef, bits.subspan(1));
+    csr->spki_der.assign(spki.begin(), spki.end());
+    return key;
+  }
+
+  if (SameBytes(oid.contents, kOidEcPublicKey)) {
+    ByteReader p(params);
+    DerElement curve;
+    if (ReadDer(&p, kDerOid, &curve) && p.empty()) {
+      const bool p256 = SameBytes(curve.contents, kOidPrime256v1);
+      const bool p384 = SameBytes(curve.contents, kOidSecp384r1);
+      const size_t field = p256 ? 32 : p384 ? 48 : 0;
+      if (field != 0 && !key_bytes.empty() && key_bytes[0] == 0x04) {
+        // SECURITY: an uncompressed point of this curve's exact size, and
+        // setting it (EC_POINT_oct2point) refuses a point that is not on the
+        // curve, as the decoder does (csr_test checks both).
+        if (key_bytes.size() != 1 + 2 * field) return undecodable();
+        const char* group = p256 ? "P-256" : "P-384";
+        ossl::PkeyPtr key(EVP_PKEY_dup(EcTemplate(p256)));
+        if (!key) throw std::runtime_error("EVP_PKEY_dup failed: " + ossl::DrainErrors());
+        if (EVP_PKEY_set_octet_string_param(key.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, key_bytes.data(),
+                                            key_bytes.size()) != 1) {
+          return undecodable();
+        }
+        csr->key_algorithm = KeyAlgorithm::kEcdsa;
+        csr->key_type = "EC";
+        csr->key_bits = p256 ? 256 : 384;
+        csr->curve = group;
+        csr->spki = SpkiFromParts(NID_X9_62_id_ecPublicKey, V_ASN1_OBJECT,
+                                  p256 ? NID_X9_62_prime256v1 : NID_secp384r1, bits.subspan(1));
+        csr->spki_der.assign(spki.begin(), spki.end());
+        return key;
+      }
+    }
+  }
+
+  // The slow path: OpenSSL's decoder, for every other key.
+  const unsigned char* p = spki.data();
+  ossl::X509PubkeyPtr own(d2i_X509_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
+  if (!own || p != spki.data() + spki.size()) return undecodable();
+  ossl::PkeyPtr key(X509_PUBKEY_get(own.get()));  // a new reference
+  if (!key) return undecodable();
+  if (Status s = DescribeKey(key.get(), csr); !s.ok()) return s;
+  if (Status s = KeepSpki(std::move(own), key.get(), csr); !s.ok()) return s;
+  return key;
 }
 
 }  // namespace
@@ -377,34 +603,89 @@ Result<Csr> ParseCsr(std::string_view pem) {
   if (pem.size() > kMaxCsrPemBytes) return Malformed("request is larger than 64 KiB");
   auto der = SinglePemBlock(pem);
   if (!der.ok()) return der.status();
-  const unsigned char* p = der->data();
-  ossl::X509ReqPtr req(d2i_X509_REQ(nullptr, &p, static_cast<long>(der->size())));
-  if (!req || p != der->data() + der->size()) return Malformed("not one DER PKCS#10 request");
-  if (X509_REQ_get_version(req.get()) != X509_REQ_VERSION_1) {
-    return Malformed("request version is not 1");
+  auto not_one = [] { return Malformed("not one DER PKCS#10 request"); };
+
+  // CertificationRequest ::= SEQUENCE { certificationRequestInfo,
+  //   signatureAlgorithm AlgorithmIdentifier, signature BIT STRING }
+  // CertificationRequestInfo ::= SEQUENCE { version INTEGER, subject Name,
+  //   subjectPKInfo SubjectPublicKeyInfo, attributes [0] IMPLICIT SET OF Attribute }
+  ByteReader top(*der), request, info, attrs;
+  DerElement request_seq, info_seq, version, subject, spki, attributes, sig_alg, signature;
+  if (!ReadDer(&top, kDerSequence, &request_seq) || !top.empty()) return not_one();
+  request = ByteReader(request_seq.contents);
+  if (!ReadDer(&request, kDerSequence, &info_seq) || !ReadDer(&request, kDerSequence, &sig_alg) ||
+      !ReadDer(&request, kDerBitString, &signature) || !request.empty()) {
+    return not_one();
   }
-  ossl::PkeyPtr key(X509_REQ_get_pubkey(req.get()));  // a new reference
-  if (!key) return Malformed("public key cannot be decoded");
-  if (!AcceptedSignatureAlgorithm(req.get())) {
+  info = ByteReader(info_seq.contents);
+  if (!ReadDer(&info, kDerInteger, &version) || !ReadDer(&info, kDerSequence, &subject) ||
+      !ReadDer(&info, kDerSequence, &spki)) {
+    return not_one();
+  }
+  // The attributes are not OPTIONAL in RFC 2986, but OpenSSL tolerates
+  // encoders that leave them out, and so does this walk.
+  std::vector<X509AttributePtr> attribute_list;
+  if (PeekTag(info, kDerContext0)) {
+    if (!ReadDer(&info, kDerContext0, &attributes)) return not_one();
+    attrs = ByteReader(attributes.contents);
+    while (!attrs.empty()) {
+      DerElement a;
+      if (!ReadDer(&attrs, kDerSequence, &a)) return not_one();
+      const unsigned char* p = a.whole.data();
+      X509AttributePtr attr(d2i_X509_ATTRIBUTE(nullptr, &p, static_cast<long>(a.whole.size())));
+      if (!attr || p != a.whole.data() + a.whole.size()) return not_one();
+      attribute_list.push_back(std::move(attr));
+    }
+  }
+  if (!info.empty()) return not_one();
+  const unsigned char* p = subject.whole.data();
+  ossl::X509NamePtr name(d2i_X509_NAME(nullptr, &p, static_cast<long>(subject.whole.size())));
+  if (!name || p != subject.whole.data() + subject.whole.size()) return not_one();
+  p = sig_alg.whole.data();
+  ossl::X509AlgorPtr algorithm(d2i_X509_ALGOR(nullptr, &p, static_cast<long>(sig_alg.whole.size())));
+  if (!algorithm || p != sig_alg.whole.data() + sig_alg.whole.size()) return not_one();
+  // The first octet of a BIT STRING counts the unused bits of its last one.
+  if (signature.contents.empty() || signature.contents[0] > 7) return not_one();
+
+  constexpr uint8_t kVersion1[] = {0x00};
+  if (!SameBytes(version.contents, kVersion1)) return Malformed("request version is not 1");
+
+  Csr csr;
+  auto key = KeyFromSpki(spki.whole, &csr);
+  if (!key.ok()) return key.status();
+
+  const ASN1_OBJECT* sig_obj = nullptr;
+  X509_ALGOR_get0(&sig_obj, nullptr, nullptr, algorithm.get());
+  int md_nid = NID_undef, pkey_nid = NID_undef;
+  if (OBJ_find_sigid_algs(OBJ_obj2nid(sig_obj), &md_nid, &pkey_nid) != 1 ||
+      !AcceptedSignatureAlgorithm(md_nid, pkey_nid)) {
     ERR_clear_error();
     return Status::VerificationFailed("csr_signature_invalid",
                                       "request is signed with a weak or unaccepted algorithm");
   }
   // The self-signature proves the requester holds the private key, so that
-  // nobody can get a certificate for a key they merely copied.
-  if (X509_REQ_verify(req.get(), key.get()) != 1) {
+  // nobody can get a certificate for a key they merely copied. It covers the
+  // CertificationRequestInfo exactly as sent, and is checked as
+  // X509_REQ_verify checks it: the algorithm's key type is the key's, and a
+  // signature with unused bits is no signature.
+  bool verified = false;
+  if (EVP_PKEY_is_a(key->get(), OBJ_nid2sn(pkey_nid)) && signature.contents[0] == 0) {
+    const EVP_MD* md = md_nid == NID_undef ? nullptr : EVP_get_digestbynid(md_nid);
+    ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+    if (!ctx) throw std::bad_alloc();
+    const std::span<const uint8_t> sig = signature.contents.subspan(1);
+    verified = (md_nid == NID_undef || md != nullptr) &&
+               EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, key->get()) == 1 &&
+               EVP_DigestVerify(ctx.get(), sig.data(), sig.size(), info_seq.whole.data(), info_seq.whole.size()) == 1;
+  }
+  if (!verified) {
     ERR_clear_error();
     return Status::VerificationFailed("csr_signature_invalid",
                                       "request signature does not verify with its key");
   }
-  Csr csr;
-  if (Status s = ParseSubject(req.get(), &csr); !s.ok()) return s;
-  if (Status s = ParseExtensions(req.get(), &csr); !s.ok()) return s;
-  if (Status s = DescribeKey(key.get(), &csr); !s.ok()) return s;
-  if (Status s = KeepSpki(std::shared_ptr<X509_REQ>(req.release(), X509_REQ_free), key.get(), &csr); !s.ok()) {
-    return s;
-  }
-  csr.public_key = std::shared_ptr<evp_pkey_st>(key.release(), EVP_PKEY_free);
+  if (Status s = ParseSubject(name.get(), &csr); !s.ok()) return s;
+  if (Status s = ParseExtensions(attribute_list, &csr); !s.ok()) return s;
+  csr.public_key = std::shared_ptr<evp_pkey_st>(key->release(), EVP_PKEY_free);
   return csr;
 }
 

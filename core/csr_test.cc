@@ -145,6 +145,229 @@ TEST(ParseCsr, RefusesSha1Signature) {
   EXPECT_EQ(ParseCsr(MakeCsr(key.get(), spec)).status().reason(), "csr_signature_invalid");
 }
 
+// ---------------------------------------------------------------- parsing: the DER walk
+
+// The parser walks the DER itself (docs/csr.md, "Parsing a request"); these
+// requests are put together byte by byte, so that each breaks one thing.
+Bytes Tlv(uint8_t tag, const Bytes& contents) {
+  Bytes out{tag};
+  const size_t n = contents.size();
+  if (n < 0x80) {
+    out.push_back(static_cast<uint8_t>(n));
+  } else if (n < 0x100) {
+    out.insert(out.end(), {0x81, static_cast<uint8_t>(n)});
+  } else {
+    out.insert(out.end(), {0x82, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
+  }
+  out.insert(out.end(), contents.begin(), contents.end());
+  return out;
+}
+
+Bytes Cat(std::initializer_list<Bytes> parts) {
+  Bytes out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+template <typename T, typename F>
+Bytes I2d(const T* value, F i2d) {
+  unsigned char* der = nullptr;
+  const int n = i2d(value, &der);
+  if (n <= 0) throw std::runtime_error("i2d");
+  Bytes out(der, der + n);
+  OPENSSL_free(der);
+  return out;
+}
+
+const Bytes kVersion1 = {0x02, 0x01, 0x00};
+const Bytes kNoAttributes = {0xa0, 0x00};
+const Bytes kEcdsaSha256 = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
+const Bytes kRsaSha256 = {0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7,
+                          0x0d, 0x01, 0x01, 0x0b, 0x05, 0x00};
+const Bytes kOidEcPublicKey = {0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01};
+const Bytes kOidP256 = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
+const Bytes kRsaEncryptionNull = {0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00};
+
+Bytes Subject() {
+  ossl::X509NamePtr name(X509_NAME_new());
+  for (const auto& [field, value] : {std::pair{"O", kO}, std::pair{"CN", kCn}}) {
+    X509_NAME_add_entry_by_txt(name.get(), field, MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(value.c_str()), -1, -1, 0);
+  }
+  return I2d(name.get(), i2d_X509_NAME);
+}
+
+Bytes Spki(EVP_PKEY* key) { return I2d(key, i2d_PUBKEY); }
+
+// A request over `info` (one whole DER element), signed by `key` with SHA-256
+// and labelled `sig_alg`; `unused_bits` goes into the signature BIT STRING.
+std::string SignedRequest(EVP_PKEY* key, const Bytes& info, const Bytes& sig_alg, uint8_t unused_bits = 0) {
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  size_t n = 0;
+  if (EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &n, info.data(), info.size()) != 1) {
+    throw std::runtime_error("sign");
+  }
+  Bytes sig(n + 1, unused_bits);
+  if (EVP_DigestSign(ctx.get(), sig.data() + 1, &n, info.data(), info.size()) != 1) throw std::runtime_error("sign");
+  sig.resize(n + 1);
+  return Pem("CERTIFICATE REQUEST", Tlv(0x30, Cat({info, sig_alg, Tlv(0x03, sig)})));
+}
+
+Bytes Info(const Bytes& spki, const Bytes& attributes = kNoAttributes, const Bytes& version = kVersion1) {
+  return Tlv(0x30, Cat({version, Subject(), spki, attributes}));
+}
+
+Status Parsed(const std::string& pem) { return ParseCsr(pem).status(); }
+
+TEST(ParseCsr, HandMadeRequestsParse) {
+  auto ec = NewKey("EC", "P-256");
+  Csr csr = MustParse(SignedRequest(ec.get(), Info(Spki(ec.get())), kEcdsaSha256));
+  EXPECT_EQ(csr.common_names, Rs{kCn});
+  EXPECT_EQ(csr.spki_der, Spki(ec.get()));
+  EXPECT_EQ(EVP_PKEY_eq(csr.public_key.get(), ec.get()), 1);
+  auto rsa = NewKey("RSA", "2048");
+  csr = MustParse(SignedRequest(rsa.get(), Info(Spki(rsa.get())), kRsaSha256));
+  EXPECT_EQ(csr.key_bits, 2048);
+  // RFC 2986 requires the attributes, but some encoders leave them out and
+  // OpenSSL has always taken such requests.
+  EXPECT_TRUE(ParseCsr(SignedRequest(ec.get(), Tlv(0x30, Cat({kVersion1, Subject(), Spki(ec.get())})),
+                                     kEcdsaSha256))
+                  .ok());
+}
+
+TEST(ParseCsr, RefusesWhatIsNotStrictDer) {
+  auto key = NewKey("EC", "P-256");
+  const Bytes spki = Spki(key.get());
+  auto malformed = [](const std::string& pem) {
+    Status s = Parsed(pem);
+    return s.reason() == "csr_malformed" && s.code() == Status::Code::kInvalidArgument;
+  };
+  // Bytes left over inside the request info, and inside the key, each signed.
+  EXPECT_TRUE(malformed(SignedRequest(key.get(), Tlv(0x30, Cat({kVersion1, Subject(), spki, kNoAttributes, {0x05, 0x00}})),
+                                      kEcdsaSha256)));
+  Bytes long_spki(spki.begin() + 2, spki.end());
+  long_spki = Tlv(0x30, Cat({long_spki, {0x05, 0x00}}));
+  EXPECT_TRUE(malformed(SignedRequest(key.get(), Info(long_spki), kEcdsaSha256)));
+  // A length in the long form that fits the short one; a zero-padded length.
+  EXPECT_TRUE(malformed(SignedRequest(key.get(), Info(spki, kNoAttributes, {0x02, 0x81, 0x01, 0x00}), kEcdsaSha256)));
+  const Bytes good = Der(SignedRequest(key.get(), Info(spki), kEcdsaSha256));
+  ASSERT_EQ(good[1], 0x81) << "a request of 128 to 255 bytes";
+  Bytes padded = {0x30, 0x82, 0x00};
+  padded.insert(padded.end(), good.begin() + 2, good.end());
+  EXPECT_TRUE(malformed(Pem("CERTIFICATE REQUEST", padded)));
+  // BER's indefinite length.
+  Bytes indefinite = {0x30, 0x80};
+  indefinite.insert(indefinite.end(), good.begin() + 3, good.end());
+  indefinite.insert(indefinite.end(), {0x00, 0x00});
+  EXPECT_TRUE(malformed(Pem("CERTIFICATE REQUEST", indefinite)));
+  // A length running past the end, and one stopping short of it.
+  Bytes past = good;
+  past[2] += 1;
+  EXPECT_TRUE(malformed(Pem("CERTIFICATE REQUEST", past)));
+  Bytes short_of = good;
+  short_of[2] -= 1;
+  EXPECT_TRUE(malformed(Pem("CERTIFICATE REQUEST", short_of)));
+  // Version 2 (INTEGER 1), and a signature BIT STRING claiming 8 unused bits.
+  EXPECT_TRUE(malformed(SignedRequest(key.get(), Info(spki, kNoAttributes, {0x02, 0x01, 0x01}), kEcdsaSha256)));
+  EXPECT_TRUE(malformed(SignedRequest(key.get(), Info(spki), kEcdsaSha256, 8)));
+}
+
+TEST(ParseCsr, RefusesKeysThatAreNotWhatTheirAlgorithmSays) {
+  auto key = NewKey("EC", "P-256");
+  const Bytes spki = Spki(key.get());
+  const Bytes bits(spki.end() - 66, spki.end());  // 0x00 unused bits, then the 65-byte point
+  ASSERT_EQ(bits[0], 0x00);
+  ASSERT_EQ(bits[1], 0x04);
+  auto refused_key = [&](const Bytes& algorithm, Bytes key_bits) {
+    const Bytes forged = Tlv(0x30, Cat({Tlv(0x30, algorithm), Tlv(0x03, key_bits)}));
+    Status s = Parsed(SignedRequest(key.get(), Info(forged), kEcdsaSha256));
+    return s.reason() == "csr_malformed" && s.message().find("public key") != std::string::npos;
+  };
+  ASSERT_FALSE(refused_key(Cat({kOidEcPublicKey, kOidP256}), bits)) << "the builder makes a good key";
+  // An EC point under the RSA algorithm.
+  EXPECT_TRUE(refused_key(kRsaEncryptionNull, bits));
+  // A curve nobody knows (OID 1.2.3.4).
+  EXPECT_TRUE(refused_key(Cat({kOidEcPublicKey, {0x06, 0x03, 0x2a, 0x03, 0x04}}), bits));
+  // A point off the curve, and a point of another curve's size.
+  Bytes off = bits;
+  off.back() ^= 0x01;
+  EXPECT_TRUE(refused_key(Cat({kOidEcPublicKey, kOidP256}), off));
+  Bytes wide = bits;
+  wide.insert(wide.end(), 32, 0x01);
+  EXPECT_TRUE(refused_key(Cat({kOidEcPublicKey, kOidP256}), wide));
+  // An RSA key whose modulus is negative.
+  const Bytes rsa_bits = Cat({{0x00}, Tlv(0x30, Cat({{0x02, 0x02, 0x80, 0x01}, {0x02, 0x01, 0x03}}))});
+  EXPECT_TRUE(refused_key(kRsaEncryptionNull, rsa_bits));
+}
+
+TEST(ParseCsr, SignatureChecksAsX509ReqVerifyDid) {
+  auto rsa = NewKey("RSA", "2048");
+  auto ec = NewKey("EC", "P-256");
+  auto refused_signature = [](const std::string& pem) {
+    Status s = Parsed(pem);
+    return s.reason() == "csr_signature_invalid" && s.code() == Status::Code::kVerificationFailed;
+  };
+  // An RSA signature labelled ECDSA: the algorithm's key type is not the key's.
+  EXPECT_TRUE(refused_signature(SignedRequest(rsa.get(), Info(Spki(rsa.get())), kEcdsaSha256)));
+  // Signed by another key than the request's.
+  EXPECT_TRUE(refused_signature(SignedRequest(ec.get(), Info(Spki(NewKey("EC", "P-256").get())), kEcdsaSha256)));
+  // A signature BIT STRING with unused bits.
+  EXPECT_TRUE(refused_signature(SignedRequest(ec.get(), Info(Spki(ec.get())), kEcdsaSha256, 1)));
+}
+
+// Requests made by `openssl req`, parsed by ParseCsr and by OpenSSL's own
+// d2i_X509_REQ, X509_REQ_get_pubkey and X509_REQ_verify (what ParseCsr used
+// to call): same verdict, same key, same SPKI, same names.
+TEST(ParseCsr, AgreesWithOpensslOnOpensslReqRequests) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no " << kOpenssl;
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"rsa:2048", "RSA"}, {"rsa:3072", "RSA"}, {"ec -pkeyopt ec_paramgen_curve:P-256", "EC"},
+      {"ec -pkeyopt ec_paramgen_curve:P-384", "EC"}, {"ec -pkeyopt ec_paramgen_curve:P-521", "EC"},
+      {"ed25519", "ED25519"}};
+  for (const auto& [newkey, type] : kinds) {
+    SCOPED_TRACE(newkey);
+    std::string out;
+    ASSERT_EQ(Shell(std::string(kOpenssl) + " req -new -newkey " + newkey + " -nodes -keyout " + (dir / "k.pem") +
+                        " -out " + (dir / "r.pem") +
+                        " -subj '/O=system:nodes/CN=system:node:node-a' -addext "
+                        "'subjectAltName=DNS:node-a.example,IP:10.0.0.5'",
+                    &out),
+              0)
+        << out;
+    const std::string pem = ReadText(dir / "r.pem");
+    Bytes der = Der(pem);
+    for (bool tamper : {false, true}) {
+      if (tamper) der[der.size() - 3] ^= 0x01;  // inside the signature
+      const std::string text = Pem("CERTIFICATE REQUEST", der);
+      const unsigned char* p = der.data();
+      ossl::X509ReqPtr req(d2i_X509_REQ(nullptr, &p, static_cast<long>(der.size())));
+      ASSERT_TRUE(req);
+      ossl::PkeyPtr ref(X509_REQ_get_pubkey(req.get()));
+      ASSERT_TRUE(ref);
+      const bool ref_ok = X509_REQ_verify(req.get(), ref.get()) == 1;
+      ERR_clear_error();
+      auto csr = ParseCsr(text);
+      EXPECT_EQ(csr.ok(), ref_ok) << tamper << " " << csr.status().ToString();
+      EXPECT_EQ(ref_ok, !tamper);
+      if (!csr.ok()) {
+        EXPECT_EQ(csr.status().reason(), "csr_signature_invalid");
+        continue;
+      }
+      EXPECT_EQ(csr->key_type, type);
+      EXPECT_EQ(EVP_PKEY_eq(csr->public_key.get(), ref.get()), 1);
+      EXPECT_EQ(csr->key_bits, EVP_PKEY_get_bits(ref.get()));
+      EXPECT_EQ(csr->spki_der, Spki(ref.get()));
+      EXPECT_EQ(I2d(csr->spki.get(), i2d_X509_PUBKEY), csr->spki_der);
+      EXPECT_EQ(csr->common_names, Rs{kCn});
+      EXPECT_EQ(csr->organizations, Rs{kO});
+      EXPECT_EQ(csr->dns_names, Rs{"node-a.example"});
+      EXPECT_EQ(csr->ip_addresses, Rs{"10.0.0.5"});
+    }
+  }
+}
+
 // ---------------------------------------------------------------- rules: subject
 
 TEST(Rules, WrongCommonName) {

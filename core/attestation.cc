@@ -199,12 +199,11 @@ Result<AttestationService::PolicyInForce> AttestationService::PolicyFor(const st
   // SECURITY: a pool that cannot be read is never "no policy" nor
   // "enforcing": it is a store failure (StoreBusy, kIoError), which the
   // caller answers as one (fail closed).
-  auto cached = pools_.Get(m.pool, clock_());
-  if (!cached.ok()) {
-    Log()->error("store error for {}: {}", Who(m), cached.status().ToString());
-    return StoreBusy(cached.status());
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) {
+    Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
+    return StoreBusy(pool.status());
   }
-  const storage::Pool* pool = &(*cached)->pool;
   PolicyInForce out;
   // The pool's mode applies to every machine in it, whichever policy
   // judges the machine.
@@ -623,9 +622,9 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   view.state = std::string(storage::StateName(m.state));
   // What the machine's pool asks of it: the agent makes a TPM-resident
   // client key when the pool requires one.
-  auto pool = pools_.Get(m.pool, clock_());
+  auto pool = store_->GetPool(m.pool);
   if (!pool.ok()) return StoreBusy(pool.status());
-  const auto& settings = (*pool)->settings;
+  auto settings = ParsePoolSettings(pool->settings_json);
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
   // When the agent asks to renew (docs/csr.md, "Renewal").
   view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;

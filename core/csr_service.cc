@@ -277,9 +277,9 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
     }
   }
 
-  auto pool = attestation_->pools().Get(m.pool, attestation_->Now());
+  auto pool = store_->GetPool(m.pool);
   if (!pool.ok()) return Refuse(m, StoreBusy(pool.status()), kind_name, true);
-  const Result<PoolSettings>& settings = (*pool)->settings;
+  auto settings = ParsePoolSettings(pool->settings_json);
   if (!settings.ok()) {
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
     return Refuse(m, Status::Corruption("settings_invalid", "the pool's settings cannot be used"), kind_name, true);

@@ -271,13 +271,12 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
   }
   const storage::Machine& m = auth->machine;
   const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
-  auto cached = attestation_->pools().Get(m.pool, attestation_->Now());
-  if (!cached.ok()) return Refuse(StoreBusy(cached.status()), who);
-  const storage::Pool* pool = &(*cached)->pool;
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) return Refuse(StoreBusy(pool.status()), who);
   // SECURITY: the secrets of the attested config only to a machine trusted
   // now (docs/trust.md): not after a failed attestation, not once its last
   // good one is older than its pool allows. The public config is unaffected.
-  const Result<PoolSettings>& settings = (*cached)->settings;
+  auto settings = ParsePoolSettings(pool->settings_json);
   if (!settings.ok()) return Refuse(settings.status(), who);
   if (Status trusted = CheckTrust(m, *settings, attestation_->Now()); !trusted.ok()) return Refuse(trusted, who);
   if (!pool->public_template && !pool->attested_template) {

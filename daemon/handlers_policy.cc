@@ -91,7 +91,6 @@ Response AdminApi::PolicyMode(const Request& request) {
   const std::string mode = body->at("mode").get<std::string>();
   a.why = Why(*body, "boot policy mode set to " + (mode.size() <= 16 ? mode : std::string("?")) + " by an operator");
   auto pool = policies_.SetMode(request.path_params.at("name"), mode, a);
-  ignition_->Invalidate(request.path_params.at("name"));  // the pool cache (core/pool_settings.h)
   if (!pool.ok()) return AdminErrorResponse(pool.status());
   return Dump({{"pool", pool->name}, {"mode", pool->boot_policy_mode}, {"policy", PolicyValue(*pool)}});
 }
@@ -131,7 +130,6 @@ Response AdminApi::PolicyAccept(const Request& request) {
   auto a = std::get<storage::Actor>(actor);
   a.why = Why(*body, "boot policy proposal accepted by an operator");
   auto applied = policies_.Accept(request.path_params.at("name"), expect, *keep, a);
-  ignition_->Invalidate(request.path_params.at("name"));  // the pool cache (core/pool_settings.h)
   if (!applied.ok()) return AdminErrorResponse(applied.status());
   return Dump(Applied(*applied));
 }
@@ -157,7 +155,6 @@ Response AdminApi::PolicyPut(const Request& request) {
   auto a = std::get<storage::Actor>(actor);
   a.why = Why(*body, text ? "boot policy put by an operator" : "boot policy cleared by an operator");
   auto applied = policies_.Put(request.path_params.at("name"), text, *keep, a);
-  ignition_->Invalidate(request.path_params.at("name"));  // the pool cache (core/pool_settings.h)
   if (!applied.ok()) return AdminErrorResponse(applied.status());
   return Dump(Applied(*applied));
 }

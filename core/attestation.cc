@@ -479,43 +479,44 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   // The session's place is free again whatever the verdict.
   const std::shared_ptr<const SessionAk> challenged_ak = gate_.Finish(req.session);
 
-  // What the verdict needs, read before any judging. The session is consumed
-  // first and whatever follows: a session answers one attempt.
-  auto session = store_->ConsumeSession(req.session, clock_());
-  if (!session.ok()) {
-    if (session.status().code() == Status::Code::kIoError) {
-      Log()->error("store error for {}: {}", who, session.status().ToString());
-      return StoreBusy(session.status());
+  // What the verdict needs, in one read before any judging: the session
+  // (unused, unexpired), its machine and its last good counters. The session
+  // is consumed by the write that records the verdict, in the same
+  // transaction (docs/storage.md); a return without a verdict consumes it
+  // alone (ConsumeAlone): a session answers one attempt.
+  const int64_t arrived = clock_();
+  auto inputs = store_->ReadEvidence(req.session, arrived);
+  if (!inputs.ok()) {
+    if (inputs.status().code() == Status::Code::kIoError) {
+      Log()->error("store error for {}: {}", who, inputs.status().ToString());
+      return StoreBusy(inputs.status());
     }
-    return Refuse(Denied(session.status()), who);
-  }
-  auto machine = store_->GetMachineById(session->machine_id);
-  if (!machine.ok()) {
-    // A store failure (the database lost between the two reads, a
-    // failover) is waitable; only a machine deleted since its challenge is
-    // final.
-    if (machine.status().code() == Status::Code::kIoError) {
-      Log()->error("store error for {}: {}", who, machine.status().ToString());
-      return StoreBusy(machine.status());
+    // Only a machine deleted since its challenge is final of the rest.
+    if (inputs.status().reason() == "machine_unknown") {
+      return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
     }
-    return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+    return Refuse(Denied(inputs.status()), who);
   }
+  const storage::Session* session = &inputs->session;
+  const storage::Machine* machine = &inputs->machine;
   who = Who(*machine);
-  auto last = store_->LastSuccessfulAttestation(machine->id);
-  if (!last.ok() && last.status().code() != Status::Code::kNotFound) {
-    Log()->error("store error for {}: {}", who, last.status().ToString());
-    return StoreBusy(last.status());
-  }
+  const auto consume_alone = [&](Status answer) -> Status {
+    if (auto used = store_->ConsumeSession(session->id, arrived); !used.ok()) {
+      if (used.status().code() == Status::Code::kIoError) return StoreBusy(used.status());
+      return Refuse(Denied(used.status()), who);
+    }
+    return answer;
+  };
   auto policy = PolicyFor(*machine);
-  if (!policy.ok()) return policy.status();
+  if (!policy.ok()) return consume_alone(policy.status());
   if (!policy->unusable.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy->unusable.ToString());
   std::shared_ptr<const attest::PcrValues> tofu;
   if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);
 
   EvidenceContext context;
-  context.session = &*session;
-  context.machine = &*machine;
-  context.last = last.ok() ? &*last : nullptr;
+  context.session = session;
+  context.machine = machine;
+  context.last = inputs->last ? &*inputs->last : nullptr;
   context.policy = policy->policy.get();
   context.policy_unusable = !policy->unusable.ok();
   context.challenged_ak = challenged_ak.get();
@@ -528,7 +529,9 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   // refused. Observing never releases more than enforcing would.
   const bool policy_refused = !verdict.attested() && verdict.refusal.reason() == "boot_policy_violation";
   if (policy->observe && (verdict.attested() || policy_refused)) {
-    if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) return s;
+    if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) {
+      return consume_alone(s);
+    }
   }
 
   // One store write for the outcome.
@@ -547,7 +550,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     const Status& refusal = verdict.refusal;
     // An unusable policy is the operator's to fix: the machine waits, and
     // nothing is held against it.
-    if (refusal.reason() == "policy_invalid") return Refuse(refusal, who, true);
+    if (refusal.reason() == "policy_invalid") return consume_alone(Refuse(refusal, who, true));
     for (const auto& violation : verdict.violations) {
       Log()->info("policy violation {}: {} {} ({})", who, violation.rule, violation.reason, violation.message);
     }
@@ -555,7 +558,13 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     record.reason = refusal.reason();
     for (const auto& violation : verdict.violations) record.reasons.push_back(violation.rule + ":" + violation.reason);
     if (record.reasons.empty()) record.reasons.push_back(refusal.reason());
-    if (Status s = store_->RecordAttestationFailure(record); !s.ok()) {
+    if (Status s = store_->ConsumeSessionAndRecordFailure(record, arrived); !s.ok()) {
+      // A session used meanwhile (a racing copy of this request) is that
+      // request's to answer; a store failure stores nothing, not even the
+      // session's use: the refusal stands, and the session expires unused.
+      if (s.code() != Status::Code::kIoError && s.reason().rfind("session_", 0) == 0) {
+        return Refuse(Denied(s), who);
+      }
       Log()->error("failure record for {} not stored: {}", who, s.ToString());
     } else {
       LogAttestationTrust(*machine, false, record.reason);  // docs/trust.md
@@ -577,8 +586,11 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   record.verdict = "ok";
   std::optional<std::string> tofu_json;
   if (verdict.tofu_to_record) tofu_json = PcrDocument(*verdict.tofu_to_record);
-  auto updated = store_->RecordAttestationSuccess(record, row, tofu_json);
+  auto updated = store_->ConsumeSessionAndRecordSuccess(record, row, tofu_json, arrived);
   if (!updated.ok()) {
+    // SECURITY: of two racing copies of one evidence, one records and gets
+    // the token; the other is refused as a used session.
+    if (updated.status().code() == Status::Code::kVerificationFailed) return Refuse(Denied(updated.status()), who);
     Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
     return StoreBusy(updated.status());
   }

@@ -152,26 +152,6 @@ Result<ignition::Template> IgnitionService::CheckTemplate(std::string_view text,
   return t;
 }
 
-Result<std::shared_ptr<const IgnitionService::PoolEntry>> IgnitionService::PoolAndTokens(const std::string& pool,
-                                                                                         int64_t now) {
-  const auto fresh_until = std::chrono::steady_clock::now();
-  {
-    std::lock_guard<std::mutex> l(pools_mu_);
-    auto it = pools_.find(pool);
-    if (it != pools_.end() && it->second->loaded_at + kPoolCacheTtl > fresh_until) return it->second;
-  }
-  auto loaded = store_->GetPoolWithTokens(pool, now);
-  if (!loaded.ok()) return loaded.status();
-  auto entry = std::make_shared<PoolEntry>();
-  entry->pool = std::move(loaded->first);
-  entry->tokens = std::move(loaded->second);
-  entry->loaded_at = fresh_until;
-  std::lock_guard<std::mutex> l(pools_mu_);
-  // Bounded: one entry per pool that exists.
-  pools_[pool] = entry;
-  return std::shared_ptr<const PoolEntry>(entry);
-}
-
 Result<std::shared_ptr<const ignition::Template>> IgnitionService::ParsedTemplate(const std::string& text,
                                                                                  ignition::TemplateKind kind) {
   const std::string key = (kind == ignition::TemplateKind::kPublic ? "p:" : "a:") + Sha256Hex(text);
@@ -190,15 +170,9 @@ Result<std::shared_ptr<const ignition::Template>> IgnitionService::ParsedTemplat
   return parsed;
 }
 
-void IgnitionService::Invalidate(const std::string& pool) {
-  std::lock_guard<std::mutex> l(pools_mu_);
-  pools_.erase(pool);
-}
+void IgnitionService::Invalidate(const std::string& pool) { attestation_->pools().Invalidate(pool); }
 
-void IgnitionService::InvalidateAllPools() {
-  std::lock_guard<std::mutex> l(pools_mu_);
-  pools_.clear();
-}
+void IgnitionService::InvalidateAllPools() { attestation_->pools().InvalidateAll(); }
 
 namespace {
 
@@ -219,7 +193,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
   const std::string& pool_name = request.pool;
   const std::string who = "pool " + pool_name + " from " + request.client_address;
   const int64_t now = attestation_->Now();
-  auto found = PoolAndTokens(pool_name, now);
+  auto found = attestation_->pools().Get(pool_name, now);
   if (!found.ok()) {
     if (found.status().code() == Status::Code::kNotFound) {
       return Refuse(Status::NotFound("pool_unknown", "no such pool"), who);

@@ -78,8 +78,9 @@ class IgnitionService {
   // when it is installed (reason template_invalid with its first lines).
   Result<ignition::Template> CheckTemplate(std::string_view text, ignition::TemplateKind kind) const;
 
-  // Drops what is cached of the pool; the admin API calls it after every
-  // change to a pool, its templates or its tokens.
+  // Drops what is cached of the pool (AttestationService::pools(), shared
+  // with attestation and CSR serving); the admin API calls it after every
+  // change to a pool, its templates, its tokens, its boot policy or mode.
   void Invalidate(const std::string& pool);
   // Drops every pool's cached row and tokens: another appliance changed a
   // pool (Store::SetChangeListener, topic "pools" or "*"; docs/ha.md).
@@ -95,21 +96,6 @@ class IgnitionService {
   AttestationService* attestation_;
   IgnitionOptions options_;
   Metrics* metrics_;
-
-  // The pool row and its tokens, read once per kPoolCacheTtl at most: a boot
-  // storm asks for the same pool thousands of times a second. Changes made
-  // through the admin API invalidate at once, and so do another appliance's
-  // (InvalidateAllPools on the store's notification); the TTL bounds what a
-  // change waits when a notification is lost (docs/ha.md).
-  struct PoolEntry {
-    storage::Pool pool;
-    std::vector<storage::PoolToken> tokens;
-    std::chrono::steady_clock::time_point loaded_at;
-  };
-  static constexpr std::chrono::seconds kPoolCacheTtl{2};
-  Result<std::shared_ptr<const PoolEntry>> PoolAndTokens(const std::string& pool, int64_t now);
-  std::mutex pools_mu_;
-  std::map<std::string, std::shared_ptr<const PoolEntry>> pools_;  // guarded by pools_mu_
 
   // Parsed templates by kind and digest of their text: an attested config is
   // rendered per machine, but its templates are parsed once.

@@ -65,4 +65,37 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
   return s;
 }
 
+Result<std::shared_ptr<const PoolCache::Entry>> PoolCache::Get(const std::string& pool, int64_t now) {
+  const auto at = std::chrono::steady_clock::now();
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = entries_.find(pool);
+    if (it != entries_.end() && it->second->loaded_at + kTtl > at) return it->second;
+    generation = generation_;
+  }
+  auto loaded = store_->GetPoolWithTokens(pool, now);
+  if (!loaded.ok()) return loaded.status();
+  auto entry = std::make_shared<Entry>();
+  entry->pool = std::move(loaded->first);
+  entry->tokens = std::move(loaded->second);
+  entry->settings = ParsePoolSettings(entry->pool.settings_json);
+  entry->loaded_at = at;
+  std::lock_guard<std::mutex> l(mu_);
+  if (generation == generation_) entries_[pool] = entry;
+  return std::shared_ptr<const Entry>(entry);
+}
+
+void PoolCache::Invalidate(const std::string& pool) {
+  std::lock_guard<std::mutex> l(mu_);
+  entries_.erase(pool);
+  ++generation_;
+}
+
+void PoolCache::InvalidateAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  entries_.clear();
+  ++generation_;
+}
+
 }  // namespace rackgate::core

@@ -4,11 +4,17 @@
 #ifndef RACKGATE_CORE_POOL_SETTINGS_H_
 #define RACKGATE_CORE_POOL_SETTINGS_H_
 
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "storage/store.h"
 
 namespace rackgate::core {
 
@@ -39,6 +45,43 @@ struct PoolSettings {
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.
 Result<PoolSettings> ParsePoolSettings(const std::string& settings_json);
+
+// The pool rows a boot storm asks for again and again (a challenge's and an
+// evidence's boot policy, an attested config's templates and trust setting,
+// a CSR's settings, the public config's tokens): each pool's row, its valid
+// provisioning tokens and its parsed settings, read once per kTtl at most.
+// Every admin change to a pool drops its entry at once (Invalidate: pool put,
+// templates, tokens, boot policy and mode), and another appliance's change
+// drops every entry (InvalidateAll, on the store's change notification);
+// the TTL bounds what a change waits when a notification is lost
+// (docs/ha.md). Thread-safe.
+class PoolCache {
+ public:
+  struct Entry {
+    storage::Pool pool;
+    std::vector<storage::PoolToken> tokens;  // valid when loaded; check expires_at
+    Result<PoolSettings> settings = PoolSettings{};  // settings_invalid when unusable
+    std::chrono::steady_clock::time_point loaded_at;
+  };
+  static constexpr std::chrono::seconds kTtl{2};
+
+  // BORROWED: the store outlives the cache.
+  explicit PoolCache(storage::Store* store) : store_(store) {}
+
+  // The pool's entry, read from the store when absent or older than kTtl:
+  // pool_unknown (kNotFound) or the store's failure otherwise (not cached).
+  Result<std::shared_ptr<const Entry>> Get(const std::string& pool, int64_t now);
+  void Invalidate(const std::string& pool);
+  void InvalidateAll();
+
+ private:
+  storage::Store* store_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_; one per pool that exists
+  // Bumped by every invalidation: a read that started before one is not
+  // cached, so an entry never outlives the change that dropped it.
+  uint64_t generation_ = 0;  // guarded by mu_
+};
 
 }  // namespace rackgate::core
 

@@ -13,93 +13,177 @@
 
 namespace rackgate::storage {
 
+namespace {
+
+// RecordAttestationSuccess's checks, made before any transaction.
+Status CheckSuccess(const AttestationRecord& record, const Token& token,
+                    const std::optional<std::string>& tofu_pcrs_json) {
+  CheckRecord(record);
+  if (!record.verdict.empty() && record.verdict != kVerdictOk) {
+    return Status::InvalidArgument("field_invalid", "a successful attestation has verdict ok");
+  }
+  CheckSize("token hash", token.hash.size(), 1, kMaxHash);
+  CheckSize("token nonce", token.nonce.size(), 0, kMaxHash);
+  CheckSize("token ak_public", token.ak_public.size(), 0, kMaxTpmBlob);
+  CheckOptJson("tofu_pcrs_json", tofu_pcrs_json);
+  if (token.machine_id != record.machine_id) {
+    return Status::InvalidArgument("field_invalid", "the token is for another machine than the attestation");
+  }
+  return Status::Ok();
+}
+
+Status CheckFailure(const AttestationRecord& record) {
+  CheckRecord(record);
+  if (!record.verdict.empty() && record.verdict != kVerdictRefused) {
+    return Status::InvalidArgument("field_invalid", "a failed attestation has verdict refused");
+  }
+  return Status::Ok();
+}
+
+// RecordAttestationSuccess's transaction body. The machine is read once (it
+// must be, under the writer lock, for the state check); what the UPDATEs
+// change is applied to that copy rather than read back.
+Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const Token& token,
+                        const std::optional<std::string>& tofu_pcrs_json) {
+  Machine m = MustMachineById(c, record.machine_id);
+  if (m.state == MachineState::kPending || m.state == MachineState::kRevoked) {
+    Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + std::string(StateName(m.state)) +
+                                                       " and cannot attest"));
+  }
+  const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, Epoch(c, m.id));
+  // A reboot re-attests: only an enrolled machine moves.
+  const MachineState to = m.state == MachineState::kEnrolled ? MachineState::kAttested : m.state;
+  {
+    Stmt s = c.Prepare(
+        "UPDATE machines SET state = ?2, last_attested_at = ?3, "
+        "tofu_pcrs_json = COALESCE(?4, tofu_pcrs_json), updated_at = ?3 WHERE id = ?1");
+    s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json).Run();
+  }
+  {
+    Stmt s = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
+    s.BindBlob(1, token.hash);
+    if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
+  }
+  {
+    Stmt s = c.Prepare(
+        "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    s.BindBlob(1, token.hash)
+        .BindInt(2, token.machine_id)
+        .BindText(3, token.session_id)
+        .BindInt(4, token.issued_at)
+        .BindInt(5, token.expires_at)
+        .BindBlob(6, token.nonce)
+        .BindBlob(7, token.ak_public)
+        .Run();
+  }
+  Machine after = m;
+  after.state = to;
+  after.last_attested_at = record.at;
+  after.updated_at = record.at;
+  if (tofu_pcrs_json) after.tofu_pcrs_json = tofu_pcrs_json;
+  WriteAudit(c, Actor{kAttestationActor, ""}, record.at,
+             {"attest", &after, m.state, to,
+              json{{"attestation_id", attestation_id},
+                   {"reset_count", record.reset_count},
+                   {"restart_count", record.restart_count},
+                   {"firmware_version", record.firmware_version},
+                   {"tofu_recorded", tofu_pcrs_json.has_value()}}});
+  // A good attestation makes the machine trusted (docs/trust.md).
+  if (ApplyTrust(c, after, kTrustTrusted, "", Actor{kAttestationActor, ""}, record.at)) {
+    after.trust = kTrustTrusted;
+    after.trust_reason.clear();
+    after.trust_changed_at = record.at;
+  }
+  return after;
+}
+
+// RecordAttestationFailure's transaction body.
+void RecordFailureIn(Connection& c, const AttestationRecord& record, int max_failures_per_machine) {
+  const Machine m = MustMachineById(c, record.machine_id);
+  InsertAttestation(c, record, kVerdictRefused, Epoch(c, m.id));
+  // The latest attestation failed: the machine is untrusted until one
+  // passes (docs/trust.md). Its state is never changed here. A revoked
+  // machine has no trust to lose (revoked is terminal).
+  if (m.state != MachineState::kRevoked) {
+    ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonFailedPrefix) + record.reason,
+               Actor{kAttestationActor, ""}, record.at);
+  }
+  // Bounded per machine: anyone who knows an enrolled EK's public key can
+  // open sessions and fail them.
+  Stmt s = c.Prepare(
+      "DELETE FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' AND id NOT IN "
+      "(SELECT id FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' ORDER BY id DESC LIMIT ?2)");
+  s.BindInt(1, record.machine_id).BindInt(2, std::max(1, max_failures_per_machine)).Run();
+}
+
+}  // namespace
+
 Result<Machine> SqlStore::RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
-                                                      const std::optional<std::string>& tofu_pcrs_json) {
+                                                   const std::optional<std::string>& tofu_pcrs_json) {
   return Guard([&]() -> Result<Machine> {
-    CheckRecord(record);
-    if (!record.verdict.empty() && record.verdict != kVerdictOk) {
-      return Status::InvalidArgument("field_invalid", "a successful attestation has verdict ok");
-    }
-    CheckSize("token hash", token.hash.size(), 1, kMaxHash);
-    CheckSize("token nonce", token.nonce.size(), 0, kMaxHash);
-    CheckSize("token ak_public", token.ak_public.size(), 0, kMaxTpmBlob);
-    CheckOptJson("tofu_pcrs_json", tofu_pcrs_json);
-    if (token.machine_id != record.machine_id) {
-      return Status::InvalidArgument("field_invalid", "the token is for another machine than the attestation");
-    }
-    return db_->Write([&](Connection& c) {
-      Machine m = MustMachineById(c, record.machine_id);
-      if (m.state == MachineState::kPending || m.state == MachineState::kRevoked) {
-        Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + std::string(StateName(m.state)) +
-                                                           " and cannot attest"));
-      }
-      const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, Epoch(c, m.id));
-      // A reboot re-attests: only an enrolled machine moves.
-      const MachineState to = m.state == MachineState::kEnrolled ? MachineState::kAttested : m.state;
-      {
-        Stmt s = c.Prepare(
-            "UPDATE machines SET state = ?2, last_attested_at = ?3, "
-            "tofu_pcrs_json = COALESCE(?4, tofu_pcrs_json), updated_at = ?3 WHERE id = ?1");
-        s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json).Run();
-      }
-      {
-        Stmt s = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
-        s.BindBlob(1, token.hash);
-        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
-      }
-      {
-        Stmt s = c.Prepare(
-            "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-        s.BindBlob(1, token.hash)
-            .BindInt(2, token.machine_id)
-            .BindText(3, token.session_id)
-            .BindInt(4, token.issued_at)
-            .BindInt(5, token.expires_at)
-            .BindBlob(6, token.nonce)
-            .BindBlob(7, token.ak_public)
-            .Run();
-      }
-      Machine after = MustMachineById(c, m.id);
-      WriteAudit(c, Actor{kAttestationActor, ""}, record.at,
-                 {"attest", &after, m.state, to,
-                  json{{"attestation_id", attestation_id},
-                       {"reset_count", record.reset_count},
-                       {"restart_count", record.restart_count},
-                       {"firmware_version", record.firmware_version},
-                       {"tofu_recorded", tofu_pcrs_json.has_value()}}});
-      // A good attestation makes the machine trusted (docs/trust.md).
-      if (ApplyTrust(c, after, kTrustTrusted, "", Actor{kAttestationActor, ""}, record.at)) {
-        after = MustMachineById(c, m.id);
-      }
-      return after;
-    });
+    if (Status s = CheckSuccess(record, token, tofu_pcrs_json); !s.ok()) return s;
+    return db_->Write([&](Connection& c) { return RecordSuccessIn(c, record, token, tofu_pcrs_json); });
   });
 }
 
 Status SqlStore::RecordAttestationFailure(const AttestationRecord& record) {
   return Guard([&]() -> Status {
-    CheckRecord(record);
-    if (!record.verdict.empty() && record.verdict != kVerdictRefused) {
-      return Status::InvalidArgument("field_invalid", "a failed attestation has verdict refused");
-    }
+    if (Status s = CheckFailure(record); !s.ok()) return s;
     db_->Write([&](Connection& c) {
-      const int64_t epoch = Epoch(c, record.machine_id);
-      InsertAttestation(c, record, kVerdictRefused, epoch);
-      // The latest attestation failed: the machine is untrusted until one
-      // passes (docs/trust.md). Its state is never changed here. A revoked
-      // machine has no trust to lose (revoked is terminal).
-      const Machine m = MustMachineById(c, record.machine_id);
-      if (m.state != MachineState::kRevoked) {
-        ApplyTrust(c, m, kTrustUntrusted, std::string(kTrustReasonFailedPrefix) + record.reason,
-                   Actor{kAttestationActor, ""}, record.at);
+      RecordFailureIn(c, record, db_->options().max_failures_per_machine);
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
+// --- store: evidence in one read and one write ---------------------------------
+
+Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int64_t now) {
+  return Guard([&]() -> Result<EvidenceInputs> {
+    if (session_id.empty() || session_id.size() > kMaxSessionId) {
+      return Status::NotFound("session_unknown", "unknown session");
+    }
+    return db_->Read([&](Connection& c) {
+      EvidenceInputs in;
+      in.session = ReadSession(c, session_id);
+      CheckSessionUsable(in.session, now);
+      in.machine = MustMachineById(c, in.session.machine_id);
+      Stmt s = c.Prepare(std::string(kAttestationSelect) +
+                         "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
+                         "ORDER BY a.id DESC LIMIT 1");
+      s.BindInt(1, in.machine.id);
+      if (s.Step()) in.last = ReadAttestation(s);
+      return in;
+    });
+  });
+}
+
+Result<Machine> SqlStore::ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
+                                                         const std::optional<std::string>& tofu_pcrs_json,
+                                                         int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    if (Status s = CheckSuccess(record, token, tofu_pcrs_json); !s.ok()) return s;
+    return db_->Write([&](Connection& c) {
+      const Session session = ConsumeSessionIn(c, record.session_id, now);
+      if (session.machine_id != record.machine_id) {
+        Fail(Status::InvalidArgument("field_invalid", "the session is for another machine than the attestation"));
       }
-      // Bounded per machine: anyone who knows an enrolled EK's public key can
-      // open sessions and fail them.
-      Stmt s = c.Prepare(
-          "DELETE FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' AND id NOT IN "
-          "(SELECT id FROM attestations WHERE machine_id = ?1 AND verdict = 'refused' ORDER BY id DESC LIMIT ?2)");
-      s.BindInt(1, record.machine_id).BindInt(2, std::max(1, db_->options().max_failures_per_machine)).Run();
+      return RecordSuccessIn(c, record, token, tofu_pcrs_json);
+    });
+  });
+}
+
+Status SqlStore::ConsumeSessionAndRecordFailure(const AttestationRecord& record, int64_t now) {
+  return Guard([&]() -> Status {
+    if (Status s = CheckFailure(record); !s.ok()) return s;
+    db_->Write([&](Connection& c) {
+      const Session session = ConsumeSessionIn(c, record.session_id, now);
+      if (session.machine_id != record.machine_id) {
+        Fail(Status::InvalidArgument("field_invalid", "the session is for another machine than the attestation"));
+      }
+      RecordFailureIn(c, record, db_->options().max_failures_per_machine);
       return true;
     });
     return Status::Ok();

@@ -100,6 +100,99 @@ TEST_F(StoreTest, AttestationSuccessRefusals) {
                 "attestation_unknown");
 }
 
+// --- Evidence in one read and one write ---------------------------------------
+
+TEST_F(StoreTest, ReadEvidenceReadsSessionMachineAndLastInOneSnapshotAndConsumesNothing) {
+  Machine m = Attested("node-1", "a");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "sess-1", 1000, 120)).ok());
+  auto in = store_->ReadEvidence("sess-1", 1010);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ(in->session.id, "sess-1");
+  EXPECT_EQ(in->session.nonce, B("nonce-sess-1"));
+  EXPECT_FALSE(in->session.used_at);
+  EXPECT_EQ(in->machine.id, m.id);
+  EXPECT_EQ(in->machine.hostname, "node-1");
+  ASSERT_TRUE(in->last.has_value());
+  EXPECT_EQ(in->last->at, 1000);
+  // Nothing consumed: the same read again sees the session unused.
+  EXPECT_TRUE(store_->ReadEvidence("sess-1", 1011).ok());
+  ExpectFailure(store_->ReadEvidence("sess-1", 1120).status(), Status::Code::kVerificationFailed, "session_expired");
+  ExpectFailure(store_->ReadEvidence("nope", 1010).status(), Status::Code::kNotFound, "session_unknown");
+  ExpectFailure(store_->ReadEvidence("", 1010).status(), Status::Code::kNotFound, "session_unknown");
+
+  Machine fresh = Enroll("node-2", "b");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(fresh, "sess-2", 1000, 120)).ok());
+  auto none = store_->ReadEvidence("sess-2", 1010);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->last.has_value());
+}
+
+TEST_F(StoreTest, ConsumeSessionAndRecordSuccessIsOneTransaction) {
+  Machine m = Enroll("node-1", "a");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "sess-1", 1000, 120)).ok());
+  AttestationRecord rec = Record(m, 1010);
+  rec.session_id = "sess-1";
+  const auto writes_before = store_->GetWriteStats().writes;
+  auto r = store_->ConsumeSessionAndRecordSuccess(rec, MakeToken(m, "a", 1010), std::nullopt, 1010);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(store_->GetWriteStats().writes, writes_before + 1);
+  EXPECT_EQ(r->state, MachineState::kAttested);
+  EXPECT_EQ(r->trust, kTrustTrusted);
+  EXPECT_EQ(r->last_attested_at, 1010);
+  // What it returns is what is stored (not read back inside the write).
+  auto stored = store_->GetMachineById(m.id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(r->state, stored->state);
+  EXPECT_EQ(r->updated_at, stored->updated_at);
+  EXPECT_EQ(r->trust, stored->trust);
+  EXPECT_EQ(r->trust_changed_at, stored->trust_changed_at);
+  EXPECT_EQ(r->addresses.size(), stored->addresses.size());
+  ExpectFailure(store_->ReadEvidence("sess-1", 1011).status(), Status::Code::kVerificationFailed, "session_used");
+  EXPECT_EQ(Audit("node-1").back().action, "attest");
+
+  // A used session records nothing: no second token, no second attest row.
+  const size_t audit_rows = AuditCount();
+  AttestationRecord again = rec;
+  ExpectFailure(store_->ConsumeSessionAndRecordSuccess(again, MakeToken(m, "b", 1010), std::nullopt, 1011).status(),
+                Status::Code::kVerificationFailed, "session_used");
+  EXPECT_EQ(AuditCount(), audit_rows);
+  ExpectFailure(store_->LookupToken(B("tokhash-b"), 1012).status(), Status::Code::kNotFound, "token_unknown");
+}
+
+TEST_F(StoreTest, ConsumeSessionAndRecordRefusalsChangeNothing) {
+  Machine m = Enroll("node-1", "a");
+  Machine other = Enroll("node-2", "b");
+  ASSERT_TRUE(store_->CreateSession(MakeSession(m, "sess-1", 1000, 120)).ok());
+  AttestationRecord rec = Record(m, 1010);
+  rec.session_id = "sess-1";
+  // Expired: neither consumed nor recorded.
+  ExpectFailure(store_->ConsumeSessionAndRecordSuccess(rec, MakeToken(m, "a"), std::nullopt, 1120).status(),
+                Status::Code::kVerificationFailed, "session_expired");
+  // Another machine's session: refused, and the session stays unused.
+  AttestationRecord wrong = Record(other, 1010);
+  wrong.session_id = "sess-1";
+  ExpectFailure(store_->ConsumeSessionAndRecordSuccess(wrong, MakeToken(other, "b"), std::nullopt, 1010).status(),
+                Status::Code::kInvalidArgument, "field_invalid");
+  wrong.verdict = "refused";
+  wrong.reason = "quote_invalid";
+  ExpectFailure(store_->ConsumeSessionAndRecordFailure(wrong, 1010), Status::Code::kInvalidArgument, "field_invalid");
+  EXPECT_TRUE(store_->ReadEvidence("sess-1", 1011).ok());
+  EXPECT_EQ(Audit("node-1").back().action, "enroll");
+
+  // A refusal: the session used and the failure recorded together.
+  AttestationRecord refused = Record(m, 1012);
+  refused.session_id = "sess-1";
+  refused.verdict = "refused";
+  refused.reason = "quote_invalid";
+  ASSERT_TRUE(store_->ConsumeSessionAndRecordFailure(refused, 1012).ok());
+  ExpectFailure(store_->ReadEvidence("sess-1", 1013).status(), Status::Code::kVerificationFailed, "session_used");
+  auto failures = store_->RecentFailures(10);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ((*failures)[0].reason, "quote_invalid");
+  ExpectFailure(store_->ConsumeSessionAndRecordFailure(refused, 1014), Status::Code::kVerificationFailed, "session_used");
+}
+
 TEST_F(StoreTest, AttestationFailureNeverChangesState) {
   Machine m = Attested("node-1", "a");
   const size_t before = AuditCount();

@@ -23,11 +23,14 @@ Result<Machine> SqlStore::RecordConfigServed(int64_t machine_id, const std::stri
           m.state != MachineState::kJoined) {
         Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; a config is served after attestation"));
       }
+      // The row read above, with this change applied: not read again.
+      Machine after = m;
       if (m.state == MachineState::kAttested) {
         Stmt s = c.Prepare("UPDATE machines SET state = ?2, updated_at = ?3 WHERE id = ?1");
         s.BindInt(1, m.id).BindText(2, StateName(MachineState::kProvisioned)).BindInt(3, now).Run();
+        after.state = MachineState::kProvisioned;
+        after.updated_at = now;
       }
-      Machine after = MustMachineById(c, m.id);
       WriteAudit(c, actor, now,
                  {"config_served", &after, m.state, after.state, json{{"sha256", digest}, {"version", version}}});
       return after;
@@ -105,11 +108,15 @@ Result<Machine> SqlStore::RecordCertificate(const IssuedCertificate& cert, const
                                      MachineIs(m) + "; a serving certificate needs provisioned or joined"));
       }
       InsertCertificate(c, m, cert, now);
+      // The row read above, with this change applied: not read again.
+      Machine after = m;
       if (client) {
         Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
         s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
+        after.state = to;
+        after.client_cert_issued_at = now;
+        after.updated_at = now;
       }
-      Machine after = MustMachineById(c, m.id);
       WriteAudit(c, actor, now,
                  {"certificate_issued", &after, m.state, to,
                   json{{"serial", cert.serial},

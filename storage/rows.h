@@ -59,6 +59,16 @@ void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Addre
 // Returns how many sessions and tokens were dropped.
 std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id);
 
+// --- sessions (sessions.cc) -------------------------------------------------------
+
+// session_unknown.
+Session ReadSession(Connection& c, const std::string& id);
+// session_used, session_expired (now >= expires_at).
+void CheckSessionUsable(const Session& session, int64_t now);
+// Reads the session, checks it and marks it used at `now`, inside the
+// caller's write transaction.
+Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now);
+
 // --- pools ----------------------------------------------------------------------
 
 inline constexpr char kPoolSelect[] =

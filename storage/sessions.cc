@@ -55,39 +55,49 @@ Status SqlStore::CreateSession(const Session& session) {
   });
 }
 
+Session ReadSession(Connection& c, const std::string& id) {
+  Stmt s = c.Prepare(
+      "SELECT id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, "
+      "expires_at, used_at FROM sessions WHERE id = ?1");
+  s.BindText(1, id);
+  if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
+  Session out;
+  out.id = s.Text(0);
+  out.machine_id = s.Int(1);
+  out.nonce = s.Blob(2);
+  out.secret_hash = s.Blob(3);
+  out.ak_public = s.Blob(4);
+  out.ak_name = s.Blob(5);
+  out.pcr_selection = s.Text(6);
+  out.created_at = s.Int(7);
+  out.expires_at = s.Int(8);
+  out.used_at = s.OptInt(9);
+  return out;
+}
+
+void CheckSessionUsable(const Session& session, int64_t now) {
+  if (session.used_at) Fail(Status::VerificationFailed("session_used", "the session was already used"));
+  if (now >= session.expires_at) Fail(Status::VerificationFailed("session_expired", "the session expired"));
+}
+
+Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now) {
+  // SECURITY: a nonce is used once. The check and the mark are one write
+  // transaction under the writer lock, so two racing requests cannot both
+  // see the session unused.
+  if (id.empty() || id.size() > kMaxSessionId) Fail(Status::NotFound("session_unknown", "unknown session"));
+  Session out = ReadSession(c, id);
+  CheckSessionUsable(out, now);
+  Stmt s = c.Prepare("UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL");
+  s.BindText(1, id).BindInt(2, now).Run();
+  if (c.Changes() != 1) Fail(Status::VerificationFailed("session_used", "the session was already used"));
+  out.used_at = now;
+  return out;
+}
+
 Result<Session> SqlStore::ConsumeSession(const std::string& id, int64_t now) {
   return Guard([&]() -> Result<Session> {
     if (id.empty() || id.size() > kMaxSessionId) return Status::NotFound("session_unknown", "unknown session");
-    // SECURITY: a nonce is used once. The check and the mark are one write
-    // transaction under the writer lock, so two racing requests cannot both
-    // see the session unused.
-    return db_->Write([&](Connection& c) -> Session {
-      Session out;
-      {
-        Stmt s = c.Prepare(
-            "SELECT id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, "
-            "expires_at, used_at FROM sessions WHERE id = ?1");
-        s.BindText(1, id);
-        if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
-        out.id = s.Text(0);
-        out.machine_id = s.Int(1);
-        out.nonce = s.Blob(2);
-        out.secret_hash = s.Blob(3);
-        out.ak_public = s.Blob(4);
-        out.ak_name = s.Blob(5);
-        out.pcr_selection = s.Text(6);
-        out.created_at = s.Int(7);
-        out.expires_at = s.Int(8);
-        out.used_at = s.OptInt(9);
-      }
-      if (out.used_at) Fail(Status::VerificationFailed("session_used", "the session was already used"));
-      if (now >= out.expires_at) Fail(Status::VerificationFailed("session_expired", "the session expired"));
-      Stmt s = c.Prepare("UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL");
-      s.BindText(1, id).BindInt(2, now).Run();
-      if (c.Changes() != 1) Fail(Status::VerificationFailed("session_used", "the session was already used"));
-      out.used_at = now;
-      return out;
-    });
+    return db_->Write([&](Connection& c) { return ConsumeSessionIn(c, id, now); });
   });
 }
 

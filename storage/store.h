@@ -205,6 +205,24 @@ class Store {
   // the machine is pending or revoked. Returns the machine after the change.
   virtual Result<Machine> RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
                                                    const std::optional<std::string>& tofu_pcrs_json) = 0;
+  // --- store: evidence in one read and one write (docs/storage.md,
+  // "Statements and writes per machine") ---
+  // The session (session_unknown, session_used, session_expired at `now`),
+  // its machine (machine_unknown) and the machine's
+  // LastSuccessfulAttestation, in one read snapshot. Consumes nothing: the
+  // write that records the verdict does.
+  virtual Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) = 0;
+  // ConsumeSession(record.session_id, now) and RecordAttestationSuccess, in
+  // ONE transaction: the session is marked used (its checks made under the
+  // writer lock, so of two racing requests one gets session_used) only
+  // together with the verdict, and a refusal changes nothing.
+  virtual Result<Machine> ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
+                                                         const std::optional<std::string>& tofu_pcrs_json,
+                                                         int64_t now) = 0;
+  // ConsumeSession(record.session_id, now) and RecordAttestationFailure, in
+  // ONE transaction.
+  virtual Status ConsumeSessionAndRecordFailure(const AttestationRecord& record, int64_t now) = 0;
+  // --- end store ---
   // Inserts a refused record (never changes state: refusals are in the
   // attestations table, bounded per machine by max_failures_per_machine).
   // The machine becomes untrusted; an audit row (untrusted) is written only

@@ -294,6 +294,15 @@ struct AttestationRecord {
   uint64_t firmware_version = 0;
 };
 
+// --- store: evidence in one read and one write (docs/storage.md) ---
+// What judging evidence reads, in one snapshot (Store::ReadEvidence).
+struct EvidenceInputs {
+  Session session;
+  Machine machine;
+  std::optional<AttestationRecord> last;  // LastSuccessfulAttestation; none yet
+};
+// --- end store ---
+
 struct AuditEntry {
   int64_t id = 0;
   int64_t at = 0;
@@ -361,11 +370,11 @@ struct StoreOptions {
   // read then waits for one, up to busy_timeout_ms, before db_busy): the
   // pool is bounded, which matters where every connection is a server
   // process (PostgreSQL). Of those released, up to max_idle_readers stay
-  // open for the next read; unset is the backend's choice: 8 on SQLite
-  // (opening a file is cheap), max_readers on PostgreSQL (a connection is a
-  // forked server process that loads its catalog and prepares every
-  // statement again: closing the ninth of ten busy readers made a storm
-  // open 614 connections for 400 machines). A reader left idle for
+  // open for the next read; unset is max_readers on every backend (a new
+  // connection prepares every statement again; on PostgreSQL it is a forked
+  // server process that loads its catalog: closing the ninth of ten busy
+  // readers made a storm open 614 connections for 400 machines; on SQLite
+  // it parses the schema: 6% of rackgated's CPU). A reader left idle for
   // reader_idle_ms is closed, so a burst's connections do not stay.
   std::optional<int> max_idle_readers;
   int max_readers = 32;

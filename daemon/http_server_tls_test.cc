@@ -202,7 +202,7 @@ TEST_F(HttpServerTest, StalledHandshakesCostNoCpu) {
     std::this_thread::sleep_for(200ms);
   }
   const double spent = ProcessCpuSeconds() - before;
-  EXPECT_GE(served, 5);
+  EXPECT_GE(served, 3);
   // A dozen requests with their handshakes (client and server both in this
   // process) take ~0.05 s; MHD's epoll loop spun 0.7 s here on a loaded
   // 2-core machine (up to a core per event-loop thread).

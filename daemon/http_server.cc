@@ -619,6 +619,13 @@ Status HttpServer::Impl::StartListener(std::unique_ptr<Listener> listener, int f
   // while a TLS handshake waits for the peer (recv, EAGAIN), which made a
   // handshake cost rackgated ~4 ms of CPU; on poll 0.6 ms, what gnutls-serv
   // itself takes (`openssl s_time -new`, docs/performance.md).
+  // Why, in MHD's source: a connection leaves epoll's "ready" list only when
+  // MHD's own recv sees EAGAIN; gnutls_handshake reads the socket itself, so
+  // a handshake waiting for the peer stays "ready" and MHD_get_timeout()
+  // answers 0 while any does. An external loop driving MHD_USE_EPOLL would
+  // spin the same way (or, ignoring that 0, stall a body larger than MHD's
+  // read buffer, which also relies on it). StalledHandshakesCostNoCpu
+  // (http_server_tls_test.cc) fails on epoll.
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   std::vector<MHD_OptionItem> items;
   items.push_back({MHD_OPTION_LISTEN_SOCKET, fd, nullptr});

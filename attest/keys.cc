@@ -60,32 +60,6 @@ Result<ossl::PkeyPtr> CheckedEcKey(ossl::PkeyPtr pkey) {
   return pkey;
 }
 
-// A key of `group` holding only the curve, built once per process and then
-// copied: EVP_PKEY_fromdata builds the curve's EC_GROUP from its name every
-// time (a modular inversion and a Montgomery context, most of a public key's
-// cost), EVP_PKEY_dup only copies it. Read-only after construction, so
-// shared by every thread (EVP_PKEY_dup only reads it).
-EVP_PKEY* BuildEcTemplate(const char* group) {
-  ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
-  if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1) {
-    throw std::bad_alloc();
-  }
-  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
-  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
-  EVP_PKEY* raw = nullptr;
-  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
-      EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params.get()) != 1) {
-    throw std::runtime_error(std::string("building the ") + group + " template failed: " + ossl::DrainErrors());
-  }
-  return raw;  // kept for the process's life
-}
-
-EVP_PKEY* EcTemplate(uint16_t tpm_curve) {
-  static EVP_PKEY* const p256 = BuildEcTemplate("P-256");
-  static EVP_PKEY* const p384 = BuildEcTemplate("P-384");
-  return tpm_curve == kEccNistP384 ? p384 : p256;
-}
-
 }  // namespace
 
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
@@ -122,7 +96,7 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
       return Status::InvalidArgument("key_invalid", "ECC point coordinates do not fit the curve");
     }
     point = EcPointFromTpmPublic(pub);
-    ossl::PkeyPtr pkey(EVP_PKEY_dup(EcTemplate(pub.ecc_curve)));
+    ossl::PkeyPtr pkey(EVP_PKEY_dup(ossl::EcCurveTemplate(pub.ecc_curve == kEccNistP384 ? "P-384" : "P-256")));
     if (!pkey) throw std::runtime_error("EVP_PKEY_dup failed: " + ossl::DrainErrors());
     if (EVP_PKEY_set_octet_string_param(pkey.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point.data(),
                                         point.size()) != 1) {

@@ -1,9 +1,43 @@
-// OpenSSL error draining for attest/ logs.
+// OpenSSL error draining for attest/ logs, and the curve templates.
 #include "base/ossl.h"
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/param_build.h>
+
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 namespace rackgate::ossl {
+
+namespace {
+
+EVP_PKEY* BuildCurveTemplate(const char* group) {
+  ParamBldPtr bld(OSSL_PARAM_BLD_new());
+  if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1) {
+    throw std::bad_alloc();
+  }
+  ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
+      EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params.get()) != 1) {
+    throw std::runtime_error(std::string("building the ") + group + " template failed: " + DrainErrors());
+  }
+  return raw;  // kept for the process's life
+}
+
+}  // namespace
+
+EVP_PKEY* EcCurveTemplate(const char* group) {
+  static EVP_PKEY* const kP256 = BuildCurveTemplate("P-256");
+  static EVP_PKEY* const kP384 = BuildCurveTemplate("P-384");
+  if (std::strcmp(group, "P-256") == 0) return kP256;
+  if (std::strcmp(group, "P-384") == 0) return kP384;
+  throw std::invalid_argument(std::string("no curve template for ") + group);
+}
 
 std::string DrainErrors() {
   std::string out;

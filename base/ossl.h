@@ -84,6 +84,14 @@ struct OpensslFree {
 };
 using BufferPtr = std::unique_ptr<unsigned char, OpensslFree>;
 
+// A key of the named curve ("P-256", "P-384") holding only the curve, built
+// once per process and kept for its life: EVP_PKEY_fromdata builds the
+// curve's EC_GROUP from its name every time (a modular inversion and a
+// Montgomery context, most of a public key's cost), EVP_PKEY_dup of this
+// only copies it. Read-only (EVP_PKEY_dup only reads it), so shared by every
+// thread. Another name throws std::invalid_argument.
+EVP_PKEY* EcCurveTemplate(const char* group);
+
 // The text of the most recent OpenSSL errors on this thread, and clears them.
 // For logs only: it may name internals, so never send it to a client.
 std::string DrainErrors();

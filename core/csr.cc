@@ -444,32 +444,6 @@ ossl::PkeyPtr PkeyFromData(const char* key_type, OSSL_PARAM_BLD* bld) {
   return ossl::PkeyPtr(raw);
 }
 
-// A key holding only the curve (P-256, else P-384), built once per process
-// and then copied: EVP_PKEY_fromdata builds the curve's EC_GROUP from its
-// name every time (a modular inversion and a Montgomery context, most of the
-// key's cost), EVP_PKEY_dup only copies it. attest/keys.cc keeps the same
-// two for the TPM's keys. Read-only after construction (EVP_PKEY_dup only
-// reads it), so shared by every thread; kept for the process's life.
-EVP_PKEY* EcTemplate(bool p256) {
-  auto build = [](const char* group) {
-    ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
-    if (!bld || OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1) {
-      throw std::bad_alloc();
-    }
-    ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
-    ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
-    EVP_PKEY* raw = nullptr;
-    if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1 ||
-        EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params.get()) != 1) {
-      throw std::runtime_error(std::string("building the ") + group + " template failed: " + ossl::DrainErrors());
-    }
-    return raw;
-  };
-  static EVP_PKEY* const kP256 = build("P-256");
-  static EVP_PKEY* const kP384 = build("P-384");
-  return p256 ? kP256 : kP384;
-}
-
 // The fast path's X509_PUBKEY for the signer: the request's own algorithm
 // and key bits, set as parts (X509_PUBKEY_set0_param decodes nothing).
 std::shared_ptr<X509_PUBKEY> SpkiFromParts(int algorithm_nid, int param_type, int curve_nid,
@@ -557,7 +531,7 @@ Result<ossl::PkeyPtr> KeyFromSpki(std::span<const uint8_t> spki, Csr* csr) {
         // curve, as the decoder does (csr_test checks both).
         if (key_bytes.size() != 1 + 2 * field) return undecodable();
         const char* group = p256 ? "P-256" : "P-384";
-        ossl::PkeyPtr key(EVP_PKEY_dup(EcTemplate(p256)));
+        ossl::PkeyPtr key(EVP_PKEY_dup(ossl::EcCurveTemplate(group)));
         if (!key) throw std::runtime_error("EVP_PKEY_dup failed: " + ossl::DrainErrors());
         if (EVP_PKEY_set_octet_string_param(key.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, key_bytes.data(),
                                             key_bytes.size()) != 1) {

@@ -818,7 +818,9 @@ TEST(PresentedCertificate, RefusesAnythingButOneCertificateOfOurs) {
                                  std::string(kMaxCsrPemBytes + 1, 'a')}) {
     auto r = ParsePresentedCertificate(bad);
     EXPECT_EQ(r.ok() ? "" : r.status().reason(), "renewal_proof_invalid") << bad.substr(0, 40);
-    if (!r.ok()) EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+    }
   }
 }
 

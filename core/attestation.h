@@ -19,7 +19,6 @@
 #include "attest/tpm.h"
 #include "core/admission.h"
 #include "core/policy_cache.h"
-#include "core/pool_settings.h"
 #include "core/unknown_eks.h"
 #include "base/metrics.h"
 #include "storage/store.h"
@@ -203,11 +202,6 @@ class AttestationService {
   // refused because no machine has them, recently (bounded, in memory).
   const UnknownEkTable& unknown_eks() const { return unknown_eks_; }
 
-  // --- store: the pool rows every step reads (core/pool_settings.h) ---
-  // Shared with Ignition and CSR serving; IgnitionService::Invalidate and
-  // InvalidateAllPools drop its entries.
-  PoolCache& pools() { return pools_; }
-
  private:
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
   Status Busy(const std::string& reason, const std::string& who);
@@ -248,9 +242,6 @@ class AttestationService {
   };
   mutable std::mutex ek_cache_mu_;
   mutable std::unordered_map<std::string, EkVerdict> ek_cache_;  // guarded by ek_cache_mu_
-
-  // --- store ---
-  PoolCache pools_{store_};
 };
 
 }  // namespace rackgate::core

@@ -170,9 +170,9 @@ Result<std::shared_ptr<const ignition::Template>> IgnitionService::ParsedTemplat
   return parsed;
 }
 
-void IgnitionService::Invalidate(const std::string& pool) { attestation_->pools().Invalidate(pool); }
+void IgnitionService::Invalidate(const std::string& pool) { pools_.Invalidate(pool); }
 
-void IgnitionService::InvalidateAllPools() { attestation_->pools().InvalidateAll(); }
+void IgnitionService::InvalidateAllPools() { pools_.InvalidateAll(); }
 
 namespace {
 
@@ -193,7 +193,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
   const std::string& pool_name = request.pool;
   const std::string who = "pool " + pool_name + " from " + request.client_address;
   const int64_t now = attestation_->Now();
-  auto found = attestation_->pools().Get(pool_name, now);
+  auto found = pools_.Get(pool_name, now);
   if (!found.ok()) {
     if (found.status().code() == Status::Code::kNotFound) {
       return Refuse(Status::NotFound("pool_unknown", "no such pool"), who);

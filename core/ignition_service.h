@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "core/attestation.h"
 #include "core/ignition.h"
+#include "core/pool_settings.h"
 #include "storage/store.h"
 
 namespace rackgate::core {
@@ -78,9 +79,8 @@ class IgnitionService {
   // when it is installed (reason template_invalid with its first lines).
   Result<ignition::Template> CheckTemplate(std::string_view text, ignition::TemplateKind kind) const;
 
-  // Drops what is cached of the pool (AttestationService::pools(), shared
-  // with attestation and CSR serving); the admin API calls it after every
-  // change to a pool, its templates, its tokens, its boot policy or mode.
+  // Drops what is cached of the pool; the admin API calls it after every
+  // change to a pool, its templates or its tokens.
   void Invalidate(const std::string& pool);
   // Drops every pool's cached row and tokens: another appliance changed a
   // pool (Store::SetChangeListener, topic "pools" or "*"; docs/ha.md).
@@ -96,6 +96,9 @@ class IgnitionService {
   AttestationService* attestation_;
   IgnitionOptions options_;
   Metrics* metrics_;
+
+  // The pool row and its tokens for the public config (core/pool_settings.h).
+  PoolCache pools_{store_};
 
   // Parsed templates by kind and digest of their text: an attested config is
   // rendered per machine, but its templates are parsed once.

@@ -79,7 +79,6 @@ Result<std::shared_ptr<const PoolCache::Entry>> PoolCache::Get(const std::string
   auto entry = std::make_shared<Entry>();
   entry->pool = std::move(loaded->first);
   entry->tokens = std::move(loaded->second);
-  entry->settings = ParsePoolSettings(entry->pool.settings_json);
   entry->loaded_at = at;
   std::lock_guard<std::mutex> l(mu_);
   if (generation == generation_) entries_[pool] = entry;

@@ -46,21 +46,18 @@ struct PoolSettings {
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.
 Result<PoolSettings> ParsePoolSettings(const std::string& settings_json);
 
-// The pool rows a boot storm asks for again and again (a challenge's and an
-// evidence's boot policy, an attested config's templates and trust setting,
-// a CSR's settings, the public config's tokens): each pool's row, its valid
-// provisioning tokens and its parsed settings, read once per kTtl at most.
-// Every admin change to a pool drops its entry at once (Invalidate: pool put,
-// templates, tokens, boot policy and mode), and another appliance's change
-// drops every entry (InvalidateAll, on the store's change notification);
-// the TTL bounds what a change waits when a notification is lost
-// (docs/ha.md). Thread-safe.
+// The pool rows a boot storm asks for again and again (the public config's
+// template and tokens): each pool's row and its valid provisioning tokens,
+// read once per kTtl at most. Every admin change to a pool drops its entry at
+// once (Invalidate: pool put, templates, tokens), and another appliance's
+// change drops every entry (InvalidateAll, on the store's change
+// notification); the TTL bounds what a change waits when a notification is
+// lost (docs/ha.md). Thread-safe.
 class PoolCache {
  public:
   struct Entry {
     storage::Pool pool;
     std::vector<storage::PoolToken> tokens;  // valid when loaded; check expires_at
-    Result<PoolSettings> settings = PoolSettings{};  // settings_invalid when unusable
     std::chrono::steady_clock::time_point loaded_at;
   };
   static constexpr std::chrono::seconds kTtl{2};

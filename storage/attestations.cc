@@ -117,6 +117,25 @@ void RecordFailureIn(Connection& c, const AttestationRecord& record, int max_fai
   s.BindInt(1, record.machine_id).BindInt(2, std::max(1, max_failures_per_machine)).Run();
 }
 
+// The machine's last good attestation of its current epoch (the counters'
+// baseline), if any.
+std::optional<AttestationRecord> LastSuccessIn(Connection& c, int64_t machine_id) {
+  Stmt s = c.Prepare(std::string(kAttestationSelect) +
+                     "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
+                     "ORDER BY a.id DESC LIMIT 1");
+  s.BindInt(1, machine_id);
+  if (!s.Step()) return std::nullopt;
+  return ReadAttestation(s);
+}
+
+// Consumes the record's session, which must be its machine's.
+void ConsumeRecordSessionIn(Connection& c, const AttestationRecord& record, int64_t now) {
+  const Session session = ConsumeSessionIn(c, record.session_id, now);
+  if (session.machine_id != record.machine_id) {
+    Fail(Status::InvalidArgument("field_invalid", "the session is for another machine than the attestation"));
+  }
+}
+
 }  // namespace
 
 Result<Machine> SqlStore::RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
@@ -150,11 +169,7 @@ Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int
       in.session = ReadSession(c, session_id);
       CheckSessionUsable(in.session, now);
       in.machine = MustMachineById(c, in.session.machine_id);
-      Stmt s = c.Prepare(std::string(kAttestationSelect) +
-                         "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
-                         "ORDER BY a.id DESC LIMIT 1");
-      s.BindInt(1, in.machine.id);
-      if (s.Step()) in.last = ReadAttestation(s);
+      in.last = LastSuccessIn(c, in.machine.id);
       return in;
     });
   });
@@ -166,10 +181,7 @@ Result<Machine> SqlStore::ConsumeSessionAndRecordSuccess(const AttestationRecord
   return Guard([&]() -> Result<Machine> {
     if (Status s = CheckSuccess(record, token, tofu_pcrs_json); !s.ok()) return s;
     return db_->Write([&](Connection& c) {
-      const Session session = ConsumeSessionIn(c, record.session_id, now);
-      if (session.machine_id != record.machine_id) {
-        Fail(Status::InvalidArgument("field_invalid", "the session is for another machine than the attestation"));
-      }
+      ConsumeRecordSessionIn(c, record, now);
       return RecordSuccessIn(c, record, token, tofu_pcrs_json);
     });
   });
@@ -179,10 +191,7 @@ Status SqlStore::ConsumeSessionAndRecordFailure(const AttestationRecord& record,
   return Guard([&]() -> Status {
     if (Status s = CheckFailure(record); !s.ok()) return s;
     db_->Write([&](Connection& c) {
-      const Session session = ConsumeSessionIn(c, record.session_id, now);
-      if (session.machine_id != record.machine_id) {
-        Fail(Status::InvalidArgument("field_invalid", "the session is for another machine than the attestation"));
-      }
+      ConsumeRecordSessionIn(c, record, now);
       RecordFailureIn(c, record, db_->options().max_failures_per_machine);
       return true;
     });
@@ -193,12 +202,9 @@ Status SqlStore::ConsumeSessionAndRecordFailure(const AttestationRecord& record,
 Result<AttestationRecord> SqlStore::LastSuccessfulAttestation(int64_t machine_id) {
   return Guard([&]() -> Result<AttestationRecord> {
     return db_->Read([&](Connection& c) -> AttestationRecord {
-      Stmt s = c.Prepare(std::string(kAttestationSelect) +
-                         "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
-                         "ORDER BY a.id DESC LIMIT 1");
-      s.BindInt(1, machine_id);
-      if (!s.Step()) Fail(Status::NotFound("attestation_unknown", "no successful attestation on record"));
-      return ReadAttestation(s);
+      auto last = LastSuccessIn(c, machine_id);
+      if (!last) Fail(Status::NotFound("attestation_unknown", "no successful attestation on record"));
+      return std::move(*last);
     });
   });
 }

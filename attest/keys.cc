@@ -63,25 +63,18 @@ Result<ossl::PkeyPtr> CheckedEcKey(ossl::PkeyPtr pkey) {
 }  // namespace
 
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
-  ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
-  if (!bld) throw std::bad_alloc();
-  const char* key_type = nullptr;
-  ossl::BnPtr n, e;
-  Bytes point;
   if (pub.type == kAlgRsa) {
-    key_type = "RSA";
     if (pub.rsa_modulus.empty() || pub.rsa_exponent < 3 || pub.rsa_exponent % 2 == 0) {
       return Status::InvalidArgument("key_invalid", "RSA public key is unusable");
     }
-    n.reset(BN_bin2bn(pub.rsa_modulus.data(), static_cast<int>(pub.rsa_modulus.size()), nullptr));
-    e.reset(BN_new());
-    if (!n || !e || BN_set_word(e.get(), pub.rsa_exponent) != 1 ||
-        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, n.get()) != 1 ||
-        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e.get()) != 1) {
-      throw std::runtime_error("building RSA params failed: " + ossl::DrainErrors());
-    }
-  } else if (pub.type == kAlgEcc) {
-    key_type = "EC";
+    ossl::BnPtr n(BN_bin2bn(pub.rsa_modulus.data(), static_cast<int>(pub.rsa_modulus.size()), nullptr));
+    ossl::BnPtr e(BN_new());
+    if (!n || !e || BN_set_word(e.get(), pub.rsa_exponent) != 1) throw std::bad_alloc();
+    ossl::PkeyPtr pkey = ossl::RsaPublicKey(n.get(), e.get());
+    if (!pkey) return Status::InvalidArgument("key_invalid", "public key is not a valid key");
+    return pkey;
+  }
+  if (pub.type == kAlgEcc) {
     const char* group = CurveGroupName(pub.ecc_curve);
     size_t width = CurveFieldBytes(pub.ecc_curve);
     if (group == nullptr) {
@@ -95,8 +88,8 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
     if (!fits(pub.ecc_x) || !fits(pub.ecc_y)) {
       return Status::InvalidArgument("key_invalid", "ECC point coordinates do not fit the curve");
     }
-    point = EcPointFromTpmPublic(pub);
-    ossl::PkeyPtr pkey(EVP_PKEY_dup(ossl::EcCurveTemplate(pub.ecc_curve == kEccNistP384 ? "P-384" : "P-256")));
+    const Bytes point = EcPointFromTpmPublic(pub);
+    ossl::PkeyPtr pkey(EVP_PKEY_dup(ossl::EcCurveTemplate(group)));
     if (!pkey) throw std::runtime_error("EVP_PKEY_dup failed: " + ossl::DrainErrors());
     if (EVP_PKEY_set_octet_string_param(pkey.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point.data(),
                                         point.size()) != 1) {
@@ -104,20 +97,8 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
       return Status::InvalidArgument("key_invalid", "public key is not a valid key");
     }
     return CheckedEcKey(std::move(pkey));
-  } else {
-    return Status::Unsupported("key_type_unsupported", "key is neither RSA nor ECC");
   }
-  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
-  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, key_type, nullptr));
-  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
-    throw std::runtime_error("EVP_PKEY_fromdata_init failed: " + ossl::DrainErrors());
-  }
-  EVP_PKEY* raw = nullptr;
-  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
-    ossl::DrainErrors();
-    return Status::InvalidArgument("key_invalid", "public key is not a valid key");
-  }
-  return ossl::PkeyPtr(raw);
+  return Status::Unsupported("key_type_unsupported", "key is neither RSA nor ECC");
 }
 
 }  // namespace rackgate::attest

@@ -1,4 +1,4 @@
-// OpenSSL error draining for attest/ logs, and the curve templates.
+// OpenSSL error draining for attest/ logs, and keys built from their parts.
 #include "base/ossl.h"
 
 #include <openssl/core_names.h>
@@ -37,6 +37,25 @@ EVP_PKEY* EcCurveTemplate(const char* group) {
   if (std::strcmp(group, "P-256") == 0) return kP256;
   if (std::strcmp(group, "P-384") == 0) return kP384;
   throw std::invalid_argument(std::string("no curve template for ") + group);
+}
+
+PkeyPtr RsaPublicKey(const BIGNUM* n, const BIGNUM* e) {
+  ParamBldPtr bld(OSSL_PARAM_BLD_new());
+  if (!bld || OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, n) != 1 ||
+      OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e) != 1) {
+    throw std::runtime_error("building RSA params failed: " + DrainErrors());
+  }
+  ParamPtr params(OSSL_PARAM_BLD_to_param(bld.get()));
+  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr));
+  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
+    throw std::runtime_error("EVP_PKEY_fromdata_init failed: " + DrainErrors());
+  }
+  EVP_PKEY* raw = nullptr;
+  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
+    DrainErrors();
+    return nullptr;
+  }
+  return PkeyPtr(raw);
 }
 
 std::string DrainErrors() {

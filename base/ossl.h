@@ -92,6 +92,11 @@ using BufferPtr = std::unique_ptr<unsigned char, OpensslFree>;
 // thread. Another name throws std::invalid_argument.
 EVP_PKEY* EcCurveTemplate(const char* group);
 
+// An RSA public key of modulus `n` and exponent `e`, built from its parts
+// with EVP_PKEY_fromdata (no decoder). Null when OpenSSL refuses the values;
+// throws only when it cannot allocate.
+PkeyPtr RsaPublicKey(const BIGNUM* n, const BIGNUM* e);
+
 // The text of the most recent OpenSSL errors on this thread, and clears them.
 // For logs only: it may name internals, so never send it to a client.
 std::string DrainErrors();

@@ -428,22 +428,6 @@ bool PositiveInteger(std::span<const uint8_t> c, std::span<const uint8_t>* magni
   return true;
 }
 
-// An EVP_PKEY from OSSL_PARAMs, as attest/keys.cc builds the TPM's keys.
-// Null when OpenSSL refuses the values (an EC point off the curve, say).
-ossl::PkeyPtr PkeyFromData(const char* key_type, OSSL_PARAM_BLD* bld) {
-  ossl::ParamPtr params(OSSL_PARAM_BLD_to_param(bld));
-  ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(nullptr, key_type, nullptr));
-  if (!params || !ctx || EVP_PKEY_fromdata_init(ctx.get()) != 1) {
-    throw std::runtime_error("EVP_PKEY_fromdata_init failed: " + ossl::DrainErrors());
-  }
-  EVP_PKEY* raw = nullptr;
-  if (EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) {
-    ERR_clear_error();
-    return nullptr;
-  }
-  return ossl::PkeyPtr(raw);
-}
-
 // The fast path's X509_PUBKEY for the signer: the request's own algorithm
 // and key bits, set as parts (X509_PUBKEY_set0_param decodes nothing).
 std::shared_ptr<X509_PUBKEY> SpkiFromParts(int algorithm_nid, int param_type, int curve_nid,
@@ -503,12 +487,8 @@ Result<ossl::PkeyPtr> KeyFromSpki(std::span<const uint8_t> spki, Csr* csr) {
     }
     ossl::BnPtr n_bn(BN_bin2bn(n_mag.data(), static_cast<int>(n_mag.size()), nullptr));
     ossl::BnPtr e_bn(BN_bin2bn(e_mag.data(), static_cast<int>(e_mag.size()), nullptr));
-    ossl::ParamBldPtr bld(OSSL_PARAM_BLD_new());
-    if (!n_bn || !e_bn || !bld || OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, n_bn.get()) != 1 ||
-        OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, e_bn.get()) != 1) {
-      throw std::runtime_error("building RSA params failed: " + ossl::DrainErrors());
-    }
-    ossl::PkeyPtr key = PkeyFromData("RSA", bld.get());
+    if (!n_bn || !e_bn) throw std::bad_alloc();
+    ossl::PkeyPtr key = ossl::RsaPublicKey(n_bn.get(), e_bn.get());
     if (!key) return undecodable();
     csr->key_algorithm = KeyAlgorithm::kRsa;
     csr->key_type = "RSA";

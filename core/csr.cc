@@ -404,10 +404,6 @@ struct DerElement {
 // Whether `r` holds an element with identifier `tag` next.
 bool PeekTag(const ByteReader& r, uint8_t tag) { return !r.empty() && r.rest()[0] == tag; }
 
-bool SameBytes(std::span<const uint8_t> a, std::span<const uint8_t> b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
-}
-
 constexpr uint8_t kDerInteger = 0x02, kDerBitString = 0x03, kDerNull = 0x05, kDerOid = 0x06;
 constexpr uint8_t kDerSequence = 0x30, kDerSet = 0x31, kDerContext0 = 0xa0;
 
@@ -472,7 +468,7 @@ Result<ossl::PkeyPtr> KeyFromSpki(std::span<const uint8_t> spki, Csr* csr) {
   const std::span<const uint8_t> key_bytes = whole_bytes ? bits.subspan(1) : std::span<const uint8_t>();
 
   constexpr uint8_t kNullParams[] = {kDerNull, 0x00};
-  if (SameBytes(oid.contents, kOidRsaEncryption) && SameBytes(params, kNullParams)) {
+  if (std::ranges::equal(oid.contents, kOidRsaEncryption) && std::ranges::equal(params, kNullParams)) {
     // RSAPublicKey ::= SEQUENCE { modulus INTEGER, publicExponent INTEGER }.
     // SECURITY: the algorithm says RSA, so the bits must be an RSA key and
     // nothing else; a key of another kind under this OID is refused here.
@@ -498,12 +494,12 @@ Result<ossl::PkeyPtr> KeyFromSpki(std::span<const uint8_t> spki, Csr* csr) {
     return key;
   }
 
-  if (SameBytes(oid.contents, kOidEcPublicKey)) {
+  if (std::ranges::equal(oid.contents, kOidEcPublicKey)) {
     ByteReader p(params);
     DerElement curve;
     if (ReadDer(&p, kDerOid, &curve) && p.empty()) {
-      const bool p256 = SameBytes(curve.contents, kOidPrime256v1);
-      const bool p384 = SameBytes(curve.contents, kOidSecp384r1);
+      const bool p256 = std::ranges::equal(curve.contents, kOidPrime256v1);
+      const bool p384 = std::ranges::equal(curve.contents, kOidSecp384r1);
       const size_t field = p256 ? 32 : p384 ? 48 : 0;
       if (field != 0 && !key_bytes.empty() && key_bytes[0] == 0x04) {
         // SECURITY: an uncompressed point of this curve's exact size, and
@@ -602,7 +598,7 @@ Result<Csr> ParseCsr(std::string_view pem) {
   if (signature.contents.empty() || signature.contents[0] > 7) return not_one();
 
   constexpr uint8_t kVersion1[] = {0x00};
-  if (!SameBytes(version.contents, kVersion1)) return Malformed("request version is not 1");
+  if (!std::ranges::equal(version.contents, kVersion1)) return Malformed("request version is not 1");
 
   Csr csr;
   auto key = KeyFromSpki(spki.whole, &csr);

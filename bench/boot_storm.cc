@@ -1507,9 +1507,6 @@ int Main(int argc, char** argv) {
 
   // The ceiling, before the storm (again after it; the best counts).
   std::string ca_key_for_ceiling = cluster_ca_key;
-  // The serving key's signature is the TLS handshake's; an external
-  // appliance's key is not ours to read (a P-256 key stands in, as below).
-  std::string serving_key_for_ceiling = o.managed() ? state + "/tls/server.key" : "";
   std::string scratch_ca;
   if (ca_key_for_ceiling.empty()) {
     // External appliance: its cluster CA key is not ours to read; measure
@@ -1521,7 +1518,9 @@ int Main(int argc, char** argv) {
     WriteFile(scratch_ca, tmp.key_pem());
     ca_key_for_ceiling = scratch_ca;
   }
-  if (serving_key_for_ceiling.empty()) serving_key_for_ceiling = ca_key_for_ceiling;
+  // The serving key's signature is the TLS handshake's; an external
+  // appliance's key is not ours to read (the P-256 key above stands in).
+  const std::string serving_key_for_ceiling = o.managed() ? state + "/tls/server.key" : ca_key_for_ceiling;
   CryptoCeiling ceiling = MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1, serving_key_for_ceiling);
 
   std::optional<Bytes> eventlog;
@@ -1729,7 +1728,7 @@ int Main(int argc, char** argv) {
   const double cost_ratio = cpu_per_joined > 0 ? essential / cpu_per_joined : 0;
   if (daemon > 0 && s.ok > 0) {
     std::printf("boot-storm: rackgated cpu %.1fs in %.1fs (%.2f cores), %.0f us/machine; client cpu %.1fs (%.2f cores)\n",
-                daemon_cpu, s.seconds, daemon_cpu / s.seconds, daemon_cpu / static_cast<double>(s.ok) * 1e6,
+                daemon_cpu, s.seconds, daemon_cpu / s.seconds, cpu_per_joined * 1e6,
                 s.client_cpu, s.client_cpu / s.seconds);
     std::printf("boot-storm: TLS connections opened by the fleet: %zu, %.2f per joined machine (%s)\n", s.connections,
                 static_cast<double>(s.connections) / static_cast<double>(s.ok),

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <ctime>
 #include <cmath>
 #include <filesystem>
@@ -32,7 +31,6 @@ namespace rackgate::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 void Check(bool ok, const std::string& what) {
   if (!ok) {

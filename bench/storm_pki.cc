@@ -31,7 +31,6 @@ namespace rackgate::bench {
 
 namespace {
 
-
 void Check(bool ok, const std::string& what) {
   if (!ok) {
     char buf[256] = {};

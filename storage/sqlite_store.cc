@@ -13,7 +13,6 @@
 
 namespace rackgate::storage {
 
-
 Result<std::unique_ptr<Store>> SqliteStore::Open(const std::string& path, const StoreOptions& options) {
   if (path.empty() || path == ":memory:" || path.front() == '\0') {
     return Status::InvalidArgument("field_invalid", "the database needs a file path");

@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -119,6 +120,77 @@ Status AttestationService::Refuse(Status refusal, const std::string& who, bool w
   return refusal;
 }
 
+Status AttestationService::RefuseAnonymous(const Status& refusal, const storage::Machine& machine,
+                                           const Caller& caller) {
+  const std::string address = ClientAddress(caller.address);
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_anonymous_refusals_total",
+                         "Evidence refused before its sender proved possession of the machine's TPM, by reason.",
+                         {{"reason", refusal.reason()}});
+  }
+  Count("refused", refusal.reason());
+  auto summary = anonymous_.Record(machine.id, machine.hostname, refusal.reason(), address, clock_());
+  if (summary) {
+    WriteAnonymousSummary(*summary);
+  } else {
+    Log()->debug("anonymous refusal for {} from {}: {}", Who(machine), address, refusal.reason());
+  }
+  return refusal;
+}
+
+void AttestationService::WriteAnonymousSummary(const AnonymousSummary& summary) {
+  nlohmann::json reasons = nlohmann::json::object();
+  for (const auto& [reason, n] : summary.reasons) reasons[reason] = n;
+  const nlohmann::json detail = {{"count", summary.count},
+                                 {"reasons", reasons},
+                                 {"first_at", summary.first_at},
+                                 {"last_at", summary.last_at},
+                                 {"from", summary.addresses}};
+  std::string from;
+  for (const auto& a : summary.addresses) from += (from.empty() ? "" : ", ") + a;
+  Log()->warn("anonymous refusals for {}: {} since {} from {} ({}); the machine's trust is unchanged",
+              summary.hostname, summary.count, summary.first_at, from, reasons.dump());
+  if (Status s = store_->AuditMachineEvent(summary.machine_id, "anonymous_refusals", detail.dump(),
+                                           storage::Actor{"rackgated", "refused before proof of the TPM"}, clock_());
+      !s.ok()) {
+    Log()->error("anonymous refusals of {} not audited: {}", summary.hostname, s.ToString());
+  }
+}
+
+int AttestationService::FlushAnonymousRefusals() {
+  const auto due = anonymous_.TakeDue(clock_());
+  for (const auto& summary : due) WriteAnonymousSummary(summary);
+  return static_cast<int>(due.size());
+}
+
+Result<AttestationService::Release> AttestationService::AuthorizeRelease(const std::optional<std::string>& token) {
+  auto auth = Authenticate(token);
+  if (!auth.ok()) return auth.status();
+  return AuthorizeRelease(std::move(auth).value());
+}
+
+Result<AttestationService::Release> AttestationService::AuthorizeRelease(storage::Bearer bearer) {
+  Release out{std::move(bearer), {}, {}};
+  const storage::Machine& m = out.bearer.machine;
+  auto pool = store_->GetPool(m.pool);
+  if (!pool.ok()) {
+    Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
+    return StoreBusy(pool.status());
+  }
+  out.pool = std::move(pool).value();
+  auto settings = ParsePoolSettings(out.pool.settings_json);
+  if (!settings.ok()) {
+    Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
+    return Status::Corruption("settings_invalid", "the pool's settings cannot be used");
+  }
+  out.settings = std::move(settings).value();
+  // SECURITY: a token outlives the attestation that earned it; a later
+  // failed attestation (or an age past the pool's) withdraws what the token
+  // may still release.
+  if (Status s = CheckTrust(m, out.settings, clock_()); !s.ok()) return s;
+  return out;
+}
+
 Status AttestationService::Observe(const storage::Machine& machine, const wire::EvidenceRequest& req,
                                    const Verdict& verdict, bool has_policy, const std::string& who) {
   storage::BootObservation o;
@@ -146,10 +218,8 @@ Status AttestationService::Observe(const storage::Machine& machine, const wire::
   Log()->warn("OBSERVE pool {}: boot policy NOT ENFORCED for {}: verdict {}{}{}", machine.pool, who, o.verdict,
               rules.empty() ? "" : ": ", rules);
   if (o.verdict == "pass") return Status::Ok();
-  return Refuse(Status::Unsupported("boot_policy_observing",
-                                    "the pool is observing boot policy; this machine waits for an operator to "
-                                    "accept one"),
-                who, true);
+  return Status::Unsupported("boot_policy_observing",
+                             "the pool is observing boot policy; this machine waits for an operator to accept one");
 }
 
 Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<const uint8_t> cert,
@@ -278,8 +348,13 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
     // carries this EK) is recorded as pending for an operator to approve.
     auto info = CheckEkCertificate(*req.ek_certificate, req.ek_intermediates, &*ek);
     if (!info.ok()) {
+      // Not recorded, and told to wait as with discovery off
+      // (docs/operations.md, 5b): a rack powered on before its vendor root
+      // (or intermediate) is installed must keep asking, not give up. The
+      // certificate's own reason goes to the log and `rackgatectl status`.
       knocked(info.status().reason());
-      return Refuse(Denied(info.status()), who);
+      Log()->info("discovery skips {}: {} ({})", who, info.status().reason(), info.status().message());
+      return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
     }
     storage::Enrollment e;
     e.hostname = "pending-" + Short(*ek_hash);
@@ -374,15 +449,22 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     return v;
   };
 
-  if (machine.state == storage::MachineState::kRevoked) return refuse(Denied("machine_revoked", "this machine is revoked"));
-  if (machine.state == storage::MachineState::kPending) return refuse(Denied("state_conflict", "this machine is not enrolled"));
-
   // Proof that the AK lives in the TPM holding the enrolled EK. Compared as
-  // hashes in constant time; the message never says how it differed.
+  // hashes in constant time; the message never says how it differed. First:
+  // every refusal before it is anonymous (docs/trust.md), so nothing else is
+  // judged, or told, to a sender who has not proven it holds the TPM.
   const Bytes got = Sha256(req.secret);
   if (!ConstantTimeEquals(got, session.secret_hash)) {
     return refuse(Denied("activation_failed", "the credential was not activated by the enrolled TPM"));
   }
+  // SECURITY: from here on, a refusal is the machine's own (its TPM
+  // answered); before here, anyone who knows its EK could have caused it.
+  v.possession_proven = true;
+
+  // Revoked (or back to pending) since its challenge: the machine's own
+  // refusal, recorded as its history; a revoked machine has no trust to lose.
+  if (machine.state == storage::MachineState::kRevoked) return refuse(Denied("machine_revoked", "this machine is revoked"));
+  if (machine.state == storage::MachineState::kPending) return refuse(Denied("state_conflict", "this machine is not enrolled"));
 
   // The AK's key: the one the challenge built, when it is this session's AK
   // byte for byte, else built again from the stored AK.
@@ -523,15 +605,13 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   context.tofu_recorded = tofu.get();
   Verdict verdict = Verify(req, context);
 
-  // An observing pool (docs/policy.md, "Observe"): once the machine proved
-  // who it is, its boot is kept, and a boot the policy in force does not
-  // pass (or any boot, when no policy is in force) waits instead of being
-  // refused. Observing never releases more than enforcing would.
-  const bool policy_refused = !verdict.attested() && verdict.refusal.reason() == "boot_policy_violation";
-  if (policy->observe && (verdict.attested() || policy_refused)) {
-    if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) {
-      return consume_alone(s);
-    }
+  // SECURITY: only proof moves trust (docs/trust.md). A refusal before the
+  // sender proved it holds this machine's TPM is anonymous: it is counted
+  // and summarised, and the machine's trust, state, history and events are
+  // left alone. Recording it as the machine's failure would let anyone who
+  // knows an EK (a public certificate) make any machine untrusted.
+  if (!verdict.attested() && !verdict.possession_proven) {
+    return consume_alone(RefuseAnonymous(verdict.refusal, *machine, caller));
   }
 
   // One store write for the outcome.
@@ -546,14 +626,10 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     record.firmware_version = verdict.counters.firmware_version;
     record.pcrs_json = PcrDocument(verdict.pcrs);
   }
-  if (!verdict.attested()) {
+  // The machine's own refused attestation, as its history, its trust and
+  // its events record it (docs/trust.md); `answer` is what it is told.
+  const auto record_failure = [&](const Status& answer, bool waitable) -> Status {
     const Status& refusal = verdict.refusal;
-    // An unusable policy is the operator's to fix: the machine waits, and
-    // nothing is held against it.
-    if (refusal.reason() == "policy_invalid") return consume_alone(Refuse(refusal, who, true));
-    for (const auto& violation : verdict.violations) {
-      Log()->info("policy violation {}: {} {} ({})", who, violation.rule, violation.reason, violation.message);
-    }
     record.verdict = "refused";
     record.reason = refusal.reason();
     for (const auto& violation : verdict.violations) record.reasons.push_back(violation.rule + ":" + violation.reason);
@@ -569,7 +645,35 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     } else {
       LogAttestationTrust(*machine, false, record.reason);  // docs/trust.md
     }
-    return Refuse(refusal, who);
+    return Refuse(answer, who, waitable);
+  };
+
+  // An observing pool (docs/policy.md, "Observe"): the machine proved who
+  // it is, so its boot is kept, and a boot the policy in force does not
+  // pass (or any boot, when no policy is in force) waits instead of being
+  // refused. SECURITY: observing never releases more than enforcing would.
+  // A boot the policy refuses is recorded exactly as enforcing records it
+  // (untrusted: a token from an earlier boot releases nothing more); only
+  // the answer differs (503 boot_policy_observing, so the machine waits for
+  // an operator's policy instead of giving up).
+  const bool policy_refused = !verdict.attested() && verdict.refusal.reason() == "boot_policy_violation";
+  if (policy->observe && (verdict.attested() || policy_refused)) {
+    if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) {
+      if (s.reason() != "boot_policy_observing") return consume_alone(s);  // the store failed
+      if (policy_refused) return record_failure(s, true);
+      return consume_alone(Refuse(s, who, true));
+    }
+  }
+
+  if (!verdict.attested()) {
+    const Status& refusal = verdict.refusal;
+    // An unusable policy is the operator's to fix: the machine waits, and
+    // nothing is held against it.
+    if (refusal.reason() == "policy_invalid") return consume_alone(Refuse(refusal, who, true));
+    for (const auto& violation : verdict.violations) {
+      Log()->info("policy violation {}: {} {} ({})", who, violation.rule, violation.reason, violation.message);
+    }
+    return record_failure(refusal, false);
   }
 
   const std::string token_text = NewToken();

@@ -18,7 +18,9 @@
 #include "attest/ek_cert.h"
 #include "attest/tpm.h"
 #include "core/admission.h"
+#include "core/anonymous_refusals.h"
 #include "core/policy_cache.h"
+#include "core/pool_settings.h"
 #include "core/unknown_eks.h"
 #include "base/metrics.h"
 #include "storage/store.h"
@@ -97,6 +99,10 @@ struct Verdict {
   Status refusal;
   // Every broken policy rule, in rule order (boot_policy_violation).
   std::vector<attest::Violation> violations;
+  // The sender proved it holds the machine's TPM (the credential was
+  // activated). A refusal before that is anonymous (docs/trust.md): anyone
+  // who knows the EK could have caused it, so it is not the machine's.
+  bool possession_proven = false;
   // Set once the quote verified, with what it vouched for.
   bool quote_verified = false;
   TpmCounters counters;
@@ -178,8 +184,8 @@ class AttestationService {
   // records the outcome (and on success issues the token).
   Result<EvidenceResult> Evidence(const wire::EvidenceRequest& request, const Caller& caller);
 
-  // The verdict on evidence, in order: machine state, activation proof,
-  // quote, counters, event log, boot policy. Pure: no store, no clock.
+  // The verdict on evidence, in order: activation proof (possession_proven),
+  // machine state, quote, counters, event log, boot policy. Pure: no store, no clock.
   static Verdict Verify(const wire::EvidenceRequest& request, const EvidenceContext& context);
 
   // The machine a bearer token belongs to (with the token's session nonce
@@ -201,9 +207,37 @@ class AttestationService {
   // Observability (docs/observability.md): the EKs whose challenge was
   // refused because no machine has them, recently (bounded, in memory).
   const UnknownEkTable& unknown_eks() const { return unknown_eks_; }
+  // Evidence refused before its sender proved possession of the TPM, per
+  // machine (docs/trust.md; bounded, in memory).
+  const AnonymousRefusalTable& anonymous_refusals() const { return anonymous_; }
+  // Writes the anonymous-refusal summaries that are due (one audit row,
+  // action anonymous_refusals, per machine per interval); rackgated calls it
+  // from its once-a-minute sweep. Returns how many were written; a store
+  // failure is logged and that summary dropped (the metric has the counts).
+  int FlushAnonymousRefusals();
+
+  // The one gate of everything an attestation token releases (docs/trust.md,
+  // "One gate"): the attested config and every CSR (first, renewal, client,
+  // serving). The token's machine, read with its pool, must be trusted now
+  // (CheckTrust): machine_untrusted (403) otherwise; token_* when the token
+  // is not good; busy when the store fails; settings_invalid when the pool's
+  // settings do not parse.
+  struct Release {
+    storage::Bearer bearer;
+    storage::Pool pool;
+    PoolSettings settings;
+  };
+  Result<Release> AuthorizeRelease(const std::optional<std::string>& bearer_token);
+  // The same for a token already authenticated (a caller that needs the
+  // machine before the gate, to count or audit the refusal).
+  Result<Release> AuthorizeRelease(storage::Bearer bearer);
 
  private:
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
+  // A refusal before proof of possession: counted, tallied and summarised
+  // (anonymous_), never recorded as the machine's attestation.
+  Status RefuseAnonymous(const Status& refusal, const storage::Machine& machine, const Caller& caller);
+  void WriteAnonymousSummary(const AnonymousSummary& summary);
   Status Busy(const std::string& reason, const std::string& who);
   void Count(const std::string& verdict, const std::string& reason);
   // The boot policy that applies to a machine (its own, else its pool's)
@@ -217,9 +251,11 @@ class AttestationService {
   // policy" and never "enforce".
   Result<PolicyInForce> PolicyFor(const storage::Machine& m);
   // Observe mode's step after an identity-verified attestation: keeps the
-  // machine's boot (log, quoted PCRs, verdict of the policy in force), says
-  // so in the log and the metrics, and tells whether the machine may go on
-  // (only when a policy is in force and passes it).
+  // machine's boot (log, quoted PCRs, verdict of the policy in force) and
+  // says so in the log and the metrics. Ok when the machine may go on (a
+  // policy is in force and passes); boot_policy_observing (not yet counted
+  // as a refusal: the caller answers it) when it waits; StoreBusy when the
+  // boot could not be kept.
   Status Observe(const storage::Machine& machine, const wire::EvidenceRequest& req, const Verdict& verdict,
                  bool has_policy, const std::string& who);
 
@@ -230,6 +266,7 @@ class AttestationService {
   Clock clock_;
   SessionGate gate_;
   UnknownEkTable unknown_eks_;
+  AnonymousRefusalTable anonymous_;
   PolicyCache policies_;
 
   // EK certificate verdicts by (certificate, intermediates), for the trust

@@ -131,11 +131,6 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
   if (m.state != storage::MachineState::kJoined) {
     return Status::VerificationFailed("state_conflict", "only a joined machine renews its certificates");
   }
-  // A machine whose latest attestation failed, or whose last good one is
-  // older than the pool allows, renews nothing until it attests well again
-  // (docs/trust.md). Its token may predate the failure.
-  if (Status s = CheckTrust(m, settings, now); !s.ok()) return s;
-
   // The certificate must be one this appliance issued to THIS machine, of
   // this kind, byte for byte: the store's record is the reference, never the
   // presented text (a certificate forged with a serial of ours, or another
@@ -221,6 +216,18 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   }
   Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
 
+  // The one gate of every release (docs/trust.md): a machine whose latest
+  // attestation failed, or whose last good one is older than its pool
+  // allows, gets no certificate of any kind (first, renewal, client,
+  // serving, nor a lost answer sent again) until it attests well again. Its
+  // token may predate the failure.
+  auto release = attestation_->AuthorizeRelease(*auth);
+  if (!release.ok()) {
+    const bool waitable = release.status().code() != Status::Code::kVerificationFailed;
+    return Refuse(m, release.status(), "", waitable);
+  }
+  const PoolSettings& settings = release->settings;
+
   if (!submission.ok()) return submission.status();
   const CsrSubmission& body = *submission;
   auto kind = csr::KindFromSigner(body.signer);
@@ -277,13 +284,6 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
     }
   }
 
-  auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(m, StoreBusy(pool.status()), kind_name, true);
-  auto settings = ParsePoolSettings(pool->settings_json);
-  if (!settings.ok()) {
-    Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
-    return Refuse(m, Status::Corruption("settings_invalid", "the pool's settings cannot be used"), kind_name, true);
-  }
   const int64_t now = attestation_->Now();
 
   // A renewal: the machine's current certificate of this kind, its key's
@@ -291,7 +291,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   std::optional<storage::IssuedCertificate> replaces;
   if (body.renewal) {
     std::optional<storage::IssuedCertificate> done;
-    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, *settings, now, &done);
+    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, settings, now, &done);
     if (!current.ok()) {
       const bool waitable = current.status().code() == Status::Code::kIoError;
       return Refuse(m, current.status(), kind_name, waitable);
@@ -305,8 +305,8 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   }
 
   csr::RuleOptions rules;
-  rules.client_window_seconds = settings->client_window_seconds.value_or(options_.client_window_seconds);
-  rules.require_tpm_key = settings->require_tpm_key;
+  rules.client_window_seconds = settings.client_window_seconds.value_or(options_.client_window_seconds);
+  rules.require_tpm_key = settings.require_tpm_key;
   csr::MachineFacts facts = Facts(m);
   // A renewal is the one client certificate's successor, not a second
   // identity: every rule of a first CSR applies but the mark's.
@@ -320,7 +320,7 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
 
   // Manual approval (core/csr_approval.h): every rule passed, nothing signed
   // yet. An approved key is signed here, the rules above checked again now.
-  if (Status s = CheckCsrApproval(store_, *settings,
+  if (Status s = CheckCsrApproval(store_, settings,
                                   {&m, kind_name, Sha256(parsed->spki_der), body.csr_pem, usages, tpm_key_proven,
                                    /*renewal=*/replaces.has_value()},
                                   now);

@@ -26,6 +26,7 @@ using csr::test_util::MakeCsr;
 using csr::test_util::NewKey;
 using csr::test_util::Pem;
 using csr::test_util::CertFromPem;
+using csr::test_util::SignWith;
 
 constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
 
@@ -164,21 +165,6 @@ TEST_F(CsrServiceTest, UnusableSettingsAndNoSignerWait) {
 
 // --- Renewal (docs/csr.md, "Renewal") ------------------------------------------
 
-// What the agent does: sign RenewalSignedMessage(nonce, SHA-256(new SPKI))
-// with the current certificate's key (ECDSA DER or RSA PKCS#1 v1.5, SHA-256).
-Bytes SignWith(EVP_PKEY* key, const Bytes& message) {
-  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
-  size_t n = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &n, message.data(), message.size()) != 1) {
-    throw std::runtime_error("sign");
-  }
-  Bytes sig(n);
-  if (EVP_DigestSign(ctx.get(), sig.data(), &n, message.data(), message.size()) != 1) throw std::runtime_error("sign");
-  sig.resize(n);
-  return sig;
-}
-
 std::string CertPem(X509* cert) {
   ossl::BioPtr bio(BIO_new(BIO_s_mem()));
   PEM_write_bio_X509(bio.get(), cert);
@@ -316,11 +302,13 @@ TEST_F(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
 TEST_F(RenewalTest, AnUntrustedMachineRenewsNothingUntilItAttestsWell) {
   const CsrIssued first = Join();
   const std::string token = Reattest(first.not_after - kValidity / 3 + 10);
+  // The machine's own failed attestation (its TPM answered, with an older
+  // reset counter): it is untrusted now, its earlier token still resolves.
+  machine_.clock.reset_count -= 1;
   auto c = attestation_->Challenge(machine_.ChallengeRequest(), caller_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  auto e = machine_.Answer(*c);
-  e.secret[0] ^= 1;
-  ASSERT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
+  ASSERT_EQ(ReasonOf(attestation_->Evidence(machine_.Answer(*c), caller_)), "reset_count_regressed");
+  machine_.clock.reset_count += 1;
   auto refused = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));
   EXPECT_EQ(ReasonOf(refused), "machine_untrusted");
   EXPECT_EQ(AuditRows("certificate_renewed"), 0u);

@@ -15,7 +15,7 @@ namespace rackgate::core {
 // The event types on the wire, as the events table stores them.
 inline constexpr std::string_view kEventTypes[] = {
     "attestation_failed", "machine_untrusted",   "machine_trusted", "machine_revoked",
-    "certificate_issued", "certificate_renewed", "csr_waiting",
+    "certificate_issued", "certificate_renewed", "csr_waiting",       "anonymous_refusals",
 };
 bool IsEventType(std::string_view type);
 

@@ -48,9 +48,9 @@ TEST(EventBodyTest, BadStoredDetailBecomesEmptyObject) {
   EXPECT_NO_THROW(EventBody(e));
 }
 
-TEST(EventTypesTest, KnowsTheSevenTypes) {
+TEST(EventTypesTest, KnowsTheEightTypes) {
   for (auto t : kEventTypes) EXPECT_TRUE(IsEventType(t));
-  EXPECT_EQ(std::size(kEventTypes), 7u);
+  EXPECT_EQ(std::size(kEventTypes), 8u);
   EXPECT_FALSE(IsEventType("revoke"));
   EXPECT_FALSE(IsEventType(""));
 }

@@ -269,16 +269,15 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
     Log()->warn("attested config refused to {}: no valid attestation token", request.client_address);
     return auth.status();
   }
-  const storage::Machine& m = auth->machine;
-  const std::string who = m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16);
-  auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return Refuse(StoreBusy(pool.status()), who);
+  const std::string who = auth->machine.hostname + " ek=" + attest::HexString(auth->machine.ek_hash).substr(0, 16);
   // SECURITY: the secrets of the attested config only to a machine trusted
-  // now (docs/trust.md): not after a failed attestation, not once its last
-  // good one is older than its pool allows. The public config is unaffected.
-  auto settings = ParsePoolSettings(pool->settings_json);
-  if (!settings.ok()) return Refuse(settings.status(), who);
-  if (Status trusted = CheckTrust(m, *settings, attestation_->Now()); !trusted.ok()) return Refuse(trusted, who);
+  // now, through the one gate of every release (docs/trust.md): not after a
+  // failed attestation, not once its last good one is older than its pool
+  // allows. The public config is unaffected.
+  auto release = attestation_->AuthorizeRelease(std::move(auth).value());
+  if (!release.ok()) return Refuse(release.status(), who);
+  const storage::Machine& m = release->bearer.machine;
+  const storage::Pool* pool = &release->pool;
   if (!pool->public_template && !pool->attested_template) {
     return Refuse(Unavailable("the pool has no config yet"), who);
   }

@@ -128,16 +128,17 @@ TEST_F(IgnitionServiceTest, AttestedConfigIsRefusedToAnUntrustedMachine) {
   AttestedConfigRequest req{token, std::nullopt, "192.0.2.9:1"};
   ASSERT_TRUE(ignition_->AttestedConfig(req).ok());
 
-  // A failed attestation (a wrong activation secret): the old token still
-  // resolves, but the machine is untrusted now.
+  // The machine's own failed attestation (its TPM answered, with an older
+  // reset counter): the old token still resolves, but the machine is
+  // untrusted now.
+  m.clock.reset_count -= 1;
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  auto e = m.Answer(*c);
-  e.secret[0] ^= 1;
-  ASSERT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
+  ASSERT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*c), caller_)), "reset_count_regressed");
+  m.clock.reset_count += 1;
   auto refused = ignition_->AttestedConfig(req);
   ASSERT_EQ(ReasonOf(refused), "machine_untrusted");
-  EXPECT_NE(refused.status().message().find("latest attestation failed (activation_failed)"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("latest attestation failed (reset_count_regressed)"), std::string::npos)
       << refused.status().message();
   // The public config names no machine: trust is no question there.
   EXPECT_NE(ReasonOf(ignition_->PublicConfig(Public())), "machine_untrusted");

@@ -18,8 +18,13 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/attestation.h"
+#include "core/csr_service.h"
+#include "core/ignition_service.h"
+#include "core/secrets.h"
+#include "core/signer.h"
 #include "core/policy_service.h"
 #include "core/testing/core_fixture.h"
+#include "core/testing/csr_test_util.h"
 
 namespace rackgate::core::testing {
 namespace {
@@ -143,7 +148,79 @@ TEST_F(ObserveTest, AFailingBootIsRecordedWithItsRulesAndWaits) {
   EXPECT_EQ((*observed)[0].verdict, "fail");
   EXPECT_EQ((*observed)[0].violations, std::vector<std::string>{"pcrs:pcr_mismatch"});
   EXPECT_NE(Logged().find("verdict fail: pcrs:pcr_mismatch"), std::string::npos) << Logged();
-  EXPECT_TRUE(store_->RecentFailures(10)->empty()) << "an observed boot is not an attestation failure";
+  // For what it releases, the machine is judged as an enforcing pool would
+  // judge it (issue 27): its refused attestation is its own, and untrusted.
+  auto failures = store_->RecentFailures(10);
+  ASSERT_EQ(failures->size(), 1u);
+  EXPECT_EQ(failures->front().reason, "boot_policy_violation");
+  EXPECT_EQ(failures->front().reasons, std::vector<std::string>{"pcrs:pcr_mismatch"});
+  EXPECT_EQ(store_->GetMachine("node-1")->trust, "untrusted");
+}
+
+// Issue 27, item 3: observing never releases more than enforcing would. For
+// each verdict of a second boot (the policy passes it, refuses it, or there
+// is none), after a first good boot whose token the machine keeps: what an
+// observing pool releases is a subset of what an enforcing pool releases
+// (a new token; the attested config and a client CSR for the earlier token).
+TEST_F(ObserveTest, Issue27ObserveReleasesNoMoreThanEnforceForEveryVerdict) {
+  CsrOptions csr_options;
+  csr_options.cluster_ca_certificate = dir_.File("ca.crt");
+  csr_options.cluster_ca_key = dir_.File("ca.key");
+  ASSERT_TRUE(csr::GenerateClusterCa("test cluster CA", 3650, csr_options.cluster_ca_certificate,
+                                     csr_options.cluster_ca_key)
+                  .ok());
+  CsrService csrs(store_.get(), attestation_.get(), csr_options, nullptr);
+  IgnitionOptions io;
+  io.appliance_url = "https://appliance.example:22623";
+  io.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+  IgnitionService ignition(store_.get(), attestation_.get(), io, nullptr);
+  const std::string kTemplate = R"({"ignition": {"version": "3.2.0"}})";
+  ASSERT_TRUE(store_->SetPoolTemplate("workers", "public", kTemplate, Sha256Hex(kTemplate), storage::Actor{"t", ""},
+                                      now_)
+                  .ok());
+  ignition.Invalidate("workers");
+
+  enum Release { kNewToken = 1, kConfig = 2, kCsr = 4 };
+  int n = 0;
+  // What a machine gets at its second boot under `policy` in `mode`.
+  auto releases = [&](const std::optional<std::string>& policy, const std::string& mode) -> int {
+    SoftMachine m;
+    const std::string hostname = "node-" + std::to_string(++n);
+    Enroll(m, hostname);
+    Boot(&m, kGce);
+    SetPool(std::nullopt, storage::kPolicyModeEnforce);
+    auto first = Try(m);
+    if (!first.ok()) throw std::runtime_error("first boot: " + first.status().ToString());
+    SetPool(policy, mode);
+    int got = 0;
+    if (Try(m).ok()) got |= kNewToken;
+    if (ignition.AttestedConfig(AttestedConfigRequest{first->token, std::nullopt, "192.0.2.9:1"}).ok()) {
+      got |= kConfig;
+    }
+    CsrSubmission client;
+    client.signer = "kubernetes.io/kube-apiserver-client-kubelet";
+    auto key = csr::test_util::NewKey("EC", "P-256");
+    csr::test_util::CsrSpec spec;
+    spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:" + hostname}};
+    client.csr_pem = csr::test_util::MakeCsr(key.get(), spec);
+    if (csrs.Submit(first->token, client).ok()) got |= kCsr;
+    return got;
+  };
+  const struct {
+    const char* verdict;
+    std::optional<std::string> policy;
+  } verdicts[] = {{"pass", PassingPolicy()}, {"fail", FailingPolicy()}, {"none", std::nullopt}};
+  for (const auto& v : verdicts) {
+    SCOPED_TRACE(v.verdict);
+    const int enforce = releases(v.policy, storage::kPolicyModeEnforce);
+    const int observe = releases(v.policy, storage::kPolicyModeObserve);
+    EXPECT_EQ(observe & ~enforce, 0) << "observe releases " << observe << ", enforce " << enforce;
+    if (std::string(v.verdict) == "fail") {
+      EXPECT_EQ(enforce, 0);
+    } else {
+      EXPECT_EQ(enforce, kNewToken | kConfig | kCsr);
+    }
+  }
 }
 
 // Observing never releases less than the policy in force allows either: a

@@ -557,6 +557,16 @@ Response AdminApi::StatusReport(const Request& request) {
     knocking.push_back(std::move(k));
   }
   out["unknown_eks"] = std::move(knocking);
+  // Trust (docs/trust.md): evidence refused before its sender proved it holds
+  // the machine's TPM, per machine, in the last hour (this appliance's
+  // bounded table; the machines' trust is unchanged by them).
+  json anonymous = json::array();
+  for (const core::AnonymousRefusals& a : attestation_->anonymous_refusals().SeenSince(attestation_->Now() - 3600)) {
+    anonymous.push_back({{"hostname", a.hostname},     {"count", a.count},     {"first_seen", a.first_seen},
+                         {"last_seen", a.last_seen},   {"address", a.address}, {"reason", a.reason}});
+  }
+  out["anonymous_refusals"] = std::move(anonymous);
+  out["anonymous_refusals_total"] = attestation_->anonymous_refusals().total();
   return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -459,6 +459,9 @@ int Run(const std::string& config_path, bool check_only) {
         metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
         Log()->warn("trust sweep failed: {}", swept.status().ToString());
       }
+      // The anonymous refusals counted since each machine's last summary,
+      // one audit row per machine per interval (docs/trust.md).
+      attestation.FlushAnonymousRefusals();
     }
   }
 }

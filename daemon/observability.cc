@@ -136,6 +136,9 @@ void DeclareApplianceMetrics(Metrics* m, const std::string& version) {
   }
   m->Touch("rackgate_admin_refusals_total", kRefusedHelp, MetricType::kCounter, {{"reason", "admin_forbidden"}});
   m->Touch("rackgate_admin_refusals_unaudited_total", kUnauditedHelp, MetricType::kCounter, {});
+  m->Touch("rackgate_anonymous_refusals_total",
+           "Evidence refused before its sender proved possession of the machine's TPM, by reason.",
+           MetricType::kCounter, {{"reason", "activation_failed"}});
   m->Touch("rackgate_unknown_eks", "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).",
            MetricType::kGauge, {});
   m->Touch("process_cpu_seconds_total", "User and system CPU time of the process in seconds.", MetricType::kCounter,

@@ -80,6 +80,15 @@ status_names() {
   rg_ctl status > "$LAB_DIR/status.txt"
   grep -Eq "^  .{21} $1 +$2\$" "$LAB_DIR/status.txt" || { cat "$LAB_DIR/status.txt"; return 1; }
 }
+# status_anonymous HOSTNAME REASON: `rackgatectl status` lists HOSTNAME under
+# the refusals before proof of the TPM, latest reason REASON (docs/trust.md).
+status_anonymous() {
+  rg_ctl status > "$LAB_DIR/status.txt"
+  sed -n '/^refused before proof of the TPM/,/^[^ ]/p' "$LAB_DIR/status.txt" |
+    grep -Eq "^  .{21} $1 +[0-9]+  [^ ]+ +$2\$" || { cat "$LAB_DIR/status.txt"; return 1; }
+}
+# trust_of HOSTNAME: the machine's trust (trusted, untrusted, or empty).
+trust_of() { rg_ctl show "$1" --json | lab_python -c 'import json,sys; print(json.load(sys.stdin).get("trust") or "")'; }
 # public_only NAME: Ignition's public files are in the root and nothing the
 # attested config or the csr step would have written.
 public_only() {
@@ -276,8 +285,11 @@ st="$(attest clone rsa "$CL/ak")"
 reason="$(rg_wire get "$CL/ev.json" error.reason 2>/dev/null || rg_wire get "$CL/ch.json" error.reason 2>/dev/null || echo '?')"
 lab_check_shown "(d) a clone with node-01's EK certificate and public area: refused, activation_failed ($st $reason)" \
   test "$st $reason" == "403 activation_failed"
-lab_check_shown "(d) rackgatectl status names node-01: activation_failed" status_names node-01 activation_failed
+lab_check_shown "(d) rackgatectl status names node-01 under refusals before proof of the TPM: activation_failed" \
+  status_anonymous node-01 activation_failed
 lab_check_shown "(d) node-01 itself stays joined" state_is node-01 joined
+lab_check_shown "(d) ... and trusted: a stranger cannot move its trust ($(trust_of node-01))" \
+  test "$(trust_of node-01)" == trusted
 # The clone's NV now carries node-01's certificate where its own was (as a
 # copied TPM identity would): the agent creates the EK the certificate is
 # for, finds another key, and stops before it sends anything.

@@ -229,9 +229,25 @@ Result<int64_t> SqlStore::PurgeEvents(int64_t older_than, int64_t keep_at_most) 
       Stmt old = c.Prepare("DELETE FROM events WHERE at < ?1");
       old.BindInt(1, older_than).Run();
       int64_t n = c.Changes();
-      Stmt over = c.Prepare(
-          "DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1)");
-      over.BindInt(1, std::max<int64_t>(keep_at_most, 0)).Run();
+      // Over the count, the oldest events every webhook has received go
+      // first; an event some webhook still waits for goes only when
+      // delivered ones alone cannot bring the count down (docs/events.md):
+      // a flood of new events never pushes out an undelivered
+      // machine_revoked while delivered ones are kept.
+      Stmt count = c.Prepare("SELECT count(*) FROM events");
+      const int64_t total = count.Step() ? count.Int(0) : 0;
+      int64_t excess = total - std::max<int64_t>(keep_at_most, 0);
+      if (excess <= 0) return n;
+      Stmt delivered = c.Prepare(
+          "DELETE FROM events WHERE id IN (SELECT e.id FROM events e WHERE NOT EXISTS "
+          "(SELECT 1 FROM event_deliveries d WHERE d.event_id = e.id AND d.delivered_at IS NULL) "
+          "ORDER BY e.id LIMIT ?1)");
+      delivered.BindInt(1, excess).Run();
+      n += c.Changes();
+      excess -= c.Changes();
+      if (excess <= 0) return n;
+      Stmt undelivered = c.Prepare("DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?1)");
+      undelivered.BindInt(1, excess).Run();
       n += c.Changes();
       return n;
     });

@@ -43,7 +43,7 @@ TEST_F(EventsTest, EachReportedAuditActionYieldsExactlyOneEvent) {
   const std::pair<const char*, const char*> kMap[] = {
       {"untrusted", "machine_untrusted"},     {"trusted", "machine_trusted"},
       {"certificate_issued", "certificate_issued"}, {"certificate_renewed", "certificate_renewed"},
-      {"csr_waiting", "csr_waiting"},
+      {"csr_waiting", "csr_waiting"},         {"anonymous_refusals", "anonymous_refusals"},
   };
   for (const auto& [action, type] : kMap) {
     const size_t before = Events().size();
@@ -201,6 +201,46 @@ TEST_F(EventsTest, PurgeByAgeAndCount) {
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events.back().at, 2006);
   EXPECT_EQ(Pending(), 4) << "deliveries go with their events";
+}
+
+// Issue 27: a flood of events must not push out one a webhook still waits
+// for (a machine_revoked during a receiver's outage) while delivered ones
+// are kept. Over the count, delivered events go first, oldest first.
+TEST_F(EventsTest, Issue27PurgeByCountTakesDeliveredEventsFirst) {
+  Machine m = Enroll("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://a.example/hook", {}}}, 1000).ok());
+  // Event 1, undelivered: the one that matters.
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "revoke", "{}", Op(), 2000).ok());
+  // Events 2..9, delivered.
+  for (int i = 1; i < 9; ++i) {
+    ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2000 + i).ok());
+  }
+  for (const Event& e : Events()) {
+    if (e.type == "machine_untrusted") {
+      ASSERT_TRUE(store_->RecordDeliveryAttempt(e.id, "https://a.example/hook", true, 0, "", 3000).ok());
+    }
+  }
+  // Event 10, undelivered and newest.
+  ASSERT_TRUE(store_->AuditMachineEvent(m.id, "untrusted", "{}", Op(), 2100).ok());
+  ASSERT_EQ(Pending(), 2);
+
+  auto n = store_->PurgeEvents(0, 4);  // 10 events, keep 4: six delivered go
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 6);
+  auto events = Events();
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.back().type, "machine_revoked") << "the oldest, undelivered event is kept";
+  EXPECT_EQ(Pending(), 2);
+
+  // Only when delivered events cannot make room do undelivered ones go,
+  // oldest first.
+  n = store_->PurgeEvents(0, 1);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 3);
+  events = Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events.front().at, 2100);
+  EXPECT_EQ(Pending(), 1);
 }
 
 // --- fleet: delivery claims (docs/ha.md) -------------------------------------------

@@ -375,6 +375,99 @@ CREATE TABLE boot_observations (
 CREATE INDEX boot_observations_pool ON boot_observations(pool);
 )sql";
 
+// Anonymous refusals (docs/trust.md): evidence refused before its sender
+// proved it holds the machine's TPM never reaches the machine's history; at
+// most one audit row per machine per interval (action anonymous_refusals)
+// summarises them, and becomes an event of that type. SQLite cannot change a
+// CHECK in place, so events and event_deliveries are rebuilt (inside the
+// migration's transaction, with foreign keys on): triggers dropped, rows
+// copied to new tables, the old ones dropped child first, the new ones
+// renamed (which carries the references and sqlite_sequence along), indexes
+// and triggers made again. The events' AUTOINCREMENT counter is carried over,
+// so no event id is ever used twice (receivers drop a repeated id).
+constexpr char kV10AnonymousRefusals[] = R"sql(
+DROP TRIGGER events_from_audit;
+DROP TRIGGER events_from_attestations;
+DROP TRIGGER events_fan_out;
+
+CREATE TABLE events_v10 (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  at             INTEGER NOT NULL,
+  type           TEXT NOT NULL
+                 CHECK (type IN ('attestation_failed', 'machine_untrusted', 'machine_trusted', 'machine_revoked',
+                                 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                                 'anonymous_refusals')),
+  machine_id     INTEGER,
+  hostname       TEXT NOT NULL DEFAULT '',
+  pool           TEXT NOT NULL DEFAULT '',
+  actor          TEXT NOT NULL DEFAULT '',
+  why            TEXT NOT NULL DEFAULT '',
+  detail_json    TEXT NOT NULL DEFAULT '{}',
+  attestation_id INTEGER,
+  reason         TEXT NOT NULL DEFAULT '',
+  reasons_json   TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+INSERT INTO events_v10 SELECT id, at, type, machine_id, hostname, pool, actor, why, detail_json, attestation_id,
+                              reason, reasons_json FROM events;
+INSERT INTO sqlite_sequence (name, seq) SELECT 'events_v10', 0 WHERE NOT EXISTS
+  (SELECT 1 FROM sqlite_sequence WHERE name = 'events_v10');
+UPDATE sqlite_sequence SET seq = max(seq, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
+  WHERE name = 'events_v10';
+
+CREATE TABLE event_deliveries_v10 (
+  event_id        INTEGER NOT NULL REFERENCES events_v10(id) ON DELETE CASCADE,
+  webhook         TEXT NOT NULL REFERENCES webhooks(url) ON DELETE CASCADE,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  delivered_at    INTEGER,
+  last_error      TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (event_id, webhook)
+) STRICT, WITHOUT ROWID;
+INSERT INTO event_deliveries_v10 SELECT event_id, webhook, attempts, next_attempt_at, delivered_at, last_error
+  FROM event_deliveries;
+
+DROP TABLE event_deliveries;
+DROP TABLE events;
+ALTER TABLE events_v10 RENAME TO events;
+ALTER TABLE event_deliveries_v10 RENAME TO event_deliveries;
+CREATE INDEX events_at ON events(at);
+CREATE INDEX event_deliveries_due ON event_deliveries(next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX event_deliveries_webhook ON event_deliveries(webhook);
+
+CREATE TRIGGER events_from_audit AFTER INSERT ON audit
+WHEN NEW.action IN ('untrusted', 'trusted', 'revoke', 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                    'anonymous_refusals')
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, why, detail_json)
+  VALUES (NEW.at,
+          CASE NEW.action
+            WHEN 'untrusted' THEN 'machine_untrusted'
+            WHEN 'trusted' THEN 'machine_trusted'
+            WHEN 'revoke' THEN 'machine_revoked'
+            ELSE NEW.action
+          END,
+          NEW.machine_id, NEW.hostname,
+          COALESCE((SELECT pool FROM machines WHERE id = NEW.machine_id), ''),
+          NEW.actor, NEW.why, NEW.detail_json);
+END;
+
+CREATE TRIGGER events_from_attestations AFTER INSERT ON attestations
+WHEN NEW.verdict = 'refused'
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, attestation_id, reason, reasons_json)
+  SELECT NEW.at, 'attestation_failed', m.id, m.hostname, m.pool, 'attestation', NEW.id, NEW.reason,
+         NEW.reasons_json
+  FROM machines m WHERE m.id = NEW.machine_id;
+END;
+
+CREATE TRIGGER events_fan_out AFTER INSERT ON events
+BEGIN
+  INSERT INTO event_deliveries (event_id, webhook, next_attempt_at)
+  SELECT NEW.id, w.url, NEW.at FROM webhooks w
+  WHERE w.types = '' OR instr(w.types, ',' || NEW.type || ',') > 0;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -385,6 +478,8 @@ constexpr Migration kMigrations[] = {
     {7, "machine trust (trust, trust_reason, trust_changed_at), machine_reports", kV7Trust},
     {8, "audit hash chain: audit.prev_hash and hash, existing rows chained", kV8AuditChain, BackfillAuditChain},
     {9, "boot policy observation: pools.boot_policy_mode, boot_observations", kV9Observe},
+    {10, "anonymous refusals: event type anonymous_refusals (events and event_deliveries rebuilt)",
+     kV10AnonymousRefusals},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -345,10 +345,25 @@ CREATE TABLE boot_observations (
 CREATE INDEX boot_observations_pool ON boot_observations(pool);
 )sql";
 
+// Version 3: SQLite's version 10 (anonymous refusals), as there: the event
+// type anonymous_refusals, made from the audit action of that name.
+constexpr char kV3AnonymousRefusals[] = R"sql(
+ALTER TABLE events DROP CONSTRAINT events_type_check;
+ALTER TABLE events ADD CONSTRAINT events_type_check
+  CHECK (type IN ('attestation_failed', 'machine_untrusted', 'machine_trusted', 'machine_revoked',
+                  'certificate_issued', 'certificate_renewed', 'csr_waiting', 'anonymous_refusals'));
+DROP TRIGGER events_from_audit ON audit;
+CREATE TRIGGER events_from_audit AFTER INSERT ON audit FOR EACH ROW
+  WHEN (NEW.action IN ('untrusted', 'trusted', 'revoke', 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                       'anonymous_refusals'))
+  EXECUTE FUNCTION rackgate_events_from_audit();
+)sql";
+
 constexpr PostgresMigration kPostgresMigrations[] = {
     {1, "the whole schema of SQLite's version 8: tables, triggers for events and the append-only audit, NOTIFY",
      kV1},
     {2, "boot policy observation: pools.boot_policy_mode, boot_observations (SQLite's version 9)", kV2Observe},
+    {3, "anonymous refusals: event type anonymous_refusals (SQLite's version 10)", kV3AnonymousRefusals},
 };
 
 // 1 when rackgate_schema exists (in the search_path), else 0.

@@ -290,6 +290,67 @@ INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, rea
   EXPECT_EQ(store->CountUntrusted().value(), 1);
 }
 
+// kV10AnonymousRefusals rebuilds events and event_deliveries to admit the
+// new type: every event and delivery survives, the foreign keys and the
+// fan-out still work, and an event id is never given out twice (the
+// AUTOINCREMENT counter is carried over past a purged newest event).
+TEST(Migrations, AnonymousRefusalsKeepEventsDeliveriesAndIds) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
+  int version = 0;
+  for (const Migration& m : Migrations()) {
+    if (std::string(m.description).find("anonymous refusals") != std::string::npos) version = m.version;
+  }
+  ASSERT_GT(version, 1);
+  TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    auto c = RawOpen(path);
+    ASSERT_TRUE(Migrate(c.get(), version - 1).ok());
+    for (const Seed& seed : kSeeds) {
+      if (seed.version < version) c->Exec(seed.sql);
+    }
+    c->Exec(R"sql(
+INSERT INTO webhooks (url, types, added_at) VALUES ('https://ops.example/hook', '', 100);
+INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state, why)
+  VALUES (120, 'rackgated', 'untrusted', 7, 'node-1', 'attested', 'attested', ''),
+         (130, 'rackgated', 'trusted', 7, 'node-1', 'attested', 'attested', ''),
+         (140, 'rackgated', 'untrusted', 7, 'node-1', 'attested', 'attested', '');
+UPDATE event_deliveries SET delivered_at = 125, attempts = 1 WHERE event_id = 1;
+DELETE FROM events WHERE id = 3;
+)sql");
+    ASSERT_EQ(QueryInt(c.get(), "SELECT count(*) FROM events"), 2);
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  auto events = store->ListEvents();
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[1].id, 1);
+  EXPECT_EQ((*events)[1].type, "machine_untrusted");
+  ASSERT_EQ((*events)[1].deliveries.size(), 1u);
+  EXPECT_EQ((*events)[1].deliveries[0].delivered_at, 125);
+  EXPECT_EQ((*events)[0].id, 2);
+  ASSERT_EQ((*events)[0].deliveries.size(), 1u);
+  EXPECT_FALSE((*events)[0].deliveries[0].delivered_at.has_value());
+
+  // The new type, fanned out to the webhook, numbered after the purged 3.
+  ASSERT_TRUE(store->AuditMachineEvent(7, "anonymous_refusals", R"({"count":3})", Op(), 200).ok());
+  events = store->ListEvents();
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[0].type, "anonymous_refusals");
+  EXPECT_EQ((*events)[0].id, 4);
+  EXPECT_EQ((*events)[0].deliveries.size(), 1u);
+
+  // Deleting an event still takes its deliveries (the rebuilt foreign key).
+  auto c = RawOpen(path);
+  c->Exec("PRAGMA foreign_keys = ON; DELETE FROM events WHERE id = 1");
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM event_deliveries WHERE event_id = 1"), 0);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM event_deliveries"), 2);
+  Stmt fk = c->Prepare("PRAGMA foreign_key_check");
+  EXPECT_FALSE(fk.Step());
+}
+
 TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {
   RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
   TempDir dir;

@@ -107,6 +107,22 @@ inline std::string MakeCsr(EVP_PKEY* key, const CsrSpec& spec = {}) {
   return std::string(data, static_cast<size_t>(n));
 }
 
+// What the agent does for a renewal: sign RenewalSignedMessage(nonce,
+// SHA-256(new SPKI)) with the current certificate's key (ECDSA DER or RSA
+// PKCS#1 v1.5, SHA-256).
+inline attest::Bytes SignWith(EVP_PKEY* key, const attest::Bytes& message) {
+  ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+  size_t n = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &n, message.data(), message.size()) != 1) {
+    throw std::runtime_error("sign");
+  }
+  attest::Bytes sig(n);
+  if (EVP_DigestSign(ctx.get(), sig.data(), &n, message.data(), message.size()) != 1) throw std::runtime_error("sign");
+  sig.resize(n);
+  return sig;
+}
+
 inline Csr MustParse(const std::string& pem) {
   auto csr = ParseCsr(pem);
   if (!csr.ok()) throw std::runtime_error("ParseCsr: " + csr.status().ToString());

@@ -484,6 +484,17 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
       std::printf("  enroll them with `rackgatectl enroll` or `rackgatectl import` (the full hash is in --json)\n");
     }
   }
+  // Trust (docs/trust.md): refusals before proof of the TPM leave the
+  // machine's trust alone; this is where an operator sees them.
+  if (r->contains("anonymous_refusals") && r->at("anonymous_refusals").is_array()) {
+    const json& anonymous = r->at("anonymous_refusals");
+    std::printf("refused before proof of the TPM (last hour; trust unchanged): %zu machines\n", anonymous.size());
+    for (const json& a : anonymous) {
+      std::printf("  %-21s %-20s %6s  %-15s %s\n", FormatTime(a, "last_seen").c_str(), Str(a, "hostname").c_str(),
+                  a.contains("count") ? a.at("count").dump().c_str() : "", Str(a, "address").c_str(),
+                  Str(a, "reason").c_str());
+    }
+  }
   return kExitOk;
 }
 

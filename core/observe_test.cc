@@ -40,10 +40,13 @@ class ObserveTest : public CoreTest {
                                                         [this] { return now_; });
     ring_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
     Logger("protocol")->sinks().push_back(ring_);
+    policy_log_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    Logger("policy")->sinks().push_back(policy_log_);
   }
   void TearDown() override {
     auto& sinks = Logger("protocol")->sinks();
     std::erase(sinks, ring_);
+    std::erase(Logger("policy")->sinks(), policy_log_);
   }
 
   void SetPool(const std::optional<std::string>& policy, const std::string& mode) {
@@ -86,6 +89,7 @@ class ObserveTest : public CoreTest {
   std::map<const SoftMachine*, Bytes> logs_;
   Metrics metrics_;
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> ring_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> policy_log_;  // the "policy" logger's lines
 };
 
 constexpr char kGce[] = "tpm2-tools_event-gce-ubuntu-2104-log.bin";
@@ -328,6 +332,26 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   EXPECT_EQ(audit->back().action, "pool_policy");
   EXPECT_NE(audit->back().detail_json.find("\"odd\":[\"node-odd\"]"), std::string::npos) << audit->back().detail_json;
   EXPECT_NE(audit->back().detail_json.find("\"diff\":[\"+ "), std::string::npos) << audit->back().detail_json;
+  // Issue 27, item 8: the two alike booted grub with one command line,
+  // which the policy pins; the audit row has its digest (the one the
+  // proposal shows) and never its text, nor has the log.
+  const nlohmann::json stored = nlohmann::json::parse(*accepted->pool.boot_policy_json);
+  ASSERT_TRUE(stored.contains("kernel_cmdline")) << stored.dump(2);
+  const std::string cmdline = stored.at("kernel_cmdline").at("exact");
+  ASSERT_NE(cmdline.find("vmlinuz"), std::string::npos) << cmdline;
+  std::string shown;  // "kernel command line sha256:<hex>"
+  for (const RuleOutcome& r : report->proposal.rules) {
+    if (r.rule == "kernel_cmdline.exact" && r.proposed) shown = r.values.front().items.front();
+  }
+  ASSERT_EQ(shown.rfind("kernel command line sha256:", 0), 0u) << shown;
+  const std::string& detail = audit->back().detail_json;
+  EXPECT_NE(detail.find("+ kernel_cmdline.exact " + shown.substr(shown.find("sha256:"))), std::string::npos)
+      << detail;
+  const std::string escaped = nlohmann::json(cmdline).dump();  // as it would sit in the JSON detail
+  EXPECT_EQ(detail.find(escaped.substr(1, escaped.size() - 2)), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("vmlinuz"), std::string::npos) << detail;
+  EXPECT_NE(policy_log_->last_formatted().size(), 0u);
+  for (const auto& line : policy_log_->last_formatted()) EXPECT_EQ(line.find("vmlinuz"), std::string::npos) << line;
 
   EXPECT_TRUE(Try(a).ok());
   EXPECT_TRUE(Try(b).ok());
@@ -343,6 +367,8 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
                 r.rfind("separators:", 0) == 0 || r.rfind("kernel_cmdline:", 0) == 0 || r.rfind("db", 0) == 0)
         << r;
   }
+  // Judging the machines logged their verdicts, never the command line.
+  EXPECT_EQ(Logged().find("vmlinuz"), std::string::npos) << Logged();
 }
 
 TEST_F(ObserveTest, PutRefusesAMalformedPolicyAndModeIsStrict) {

@@ -43,6 +43,48 @@ Bytes Sha256(std::span<const uint8_t> data) {
 
 std::string DigestText(const Bytes& d) { return "sha256:" + wire::HexEncode(d); }
 
+std::string TextDigest(const std::string& text) {
+  return DigestText(Sha256(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+}
+
+// SECURITY: a kernel command line may carry what must never reach a
+// screen or a log (a disk key, a token for an installer). Whatever a
+// policy's kernel_cmdline holds beyond the required and forbidden lists
+// (the operator's own short fragments, which every verdict names) is shown
+// as the SHA-256 of its text: for a string, of the string; for anything
+// else (a policy that does not parse), of its JSON.
+template <typename J>
+std::string CmdlineDigest(const J& v) {
+  return TextDigest(v.is_string() ? v.template get<std::string>()
+                                  : v.dump(-1, ' ', false, J::error_handler_t::replace));
+}
+
+bool ShownCmdlineField(const std::string& key) { return key == "required" || key == "forbidden"; }
+
+// A policy document with its command lines hidden (PolicyForDisplay).
+template <typename J>
+J ShownPolicy(const J& policy) {
+  J out = J::object();
+  for (auto it = policy.begin(); it != policy.end(); ++it) {
+    if (it.key() != "kernel_cmdline") {
+      out[it.key()] = it.value();
+    } else if (!it.value().is_object()) {
+      out["kernel_cmdline_sha256"] = CmdlineDigest(it.value());
+    } else {
+      J k = J::object();
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        if (ShownCmdlineField(f.key())) {
+          k[f.key()] = f.value();
+        } else {
+          k[f.key() + "_sha256"] = CmdlineDigest(f.value());
+        }
+      }
+      out["kernel_cmdline"] = std::move(k);
+    }
+  }
+  return out;
+}
+
 // One usable machine, its log parsed and bound to its quote.
 struct Machine {
   const ObservedBoot* boot = nullptr;
@@ -219,9 +261,7 @@ Value CmdlineValue(const CmdlineFact& f) {
   if (!f.problem.empty()) return Word(f.problem, true);
   // SECURITY: a command line may carry what must not reach a log or a
   // screen; it is shown as the SHA-256 of its text.
-  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(f.text.data()),
-                                       f.text.size());
-  Value v = Word("kernel command line " + DigestText(Sha256(bytes)), false);
+  Value v = Word("kernel command line " + TextDigest(f.text), false);
   v.key = "text:" + f.text;
   return v;
 }
@@ -553,8 +593,7 @@ json ProposalToJson(const Proposal& p) {
                   {"platforms", p.platforms.size()},
                   {"odd", p.odd.size()},
                   {"unusable", p.unusable.size()}};
-  json policy = json::parse(p.policy_json, nullptr, false);
-  j["policy"] = policy.is_discarded() ? json(p.policy_json) : policy;
+  j["policy"] = PolicyForDisplay(p.policy_json);
   j["machines"] = p.machines;
   j["platforms"] = json::array();
   for (const PlatformGroup& g : p.platforms) {
@@ -667,6 +706,22 @@ std::string Leaf(const json& v) {
 
 // Every entry under `path`: "path value", a list's entries one by one.
 void Flatten(const json& v, const std::string& path, std::set<std::string>* out) {
+  if (path == "kernel_cmdline") {
+    // SECURITY: never a command line's text (CmdlineDigest): the diff is
+    // printed, returned by the admin API and kept in the audit row.
+    if (!v.is_object()) {
+      out->insert(path + " " + CmdlineDigest(v));
+      return;
+    }
+    for (const auto& item : v.items()) {
+      if (ShownCmdlineField(item.key())) {
+        Flatten(item.value(), path + "." + item.key(), out);
+      } else {
+        out->insert(path + "." + item.key() + " " + CmdlineDigest(item.value()));
+      }
+    }
+    return;
+  }
   if (v.is_object()) {
     if (v.empty()) out->insert(path + " {}");
     for (const auto& item : v.items()) Flatten(item.value(), path + "." + item.key(), out);
@@ -733,6 +788,19 @@ json PolicyDiffToJson(const PolicyDiff& diff) {
         {{"rule", c.rule}, {"kind", c.kind}, {"added", c.added}, {"removed", c.removed}});
   }
   return {{"had_current", diff.had_current}, {"note", diff.note}, {"changes", std::move(changes)}};
+}
+
+json PolicyForDisplay(const std::string& policy_text) {
+  const json j = json::parse(policy_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "not a JSON object (" + TextDigest(policy_text) + ")";
+  return ShownPolicy(j);
+}
+
+std::string FormatPolicyForDisplay(const std::string& policy_text) {
+  using ordered = nlohmann::ordered_json;
+  const ordered j = ordered::parse(policy_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "not a JSON object (" + TextDigest(policy_text) + ")\n";
+  return ShownPolicy(j).dump(2, ' ', false, ordered::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rackgate::core

@@ -107,7 +107,7 @@ Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots);
 
 // {
 //   "summary": {"machines": N, "platforms": K, "odd": M, "unusable": U},
-//   "policy": {...the policy document...},
+//   "policy": {...PolicyForDisplay of the policy document...},
 //   "machines": ["host", ...],
 //   "platforms": [{"firmware": "..", "tpm_manufacturer": "..", "tpm_model": "..",
 //                  "hostnames": [..]}],
@@ -147,7 +147,10 @@ struct PolicyDiff {
 // Rule by rule (top-level fields). Both texts are normalized through
 // wire::ParseBootPolicy and FormatBootPolicyJson when they parse, so that
 // "sha256:<HEX>" and bare hex, key order or a false boolean make no
-// difference. No current policy: everything is added.
+// difference. No current policy: everything is added. A kernel command line
+// (kernel_cmdline.exact, or any other kernel_cmdline value than the
+// required and forbidden lists) is never an entry's value: its entry is
+// "kernel_cmdline.exact sha256:<hex of its text>".
 PolicyDiff DiffBootPolicies(const std::optional<std::string>& current_json,
                             const std::string& proposed_json);
 
@@ -157,6 +160,20 @@ std::string FormatPolicyDiffText(const PolicyDiff& diff);
 // {"had_current": bool, "note": "..", "changes": [{"rule", "kind", "added": [..],
 //  "removed": [..]}]}
 nlohmann::json PolicyDiffToJson(const PolicyDiff& diff);
+
+// A policy document as it may be shown (on a screen, in an answer's JSON):
+// the document with each kernel_cmdline value other than the required and
+// forbidden lists replaced by the SHA-256 of its text, under its name with
+// "_sha256" added: {"kernel_cmdline": {"exact_sha256": "sha256:<hex>",
+// "forbidden": [...]}}. The new name keeps a shown policy from being put
+// back as one that pins the digest's text: the parser refuses it. A text
+// that is not a JSON object is shown as "not a JSON object (sha256:<hex>)".
+// The document itself (the store, `--output FILE`) keeps the text: there
+// it is the rule.
+nlohmann::json PolicyForDisplay(const std::string& policy_text);
+// The same, as text: the document's own key order, 2-space indent, and a
+// newline at the end.
+std::string FormatPolicyForDisplay(const std::string& policy_text);
 
 }  // namespace rackgate::core
 

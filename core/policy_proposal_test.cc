@@ -15,6 +15,7 @@
 
 #include "attest/boot_facts.h"
 #include "attest/eventlog.h"
+#include "core/secrets.h"
 #include "wire/boot_policy_json.h"
 
 namespace rackgate::core {
@@ -275,12 +276,14 @@ TEST(ProposeBootPolicy, KernelCmdlineExactNeverShownInDifferences) {
   // Its command line is grub's, on PCR 8.
   EXPECT_TRUE(HasViolation(*gce, "kernel_cmdline", "kernel_cmdline_mismatch"));
   EXPECT_TRUE(HasDifference(*gce, "kernel_cmdline.exact", "kernel command line differs"));
-  // The text is in the policy (it is the rule), never in the report.
+  // The text is in the policy document (it is the rule), never in the
+  // report, nor in the policy as the report shows it.
   const std::string text = FormatProposalText(p);
   EXPECT_EQ(text.find("console=ttyS0"), std::string::npos) << text;
-  nlohmann::json j = ProposalToJson(p);
-  j.erase("policy");
+  const nlohmann::json j = ProposalToJson(p);
   EXPECT_EQ(j.dump().find("console=ttyS0"), std::string::npos) << j.dump(2);
+  EXPECT_EQ(j.at("policy").at("kernel_cmdline").at("exact_sha256"),
+            "sha256:" + Sha256Hex(" console=ttyS0 console=tty0 efi=debug "));
   EXPECT_NE(p.policy_json.find("console=ttyS0"), std::string::npos);
   // The other way round: grub's command line (with the kernel's path) is
   // the rule, and the odd machine's is not shown either.
@@ -393,6 +396,87 @@ TEST(DiffBootPolicies, UnparsedCurrentIsComparedAsJsonWithANote) {
   d = DiffBootPolicies(std::string("not json"), proposed);
   EXPECT_NE(d.note.find("compared as empty"), std::string::npos) << d.note;
   EXPECT_EQ(d.changes.size(), 2u);
+}
+
+// --- Command lines are shown by digest (issue 27, item 8) -----------------------
+
+// What a command line may carry that must never reach a screen or a log.
+const std::string kSecretCmdline = "root=/dev/vda1 ro rd.luks.key=s3cret-passphrase";
+const std::string kOtherCmdline = "root=/dev/vda1 ro rd.luks.key=0ther-passphrase";
+
+std::string CmdlinePolicy(const std::string& exact) {
+  return nlohmann::json{{"version", 1},
+                        {"kernel_cmdline",
+                         {{"exact", exact}, {"required", {"lockdown="}}, {"forbidden", {"init="}}}}}
+      .dump();
+}
+
+// The diff is what `policy accept|put|propose` print and what the
+// pool_policy audit row keeps.
+TEST(DiffBootPolicies, Issue27KernelCmdlineExactIsItsDigest) {
+  const std::string secret = "sha256:" + Sha256Hex(kSecretCmdline);
+  PolicyDiff d = DiffBootPolicies(std::nullopt, CmdlinePolicy(kSecretCmdline));
+  std::string text = FormatPolicyDiffText(d);
+  EXPECT_NE(text.find("+ kernel_cmdline.exact " + secret + "\n"), std::string::npos) << text;
+  // The required and forbidden entries are the operator's fragments,
+  // named by every verdict: shown.
+  EXPECT_NE(text.find("+ kernel_cmdline.required lockdown=\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("+ kernel_cmdline.forbidden init=\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+  EXPECT_EQ(PolicyDiffToJson(d).dump().find("s3cret"), std::string::npos);
+
+  // A changed command line: both digests, neither text.
+  d = DiffBootPolicies(CmdlinePolicy(kSecretCmdline), CmdlinePolicy(kOtherCmdline));
+  text = FormatPolicyDiffText(d);
+  EXPECT_EQ(text, "- kernel_cmdline.exact " + secret + "\n+ kernel_cmdline.exact sha256:" +
+                      Sha256Hex(kOtherCmdline) + "\n");
+  EXPECT_EQ(PolicyDiffToJson(d).dump().find("passphrase"), std::string::npos) << PolicyDiffToJson(d);
+
+  // A current policy that does not parse is compared as plain JSON: its
+  // command line, and whatever else kernel_cmdline holds, still by digest.
+  d = DiffBootPolicies(
+      nlohmann::json{{"version", 1},
+                     {"kernel_cmdline", {{"exact", kSecretCmdline}, {"exactly", kSecretCmdline}}}}
+          .dump(),
+      R"({"version": 1})");
+  ASSERT_FALSE(d.note.empty());
+  text = FormatPolicyDiffText(d);
+  EXPECT_NE(text.find("- kernel_cmdline.exact " + secret + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("- kernel_cmdline.exactly " + secret + "\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+  d = DiffBootPolicies(nlohmann::json{{"version", 1}, {"kernel_cmdline", kSecretCmdline}}.dump(),
+                       R"({"version": 1})");
+  text = FormatPolicyDiffText(d);
+  EXPECT_NE(text.find("- kernel_cmdline " + secret + "\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+}
+
+TEST(PolicyForDisplay, Issue27KernelCmdlineIsItsDigestUnderAnotherName) {
+  const std::string policy = CmdlinePolicy(kSecretCmdline);
+  const nlohmann::json shown = PolicyForDisplay(policy);
+  EXPECT_EQ(shown.dump().find("s3cret"), std::string::npos) << shown.dump(2);
+  EXPECT_EQ(shown.at("kernel_cmdline"),
+            (nlohmann::json{{"exact_sha256", "sha256:" + Sha256Hex(kSecretCmdline)},
+                            {"required", {"lockdown="}},
+                            {"forbidden", {"init="}}}));
+  EXPECT_EQ(shown.at("version"), 1);
+  // Put back as a policy, it is refused, rather than pinning the digest's
+  // text as the command line.
+  EXPECT_FALSE(wire::ParseBootPolicy(shown.dump()).ok());
+
+  // The text form keeps the document's order.
+  const std::string text = FormatPolicyForDisplay(
+      R"({"version": 1, "kernel_cmdline": {"exact": ")" + kSecretCmdline + R"("}, "require_separators": true})");
+  EXPECT_EQ(text, "{\n  \"version\": 1,\n  \"kernel_cmdline\": {\n    \"exact_sha256\": \"sha256:" +
+                      Sha256Hex(kSecretCmdline) + "\"\n  },\n  \"require_separators\": true\n}\n");
+  // A policy without a command line is shown as it is.
+  EXPECT_EQ(PolicyForDisplay(R"({"version": 1, "require_separators": true})"),
+            (nlohmann::json{{"version", 1}, {"require_separators", true}}));
+  // What is not a JSON object is shown by digest only.
+  EXPECT_EQ(PolicyForDisplay(kSecretCmdline), "not a JSON object (sha256:" + Sha256Hex(kSecretCmdline) + ")");
+  EXPECT_EQ(FormatPolicyForDisplay(nlohmann::json{{"version", 1}, {"kernel_cmdline", kSecretCmdline}}.dump())
+                .find("s3cret"),
+            std::string::npos);
 }
 
 TEST(DiffBootPolicies, ProposalAgainstItselfIsNoChange) {

@@ -17,6 +17,7 @@
 #include "wire/codec.h"
 #include "base/log.h"
 #include "core/events.h"
+#include "core/policy_proposal.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
@@ -662,7 +663,9 @@ json AdminApi::PoolJson(const storage::Pool& p) {
             {"boot_policy_mode", p.boot_policy_mode},
             {"created_at", p.created_at},
             {"updated_at", p.updated_at}};
-  if (p.boot_policy_json) j["boot_policy"] = json::parse(*p.boot_policy_json, nullptr, false);
+  // Shown with its kernel command line as a digest (docs/policy-proposal.md,
+  // "What is shown where").
+  if (p.boot_policy_json) j["boot_policy"] = core::PolicyForDisplay(*p.boot_policy_json);
   json templates = json::object();
   if (p.public_template) templates["public"] = json::parse(*p.public_template, nullptr, false);
   if (p.attested_template) templates["attested"] = json::parse(*p.attested_template, nullptr, false);

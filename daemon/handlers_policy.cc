@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "core/policy_proposal.h"
 #include "daemon/handlers_admin.h"
 #include "daemon/status_http.h"
 #include "storage/store.h"
@@ -37,12 +38,12 @@ std::string Why(const json& body, const std::string& fallback) {
   return fallback;
 }
 
-// The stored policy as JSON (null when none, or its text when it does not
-// parse as JSON: shown, not hidden).
+// The stored policy as it may be shown: null when none, its kernel command
+// line as a digest (core::PolicyForDisplay; docs/policy-proposal.md, "What
+// is shown where").
 json PolicyValue(const storage::Pool& pool) {
   if (!pool.boot_policy_json) return nullptr;
-  json j = json::parse(*pool.boot_policy_json, nullptr, false);
-  return j.is_discarded() ? json(*pool.boot_policy_json) : j;
+  return core::PolicyForDisplay(*pool.boot_policy_json);
 }
 
 json Applied(const core::PolicyApplied& a) {
@@ -71,12 +72,16 @@ Response AdminApi::PolicyShow(const Request& request) {
     verdicts[o.verdict] = verdicts.value(o.verdict, 0) + 1;
     machines.push_back({{"hostname", o.hostname}, {"at", o.at}, {"verdict", o.verdict}, {"violations", o.violations}});
   }
-  return Dump({{"pool", name},
-               {"mode", pool->boot_policy_mode},
-               {"policy", PolicyValue(*pool)},
-               {"observed", observed->size()},
-               {"verdicts", verdicts},
-               {"machines", machines}});
+  json j = {{"pool", name},
+            {"mode", pool->boot_policy_mode},
+            {"policy", PolicyValue(*pool)},
+            {"observed", observed->size()},
+            {"verdicts", verdicts},
+            {"machines", machines}};
+  // The document itself, for `policy show --output FILE` only: the CLI
+  // writes it to the operator's file and never prints it.
+  if (pool->boot_policy_json) j["policy_text"] = *pool->boot_policy_json;
+  return Dump(j);
 }
 
 Response AdminApi::PolicyMode(const Request& request) {
@@ -109,6 +114,9 @@ Response AdminApi::PolicyPropose(const Request& request) {
   // The CLI links no core: it prints these as they are.
   j["text"] = core::FormatProposalText(report->proposal);
   j["diff_text"] = core::FormatPolicyDiffText(report->diff);
+  j["policy_shown"] = core::FormatPolicyForDisplay(report->proposal.policy_json);
+  // The document itself, for `policy propose --output FILE` only: the CLI
+  // writes it to the operator's file and never prints it.
   j["policy_text"] = report->proposal.policy_json;
   return Dump(j);
 }

@@ -10,6 +10,7 @@
 
 #include "attest/ek_cert.h"
 #include "core/attestation.h"
+#include "core/secrets.h"
 #include "daemon/handlers_admin.h"
 #include "daemon/http.h"
 #include "storage/store.h"
@@ -130,6 +131,66 @@ TEST_F(PolicyRoutes, PutEnforcesUnlessKeptObservingAndShowsTheDiff) {
   auto p = json::parse(proposal.body);
   EXPECT_EQ(p.at("observed"), 0);
   EXPECT_EQ(p.at("proposal_sha256").get<std::string>().size(), 64u);
+}
+
+// Issue 27, item 8: a kernel command line never reaches what is printed,
+// returned for printing or audited; its SHA-256 does. Only the document
+// itself (policy_text, which the CLI writes to --output FILE) holds it.
+TEST_F(PolicyRoutes, Issue27KernelCmdlineIsShownAndAuditedByDigest) {
+  const std::string cmdline = "root=/dev/vda1 ro rd.luks.key=s3cret-passphrase";
+  const std::string digest = "sha256:" + core::Sha256Hex(cmdline);
+  const std::string policy =
+      json{{"version", 1}, {"kernel_cmdline", {{"exact", cmdline}, {"forbidden", {"init="}}}}}.dump();
+  Response r = Call("PUT", "/v1/admin/pools/workers/policy", json{{"policy", policy}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find("s3cret"), std::string::npos) << r.body;
+  auto j = json::parse(r.body);
+  const std::string diff = j.at("diff_text");
+  EXPECT_NE(diff.find("+ kernel_cmdline.exact " + digest + "\n"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("+ kernel_cmdline.forbidden init=\n"), std::string::npos) << diff;
+  EXPECT_EQ(j.at("policy").at("kernel_cmdline").at("exact_sha256"), digest) << r.body;
+  // It is stored as written: it is the rule.
+  EXPECT_EQ(store_->GetPool("workers")->boot_policy_json, policy);
+
+  storage::AuditFilter all;
+  all.limit = 1000;
+  auto audit = store_->ListAudit(all);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_FALSE(audit->empty());
+  EXPECT_EQ(audit->back().action, "pool_policy");
+  const std::string& detail = audit->back().detail_json;
+  EXPECT_NE(detail.find("+ kernel_cmdline.exact " + digest), std::string::npos) << detail;
+  for (const auto& row : *audit) {
+    EXPECT_EQ(row.detail_json.find("s3cret"), std::string::npos) << row.detail_json;
+    EXPECT_EQ(row.why.find("s3cret"), std::string::npos) << row.why;
+  }
+
+  Response show = Call("GET", "/v1/admin/pools/workers/policy");
+  ASSERT_EQ(show.status, 200) << show.body;
+  auto shown = json::parse(show.body);
+  EXPECT_EQ(shown.at("policy").at("kernel_cmdline").at("exact_sha256"), digest) << show.body;
+  EXPECT_EQ(shown.at("policy").dump().find("s3cret"), std::string::npos) << show.body;
+  EXPECT_EQ(shown.at("policy_text"), policy);
+  Response pool = Call("GET", "/v1/admin/pools/workers");
+  ASSERT_EQ(pool.status, 200) << pool.body;
+  EXPECT_EQ(pool.body.find("s3cret"), std::string::npos) << pool.body;
+  EXPECT_EQ(json::parse(pool.body).at("boot_policy").at("kernel_cmdline").at("exact_sha256"), digest);
+  Response mode = Call("POST", "/v1/admin/pools/workers/policy/mode", R"({"mode": "observe"})");
+  ASSERT_EQ(mode.status, 200) << mode.body;
+  EXPECT_EQ(mode.body.find("s3cret"), std::string::npos) << mode.body;
+  // The proposal's diff removes it: by digest too.
+  Response proposal = Call("GET", "/v1/admin/pools/workers/policy/proposal");
+  ASSERT_EQ(proposal.status, 200) << proposal.body;
+  auto p = json::parse(proposal.body);
+  EXPECT_NE(p.at("diff_text").get<std::string>().find("- kernel_cmdline.exact " + digest + "\n"),
+            std::string::npos)
+      << proposal.body;
+  p.erase("policy_text");
+  EXPECT_EQ(p.dump().find("s3cret"), std::string::npos) << proposal.body;
+  // Cleared: nothing of it either.
+  r = Call("PUT", "/v1/admin/pools/workers/policy", R"({"policy": null})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find("s3cret"), std::string::npos) << r.body;
 }
 
 }  // namespace

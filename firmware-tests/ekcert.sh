@@ -9,7 +9,7 @@ set -euo pipefail
 
 # Expected outcomes: exit codes and reasons on stderr (extended regexes). The
 # reason codes are attest/ek_cert.h's; rackgatectl prints
-# "rackgatectl ek verify: refused: REASON: message". Both lab CAs are named
+# "rackgatectl: refused: REASON: message" (docs/cli.md). Both lab CAs are named
 # CN=swtpm-localca, so a foreign chain fails on the issuer lookup (OpenSSL
 # matches the authority key id) and reads as a missing intermediate.
 RC_OK=0

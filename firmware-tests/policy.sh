@@ -14,6 +14,9 @@
 #   (c) `policy propose` names the odd machine (another OS's boot) with
 #       what differs, and not the two alike;
 #   (d) `policy accept --proposal SHA` enforces it, audited (pool_policy);
+#       the kernel command line it pins (the two alike's grub line) is
+#       printed and audited as its SHA-256, never as text (issue 27, item 8):
+#       not by propose, accept, show, audit, nor in rackgated's log;
 #   (e) the same agent runs, still waiting, come back: the two alike attest
 #       and join; the odd one is refused, 403 boot_policy_violation naming
 #       the rule it breaks (pcrs:pcr_mismatch).
@@ -228,7 +231,9 @@ echo "# (c) propose: $(lab_ms_since "$t") ms"
 echo "# (d) rackgatectl policy accept --proposal $SHA"
 t=$(date +%s%N)
 lab_check_shown "(d) rackgatectl policy accept --pool $POOL --proposal SHA succeeds" \
-  rg_ctl policy accept --pool "$POOL" --proposal "$SHA" --reason "lab: the two alike"
+  bash -c "'$RACKGATECTL' --socket '$RG_DIR/admin.sock' policy accept --pool $POOL --proposal $SHA \
+    --reason 'lab: the two alike' > '$LAB_DIR/accept.txt' 2>&1"
+sed 's/^/#   /' "$LAB_DIR/accept.txt" | head -n 12
 rg_ctl policy show --pool "$POOL" --json > "$LAB_DIR/show.enforce.json"
 lab_check_shown "(d) policy show --json: enforcing, the accepted policy in force" py "$LAB_DIR/show.enforce.json" '
 print("#", d["mode"])
@@ -240,6 +245,25 @@ lab_check_shown "(d) rackgatectl audit --json: a pool_policy row" py "$LAB_DIR/a
 rows = [e for e in d["entries"] if e.get("action") == "pool_policy"]
 print("#", json.dumps(rows[-1])[:400] if rows else "none")
 sys.exit(0 if rows else 1)'
+# The command line the accepted policy pins: only the file --output wrote
+# holds its text.
+CMDLINE="$(py "$LAB_DIR/proposed.json" 'print(d.get("kernel_cmdline", {}).get("exact", ""), end="")')"
+CMDLINE_SHA="sha256:$(printf '%s' "$CMDLINE" | sha256sum | cut -d' ' -f1)"
+lab_check_shown "(d) the policy pins the two alike's kernel command line (grub's, PCR 8)" \
+  bash -c "[[ -n \"\$1\" ]] || { echo 'no kernel_cmdline.exact in proposed.json'; exit 1; }" _ "$CMDLINE"
+lab_check_shown "(d) policy accept prints it as its digest: + kernel_cmdline.exact $CMDLINE_SHA" \
+  grep -qxF "+ kernel_cmdline.exact $CMDLINE_SHA" "$LAB_DIR/accept.txt"
+lab_check_shown "(d) the pool_policy audit row's diff has the digest" \
+  grep -qF "+ kernel_cmdline.exact $CMDLINE_SHA" "$LAB_DIR/audit.accept.json"
+rg_ctl audit > "$LAB_DIR/audit.accept.txt"
+rg_ctl policy show --pool "$POOL" > "$LAB_DIR/show.enforce.txt"
+rg_ctl policy propose --pool "$POOL" > "$LAB_DIR/propose.after.txt"
+for f in propose.txt propose.json accept.txt audit.accept.json audit.accept.txt show.enforce.json show.enforce.txt \
+         propose.after.txt rackgated.log; do
+  file="$LAB_DIR/$f"; [[ "$f" == rackgated.log ]] && file="$RG_DIR/rackgated.log"
+  lab_check_shown "(d) the kernel command line's text is not in $f" \
+    bash -c 'out="$(grep -nF -- "$1" "$2" | cut -c 1-200)"; [[ -z "$out" ]] || { echo "$out"; exit 1; }' _ "$CMDLINE" "$file"
+done
 rg_ctl status > "$LAB_DIR/status.enforce.txt"
 lab_check_shown "(d) rackgatectl status no longer warns about $POOL" \
   bash -c "! grep -q 'WARNING: pool $POOL is OBSERVING' '$LAB_DIR/status.enforce.txt'"

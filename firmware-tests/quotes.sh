@@ -7,7 +7,7 @@ set -euo pipefail
 
 # Expected outcomes: exit codes and reasons on stderr (extended regexes). The
 # reason codes are attest/quote.h's; rackgatectl prints
-# "rackgatectl verify-quote: refused: REASON: message".
+# "rackgatectl: refused: REASON: message" (docs/cli.md).
 RC_VALID=0
 RC_INVALID=1
 RC_UNUSABLE=2

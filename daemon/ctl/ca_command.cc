@@ -111,7 +111,11 @@ int RunCa(int argc, char** argv, int first) {
   }
   const std::string& in_cert = args->positional()[0];
   const std::string& in_key = args->positional()[1];
-  if (Status s = core::csr::ValidateClusterCa(in_cert, in_key); !s.ok()) return Fail("ca", s, kExitRefused);
+  // A file that cannot be read is unusable input (exit 2, docs/cli.md); a
+  // readable one that is no usable CA is refused (exit 1).
+  if (Status s = core::csr::ValidateClusterCa(in_cert, in_key); !s.ok()) {
+    return Fail("ca", s, s.code() == Status::Code::kIoError ? kExitUnusable : kExitRefused);
+  }
   auto c = ReadFile(in_cert, 1 << 20);
   if (!c.ok()) return Fail("ca", c.status(), kExitUnusable);
   auto k = ReadFile(in_key, 1 << 20);

@@ -68,7 +68,9 @@ constexpr char kInitHelp[] =
     "                          0600) instead of printing it\n"
     "  --json                  print JSON instead of text\n"
     "\n"
-    "Exit status: 0 done; 2 unusable input or state (the message says which).\n";
+    "Exit status: 0 done; 1 refused (ca_missing: a fleet database without its\n"
+    "CA here; reason code on stderr); 2 unusable input or state (the message\n"
+    "says which).\n";
 
 bool Exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 
@@ -132,10 +134,9 @@ int RunInit(int argc, char** argv, int first) {
   if (Status s = args->Require({"state-dir"}); !s.ok()) return UsageError(kInitHelp, s.message());
   const bool as_json = args->Has("json");
   const std::string dir = *args->Get("state-dir");
-  auto fail = [](const Status& s) {
-    std::fprintf(stderr, "rackgatectl init: error: %s\n", s.ToString().c_str());
-    return kExitUnusable;
-  };
+  // Unusable input or state (exit 2): what was given, or what is there,
+  // cannot be used as it is.
+  auto fail = [](const Status& s) { return Fail("init", s, kExitUnusable); };
   if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
     return fail(Status::IoError("file_unwritable", "cannot create " + dir));
   }
@@ -174,12 +175,17 @@ int RunInit(int argc, char** argv, int first) {
   // A second appliance of a fleet: the database has the fleet's default
   // pool, so it has a CA already, the one every pointer config carries. A
   // new CA here would split the fleet: refuse before writing anything.
+  // Everything given is usable; init says no (exit 1, docs/cli.md): a
+  // refusal, not unusable input.
   if (fleet_database && !Exists(ca_crt) && !Exists(ca_key)) {
     if (auto existing = store->get()->GetPool("default"); existing.ok()) {
-      return fail(Status::InvalidArgument(
-          "ca_missing", "the fleet database " + shown + " is initialised already, and " + dir +
-                            "/ca has no CA: copy the first appliance's ca/ca.crt and ca/ca.key into " + dir +
-                            "/ca (mode 0600, owner rackgate; docs/ha.md), then run init again"));
+      return Fail("init",
+                  Status::Unsupported("ca_missing", "the fleet database " + shown + " is initialised already, and " +
+                                                        dir + "/ca has no CA: copy the first appliance's ca/ca.crt "
+                                                        "and ca/ca.key into " + dir +
+                                                        "/ca (mode 0600, owner rackgate; docs/ha.md), then run "
+                                                        "init again"),
+                  kExitRefused);
     }
   }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));

@@ -122,8 +122,13 @@ constexpr char kEkVerifyHelp[] =
 int Usage(const char* help, const Status& why) { return UsageError(help, why.message()); }
 
 int Fail(const char* command, const Status& s, int code) {
-  std::fprintf(stderr, "rackgatectl %s: %s: %s\n", command,
-               code == kExitRefused ? "refused" : "error", s.ToString().c_str());
+  // A refusal has one form for every command (docs/cli.md, "Exit status"),
+  // the one the admin API's refusals print: scripts match it.
+  if (code == kExitRefused) {
+    std::fprintf(stderr, "rackgatectl: refused: %s\n", s.ToString().c_str());
+  } else {
+    std::fprintf(stderr, "rackgatectl %s: error: %s\n", command, s.ToString().c_str());
+  }
   return code;
 }
 

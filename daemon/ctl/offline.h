@@ -14,8 +14,9 @@ inline constexpr int kExitUnusable = 2;
 
 // Prints `why` and the command's help on stderr; returns kExitUnusable.
 int Usage(const char* help, const Status& why);
-// Prints "rackgatectl COMMAND: refused|error: reason: message" on stderr;
-// returns `code`.
+// Prints on stderr, and returns `code`: for kExitRefused
+// "rackgatectl: refused: reason: message" (docs/cli.md), otherwise
+// "rackgatectl COMMAND: error: reason: message".
 int Fail(const char* command, const Status& s, int code);
 
 // rackgatectl verify-quote ... (argv[first] is the first flag)

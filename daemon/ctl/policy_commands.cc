@@ -59,11 +59,13 @@ constexpr char kProposeHelp[] =
     "named with what differs and the rules they would break; rules with no\n"
     "majority are left out and listed. Prints the proposal, the policy, its\n"
     "digest and the diff against the pool's current policy. Changes nothing.\n"
+    "A kernel command line is printed as the SHA-256 of its text, never the\n"
+    "text (it may carry secrets); the file --output writes holds the text.\n"
     "\n"
     "Options:\n"
     "  --pool POOL     the pool\n"
-    "  --output FILE   also write the proposed policy to FILE (to edit, then\n"
-    "                  `rackgatectl policy put --pool POOL --policy FILE`)\n"
+    "  --output FILE   also write the proposed policy to FILE, mode 0600 (to\n"
+    "                  edit, then `rackgatectl policy put --pool POOL --policy FILE`)\n"
     "  --json          print the proposal as JSON\n"
     "\n"
     "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
@@ -74,7 +76,8 @@ constexpr char kAcceptHelp[] =
     "\n"
     "Stores the proposal `policy propose` shows as POOL's boot policy and\n"
     "enforces it, audited with its diff. Machines observed so far are judged\n"
-    "by it at their next attestation.\n"
+    "by it at their next attestation. The diff printed and audited shows a\n"
+    "kernel command line as the SHA-256 of its text.\n"
     "\n"
     "Options:\n"
     "  --pool POOL             the pool\n"
@@ -95,6 +98,8 @@ constexpr char kPutHelp[] =
     "Puts an operator's boot policy (docs/policy.md) in force on POOL, audited\n"
     "with its diff, and enforces it; --clear removes the pool's policy. The\n"
     "file is checked here first, strictly (unknown fields, duplicate keys).\n"
+    "The diff printed and audited shows a kernel command line as the SHA-256\n"
+    "of its text.\n"
     "\n"
     "Options:\n"
     "  --pool POOL        the pool\n"
@@ -108,19 +113,37 @@ constexpr char kPutHelp[] =
     "unreachable.\n";
 
 constexpr char kShowHelp[] =
-    "Usage: rackgatectl policy show --pool POOL [--json]\n"
+    "Usage: rackgatectl policy show --pool POOL [--output FILE] [--json]\n"
     "\n"
     "POOL's boot policy mode (enforce or observe), its policy, and the machines\n"
-    "observed with the verdict of the policy that was in force then.\n"
+    "observed with the verdict of the policy that was in force then. A kernel\n"
+    "command line is printed as the SHA-256 of its text (\"exact_sha256\"),\n"
+    "never the text; --output writes the policy itself, text included.\n"
     "\n"
     "Options:\n"
     "  --pool POOL     the pool\n"
+    "  --output FILE   also write the pool's policy to FILE, mode 0600 (to edit,\n"
+    "                  then `rackgatectl policy put`); refused (policy_missing)\n"
+    "                  when the pool has none\n"
     "  --json          print it as JSON\n"
     "\n"
-    "Exit status: 0 done; 1 refused; 2 usage or daemon unreachable.\n";
+    "Exit status: 0 done; 1 refused; 2 usage, FILE unwritable or daemon\n"
+    "unreachable.\n";
 
 std::string PoolPath(const std::string& pool, const std::string& tail) {
   return "/v1/admin/pools/" + pool + "/policy" + tail;
+}
+
+// --output FILE: the policy document itself, text and all, to the
+// operator's file (mode 0600); never to the screen.
+int WritePolicyFile(const std::string& path, const std::string& policy) {
+  const std::string text = policy + (policy.empty() || policy.back() != '\n' ? "\n" : "");
+  if (Status s = WriteFileAtomic(path, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+      !s.ok()) {
+    std::fprintf(stderr, "rackgatectl: cannot write %s: %s\n", path.c_str(), s.message().c_str());
+    return kExitUnusable;
+  }
+  return kExitOk;
 }
 
 void PrintModeBanner(const json& r) {
@@ -172,22 +195,20 @@ int Propose(const std::string& socket, int argc, char** argv, int first) {
   int code = kExitOk;
   auto r = Send(socket, "GET", PoolPath(pool, "/proposal"), nullptr, &code);
   if (!r.ok()) return code;
-  const std::string policy = Str(*r, "policy_text", "");
   if (auto out = args->Get("output")) {
-    const std::string text = policy + "\n";
-    if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-        !s.ok()) {
-      std::fprintf(stderr, "rackgatectl: cannot write %s: %s\n", out->c_str(), s.message().c_str());
-      return kExitUnusable;
-    }
+    if (int rc = WritePolicyFile(*out, Str(*r, "policy_text", "")); rc != kExitOk) return rc;
   }
+  // SECURITY: the document (policy_text) may hold a kernel command line,
+  // which must not reach a screen: only the shown form is printed.
+  r->erase("policy_text");
   if (args->Has("json")) {
-    for (const char* k : {"text", "diff_text", "policy_text"}) r->erase(k);
+    for (const char* k : {"text", "diff_text", "policy_shown"}) r->erase(k);
     return PrintJson(*r), kExitOk;
   }
   PrintModeBanner(*r);
   std::printf("%s", Str(*r, "text", "").c_str());
-  std::printf("\nproposed policy (sha256 %s):\n%s\n", Str(*r, "proposal_sha256").c_str(), policy.c_str());
+  std::printf("\nproposed policy (sha256 %s):\n%s", Str(*r, "proposal_sha256").c_str(),
+              Str(*r, "policy_shown", "").c_str());
   std::printf("\ndiff against the pool's current policy:\n%s", Str(*r, "diff_text", "").c_str());
   std::printf("\naccept it with: rackgatectl policy accept --pool %s --proposal %s\n", pool.c_str(),
               Str(*r, "proposal_sha256").c_str());
@@ -233,13 +254,24 @@ int Put(const std::string& socket, int argc, char** argv, int first) {
 }
 
 int Show(const std::string& socket, int argc, char** argv, int first) {
-  auto args = Args::Parse(argc, argv, first, {{"pool"}, {"json"}, 0});
+  auto args = Args::Parse(argc, argv, first, {{"pool", "output"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kShowHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kShowHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kShowHelp, s.message());
   int code = kExitOk;
   auto r = Send(socket, "GET", PoolPath(*args->Get("pool"), ""), nullptr, &code);
   if (!r.ok()) return code;
+  if (auto out = args->Get("output")) {
+    if (!r->contains("policy_text") || !r->at("policy_text").is_string()) {
+      std::fprintf(stderr, "rackgatectl: refused: policy_missing: pool %s has no boot policy to write\n",
+                   args->Get("pool")->c_str());
+      return kExitRefused;
+    }
+    if (int rc = WritePolicyFile(*out, r->at("policy_text").get<std::string>()); rc != kExitOk) return rc;
+  }
+  // SECURITY: the document may hold a kernel command line, which must not
+  // reach a screen: `policy` is its shown form.
+  r->erase("policy_text");
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   PrintModeBanner(*r);
   const json& policy = r->contains("policy") ? r->at("policy") : json(nullptr);
@@ -256,6 +288,7 @@ int Show(const std::string& socket, int argc, char** argv, int first) {
     }
     t.Print();
   }
+  if (auto out = args->Get("output")) std::fprintf(stderr, "policy written to %s\n", out->c_str());
   return kExitOk;
 }
 

@@ -165,7 +165,7 @@ constexpr CommandFlags kCommands[] = {
     {"policy propose", "--pool --output"},
     {"policy accept", "--pool --proposal --keep-observing --reason"},
     {"policy put", "--pool --policy --clear --keep-observing --reason"},
-    {"policy show", "--pool"},
+    {"policy show", "--pool --output"},
     {"policy check", "--policy --eventlog --pcrs --message --pcrs-json --tofu-recorded --tofu-record-to --pcr-signature"},
 };
 constexpr char kGlobalFlags[] = "--json --socket --help";

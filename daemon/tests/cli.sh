@@ -164,6 +164,13 @@ lab_expect 2 "$W/bad.json:3:[0-9]+: " "bad JSON policy (offline): FILE:LINE:COLU
   "$C" policy check --policy "$W/bad.json" --eventlog "$LOG"
 lab_expect 2 "looks like a certificate.*use --ek-cert" "a certificate given to --ek-public: use --ek-cert" \
   "$C" enroll --hostname node-2 --pool workers --ek-public "$EK/ek-rsa2048.der" --socket "$S"
+# A refusal by rackgatectl itself prints what the admin API's do (docs/cli.md,
+# "Exit status"; issue 27, item 9).
+lab_expect 1 "^rackgatectl: refused: ca_exists: " "ca generate into a CA: exit 1, rackgatectl: refused: ca_exists" \
+  "$C" ca generate --cluster --state-dir "$W/ca1"
+mkdir -p "$W/ca3"
+lab_expect 2 "^rackgatectl ca: error: file_unreadable: " "ca import of files that do not exist: exit 2 (unusable input), not refused" \
+  "$C" ca import --cluster "$W/none.crt" "$W/none.key" --state-dir "$W/ca3"
 
 # --- tables that fit long names ---------------------------------------------------------
 LONG=node-with-a-hostname-much-longer-than-any-column-width.rack12.example.com

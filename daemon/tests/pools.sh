@@ -10,6 +10,10 @@
 #    the token never reaches the daemon's log;
 #  - `pointer --spec` 3.0 to 3.3 pass ignition-validate, 3.0 with the token
 #    in the URL, and the real Ignition fetches the config with a 3.0 pointer;
+#  - a kernel command line in a pool's boot policy (issue 27, item 8) is
+#    stored as written but never printed, audited or logged: `policy put`,
+#    `policy show`, `pool show` and `audit` show its SHA-256; only
+#    `policy show --output FILE` (mode 0600) holds the text;
 #  - `init` on the running appliance's state keeps the default pool's token
 #    and the serving certificate's names.
 #   pools.sh RACKGATED RACKGATECTL
@@ -128,6 +132,44 @@ lab_check_fails "  and never the token" grep -qF "$TOKEN" "$RG_DIR/rackgated.log
 lab_check_fails "  nor a ?token= query" grep -q 'token=' "$RG_DIR/rackgated.log"
 lab_check_fails "the token is in no metric label" grep -qF "$TOKEN" "$LAB_DIR/metrics.txt"
 lab_check_fails "the token is not in the audit log" grep -qF "$TOKEN" <(sqlite3 "$RG_DIR/state/rackgate.db" "SELECT * FROM audit")
+
+# --- a kernel command line stays off screens and logs (issue 27, item 8) ------
+CMDLINE="root=/dev/vda1 ro rd.luks.key=s3cret-passphrase"
+CMDLINE_SHA="sha256:$(printf '%s' "$CMDLINE" | sha256sum | cut -d' ' -f1)"
+lab_python - "$LAB_DIR/cmdline-policy.json" "$CMDLINE" <<'PY'
+import json, sys
+json.dump({"version": 1, "kernel_cmdline": {"exact": sys.argv[2], "forbidden": ["init="]}}, open(sys.argv[1], "w"))
+PY
+K="$LAB_DIR/cmdline"; mkdir -p "$K"
+# Each output is kept, whatever the exit status: the checks below judge it.
+capture() { local f="$1"; shift; rg_ctl "$@" > "$K/$f" 2>&1 || echo "exit $?" >> "$K/$f"; }
+capture put.txt policy put --pool workers --policy "$LAB_DIR/cmdline-policy.json" --reason "lab: pin the command line"
+capture put.json policy put --pool workers --policy "$LAB_DIR/cmdline-policy.json" --json
+capture show.txt policy show --pool workers
+capture show.json policy show --pool workers --json
+capture pool.json pool show workers --json
+capture audit.txt audit
+capture audit.json audit --json
+capture show-output.txt policy show --pool workers --output "$K/policy-out.json"
+lab_check_shown "policy put prints the command line as its digest: + kernel_cmdline.exact $CMDLINE_SHA" \
+  grep -qxF "+ kernel_cmdline.exact $CMDLINE_SHA" "$K/put.txt"
+lab_check "  and the forbidden fragment as written: + kernel_cmdline.forbidden init=" \
+  grep -qxF "+ kernel_cmdline.forbidden init=" "$K/put.txt"
+lab_check_shown "policy show, pool show --json: exact_sha256 $CMDLINE_SHA" \
+  bash -c "grep -qF '\"exact_sha256\": \"$CMDLINE_SHA\"' '$K/show.txt' && grep -qF '$CMDLINE_SHA' '$K/show.json' '$K/pool.json'"
+lab_check_shown "audit: the pool_policy row's diff has the digest" \
+  bash -c "grep -q pool_policy '$K/audit.txt' && grep -qF '+ kernel_cmdline.exact $CMDLINE_SHA' '$K/audit.json'"
+for f in put.txt put.json show.txt show.json pool.json audit.txt audit.json show-output.txt; do
+  lab_check_fails "  the command line's text is not in $f" grep -qF "s3cret" "$K/$f"
+done
+lab_check_fails "the command line is not in the audit table" \
+  grep -qF s3cret <(sqlite3 "$RG_DIR/state/rackgate.db" "SELECT * FROM audit")
+lab_check_fails "the command line is not in the daemon's log" grep -qF s3cret "$RG_DIR/rackgated.log"
+lab_check_shown "policy show --output FILE writes the policy itself, mode 0600" \
+  bash -c "grep -qF '$CMDLINE' '$K/policy-out.json' && test \"\$(stat -c %a '$K/policy-out.json')\" = 600"
+lab_check_shown "  which policy put takes back as it is" \
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' policy put --pool workers --policy '$K/policy-out.json' | grep -qx '(no change)'"
+rg_ctl policy put --pool workers --clear > /dev/null
 
 # --- init again --------------------------------------------------------------
 tokens_before="$(sqlite3 "$RG_DIR/state/rackgate.db" "SELECT count(*) FROM pool_tokens WHERE pool = 'default'")"

@@ -378,8 +378,10 @@ class Store {
   virtual Result<std::vector<Event>> ListEvents(const EventFilter& filter = {}) = 0;
   // Deliveries not yet delivered (the queue's depth).
   virtual Result<int64_t> CountPendingDeliveries() = 0;
-  // Deletes events with at < older_than, then the oldest beyond
-  // `keep_at_most`, delivered or not, with their deliveries. Returns how many.
+  // Deletes events with at < older_than, then, while more than
+  // `keep_at_most` are left, the oldest delivered ones (no delivery
+  // pending) and only then the oldest undelivered, with their deliveries.
+  // Returns how many.
   virtual Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) = 0;
 
   // --- Trust and provisioning reports (docs/trust.md) -------------------------

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/handler_pool.h"
+#include "daemon/http_framing.h"
 #include "daemon/listen_sockets.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -106,6 +107,7 @@ struct RequestState {
   bool too_large = false;
   uint64_t dropped = 0;
   unsigned status = 0;  // 0 until a response is queued
+  bool close_connection = false;  // the answer closes the connection
   std::string route = "unmatched";
   std::optional<PeerCred> cred;  // the admin socket's peer
   // Handed to the handler pool: the connection is suspended until `ready`.
@@ -258,6 +260,12 @@ MHD_Result CollectHeader(void* cls, MHD_ValueKind kind, const char* key, const c
   return MHD_YES;
 }
 
+MHD_Result CollectField(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
+  (void)kind;
+  static_cast<std::vector<HeaderField>*>(cls)->push_back({key, value != nullptr ? value : ""});
+  return MHD_YES;
+}
+
 MHD_Result CollectQuery(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
   (void)kind;
   // The first occurrence of a repeated argument wins.
@@ -353,7 +361,7 @@ void ReportAdminRefusal(const RequestState& state, const Response& response) {
 }
 
 MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response& response) {
-  const bool close = state->listener->server->draining.load();
+  const bool close = state->close_connection || state->listener->server->draining.load();
   Response sane = response;
   if (response.status < 200 || response.status > 599) {
     Log()->error("handler for {} answered status {}", state->route, response.status);
@@ -468,7 +476,6 @@ size_t BodyLimit(const Listener& l) {
 MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
                          const char* method, const char* version, const char* upload_data,
                          size_t* upload_data_size, void** con_cls) {
-  (void)version;
   auto* listener = static_cast<Listener*>(cls);
   try {
     auto* state = static_cast<RequestState*>(*con_cls);
@@ -493,6 +500,19 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       state = owned.release();
       *con_cls = state;
       listener->server->BeginRequest();
+
+      // SECURITY: a request whose body length is ambiguous is refused before
+      // MHD reads its body, and the connection closed: whatever follows on
+      // it might be the rest of the body or a smuggled request (RFC 9112
+      // §6.3). MHD gives every occurrence of a repeated field here.
+      std::vector<HeaderField> fields;
+      MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectField, &fields);
+      if (Status framing = CheckFraming(fields, version != nullptr ? version : ""); !framing.ok()) {
+        Log()->info("{} {} from {}: {}; refused, connection closed", state->method, LogSafe(state->path),
+                    state->peer, framing.message());
+        state->close_connection = true;
+        return Queue(connection, state, Response::Error(400, framing.reason(), framing.message()));
+      }
 
       if (listener->server->draining.load()) {
         return Queue(connection, state,

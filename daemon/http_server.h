@@ -8,6 +8,9 @@
 //    answered 413 when it ends (a client that keeps sending more than
 //    another MiB past the limit is disconnected instead: MHD 0.9.75 cannot
 //    queue a response in the middle of an upload).
+//  - A request whose body length is ambiguous (daemon/http_framing.h) is
+//    answered 400 bad_framing before its body is read, and its connection
+//    closed; no handler sees it.
 //  - Every exception out of a handler becomes a 500 with the fixed body
 //    {"error":{"reason":"internal","message":"internal error"}}; the
 //    exception's text goes to the log only.

@@ -51,9 +51,24 @@ using Clock = std::chrono::steady_clock;
 // Go's and GnuTLS's clients send by default. With NORMAL's order (P-256
 // first) and the server's precedence, every TLS 1.3 handshake took a
 // HelloRetryRequest: a second round trip and a second key exchange.
+// SECURITY: handshake signatures are named one by one, SHA-256 and up:
+// NORMAL keeps rsa_pkcs1_sha1 and ecdsa_sha1 for TLS 1.2 (issue 27), and an
+// allow-list cannot grow a SHA-1, MD5 or DSA one back with another GnuTLS's
+// NORMAL. This is NORMAL's list and order without its two SHA-1 entries;
+// Go's crypto/tls (Ignition), OpenSSL 3 (curl, the agent) and GnuTLS
+// clients all offer SHA-256 ones. A TLS 1.2 client that sends no
+// signature_algorithms (RFC 5246 then implies SHA-1) cannot connect.
 constexpr char kTlsPriorities[] =
     "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+CHACHA20-POLY1305:+AES-256-GCM:"
-    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:%SERVER_PRECEDENCE";
+    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"
+    "-SIGN-ALL:"
+    "+SIGN-RSA-SHA256:+SIGN-RSA-PSS-SHA256:+SIGN-RSA-PSS-RSAE-SHA256:"
+    "+SIGN-ECDSA-SHA256:+SIGN-ECDSA-SECP256R1-SHA256:+SIGN-EdDSA-Ed25519:"
+    "+SIGN-RSA-SHA384:+SIGN-RSA-PSS-SHA384:+SIGN-RSA-PSS-RSAE-SHA384:"
+    "+SIGN-ECDSA-SHA384:+SIGN-ECDSA-SECP384R1-SHA384:+SIGN-EdDSA-Ed448:"
+    "+SIGN-RSA-SHA512:+SIGN-RSA-PSS-SHA512:+SIGN-RSA-PSS-RSAE-SHA512:"
+    "+SIGN-ECDSA-SHA512:+SIGN-ECDSA-SECP521R1-SHA512:"
+    "%SERVER_PRECEDENCE";
 // The fixed answer to a handler's exception (CWE-209: the cause stays in the
 // log).
 constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message":"internal error"}})";

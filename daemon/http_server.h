@@ -67,7 +67,7 @@ struct HttpServerOptions {
   // 0 binds an ephemeral port (the same one on every address; see port()).
   uint16_t port = 22623;
   // PEM files: the certificate chain (leaf first) and its unencrypted key.
-  // TLS 1.2 and 1.3 only.
+  // TLS 1.2 and 1.3 only, no SHA-1 handshake signatures (docs/operations.md).
   std::string tls_certificate_path;
   std::string tls_key_path;
 

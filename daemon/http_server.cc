@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/handler_pool.h"
+#include "daemon/http_framing.h"
 #include "daemon/listen_sockets.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -50,9 +51,24 @@ using Clock = std::chrono::steady_clock;
 // Go's and GnuTLS's clients send by default. With NORMAL's order (P-256
 // first) and the server's precedence, every TLS 1.3 handshake took a
 // HelloRetryRequest: a second round trip and a second key exchange.
+// SECURITY: handshake signatures are named one by one, SHA-256 and up:
+// NORMAL keeps rsa_pkcs1_sha1 and ecdsa_sha1 for TLS 1.2 (issue 27), and an
+// allow-list cannot grow a SHA-1, MD5 or DSA one back with another GnuTLS's
+// NORMAL. This is NORMAL's list and order without its two SHA-1 entries;
+// Go's crypto/tls (Ignition), OpenSSL 3 (curl, the agent) and GnuTLS
+// clients all offer SHA-256 ones. A TLS 1.2 client that sends no
+// signature_algorithms (RFC 5246 then implies SHA-1) cannot connect.
 constexpr char kTlsPriorities[] =
     "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+CHACHA20-POLY1305:+AES-256-GCM:"
-    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:%SERVER_PRECEDENCE";
+    "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"
+    "-SIGN-ALL:"
+    "+SIGN-RSA-SHA256:+SIGN-RSA-PSS-SHA256:+SIGN-RSA-PSS-RSAE-SHA256:"
+    "+SIGN-ECDSA-SHA256:+SIGN-ECDSA-SECP256R1-SHA256:+SIGN-EdDSA-Ed25519:"
+    "+SIGN-RSA-SHA384:+SIGN-RSA-PSS-SHA384:+SIGN-RSA-PSS-RSAE-SHA384:"
+    "+SIGN-ECDSA-SHA384:+SIGN-ECDSA-SECP384R1-SHA384:+SIGN-EdDSA-Ed448:"
+    "+SIGN-RSA-SHA512:+SIGN-RSA-PSS-SHA512:+SIGN-RSA-PSS-RSAE-SHA512:"
+    "+SIGN-ECDSA-SHA512:+SIGN-ECDSA-SECP521R1-SHA512:"
+    "%SERVER_PRECEDENCE";
 // The fixed answer to a handler's exception (CWE-209: the cause stays in the
 // log).
 constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message":"internal error"}})";
@@ -106,6 +122,7 @@ struct RequestState {
   bool too_large = false;
   uint64_t dropped = 0;
   unsigned status = 0;  // 0 until a response is queued
+  bool close_connection = false;  // the answer closes the connection
   std::string route = "unmatched";
   std::optional<PeerCred> cred;  // the admin socket's peer
   // Handed to the handler pool: the connection is suspended until `ready`.
@@ -258,6 +275,12 @@ MHD_Result CollectHeader(void* cls, MHD_ValueKind kind, const char* key, const c
   return MHD_YES;
 }
 
+MHD_Result CollectField(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
+  (void)kind;
+  static_cast<std::vector<HeaderField>*>(cls)->push_back({key, value != nullptr ? value : ""});
+  return MHD_YES;
+}
+
 MHD_Result CollectQuery(void* cls, MHD_ValueKind kind, const char* key, const char* value) {
   (void)kind;
   // The first occurrence of a repeated argument wins.
@@ -353,7 +376,7 @@ void ReportAdminRefusal(const RequestState& state, const Response& response) {
 }
 
 MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response& response) {
-  const bool close = state->listener->server->draining.load();
+  const bool close = state->close_connection || state->listener->server->draining.load();
   Response sane = response;
   if (response.status < 200 || response.status > 599) {
     Log()->error("handler for {} answered status {}", state->route, response.status);
@@ -468,7 +491,6 @@ size_t BodyLimit(const Listener& l) {
 MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
                          const char* method, const char* version, const char* upload_data,
                          size_t* upload_data_size, void** con_cls) {
-  (void)version;
   auto* listener = static_cast<Listener*>(cls);
   try {
     auto* state = static_cast<RequestState*>(*con_cls);
@@ -493,6 +515,19 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       state = owned.release();
       *con_cls = state;
       listener->server->BeginRequest();
+
+      // SECURITY: a request whose body length is ambiguous is refused before
+      // MHD reads its body, and the connection closed: whatever follows on
+      // it might be the rest of the body or a smuggled request (RFC 9112
+      // §6.3). MHD gives every occurrence of a repeated field here.
+      std::vector<HeaderField> fields;
+      MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectField, &fields);
+      if (Status framing = CheckFraming(fields, version != nullptr ? version : ""); !framing.ok()) {
+        Log()->info("{} {} from {}: {}; refused, connection closed", state->method, LogSafe(state->path),
+                    state->peer, framing.message());
+        state->close_connection = true;
+        return Queue(connection, state, Response::Error(400, framing.reason(), framing.message()));
+      }
 
       if (listener->server->draining.load()) {
         return Queue(connection, state,

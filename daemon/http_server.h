@@ -8,6 +8,9 @@
 //    answered 413 when it ends (a client that keeps sending more than
 //    another MiB past the limit is disconnected instead: MHD 0.9.75 cannot
 //    queue a response in the middle of an upload).
+//  - A request whose body length is ambiguous (daemon/http_framing.h) is
+//    answered 400 bad_framing before its body is read, and its connection
+//    closed; no handler sees it.
 //  - Every exception out of a handler becomes a 500 with the fixed body
 //    {"error":{"reason":"internal","message":"internal error"}}; the
 //    exception's text goes to the log only.
@@ -64,7 +67,7 @@ struct HttpServerOptions {
   // 0 binds an ephemeral port (the same one on every address; see port()).
   uint16_t port = 22623;
   // PEM files: the certificate chain (leaf first) and its unencrypted key.
-  // TLS 1.2 and 1.3 only.
+  // TLS 1.2 and 1.3 only, no SHA-1 handshake signatures (docs/operations.md).
   std::string tls_certificate_path;
   std::string tls_key_path;
 

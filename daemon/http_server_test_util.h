@@ -95,9 +95,12 @@ inline void AddExt(X509* x, int nid, const char* value) {
   X509_EXTENSION_free(ext);
 }
 
-// A self-signed P-256 certificate for 127.0.0.1 with the given CN.
-inline Pem MakeCertificate(const std::string& cn) {
-  std::unique_ptr<EVP_PKEY, EvpPkeyFree> key(EVP_EC_gen("P-256"));
+enum class KeyKind { kP256, kRsa2048 };
+
+// A self-signed certificate for 127.0.0.1 with the given CN, on a P-256 key
+// unless told otherwise.
+inline Pem MakeCertificate(const std::string& cn, KeyKind kind = KeyKind::kP256) {
+  std::unique_ptr<EVP_PKEY, EvpPkeyFree> key(kind == KeyKind::kRsa2048 ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
   std::unique_ptr<X509, X509Free> x(X509_new());
   if (!key || !x) throw std::runtime_error("openssl");
   X509_set_version(x.get(), 2);

@@ -1,10 +1,14 @@
-// The server's TLS: protocol versions, key shares, connection limits and certificate reload.
+// The server's TLS: protocol versions, key shares, signature algorithms, connection limits and certificate reload.
 #include "daemon/http_server.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -82,6 +86,122 @@ TEST_F(HttpServerTest, Tls13HandshakeTakesTheCommonKeyShareWithoutARetry) {
   SSL_shutdown(ssl.get());
   ssl.reset();
   close(fd);
+}
+
+// The path of an executable `name` on PATH, or "" when there is none.
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+struct CommandResult {
+  int exit_code = -1;  // -1: did not exit normally
+  std::string output;  // stdout and stderr
+};
+
+// Runs `command` through the shell, stdin from /dev/null.
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen((command + " </dev/null 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  if (status != -1 && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+// A TLS 1.2 handshake by `openssl s_client` that offers only `sigalgs`.
+// SECLEVEL=0 lets OpenSSL 3 offer SHA-1 at all; -msg names each handshake
+// message, so that a refusal can be told from a client that never sent its
+// ClientHello.
+CommandResult SClient(const std::string& openssl, uint16_t port, const std::string& ca_path,
+                      const std::string& sigalgs) {
+  return RunCommand(openssl + " s_client -brief -msg -connect 127.0.0.1:" + std::to_string(port) +
+                    " -tls1_2 -cipher DEFAULT:@SECLEVEL=0 -sigalgs " + sigalgs + " -CAfile " + ca_path +
+                    " -verify_return_error");
+}
+
+// Issue 27, item 6: TLS 1.2 took ecdsa_sha1 and rsa_pkcs1_sha1 handshake
+// signatures (GnuTLS's NORMAL keeps them). No SHA-1 signature is made now,
+// whatever the serving key; SHA-256 and up still are.
+TEST_F(HttpServerTest, Issue27Tls12RefusesSha1HandshakeSignatures) {
+  const std::string openssl = FindOnPath("openssl");
+  if (openssl.empty()) GTEST_SKIP() << "openssl is not installed";
+  struct Key {
+    KeyKind kind;
+    std::vector<std::string> refused;
+    std::vector<std::string> accepted;  // the control: the server is reachable and willing
+  };
+  const std::vector<Key> keys = {
+      // OpenSSL 3.0 knows ecdsa_sha1 by no name of its own: ECDSA+SHA1.
+      {.kind = KeyKind::kP256, .refused = {"ECDSA+SHA1"}, .accepted = {"ecdsa_secp256r1_sha256"}},
+      {.kind = KeyKind::kRsa2048,
+       .refused = {"rsa_pkcs1_sha1", "RSA+SHA1"},
+       .accepted = {"rsa_pkcs1_sha256", "rsa_pss_rsae_sha256"}},
+  };
+  for (const Key& key : keys) {
+    SCOPED_TRACE(key.kind == KeyKind::kP256 ? "P-256 serving key" : "RSA-2048 serving key");
+    const Pem pem = MakeCertificate("rackgate-test-sigalgs", key.kind);
+    WriteFile(cert_path_, pem.cert);
+    WriteFile(key_path_, pem.key);
+    WriteFile(ca_path_, pem.cert);
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    for (const std::string& sigalgs : key.accepted) {
+      const CommandResult r = SClient(openssl, server->port(), ca_path_, sigalgs);
+      EXPECT_EQ(r.exit_code, 0) << sigalgs << ":\n" << r.output;
+      EXPECT_NE(r.output.find("Protocol version: TLSv1.2"), std::string::npos) << sigalgs << ":\n" << r.output;
+      EXPECT_NE(r.output.find("Verification: OK"), std::string::npos) << sigalgs << ":\n" << r.output;
+      EXPECT_NE(r.output.find("Hash used: SHA256"), std::string::npos) << sigalgs << ":\n" << r.output;
+    }
+    for (const std::string& sigalgs : key.refused) {
+      const CommandResult r = SClient(openssl, server->port(), ca_path_, sigalgs);
+      EXPECT_NE(r.exit_code, 0) << sigalgs << " was accepted:\n" << r.output;
+      EXPECT_EQ(r.output.find("CONNECTION ESTABLISHED"), std::string::npos) << sigalgs << ":\n" << r.output;
+      // The server's refusal: the client offered, the server never answered
+      // (MHD closes the connection without an alert).
+      EXPECT_NE(r.output.find("ClientHello"), std::string::npos) << sigalgs << " was not offered:\n" << r.output;
+      EXPECT_EQ(r.output.find("ServerHello"), std::string::npos) << sigalgs << ":\n" << r.output;
+    }
+  }
+}
+
+// The same, as sslscan enumerates it, where sslscan is installed (it is
+// not needed otherwise).
+TEST_F(HttpServerTest, Issue27SslscanListsNoSha1SignatureAlgorithm) {
+  const std::string sslscan = FindOnPath("sslscan");
+  if (sslscan.empty()) GTEST_SKIP() << "sslscan is not installed";
+  for (const KeyKind kind : {KeyKind::kP256, KeyKind::kRsa2048}) {
+    SCOPED_TRACE(kind == KeyKind::kP256 ? "P-256 serving key" : "RSA-2048 serving key");
+    const Pem pem = MakeCertificate("rackgate-test-sslscan", kind);
+    WriteFile(cert_path_, pem.cert);
+    WriteFile(key_path_, pem.key);
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    const CommandResult r =
+        RunCommand(sslscan + " --no-colour --show-sigs --no-heartbleed 127.0.0.1:" + std::to_string(server->port()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // "Server Signature Algorithm(s):" and one line per algorithm, up to
+    // the next blank line.
+    const size_t start = r.output.find("Server Signature Algorithm(s):");
+    ASSERT_NE(start, std::string::npos) << r.output;
+    const size_t end = r.output.find("\n\n", start);
+    const std::string section = r.output.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    EXPECT_NE(section.find("sha256"), std::string::npos) << section;  // the control: the list is there
+    std::string lower = section;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* weak : {"sha1", "md5", " dsa"}) {
+      EXPECT_EQ(lower.find(weak), std::string::npos) << weak << " in:\n" << section;
+    }
+  }
 }
 
 TEST_F(HttpServerTest, PerClientConnectionLimit) {

@@ -32,6 +32,11 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"csr_malformed", kMalformed},
       {"pcr_values_incomplete", kMalformed},
       {"accept_malformed", kMalformed},
+      // Not the core's: the server answers it itself (daemon/http_server.cc,
+      // daemon/http_framing.h), before any handler, for a request whose
+      // body length is ambiguous, and closes the connection; named here
+      // with the status it answers, as docs/protocol.md names it.
+      {"bad_framing", kMalformed},
 
       // Bearer tokens (attestation tokens; provisioning tokens).
       {"token_missing", kUnauthenticated},

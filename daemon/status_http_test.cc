@@ -72,6 +72,15 @@ TEST(StatusHttp, MachineUntrustedIs403WithoutRetryAfter) {
   EXPECT_EQ(RuleFor(Status::InvalidArgument("machine_untrusted", "x")).status, 403);
 }
 
+// Issue 27: a request with ambiguous framing is the client's fault, final:
+// the server answers it 400 itself, and the table says the same.
+TEST(StatusHttp, Issue27BadFramingIs400WithoutRetryAfter) {
+  const auto rule = RuleForReason("bad_framing");
+  ASSERT_TRUE(rule.has_value());
+  EXPECT_EQ(rule->status, 400);
+  EXPECT_EQ(rule->retry, HttpRule::Retry::kNone);
+}
+
 TEST(StatusHttp, ReasonWinsOverCode) {
   // token_missing is an InvalidArgument, but 401; pool_unknown is 404;
   // machine_pending is NotFound, but 503 and waitable.

@@ -149,7 +149,7 @@ TEST_F(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
   Enroll(m, "node-1");
   SoftKeySpec spec = SoftKey::AkSpec(attest::kAlgRsa);
   spec.attributes &= ~attest::kAttrRestricted;
-  SoftKey weak = SoftKey::Generate(spec);
+  SoftKey weak = rackgate::testing::TestKeyPool().Next(spec);
   auto req = m.ChallengeRequest();
   req.ak_public = weak.tpm2b_public();
   auto r = attestation_->Challenge(req, caller_);
@@ -285,7 +285,7 @@ TEST_F(EvidenceTest, QuoteRefusals) {
        }},
       {"signature_invalid",
        [&](const ChallengeResult&, wire::EvidenceRequest* e) {
-         e->signature = SoftKey::GenerateAk(attest::kAlgRsa).Sign(e->quote);
+         e->signature = rackgate::testing::TestKeyPool().Next(SoftKey::AkSpec(attest::kAlgRsa)).Sign(e->quote);
        }},
       {"quote_pcr_digest_mismatch",
        [&](const ChallengeResult&, wire::EvidenceRequest* e) { e->pcrs[attest::kAlgSha256][3][0] ^= 1; }},

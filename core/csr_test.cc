@@ -641,8 +641,15 @@ TEST(Rules, MessagesEscapeRequesterText) {
 
 // ---------------------------------------------------------------- TPM key proof
 
+// Each test's keys come from the test key pool (attest/testing/soft_tpm.h),
+// a round per test: making RSA keys anew was most of this binary's time.
+struct KeyRound {
+  KeyRound() { testing::TestKeyPool().Rewind(); }
+};
+
 class TpmKeyTest : public ::testing::Test {
  protected:
+  static SoftKey Key(const SoftKeySpec& spec) { return testing::TestKeyPool().Next(spec); }
   static SoftKeySpec KeySpec(uint16_t type = attest::kAlgEcc) {
     SoftKeySpec s;
     s.type = type;
@@ -651,9 +658,10 @@ class TpmKeyTest : public ::testing::Test {
     return s;
   }
 
+  KeyRound round_;  // before the keys below
   const Bytes nonce_ = Bytes(32, 0x5a);
-  SoftKey ak_ = SoftKey::Generate(SoftKeySpec{});  // restricted RSA signing key
-  SoftKey key_ = SoftKey::Generate(KeySpec());
+  SoftKey ak_ = Key(SoftKeySpec{});  // restricted RSA signing key
+  SoftKey key_ = Key(KeySpec());
 
   Status Prove(const SoftKey& certified, const Csr& csr, const Bytes& certify_nonce) {
     Bytes info = testing::MakeCertifyMessage(certified.name(), certify_nonce);
@@ -670,7 +678,7 @@ TEST_F(TpmKeyTest, AcceptsCertifiedKeyThatSignedTheRequest) {
   options.require_tpm_key = true;
   EXPECT_TRUE(Check(csr, Kind::kClient, kClientUsages, Facts(), options, true, kNow).empty());
 
-  SoftKey rsa = SoftKey::Generate(KeySpec(attest::kAlgRsa));
+  SoftKey rsa = Key(KeySpec(attest::kAlgRsa));
   Csr rsa_csr = MustParse(MakeCsr(rsa.pkey()));
   s = Prove(rsa, rsa_csr, nonce_);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -695,7 +703,7 @@ TEST_F(TpmKeyTest, AcceptsCompressedPointEncoding) {
 // A genuine certify of some TPM key, sent along with a request for a
 // software key: the proof is valid, but not for this request.
 TEST_F(TpmKeyTest, CertifyOverADifferentKey) {
-  SoftKey other = SoftKey::Generate(KeySpec());
+  SoftKey other = Key(KeySpec());
   Csr csr = MustParse(MakeCsr(key_.pkey()));
   EXPECT_EQ(Prove(other, csr, nonce_).reason(), "csr_tpm_key_mismatch");
 
@@ -715,7 +723,7 @@ TEST_F(TpmKeyTest, CertifyWithStaleNonce) {
 
 TEST_F(TpmKeyTest, CertifySignedByAnotherKey) {
   Csr csr = MustParse(MakeCsr(key_.pkey()));
-  SoftKey rogue = SoftKey::Generate(SoftKeySpec{});
+  SoftKey rogue = Key(SoftKeySpec{});
   Bytes info = testing::MakeCertifyMessage(key_.name(), nonce_);
   EXPECT_EQ(CheckTpmKey(key_.tpm2b_public(), info, rogue.Sign(info), ak_.tpm2b_public(), nonce_, csr)
                 .reason(),
@@ -726,7 +734,7 @@ TEST_F(TpmKeyTest, CertifySignedByAnotherKey) {
 TEST_F(TpmKeyTest, RefusesUnrestrictedAttestationKey) {
   SoftKeySpec spec;
   spec.attributes &= ~attest::kAttrRestricted;
-  SoftKey fake_ak = SoftKey::Generate(spec);
+  SoftKey fake_ak = Key(spec);
   Csr csr = MustParse(MakeCsr(key_.pkey()));
   Bytes info = testing::MakeCertifyMessage(key_.name(), nonce_);
   EXPECT_EQ(CheckTpmKey(key_.tpm2b_public(), info, fake_ak.Sign(info), fake_ak.tpm2b_public(), nonce_, csr)
@@ -740,14 +748,14 @@ TEST_F(TpmKeyTest, RefusesKeysThatMayLeaveTheTpm) {
     SoftKeySpec spec = KeySpec();
     spec.attributes &= ~drop;
     if (drop == attest::kAttrSign) spec.attributes |= attest::kAttrDecrypt;
-    SoftKey weak = SoftKey::Generate(spec);
+    SoftKey weak = Key(spec);
     Csr csr = MustParse(MakeCsr(weak.pkey()));
     EXPECT_EQ(Prove(weak, csr, nonce_).reason(), "csr_tpm_key_attributes") << drop;
   }
   SoftKeySpec restricted = KeySpec();
   restricted.attributes |= attest::kAttrRestricted;
   restricted.scheme = attest::kAlgEcdsa;
-  SoftKey r = SoftKey::Generate(restricted);
+  SoftKey r = Key(restricted);
   EXPECT_EQ(Prove(r, MustParse(MakeCsr(r.pkey())), nonce_).reason(), "csr_tpm_key_attributes");
 }
 

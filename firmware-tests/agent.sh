@@ -65,7 +65,7 @@ AGENT_CA="$RG_DIR/state/ca/ca.crt"
 # check says otherwise), sending no event log unless told.
 agent() {
   local m="$1"; shift
-  "$AGENT" --tcti "$(lab_tcti "$m")" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait 20 "$@"
+  "$AGENT" --tcti "$(lab_tcti "$m")" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" "$@"
 }
 json_get() { lab_python -c 'import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split("."): v=v[k]
@@ -110,11 +110,10 @@ lab_check "its reset count went up ($reset_before -> $reset_after)" test "$reset
 
 # Unenrolled: the agent waits (503, Retry-After 1 s plus jitter) until an
 # operator enrolls the machine, then attests.
-timeout 60 "$AGENT" --tcti "$(lab_tcti m3)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait 50 \
-  2>"$LAB_DIR/m3.err" &
+timeout "$(lab_seconds 60)" "$AGENT" --tcti "$(lab_tcti m3)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" \
+  --max-wait "$(lab_seconds 50)" 2>"$LAB_DIR/m3.err" &
 m3_pid=$!
-for _ in $(seq 1 100); do grep -Eq "$R_WAITING" "$LAB_DIR/m3.err" 2>/dev/null && break; sleep 0.1; done
-lab_check "unenrolled machine waits (503 machine_not_enrolled)" grep -Eq "$R_WAITING" "$LAB_DIR/m3.err"
+lab_check "unenrolled machine waits (503 machine_not_enrolled)" boot_wait_for "$LAB_DIR/m3.err" "$R_WAITING" 10
 rg_ctl enroll --hostname node-3 --pool default --ek-cert "$M3/ek-rsa.der" >/dev/null
 rc=0; wait "$m3_pid" || rc=$?
 lab_check "... and attests once enrolled (exit $rc)" test "$rc" == "$RC_OK"
@@ -204,7 +203,7 @@ lab_expect "$RC_USAGE" "too_many_urls|at most 16" "17 appliance URLs: usage" \
 # certificate names localhost) and, where /etc/hosts says so, ::1 (nothing).
 localhost_ok=yes
 for _ in 1 2 3 4; do
-  "$AGENT" --tcti "$(lab_tcti m1)" --url "https://localhost:$RG_PORT" --ca "$AGENT_CA" --eventlog "" --max-wait 20 \
+  "$AGENT" --tcti "$(lab_tcti m1)" --url "https://localhost:$RG_PORT" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" \
     >/dev/null 2>"$LAB_DIR/several.err" || { localhost_ok=no; cat "$LAB_DIR/several.err" >&2; }
 done
 lab_check "a name with several addresses: each address tried under the name's TLS identity" test "$localhost_ok" == yes
@@ -235,7 +234,7 @@ R_CSR_OK='step=csr machine=[0-9a-f]{16} ok kubeconfig='
 # m1: software keys, every step. The client CSR meets a 503
 # (signer_unavailable: no cluster CA yet); the agent waits Retry-After and
 # starts again from the challenge, without fetching the config twice.
-"$AGENT" --tcti "$(lab_tcti m1)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait 40 \
+"$AGENT" --tcti "$(lab_tcti m1)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 40)" \
   --steps attest,config,csr --config-out "$S/m1/config.ign" --apply-root "$S/m1/root" \
   --kubelet-dir "$S/m1/pki" --kubeconfig "$S/m1/kubeconfig" --apiserver https://api.lab:6443 \
   --node-ip 10.0.0.11 --node-ip fd00::11 </dev/null 2>"$S/m1.err" {LAB_STDOUT}>&- {LAB_STDERR}>&- &

@@ -197,9 +197,11 @@ boot_run_ignition() {
   local C=(--platform file --log-to-stdout --root "$root" --config-cache "$R/run/ignition.json"
            --state-file "$R/run/state" --neednet "$R/run/neednet")
   # Always under timeout: Ignition retries 5xx and connection errors forever.
+  local limit; limit="$(lab_seconds 60)"
   boot_spawn env IGNITION_CONFIG_FILE="$pointer" PATH="$R/bin:$PATH" \
-    timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage fetch --fetch-timeout 10s >"$log" 2>&1 || return 1
-  boot_spawn env PATH="$R/bin:$PATH" timeout 60 "$BOOT_IGNITION" "${C[@]}" --stage files >>"$log" 2>&1
+    timeout "$limit" "$BOOT_IGNITION" "${C[@]}" --stage fetch --fetch-timeout "$(lab_seconds 10)s" >"$log" 2>&1 ||
+    return 1
+  boot_spawn env PATH="$R/bin:$PATH" timeout "$limit" "$BOOT_IGNITION" "${C[@]}" --stage files >>"$log" 2>&1
 }
 
 # boot_spawn CMD...: runs CMD (its output where the caller redirects this
@@ -222,16 +224,16 @@ boot_spawn() {
 # files go where kubelet keeps them inside it. The machine's TPM is its
 # swtpm; its event log ($(lab_dir NAME)/eventlog, when one was replayed)
 # goes along, none otherwise. STEPS as --steps. $BOOT_MAX_WAIT (default
-# 30 s) bounds the waiting. The agent's stderr is appended to
-# $(lab_dir NAME)/agent.log and repeated on stderr once it has exited;
-# returns its exit code.
+# 30 s, times the lab's time factor: lab.sh, "time") bounds the waiting.
+# The agent's stderr is appended to $(lab_dir NAME)/agent.log and repeated
+# on stderr once it has exited; returns its exit code.
 boot_agent() {
   local name="$1" steps="$2"; shift 2
   local m R url args=() rc=0
   m="$(lab_dir "$name")"; R="$m/root"
   url="$(cat "$R/etc/rackgate/appliance" 2>/dev/null)" || url="$(rg_url "")"
   args=(--tcti "$(lab_tcti "$name")" --url "$url" --ca "$R/etc/rackgate/ca.pem"
-        --max-wait "${BOOT_MAX_WAIT:-30}" --steps "$steps")
+        --max-wait "$(lab_seconds "${BOOT_MAX_WAIT:-30}")" --steps "$steps")
   if [[ -s "$m/eventlog" ]]; then args+=(--eventlog "$(cat "$m/eventlog")"); else args+=(--eventlog ""); fi
   [[ "$steps" == *config* ]] && args+=(--apply-root "$R")
   [[ "$steps" == *csr* ]] && args+=(--kubelet-dir "$R/var/lib/kubelet/pki" --kubeconfig "$R/var/lib/kubelet/kubeconfig"
@@ -297,7 +299,7 @@ boot_unit() {
   local name="$1"; shift
   local m R extra rc=0 argv=()
   m="$(lab_dir "$name")"; R="$m/root"
-  extra="--tcti $(lab_tcti "$name") --max-wait ${BOOT_MAX_WAIT:-30}"
+  extra="--tcti $(lab_tcti "$name") --max-wait $(lab_seconds "${BOOT_MAX_WAIT:-30}")"
   if [[ -s "$m/eventlog" ]]; then extra+=" --eventlog $(cat "$m/eventlog")"; else extra+=" --eventlog="; fi
   extra+=" --ca $R/etc/rackgate/ca.pem --apply-root $R --kubelet-dir $R/var/lib/kubelet/pki"
   extra+=" --kubeconfig $R/var/lib/kubelet/kubeconfig --node-ip $(boot_ip "$name") $*"
@@ -387,15 +389,8 @@ PY
 }
 
 # boot_wait_for FILE ERE [SECONDS]: until FILE has a line matching ERE
-# (default 30 s); fails when it never does.
-boot_wait_for() {
-  local i n=$(( ${3:-30} * 10 ))
-  for (( i = 0; i < n; i++ )); do
-    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# (default 30 s, times the lab's factor); fails when it never does.
+boot_wait_for() { lab_wait "${3:-30}" grep -Eq -- "$2" "$1"; }
 
 # boot_json FILE KEY.PATH: one value of a JSON file ("-" for stdin).
 boot_json() {

@@ -42,6 +42,46 @@ LAB_NV_PLATFORM_CERT=0x01c08000
 LAB_POLICY_A_SHA384=8bbf2266537c171cb56e403c4dc1d4b64f432611dc386e6f532050c3278c930e143e8bb1133824ccb431053871c6db53
 LAB_POLICY_C_SHA384=d6032ce61f2fb3c240eb3cf6a33237ef2b6a16f4293c22b455e261cffd217ad5b4947c2d73e63005eed2dc2b3593d165
 
+# ---------------------------------------------------------------- time ----
+#
+# A loaded machine is slow, never wrong: no check may fail because the
+# machine is busy. What the lab waits for, it polls for until a deadline
+# (lab_wait); every deadline, --max-wait, timeout and lifetime that only
+# has to be long enough is a time that is ample on an idle 2-core machine,
+# multiplied by one factor, RACKGATE_TEST_TIME_FACTOR (default 4: a
+# 2-core machine at load 10 passes; firmware-tests/README.md, "A busy
+# machine"). A check of an expiry waits until the expiry has passed by the
+# appliance's clock, however long the steps before it took; it never
+# assumes a step is quick. The factor costs nothing when checks pass:
+# polls end as soon as what they wait for happens.
+LAB_TIME_FACTOR="${RACKGATE_TEST_TIME_FACTOR:-4}"
+if ! [[ "$LAB_TIME_FACTOR" =~ ^[0-9]+([.][0-9]+)?$ ]] || [[ "$LAB_TIME_FACTOR" =~ ^0+([.]0+)?$ ]]; then
+  echo "Bail out! RACKGATE_TEST_TIME_FACTOR must be a positive number, not '$LAB_TIME_FACTOR'"
+  exit 1
+fi
+
+# lab_seconds N: N seconds times the factor, rounded up to whole seconds.
+lab_seconds() {
+  awk -v n="$1" -v f="$LAB_TIME_FACTOR" 'BEGIN { v = n * f; i = int(v); if (i < v) i++; print i }'
+}
+
+# lab_wait SECONDS CMD...: runs CMD (quietly) until it succeeds, every 0.05 s
+# and at most for SECONDS times the factor; fails when it never does.
+lab_wait() {
+  local deadline=$(( $(date +%s%N) + $(lab_seconds "$1") * 1000000000 )); shift
+  until "$@" >/dev/null 2>&1; do
+    (( $(date +%s%N) < deadline )) || return 1
+    sleep 0.05
+  done
+}
+
+# lab_sleep_until T: sleeps until the clock reads T (seconds since the
+# epoch) or later; at once when it already does.
+lab_sleep_until() {
+  local now
+  while now="$(date +%s)" && (( now < $1 )); do sleep $(( $1 - now )); done
+}
+
 LAB_DIR=""
 LAB_NAME=""
 LAB_PASSED=0
@@ -236,7 +276,7 @@ EOF
 # it retries with new ports; swtpm exits non-zero before daemonizing when
 # bind fails.
 lab_machine_start() {
-  local name="$1" m ports port ctrl pid i
+  local name="$1" m ports port ctrl pid
   m="$(lab_dir "$name")"
   for _ in $(seq 1 20); do
     ports="$(lab_pick_ports)"
@@ -248,15 +288,16 @@ lab_machine_start() {
         --tpmstate "dir=$m/state" --flags not-need-init,startup-clear \
         --pid "file=$m/swtpm.pid" --log "file=$m/swtpm.log" --daemon \
         </dev/null >/dev/null 2>>"$m/swtpm.err" {LAB_STDOUT}>&- {LAB_STDERR}>&-; then
-      for i in $(seq 1 100); do [[ -s "$m/swtpm.pid" ]] && break; sleep 0.01; done
+      # The daemon may write its pid file after the parent returned.
+      if ! lab_wait 2 test -s "$m/swtpm.pid"; then
+        echo "# swtpm for $name wrote no pid file" >&2
+        return 1
+      fi
       pid="$(cat "$m/swtpm.pid")"
       echo "$pid" >> "$LAB_DIR/pids"
       echo "$port" > "$m/port"
       echo "$ctrl" > "$m/ctrlport"
-      for i in $(seq 1 200); do
-        if swtpm_ioctl --tcp "127.0.0.1:$ctrl" -g >/dev/null 2>&1; then return 0; fi
-        sleep 0.02
-      done
+      lab_wait 5 swtpm_ioctl --tcp "127.0.0.1:$ctrl" -g && return 0
       echo "# swtpm for $name does not answer on its control port" >&2
       return 1
     fi

@@ -106,14 +106,12 @@ chmod 600 "$LAB_DIR/webhook.secret"
 "$RECEIVER" --port 0 --port-file "$LAB_DIR/receiver.port" --secret-file "$LAB_DIR/webhook.secret" \
   --out "$RECEIVER_OUT" </dev/null >>"$LAB_DIR/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
 echo "$!" >> "$LAB_DIR/pids"
-for _ in $(seq 1 100); do [[ -s "$LAB_DIR/receiver.port" ]] && break; sleep 0.05; done
+lab_wait 5 test -s "$LAB_DIR/receiver.port" || true
 RECEIVER_PORT="$(cat "$LAB_DIR/receiver.port" 2>/dev/null)"
 rg_config webhooks "[{\"url\": \"http://127.0.0.1:$RECEIVER_PORT/hook\", \"secret_file\": \"$LAB_DIR/webhook.secret\"}]"
 # received EVENT: a delivery of EVENT for the machine, HMAC checked.
-received() {
-  local i
-  for i in $(seq 1 100); do
-    if [[ -s "$RECEIVER_OUT" ]] && lab_python - "$RECEIVER_OUT" "$1" "$HOST" <<'PY'
+delivered() {
+  [[ -s "$RECEIVER_OUT" ]] && lab_python - "$RECEIVER_OUT" "$1" "$HOST" <<'PY'
 import json, sys
 path, want, host = sys.argv[1:]
 for line in open(path):
@@ -123,9 +121,9 @@ for line in open(path):
         sys.exit(0)
 sys.exit(1)
 PY
-    then return 0; fi
-    sleep 0.1
-  done
+}
+received() {
+  lab_wait 10 delivered "$1" && return 0
   echo "no '$1' delivery for $HOST in $RECEIVER_OUT"; cat "$RECEIVER_OUT" 2>/dev/null; tail -n 5 "$LAB_DIR/receiver.log" 2>/dev/null
   return 1
 }

@@ -40,7 +40,8 @@ declare -A HOST=([a1]=node-a1 [a2]=node-a2 [odd]=node-odd)
 declare -A LOG=([a1]="$GOLDEN_LOG" [a2]="$GOLDEN_LOG" [odd]="$OTHER_LOG")
 # The agents keep waiting through the whole observe phase and come back
 # after accept: rackgated answers Retry-After 1 s (rg_config below), the
-# agent gives up after BOOT_MAX_WAIT.
+# agent gives up after BOOT_MAX_WAIT (seconds, times the lab's factor:
+# lab.sh, "time").
 export BOOT_MAX_WAIT=180
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

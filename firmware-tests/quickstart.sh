@@ -124,10 +124,10 @@ systemctl() {
   [[ "\$*" == "enable --now rackgated" ]] || { qs_fail "systemctl \$*: only 'enable --now rackgated' is mapped"; return 2; }
   mkdir -p "$ROOT/run/rackgate"
   "$RACKGATED" --config "$ROOT/etc/rackgate/rackgated.json" </dev/null >>"$LAB_DIR/rackgated.log" 2>&1 &
-  local pid=\$! i
+  local pid=\$! deadline=\$(( \$(date +%s) + $(lab_seconds 10) ))
   echo "\$pid" >> "$LAB_DIR/pids"
   echo "\$pid" > "$LAB_DIR/rackgated.pid"
-  for i in \$(seq 1 100); do
+  while (( \$(date +%s) < deadline )); do
     curl -sf -o /dev/null --cacert "$ROOT/var/lib/rackgate/ca/ca.crt" "https://127.0.0.1:$PORT/readyz" && return 0
     kill -0 "\$pid" 2>/dev/null || break
     sleep 0.1

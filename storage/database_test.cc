@@ -94,13 +94,15 @@ TEST_F(DatabasePoolTest, ReadersBeyondMaxIdleReadersAreClosed) {
 TEST_F(DatabasePoolTest, ReadersIdleForReaderIdleMsAreClosed) {
   StoreOptions options;
   options.max_readers = 8;
-  options.reader_idle_ms = 50;
+  // Long enough that the second burst comes within it on a loaded machine
+  // too; the sleep is what outlasts it.
+  options.reader_idle_ms = 500;
   auto db = Make(options);
   ASSERT_NE(db, nullptr);
   Burst(*db, 4);
   Burst(*db, 4);
   EXPECT_EQ(readers_opened_.load(), 4) << "readers used again within reader_idle_ms were closed";
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
   Burst(*db, 4);
   EXPECT_EQ(readers_opened_.load(), 8) << "readers idle for longer than reader_idle_ms were used again";
 }

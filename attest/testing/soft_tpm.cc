@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <string>
 #include <stdexcept>
 
@@ -98,13 +99,20 @@ SoftKey::SoftKey(SoftKey&&) noexcept = default;
 SoftKey& SoftKey::operator=(SoftKey&&) noexcept = default;
 SoftKey::~SoftKey() = default;
 
-SoftKey SoftKey::Generate(const SoftKeySpec& spec) {
+namespace {
+
+// A new key pair of spec's type and size or curve. Never null.
+EVP_PKEY* NewKeyPair(const SoftKeySpec& spec) {
   EVP_PKEY* key = spec.type == kAlgRsa
                       ? EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(spec.rsa_bits))
                       : EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", CurveName(spec.curve));
   Check(key != nullptr, spec.type == kAlgRsa ? "rsa keygen" : "ec keygen");
-  return FromKey(key, spec);
+  return key;
 }
+
+}  // namespace
+
+SoftKey SoftKey::Generate(const SoftKeySpec& spec) { return FromKey(NewKeyPair(spec), spec); }
 
 SoftKey SoftKey::FromKey(EVP_PKEY* key, const SoftKeySpec& spec) {
   SoftKey k;
@@ -191,6 +199,34 @@ SoftKeySpec SoftKey::EkSpec(uint16_t type, uint16_t curve) {
 }
 
 SoftKey SoftKey::GenerateEk(uint16_t type, uint16_t curve) { return Generate(EkSpec(type, curve)); }
+
+struct SoftKeyPool::Keys {
+  std::vector<Pkey> made;
+  size_t used = 0;  // in this round
+};
+
+SoftKeyPool::SoftKeyPool() = default;
+SoftKeyPool::~SoftKeyPool() = default;
+
+SoftKey SoftKeyPool::Next(const SoftKeySpec& spec) {
+  const bool rsa = spec.type == kAlgRsa;
+  auto& keys = keys_[Kind{spec.type, rsa ? spec.rsa_bits : 0, rsa ? 0 : spec.curve}];
+  if (!keys) keys = std::make_unique<Keys>();
+  // The first round to get this far makes the key pair, kept for the next.
+  if (keys->used == keys->made.size()) keys->made.emplace_back(NewKeyPair(spec));
+  EVP_PKEY* key = keys->made[keys->used++].get();
+  Check(EVP_PKEY_up_ref(key) == 1, "key up_ref");
+  return SoftKey::FromKey(key, spec);  // takes the reference just made
+}
+
+void SoftKeyPool::Rewind() {
+  for (auto& [kind, keys] : keys_) keys->used = 0;
+}
+
+SoftKeyPool& TestKeyPool() {
+  static SoftKeyPool pool;
+  return pool;
+}
 
 SoftKeySpec SoftKey::AkSpec(uint16_t type) {
   SoftKeySpec s;  // the defaults are tpm2_createak's attributes

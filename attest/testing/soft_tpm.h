@@ -6,9 +6,11 @@
 #ifndef RACKGATE_ATTEST_TESTING_SOFT_TPM_H_
 #define RACKGATE_ATTEST_TESTING_SOFT_TPM_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "attest/credential.h"
@@ -94,6 +96,35 @@ class SoftKey {
   Bytes tpm2b_;
   std::unique_ptr<Impl> impl_;
 };
+
+// Key pairs for tests that make machines by the dozen. An RSA-2048 key
+// takes 0.1-0.5 s to make (several times that on a loaded machine), so a
+// test binary that makes a few machines per test spent most of its time
+// there. The pool hands out key pairs in rounds: the n-th key of a kind
+// (RSA size, or curve) in a round is the pool's n-th key pair of that kind,
+// made the first time a round asks for it and the same in every later
+// round. Keys of one round are distinct. Rewind() starts a round: call it
+// only where no key of the last round meets one of the next (a test whose
+// store is its own, as core/testing/core_fixture.h's). Not thread-safe.
+class SoftKeyPool {
+ public:
+  SoftKeyPool();
+  ~SoftKeyPool();
+  SoftKeyPool(const SoftKeyPool&) = delete;
+  SoftKeyPool& operator=(const SoftKeyPool&) = delete;
+
+  // The round's next key pair of spec's kind, with spec's public area.
+  SoftKey Next(const SoftKeySpec& spec);
+  void Rewind();
+
+ private:
+  using Kind = std::tuple<uint16_t, int, uint16_t>;  // type, RSA bits, curve
+  struct Keys;
+  std::map<Kind, std::unique_ptr<Keys>> keys_;
+};
+
+// The process's pool, shared by the test fixtures of one test binary.
+SoftKeyPool& TestKeyPool();
 
 struct SoftQuoteSpec {
   std::vector<attest::PcrSelection> selection;

@@ -29,7 +29,8 @@ ScratchDir::~ScratchDir() {
 }
 
 SoftMachine::SoftMachine()
-    : ek(SoftKey::GenerateEk(attest::kAlgRsa)), ak(SoftKey::GenerateAk(attest::kAlgRsa)) {
+    : ek(rackgate::testing::TestKeyPool().Next(SoftKey::EkSpec(attest::kAlgRsa))),
+      ak(rackgate::testing::TestKeyPool().Next(SoftKey::AkSpec(attest::kAlgRsa))) {
   for (uint32_t i = 0; i < 24; ++i) pcrs[attest::kAlgSha256][i] = Bytes(32, static_cast<uint8_t>(i));
 }
 
@@ -71,6 +72,9 @@ Bytes SoftMachine::EkHash() const {
 }
 
 CoreTest::CoreTest() {
+  // A fresh store: the machines of earlier tests are in none of it, so this
+  // test's may have their keys (SoftMachine).
+  rackgate::testing::TestKeyPool().Rewind();
   // The backend the environment asks for (storage/testing/test_store.h). On
   // a machine without PostgreSQL the test skips (SetUp); SQLite keeps the
   // services' pointers valid until then.

@@ -37,7 +37,9 @@ class ScratchDir {
 };
 
 // A machine's TPM: an EK, an AK made under it, its PCR values (sha256 PCRs
-// 0..23, PCR i filled with byte i) and its clock.
+// 0..23, PCR i filled with byte i) and its clock. Its keys come from the
+// test binary's key pool (attest/testing/soft_tpm.h, TestKeyPool): distinct
+// from every other key of this test, the same as another test's.
 struct SoftMachine {
   SoftMachine();
   rackgate::testing::SoftKey ek;

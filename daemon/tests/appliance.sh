@@ -11,6 +11,8 @@
 #   rg_ctl ARGS...                     # rackgatectl against this daemon
 
 RG_DIR="" RG_D="" RG_CTL="" RG_PORT="" RG_PID="" RG_WIRE=""
+# What one request to the appliance may take (lab.sh, "time").
+RG_MAX_TIME="$(lab_seconds 30)"
 
 rg_init() {
   RG_D="$(realpath "$1")"; RG_CTL="$(realpath "$2")"
@@ -56,8 +58,8 @@ rg_start() {
     {LAB_STDOUT}>&- {LAB_STDERR}>&- &
   RG_PID=$!
   echo "$RG_PID" >> "$LAB_DIR/pids"
-  local i
-  for i in $(seq 1 100); do
+  local deadline=$(( $(date +%s) + $(lab_seconds 10) ))
+  while (( $(date +%s) < deadline )); do
     if [[ "$(rg_get /readyz /dev/null)" == 200 ]]; then return 0; fi
     kill -0 "$RG_PID" 2>/dev/null || break
     sleep 0.1
@@ -77,14 +79,14 @@ rg_stop() {
 rg_url() { echo "https://127.0.0.1:$RG_PORT$1"; }
 
 rg_post() {
-  curl -sS -o "$3" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+  curl -sS -o "$3" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time "$RG_MAX_TIME" \
     -H 'Content-Type: application/json' --data-binary "@$2" "$(rg_url "$1")" || echo 000
 }
 
 rg_get() {
   local auth=()
   [[ -n "${3:-}" ]] && auth=(-H "Authorization: Bearer $3")
-  curl -sS -o "$2" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+  curl -sS -o "$2" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time "$RG_MAX_TIME" \
     "${auth[@]}" "$(rg_url "$1")" 2>/dev/null || echo 000
 }
 

@@ -50,7 +50,7 @@ body = {"signer": sys.argv[2], "csr": open(sys.argv[1]).read()}
 if sys.argv[3]: body["usages"] = json.loads(sys.argv[3])
 print(json.dumps(body))
 PY
-  curl -sS -o "$C/$1.json" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+  curl -sS -o "$C/$1.json" -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time "$RG_MAX_TIME" \
     -H "Authorization: Bearer $2" -H 'Content-Type: application/json' --data-binary "@$C/$1.req" \
     "$(rg_url /v1/machine/csr)" || echo 000
 }
@@ -186,7 +186,7 @@ print(json.dumps({"signer": sys.argv[2], "csr": open(sys.argv[1]).read()}))
 PY
 pids=()
 for i in $(seq 1 24); do
-  curl -sS -D "$C/flood.$i.h" -o "$C/flood.$i.json" --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 \
+  curl -sS -D "$C/flood.$i.h" -o "$C/flood.$i.json" --cacert "$RG_DIR/state/ca/ca.crt" --max-time "$RG_MAX_TIME" \
     -H "Authorization: Bearer $T2" --data-binary "@$C/flood.req" "$(rg_url /v1/machine/csr)" 2>/dev/null &
   pids+=($!)
 done

@@ -32,9 +32,7 @@ recv_start() {
   "$RECEIVER" --secret-file "$W/secret" --out "$W/events.jsonl" --port "$RECV_PORT" --port-file "$W/port" \
     </dev/null >>"$W/receiver.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
   RECV_PID=$!
-  local i
-  for i in $(seq 1 50); do [[ -s "$W/port" ]] && return 0; sleep 0.1; done
-  return 1
+  lab_wait 5 test -s "$W/port"
 }
 lines() { [[ -f "$W/events.jsonl" ]] && wc -l < "$W/events.jsonl" || echo 0; }
 # jcheck FILE EXPR: EXPR (Python, over `ev`, the file's "events") holds.
@@ -87,11 +85,9 @@ assert got == want, got
 assert all(len(e["deliveries"]) == 1 and "delivered_at" not in e["deliveries"][0] for e in ev), ev
 PY
 # Let the dispatcher fail at least once against the closed port.
-for i in $(seq 1 50); do
-  rg_ctl events --pending --json > "$W/pending.json"
-  jcheck "$W/pending.json" 'all(d["attempts"] >= 1 for e in ev for d in e["deliveries"])' && break
-  sleep 0.2
-done
+# pending_holds EXPR: the pending deliveries, read again, make EXPR hold.
+pending_holds() { rg_ctl events --pending --json > "$W/pending.json" && jcheck "$W/pending.json" "$1"; }
+lab_wait 10 pending_holds 'all(d["attempts"] >= 1 for e in ev for d in e["deliveries"])' || true
 lab_check "a delivery to a dead receiver is retried later, with its error" \
   jcheck "$W/pending.json" 'len(ev) == 3 and all(d["last_error"] and d["next_attempt_at"] for e in ev for d in e["deliveries"])'
 rg_ctl events > "$W/table.txt"
@@ -102,15 +98,9 @@ lab_check "rackgatectl events shows the pending deliveries" grep -q "pending, at
 kill -KILL "$RG_PID"; wait "$RG_PID" 2>/dev/null || true; RG_PID=""
 lab_check "rackgated restarts after SIGKILL" rg_start
 lab_check "the receiver starts" recv_start
-for i in $(seq 1 120); do
-  (( $(lines) >= 3 )) && break
-  sleep 0.5
-done
-for i in $(seq 1 40); do
-  rg_ctl events --pending --json > "$W/pending.json"
-  jcheck "$W/pending.json" 'not ev' && break
-  sleep 0.25
-done
+at_least_lines() { (( $(lines) >= $1 )); }
+lab_wait 60 at_least_lines 3 || true
+lab_wait 10 pending_holds 'not ev' || true
 lab_check "every queued event arrived after the restart, none lost" lab_python - "$W/before.json" "$W/events.jsonl" <<'PY'
 import json, sys
 queued = {e["id"]: e for e in json.load(open(sys.argv[1]))["events"]}
@@ -132,7 +122,7 @@ lab_check "the operator's reason is in the revocation" \
 rg_ctl reset node-2 >/dev/null
 before="$(lines)"
 rg_ctl revoke node-2 --reason again >/dev/null
-for i in $(seq 1 40); do (( $(lines) > before )) && break; sleep 0.25; done
+lab_wait 10 at_least_lines $(( before + 1 )) || true
 lab_check "a live event arrives at once" lcheck 'e["detail"].get("why") == "again"'
 
 # --- the receiver's own check, and the metrics ---------------------------------------

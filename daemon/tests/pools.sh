@@ -95,7 +95,7 @@ rc=0; rg_ctl pool diff workers --public-template "$T/public.ign" --json > "$LAB_
 lab_check "pool diff --json: same, exit 0" sh -c "[ $rc = 0 ] && grep -q '\"same\": true' '$LAB_DIR/diff.json'"
 
 # --- the token in the URL ----------------------------------------------------
-code() { curl -sS -o /dev/null -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time 30 "$@" || echo 000; }
+code() { curl -sS -o /dev/null -w '%{http_code}' --cacert "$RG_DIR/state/ca/ca.crt" --max-time "$RG_MAX_TIME" "$@" || echo 000; }
 lab_check "/config/workers?token=TOKEN: 200" test "$(code "$URL/config/workers?token=$TOKEN")" = 200
 lab_check "/config/workers?token=wrong: 403" test "$(code "$URL/config/workers?token=wrong")" = 403
 lab_check "/config/workers?token= (empty): 401" test "$(code "$URL/config/workers?token=")" = 401

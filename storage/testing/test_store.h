@@ -30,7 +30,9 @@ std::optional<std::string> BackendUnavailable();
 // Opens the test's store. On SQLite: Store::Open(sqlite_path). On
 // PostgreSQL: a database of its own, named after sqlite_path (the same path
 // opens the same database again, empty the first time), on the server of
-// RACKGATE_TEST_POSTGRES.
+// RACKGATE_TEST_POSTGRES: a copy of the migrated template, or the database
+// of an ended test of this process emptied (test_store.cc, "Databases used
+// again").
 Result<std::unique_ptr<Store>> OpenTestStore(const std::string& sqlite_path, const StoreOptions& options = {});
 
 // On PostgreSQL: the URL of the database OpenTestStore(sqlite_path) opens

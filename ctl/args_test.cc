@@ -1,4 +1,4 @@
-#include "daemon/ctl/args.h"
+#include "ctl/args.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "daemon/ctl/args.h"  // ParseDuration, for the commands that include only this header
+#include "ctl/args.h"  // ParseDuration, for the commands that include only this header
 
 namespace rackgate::ctl {
 

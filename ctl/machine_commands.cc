@@ -1,12 +1,12 @@
 // rackgatectl delete and rename, over the admin API.
-#include "daemon/ctl/machine_commands.h"
+#include "ctl/machine_commands.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/offline.h"
 
 namespace rackgate::ctl {
 

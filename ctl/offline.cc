@@ -1,5 +1,5 @@
 // rackgatectl verify-quote, makecredential and ek verify.
-#include "daemon/ctl/offline.h"
+#include "ctl/offline.h"
 
 #include <cstdio>
 #include <ctime>
@@ -14,8 +14,8 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 #include "wire/codec.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
 #include "base/files.h"
 
 namespace rackgate::ctl {

@@ -1,5 +1,5 @@
 // The inventory file's formats: RFC 4180 CSV and a JSON inventory's row lines.
-#include "daemon/ctl/inventory_format.h"
+#include "ctl/inventory_format.h"
 
 namespace rackgate::ctl {
 

@@ -1,5 +1,5 @@
 // Command-line flag parsing for rackgatectl.
-#include "daemon/ctl/args.h"
+#include "ctl/args.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "daemon/ctl/eventlog_commands.h"
+#include "ctl/eventlog_commands.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "attest/eventlog.h"
 #include "attest/test_util.h"
 #include "attest/testing/event_log_builder.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/offline.h"
 #include "wire/boot_policy_json.h"
 
 namespace rackgate::ctl {

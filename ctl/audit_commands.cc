@@ -1,14 +1,14 @@
 // rackgatectl audit verify, through the admin API or on the database file.
-#include "daemon/ctl/audit_commands.h"
+#include "ctl/audit_commands.h"
 
 #include <cstdio>
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "daemon/ctl/admin_client.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_client.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/offline.h"
 #include "storage/store.h"
 
 namespace rackgate::ctl {

@@ -1,6 +1,6 @@
 // rackgatectl db migrate: a stopped appliance's SQLite store copied into an
 // empty PostgreSQL database (docs/ha.md, "Moving an appliance from SQLite to PostgreSQL").
-#include "daemon/ctl/db_command.h"
+#include "ctl/db_command.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/offline.h"
 #include "storage/copy.h"
 #include "storage/store.h"
 

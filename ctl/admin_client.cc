@@ -1,5 +1,5 @@
 // HTTP over the admin Unix socket with libcurl.
-#include "daemon/ctl/admin_client.h"
+#include "ctl/admin_client.h"
 
 #include <curl/curl.h>
 #include <sys/stat.h>

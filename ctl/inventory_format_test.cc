@@ -1,6 +1,6 @@
 // Tests for the inventory file's formats: RFC 4180 CSV with physical lines,
 // and the lines of a JSON inventory's rows.
-#include "daemon/ctl/inventory_format.h"
+#include "ctl/inventory_format.h"
 
 #include <gtest/gtest.h>
 

@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ctl/admin_client.h"
-#include "daemon/ctl/admin_commands.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/audit_commands.h"
-#include "daemon/ctl/machine_commands.h"
-#include "daemon/ctl/ca_command.h"
-#include "daemon/ctl/db_command.h"
-#include "daemon/ctl/policy_commands.h"
-#include "daemon/ctl/eventlog_commands.h"
-#include "daemon/ctl/init_command.h"
-#include "daemon/ctl/offline.h"
-#include "daemon/ctl/pointer_command.h"
+#include "ctl/admin_client.h"
+#include "ctl/admin_commands.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/audit_commands.h"
+#include "ctl/machine_commands.h"
+#include "ctl/ca_command.h"
+#include "ctl/db_command.h"
+#include "ctl/policy_commands.h"
+#include "ctl/eventlog_commands.h"
+#include "ctl/init_command.h"
+#include "ctl/offline.h"
+#include "ctl/pointer_command.h"
 
 namespace {
 

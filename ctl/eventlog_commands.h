@@ -1,6 +1,6 @@
 // rackgatectl's measured-boot commands: `eventlog replay`, `eventlog show` and
 // `policy check`, offline, built on attest/eventlog.h, boot_facts.h and
-// boot_policy.h. Each returns the process exit code (daemon/ctl/offline.h):
+// boot_policy.h. Each returns the process exit code (ctl/offline.h):
 // 0 ok, 1 refused (every reason on stderr), 2 unusable input or usage.
 #ifndef RACKGATE_DAEMON_CTL_EVENTLOG_COMMANDS_H_
 #define RACKGATE_DAEMON_CTL_EVENTLOG_COMMANDS_H_

@@ -1,5 +1,5 @@
 // rackgatectl's admin API commands.
-#include "daemon/ctl/admin_commands.h"
+#include "ctl/admin_commands.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,12 +15,12 @@
 #include <sstream>
 
 #include "wire/codec.h"
-#include "daemon/ctl/admin_client.h"
-#include "daemon/ctl/args.h"
+#include "ctl/admin_client.h"
+#include "ctl/args.h"
 #include "base/files.h"
-#include "daemon/ctl/offline.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/audit_commands.h"
+#include "ctl/offline.h"
+#include "ctl/admin_util.h"
+#include "ctl/audit_commands.h"
 
 namespace rackgate::ctl {
 
@@ -408,7 +408,7 @@ int RunMachineAction(const std::string& verb, const std::string& socket, int arg
 }
 
 int RunAudit(const std::string& socket, int argc, char** argv, int first) {
-  // ledger: `audit verify` (daemon/ctl/audit_commands.cc).
+  // ledger: `audit verify` (ctl/audit_commands.cc).
   if (first < argc && std::string(argv[first]) == "verify") return RunAuditVerify(socket, argc, argv, first + 1);
   auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kAuditHelp, args.status().message());

@@ -1,4 +1,4 @@
-#include "daemon/ctl/ca_command.h"
+#include "ctl/ca_command.h"
 
 #include <sys/stat.h>
 
@@ -7,10 +7,10 @@
 #include <cstring>
 #include <string>
 
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
 #include "base/files.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/offline.h"
 #include "core/signer.h"
 
 namespace rackgate::ctl {

@@ -1,5 +1,5 @@
 // Helpers shared by rackgatectl's admin API commands.
-#include "daemon/ctl/admin_util.h"
+#include "ctl/admin_util.h"
 
 #include <strings.h>
 
@@ -8,8 +8,8 @@
 #include <ctime>
 
 #include "base/files.h"
-#include "daemon/ctl/admin_client.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_client.h"
+#include "ctl/offline.h"
 #include "wire/codec.h"
 
 namespace rackgate::ctl {

@@ -1,5 +1,5 @@
 // rackgatectl eventlog replay, eventlog show and policy check.
-#include "daemon/ctl/eventlog_commands.h"
+#include "ctl/eventlog_commands.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,10 +18,10 @@
 #include "attest/pcr_file.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
 #include "base/files.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/offline.h"
 #include "wire/boot_policy_json.h"
 #include "wire/pcr_signature_json.h"
 

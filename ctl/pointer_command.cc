@@ -1,4 +1,4 @@
-#include "daemon/ctl/pointer_command.h"
+#include "ctl/pointer_command.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "wire/data_url.h"
-#include "daemon/ctl/args.h"
+#include "ctl/args.h"
 #include "base/files.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/offline.h"
 
 namespace rackgate::ctl {
 

@@ -1,4 +1,4 @@
-#include "daemon/ctl/admin_util.h"
+#include "ctl/admin_util.h"
 
 #include <gtest/gtest.h>
 

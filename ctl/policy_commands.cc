@@ -1,5 +1,5 @@
 // rackgatectl policy observe|enforce|propose|accept|put|show.
-#include "daemon/ctl/policy_commands.h"
+#include "ctl/policy_commands.h"
 
 #include <cstdio>
 #include <span>
@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/offline.h"
 #include "wire/boot_policy_json.h"
 
 namespace rackgate::ctl {

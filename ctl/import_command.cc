@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "base/files.h"
-#include "daemon/ctl/admin_commands.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/inventory_format.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_commands.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/inventory_format.h"
+#include "ctl/offline.h"
 #include "wire/codec.h"
 
 namespace rackgate::ctl {

@@ -1,5 +1,5 @@
 // rackgatectl init: database, appliance CA and serving certificate.
-#include "daemon/ctl/init_command.h"
+#include "ctl/init_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 
 #include "base/files.h"
 #include "core/secrets.h"
-#include "daemon/ctl/admin_util.h"
-#include "daemon/ctl/args.h"
-#include "daemon/ctl/offline.h"
+#include "ctl/admin_util.h"
+#include "ctl/args.h"
+#include "ctl/offline.h"
 #include "core/pki.h"
 #include "storage/store.h"
 

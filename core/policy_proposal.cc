@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <stdexcept>
@@ -363,41 +364,47 @@ void SetDifferences(const Value& mine, const Value& majority, const std::string&
   list(majority, mine, "no ", ", which the majority has");
 }
 
-}  // namespace
+// The proposal, built in steps: admit the boots whose logs the quotes
+// vouched for, group platforms, then one candidate per rule, then what the
+// proposed policy would do to each machine.
+class Proposer {
+ public:
+  Proposal Run(std::span<const ObservedBoot> boots) {
+    Admit(boots);
+    GroupPlatforms();
+    ProposeSecureBoot();
+    ProposeCmdline();
+    ProposeUki();
+    ProposePcrs();
+    JudgeEach();
+    for (auto& [name, o] : odd_) p_.odd.push_back(std::move(o));
+    p_.policy_json = wire::FormatBootPolicyJson(p_.policy);
+    return std::move(p_);
+  }
 
-Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) {
-  Proposal p;
-  std::vector<Machine> ms;
-  for (const ObservedBoot& b : boots) {
-    auto unusable = [&](const std::string& reason, const std::string& message) {
-      p.unusable.push_back({b.hostname, reason, message});
-    };
+ private:
+  // The machine's boot as a Machine, or why it cannot be judged.
+  std::optional<UnusableMachine> AdmitOne(const ObservedBoot& b) {
     if (b.event_log.empty()) {
-      unusable("eventlog_missing", "no event log was observed; the machine's firmware or agent "
-                                   "sent none, so its boot cannot be judged");
-      continue;
+      return UnusableMachine{b.hostname, "eventlog_missing",
+                      "no event log was observed; the machine's firmware or agent "
+                      "sent none, so its boot cannot be judged"};
     }
     Result<attest::EventLog> log = attest::ParseEventLog(b.event_log);
-    if (!log.ok()) {
-      unusable(log.status().reason(), log.status().message());
-      continue;
-    }
+    if (!log.ok()) return UnusableMachine{b.hostname, log.status().reason(), log.status().message()};
     Result<attest::PcrValues> replayed = attest::Replay(*log);
     if (!replayed.ok()) {
-      unusable(replayed.status().reason(), replayed.status().message());
-      continue;
+      return UnusableMachine{b.hostname, replayed.status().reason(), replayed.status().message()};
     }
     // SECURITY: facts of a log that is not the one the quote vouched for are
     // the machine's word only; they must not shape the fleet's policy.
     if (Status s = attest::CompareLogWithQuote(*replayed, b.quoted); !s.ok()) {
-      unusable(s.reason(), s.message());
-      continue;
+      return UnusableMachine{b.hostname, s.reason(), s.message()};
     }
     auto bank = b.quoted.find(kAlgSha256);
     if (bank == b.quoted.end() || bank->second.empty()) {
-      unusable("sha256_not_quoted",
-               "the quote has no sha256 PCR; proposals are made from the sha256 bank");
-      continue;
+      return UnusableMachine{b.hostname, "sha256_not_quoted",
+                      "the quote has no sha256 PCR; proposals are made from the sha256 bank"};
     }
     Machine m;
     m.boot = &b;
@@ -405,129 +412,133 @@ Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) {
     m.facts = attest::ExtractBootFacts(m.log);
     m.firmware = FirmwareVersion(m.log);
     m.quoted = &bank->second;
-    ms.push_back(std::move(m));
+    ms_.push_back(std::move(m));
+    return std::nullopt;
   }
-  std::stable_sort(ms.begin(), ms.end(),
-                   [](const Machine& a, const Machine& b) { return a.name() < b.name(); });
-  for (const Machine& m : ms) p.machines.push_back(m.name());
 
-  std::map<std::string, OddMachine> odd;
-  auto differs = [&](const Machine& m, const std::string& rule, std::string message) {
-    OddMachine& o = odd[m.name()];
+  void Admit(std::span<const ObservedBoot> boots) {
+    for (const ObservedBoot& b : boots) {
+      if (std::optional<UnusableMachine> u = AdmitOne(b)) p_.unusable.push_back(*std::move(u));
+    }
+    std::stable_sort(ms_.begin(), ms_.end(),
+                     [](const Machine& a, const Machine& b) { return a.name() < b.name(); });
+    for (const Machine& m : ms_) p_.machines.push_back(m.name());
+  }
+
+  void Differs(const Machine& m, const std::string& rule, std::string message) {
+    OddMachine& o = odd_[m.name()];
     o.hostname = m.name();
     o.differences.push_back({rule, std::move(message)});
-  };
+  }
 
-  // Platforms.
-  {
-    std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Machine*>> groups;
-    for (const Machine& m : ms) {
+  void GroupPlatforms() {
+    using Key = std::tuple<std::string, std::string, std::string>;
+    std::map<Key, std::vector<const Machine*>> groups;
+    for (const Machine& m : ms_) {
       groups[{m.firmware, attest::PrintableAscii(m.boot->tpm_manufacturer),
               attest::PrintableAscii(m.boot->tpm_model)}]
           .push_back(&m);
     }
-    const std::tuple<std::string, std::string, std::string>* major = nullptr;
+    const Key* major = nullptr;
     for (const auto& [key, members] : groups) {
       PlatformGroup g{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}};
       for (const Machine* m : members) g.hostnames.push_back(m->name());
-      p.platforms.push_back(std::move(g));
-      if (2 * members.size() > ms.size()) major = &key;
+      p_.platforms.push_back(std::move(g));
+      if (2 * members.size() > ms_.size()) major = &key;
     }
-    std::stable_sort(p.platforms.begin(), p.platforms.end(),
+    std::stable_sort(p_.platforms.begin(), p_.platforms.end(),
                      [](const PlatformGroup& a, const PlatformGroup& b) {
                        return a.hostnames.size() > b.hostnames.size();
                      });
-    if (major != nullptr) {
-      const char* what[] = {"firmware", "TPM manufacturer", "TPM model"};
-      for (const auto& [key, members] : groups) {
-        if (&key == major) continue;
-        const std::string mine[] = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-        const std::string theirs[] = {std::get<0>(*major), std::get<1>(*major),
-                                      std::get<2>(*major)};
-        for (const Machine* m : members) {
-          for (int i = 0; i < 3; ++i) {
-            if (mine[i] != theirs[i]) {
-              differs(*m, "platform",
-                      std::string(what[i]) + " '" + mine[i] + "' vs '" + theirs[i] + "'");
-            }
+    if (major == nullptr) return;
+    const char* what[] = {"firmware", "TPM manufacturer", "TPM model"};
+    const std::string theirs[] = {std::get<0>(*major), std::get<1>(*major), std::get<2>(*major)};
+    for (const auto& [key, members] : groups) {
+      if (&key == major) continue;
+      const std::string mine[] = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+      for (const Machine* m : members) {
+        for (int i = 0; i < 3; ++i) {
+          if (mine[i] != theirs[i]) {
+            Differs(*m, "platform", std::string(what[i]) + " '" + mine[i] + "' vs '" + theirs[i] + "'");
           }
         }
       }
     }
   }
 
-  // Each candidate: the machines' values, the majority, the differences,
-  // and the rule when the majority's value sets one.
-  auto candidate = [&](const std::string& rule, const std::vector<Value>& values,
-                       const auto& difference) -> const Value* {
-    Decision d = Decide(rule, ms, values);
+  // One candidate: the machines' values, the majority, the differences, and
+  // the rule when the majority's value sets one. The pointer returned points
+  // into `values`.
+  template <typename Difference>
+  const Value* Candidate(const std::string& rule, const std::vector<Value>& values,
+                         const Difference& difference) {
+    Decision d = Decide(rule, ms_, values);
     const Value* majority = d.majority >= 0 ? &values[d.majority] : nullptr;
     if (majority != nullptr) {
-      for (size_t i = 0; i < ms.size(); ++i) {
+      for (size_t i = 0; i < ms_.size(); ++i) {
         if (values[i].key == majority->key) continue;
-        for (std::string& msg : difference(values[i], *majority)) differs(ms[i], rule, msg);
+        for (std::string& msg : difference(values[i], *majority)) Differs(ms_[i], rule, msg);
       }
     }
     const bool proposed = d.outcome.proposed;
-    p.rules.push_back(std::move(d.outcome));
+    p_.rules.push_back(std::move(d.outcome));
     return proposed ? majority : nullptr;
-  };
-  auto word_difference = [](const Value& mine, const Value& majority) {
-    return std::vector<std::string>{mine.items.front() + " vs " + majority.items.front() +
-                                    " on the majority"};
-  };
-  auto set_difference = [](const std::string& noun) {
+  }
+
+  template <typename F>
+  std::vector<Value> Collect(const F& f) const {
+    std::vector<Value> values;
+    for (const Machine& m : ms_) values.push_back(f(m));
+    return values;
+  }
+
+  static std::vector<std::string> WordDifference(const Value& mine, const Value& majority) {
+    return {mine.items.front() + " vs " + majority.items.front() + " on the majority"};
+  }
+
+  static auto SetDifference(const std::string& noun) {
     return [noun](const Value& mine, const Value& majority) {
       std::vector<std::string> out;
       SetDifferences(mine, majority, noun, &out);
       return out;
     };
-  };
-  auto collect = [&](const auto& f) {
-    std::vector<Value> values;
-    for (const Machine& m : ms) values.push_back(f(m));
-    return values;
-  };
+  }
 
-  attest::BootPolicy& policy = p.policy;
-  // Every pointer `candidate` returns points into the named values beside it.
-  const std::vector<Value> secure_boot = collect(SecureBootValue);
-  if (candidate("require_secure_boot", secure_boot, word_difference)) {
-    policy.require_secure_boot = true;
+  // Secure Boot: the switch, separators, boot applications, authorities, db, dbx.
+  void ProposeSecureBoot() {
+    attest::BootPolicy& policy = p_.policy;
+    const std::vector<Value> secure_boot = Collect(SecureBootValue);
+    if (Candidate("require_secure_boot", secure_boot, WordDifference)) policy.require_secure_boot = true;
+    const std::vector<Value> separators = Collect(SeparatorsValue);
+    if (Candidate("require_separators", separators, WordDifference)) policy.require_separators = true;
+    const std::vector<Value> apps = Collect([](const Machine& m) {
+      return MeasurementsValue(m, kPcrBootApplications, m.facts.boot_applications);
+    });
+    if (const Value* v = Candidate("boot_applications.allowed", apps, SetDifference("boot application"))) {
+      policy.allowed_boot_applications = PolicyDigests(*v);
+    }
+    const std::vector<Value> authorities = Collect([](const Machine& m) {
+      return MeasurementsValue(m, kPcrSecureBoot, m.facts.authorities);
+    });
+    if (const Value* v = Candidate("authorities.allowed", authorities, SetDifference("authority"))) {
+      policy.allowed_authorities = PolicyDigests(*v);
+    }
+    const std::vector<Value> db = Collect([](const Machine& m) { return SecureBootDbValue(m, "db", true); });
+    if (const Value* v = Candidate("db.required", db, SetDifference("db certificate"))) {
+      if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
+      policy.secure_boot_db->db_required_certificates = Sha256s(*v);
+    }
+    const std::vector<Value> dbx = Collect([](const Machine& m) { return SecureBootDbValue(m, "dbx", false); });
+    if (const Value* v = Candidate("dbx.required", dbx, SetDifference("dbx hash"))) {
+      if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
+      policy.secure_boot_db->dbx_required_hashes = Sha256s(*v);
+    }
   }
-  const std::vector<Value> separators = collect(SeparatorsValue);
-  if (candidate("require_separators", separators, word_difference)) {
-    policy.require_separators = true;
-  }
-  const std::vector<Value> apps = collect([](const Machine& m) {
-    return MeasurementsValue(m, kPcrBootApplications, m.facts.boot_applications);
-  });
-  if (const Value* v =
-          candidate("boot_applications.allowed", apps, set_difference("boot application"))) {
-    policy.allowed_boot_applications = PolicyDigests(*v);
-  }
-  const std::vector<Value> authorities = collect([](const Machine& m) {
-    return MeasurementsValue(m, kPcrSecureBoot, m.facts.authorities);
-  });
-  if (const Value* v = candidate("authorities.allowed", authorities, set_difference("authority"))) {
-    policy.allowed_authorities = PolicyDigests(*v);
-  }
-  const std::vector<Value> db =
-      collect([](const Machine& m) { return SecureBootDbValue(m, "db", true); });
-  if (const Value* v = candidate("db.required", db, set_difference("db certificate"))) {
-    if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
-    policy.secure_boot_db->db_required_certificates = Sha256s(*v);
-  }
-  const std::vector<Value> dbx =
-      collect([](const Machine& m) { return SecureBootDbValue(m, "dbx", false); });
-  if (const Value* v = candidate("dbx.required", dbx, set_difference("dbx hash"))) {
-    if (!policy.secure_boot_db) policy.secure_boot_db.emplace();
-    policy.secure_boot_db->dbx_required_hashes = Sha256s(*v);
-  }
-  {
+
+  void ProposeCmdline() {
     std::vector<CmdlineFact> facts;
     std::vector<Value> values;
-    for (const Machine& m : ms) {
+    for (const Machine& m : ms_) {
       facts.push_back(CmdlineOf(m));
       values.push_back(CmdlineValue(facts.back()));
     }
@@ -536,54 +547,65 @@ Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) {
       if (mine.sets_nothing) return std::vector<std::string>{mine.items.front()};
       return std::vector<std::string>{"kernel command line differs"};
     };
-    if (const Value* v = candidate("kernel_cmdline.exact", values, cmdline_difference)) {
+    if (const Value* v = Candidate("kernel_cmdline.exact", values, cmdline_difference)) {
       const size_t i = static_cast<size_t>(v - values.data());
-      policy.kernel_cmdline = attest::KernelCmdlinePolicy{facts[i].text, {}, {}};
+      p_.policy.kernel_cmdline = attest::KernelCmdlinePolicy{facts[i].text, {}, {}};
     }
   }
-  {
-    std::vector<Value> values = collect(UkiValue);
-    if (const Value* v = candidate("uki.sections", values, set_difference("UKI section"))) {
-      const Machine& m = ms[static_cast<size_t>(v - values.data())];
-      attest::UkiPolicy uki;
-      for (const attest::UkiSection& s : m.facts.uki_sections) {
-        auto d = s.digests.find(kAlgSha256);
-        if (d == s.digests.end()) continue;
-        std::vector<attest::PolicyDigest>& list = uki.sections[s.name];
-        if (std::none_of(list.begin(), list.end(),
-                         [&](const attest::PolicyDigest& x) { return x.value == d->second; })) {
-          list.push_back({kAlgSha256, d->second});
-        }
+
+  void ProposeUki() {
+    std::vector<Value> values = Collect(UkiValue);
+    const Value* v = Candidate("uki.sections", values, SetDifference("UKI section"));
+    if (v == nullptr) return;
+    const Machine& m = ms_[static_cast<size_t>(v - values.data())];
+    attest::UkiPolicy uki;
+    for (const attest::UkiSection& s : m.facts.uki_sections) {
+      auto d = s.digests.find(kAlgSha256);
+      if (d == s.digests.end()) continue;
+      std::vector<attest::PolicyDigest>& list = uki.sections[s.name];
+      if (std::none_of(list.begin(), list.end(),
+                       [&](const attest::PolicyDigest& x) { return x.value == d->second; })) {
+        list.push_back({kAlgSha256, d->second});
       }
-      if (!uki.sections.empty()) policy.uki = std::move(uki);
     }
+    if (!uki.sections.empty()) p_.policy.uki = std::move(uki);
   }
-  for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
-    std::vector<Value> values = collect([pcr](const Machine& m) { return PcrValue(m, pcr); });
-    auto pcr_difference = [pcr](const Value& mine, const Value&) {
-      return std::vector<std::string>{"PCR " + std::to_string(pcr) +
-                                      (mine.sets_nothing ? " not quoted" : " differs")};
-    };
-    if (const Value* v = candidate("pcrs.sha256." + std::to_string(pcr), values, pcr_difference)) {
-      policy.pcrs[kAlgSha256][pcr] = *wire::HexDecode(v->key, 32);
+
+  void ProposePcrs() {
+    for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
+      std::vector<Value> values = Collect([pcr](const Machine& m) { return PcrValue(m, pcr); });
+      auto pcr_difference = [pcr](const Value& mine, const Value&) {
+        return std::vector<std::string>{"PCR " + std::to_string(pcr) +
+                                        (mine.sets_nothing ? " not quoted" : " differs")};
+      };
+      if (const Value* v = Candidate("pcrs.sha256." + std::to_string(pcr), values, pcr_difference)) {
+        p_.policy.pcrs[kAlgSha256][pcr] = *wire::HexDecode(v->key, 32);
+      }
     }
   }
 
   // What the proposal would do to each machine.
-  for (const Machine& m : ms) {
-    attest::Evidence ev;
-    ev.log = &m.log;
-    ev.quoted = m.boot->quoted;
-    attest::Verdict verdict = attest::Evaluate(policy, m.facts, ev);
-    if (verdict.ok) continue;
-    OddMachine& o = odd[m.name()];
-    o.hostname = m.name();
-    o.violations = std::move(verdict.violations);
+  void JudgeEach() {
+    for (const Machine& m : ms_) {
+      attest::Evidence ev;
+      ev.log = &m.log;
+      ev.quoted = m.boot->quoted;
+      attest::Verdict verdict = attest::Evaluate(p_.policy, m.facts, ev);
+      if (verdict.ok) continue;
+      OddMachine& o = odd_[m.name()];
+      o.hostname = m.name();
+      o.violations = std::move(verdict.violations);
+    }
   }
-  for (auto& [name, o] : odd) p.odd.push_back(std::move(o));
-  p.policy_json = wire::FormatBootPolicyJson(policy);
-  return p;
-}
+
+  Proposal p_;
+  std::vector<Machine> ms_;
+  std::map<std::string, OddMachine> odd_;
+};
+
+}  // namespace
+
+Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) { return Proposer().Run(boots); }
 
 // --- Renderings --------------------------------------------------------------
 

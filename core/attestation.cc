@@ -300,6 +300,88 @@ Status AttestationService::ShedLoad(const Caller& caller) {
   return Status::Ok();
 }
 
+// An EK no enrollment holds: told to wait (503) and shown to operators; with
+// discovery on, a genuine TPM is recorded as pending for an operator to approve.
+Status AttestationService::UnknownEk(const wire::ChallengeRequest& req, const attest::TpmPublic& ek,
+                                     const Bytes& ek_hash, const Caller& caller, const std::string& who) {
+  // Observability: an unknown EK that knocked, for `rackgatectl status`.
+  auto knocked = [&](const std::string& reason) {
+    std::optional<std::span<const uint8_t>> cert;
+    if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
+    unknown_eks_.Record(attest::HexString(ek_hash), ClientAddress(caller.address), reason, cert, clock_());
+  };
+  if (!options_.discovery || !req.ek_certificate) {
+    knocked("machine_not_enrolled");
+    return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
+  }
+  // Discovery: a genuine TPM (its certificate chains to a trusted root and
+  // carries this EK) is recorded as pending for an operator to approve.
+  auto info = CheckEkCertificate(*req.ek_certificate, req.ek_intermediates, &ek);
+  if (!info.ok()) {
+    // Not recorded, and told to wait as with discovery off
+    // (docs/operations.md, 5b): a rack powered on before its vendor root
+    // (or intermediate) is installed must keep asking, not give up. The
+    // certificate's own reason goes to the log and `rackgatectl status`.
+    knocked(info.status().reason());
+    Log()->info("discovery skips {}: {} ({})", who, info.status().reason(), info.status().message());
+    return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
+  }
+  storage::Enrollment e;
+  e.hostname = "pending-" + Short(ek_hash);
+  e.pool = options_.discovery_pool;
+  e.ek_public = req.ek_public;
+  e.ek_hash = ek_hash;
+  e.ek_certificate = info->der;
+  e.tpm_manufacturer = info->tpm_manufacturer;
+  e.tpm_model = info->tpm_model;
+  e.tpm_version = info->tpm_version;
+  e.state = storage::MachineState::kPending;
+  auto enrolled = store_->Enroll(e, storage::Actor{"discovery", "first challenge from " + caller.address},
+                                 false, clock_());
+  if (!enrolled.ok()) Log()->warn("discovery of {} not recorded: {}", who, enrolled.status().ToString());
+  return Refuse(Status::NotFound("machine_pending", "this machine waits for an operator's approval"), who, true);
+}
+
+// MakeCredential over a fresh secret for the EK and the AK's name, and the
+// session that the evidence must answer, stored (only the secret's hash).
+Result<ChallengeResult> AttestationService::OpenSession(const wire::ChallengeRequest& req, const attest::TpmPublic& ek,
+                                                        const attest::TpmPublic& ak, const storage::Machine& machine,
+                                                        const std::vector<attest::PcrSelection>& selection,
+                                                        const std::string& who) {
+  Bytes secret = RandomBytes(32);
+  const Bytes ak_name = attest::ObjectName(ak);
+  auto cred = attest::MakeCredential(ek, ak_name, secret);
+  if (!cred.ok()) {
+    OPENSSL_cleanse(secret.data(), secret.size());
+    return Refuse(Denied(cred.status()), who);
+  }
+  storage::Session session;
+  session.id = wire::Base64UrlEncode(RandomBytes(18));
+  session.machine_id = machine.id;
+  session.nonce = RandomBytes(32);
+  // Only the secret's hash is stored: a copy of the database does not let
+  // anyone answer an open challenge.
+  session.secret_hash = Sha256(secret);
+  OPENSSL_cleanse(secret.data(), secret.size());
+  session.ak_public = req.ak_public;
+  session.ak_name = ak_name;
+  session.pcr_selection = attest::FormatPcrSelectionList(selection);
+  session.created_at = clock_();
+  session.expires_at = session.created_at + options_.session_ttl_seconds;
+  if (Status s = store_->CreateSession(session); !s.ok()) {
+    Log()->error("session for {} not stored: {}", who, s.ToString());
+    return StoreBusy(s);
+  }
+  Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
+  ChallengeResult out;
+  out.session = session.id;
+  out.nonce = session.nonce;
+  out.pcr_selection = selection;
+  out.credential = attest::EncodeCredentialFile(*cred);
+  out.expires_in = options_.session_ttl_seconds;
+  return out;
+}
+
 Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeRequest& req, const Caller& caller) {
   // Admission first: nothing below (database, EK chain, MakeCredential) runs
   // for a challenge the appliance could not see through.
@@ -334,42 +416,7 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
       Log()->error("store error for {}: {}", who, machine.status().ToString());
       return StoreBusy(machine.status());
     }
-    // Observability: an unknown EK that knocked, for `rackgatectl status`.
-    auto knocked = [&](const std::string& reason) {
-      std::optional<std::span<const uint8_t>> cert;
-      if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
-      unknown_eks_.Record(attest::HexString(*ek_hash), ClientAddress(caller.address), reason, cert, clock_());
-    };
-    if (!options_.discovery || !req.ek_certificate) {
-      knocked("machine_not_enrolled");
-      return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
-    }
-    // Discovery: a genuine TPM (its certificate chains to a trusted root and
-    // carries this EK) is recorded as pending for an operator to approve.
-    auto info = CheckEkCertificate(*req.ek_certificate, req.ek_intermediates, &*ek);
-    if (!info.ok()) {
-      // Not recorded, and told to wait as with discovery off
-      // (docs/operations.md, 5b): a rack powered on before its vendor root
-      // (or intermediate) is installed must keep asking, not give up. The
-      // certificate's own reason goes to the log and `rackgatectl status`.
-      knocked(info.status().reason());
-      Log()->info("discovery skips {}: {} ({})", who, info.status().reason(), info.status().message());
-      return Refuse(Status::NotFound("machine_not_enrolled", "this machine is not enrolled yet"), who, true);
-    }
-    storage::Enrollment e;
-    e.hostname = "pending-" + Short(*ek_hash);
-    e.pool = options_.discovery_pool;
-    e.ek_public = req.ek_public;
-    e.ek_hash = *ek_hash;
-    e.ek_certificate = info->der;
-    e.tpm_manufacturer = info->tpm_manufacturer;
-    e.tpm_model = info->tpm_model;
-    e.tpm_version = info->tpm_version;
-    e.state = storage::MachineState::kPending;
-    auto enrolled = store_->Enroll(e, storage::Actor{"discovery", "first challenge from " + caller.address},
-                                   false, clock_());
-    if (!enrolled.ok()) Log()->warn("discovery of {} not recorded: {}", who, enrolled.status().ToString());
-    return Refuse(Status::NotFound("machine_pending", "this machine waits for an operator's approval"), who, true);
+    return UnknownEk(req, *ek, *ek_hash, caller, who);
   }
   who = Who(*machine);
   if (machine->state == storage::MachineState::kPending) {
@@ -400,40 +447,11 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   }
   const auto selection = Selection(options_.default_pcr_selection, policy->policy.get(), policy->observe);
 
-  Bytes secret = RandomBytes(32);
-  const Bytes ak_name = attest::ObjectName(*ak);
-  auto cred = attest::MakeCredential(*ek, ak_name, secret);
-  if (!cred.ok()) {
-    OPENSSL_cleanse(secret.data(), secret.size());
-    return Refuse(Denied(cred.status()), who);
-  }
-  storage::Session session;
-  session.id = wire::Base64UrlEncode(RandomBytes(18));
-  session.machine_id = machine->id;
-  session.nonce = RandomBytes(32);
-  // Only the secret's hash is stored: a copy of the database does not let
-  // anyone answer an open challenge.
-  session.secret_hash = Sha256(secret);
-  OPENSSL_cleanse(secret.data(), secret.size());
-  session.ak_public = req.ak_public;
-  session.ak_name = ak_name;
-  session.pcr_selection = attest::FormatPcrSelectionList(selection);
-  session.created_at = clock_();
-  session.expires_at = session.created_at + options_.session_ttl_seconds;
-  if (Status s = store_->CreateSession(session); !s.ok()) {
-    Log()->error("session for {} not stored: {}", who, s.ToString());
-    return StoreBusy(s);
-  }
+  auto out = OpenSession(req, *ek, *ak, *machine, selection, who);
+  if (!out.ok()) return out.status();
   // The AK's key, kept for this session's evidence (built once per session).
-  gate_.Bind(ticket, session.id, std::make_shared<const SessionAk>(SessionAk{req.ak_public, std::move(*ak_key)}));
+  gate_.Bind(ticket, out->session, std::make_shared<const SessionAk>(SessionAk{req.ak_public, std::move(*ak_key)}));
   reservation.bound = true;
-  Log()->info("challenge {}: session {} pcrs {}", who, session.id, session.pcr_selection);
-  ChallengeResult out;
-  out.session = session.id;
-  out.nonce = session.nonce;
-  out.pcr_selection = selection;
-  out.credential = attest::EncodeCredentialFile(*cred);
-  out.expires_in = options_.session_ttl_seconds;
   return out;
 }
 
@@ -555,6 +573,67 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
   return v;
 }
 
+// Why the evidence's session (or its machine) could not be read: a store
+// failure waits; a session unknown, used or expired is refused, as is a
+// machine deleted since its challenge.
+Status AttestationService::EvidenceUnreadable(const Status& read, const std::string& who) {
+  if (read.code() == Status::Code::kIoError) {
+    Log()->error("store error for {}: {}", who, read.ToString());
+    return StoreBusy(read);
+  }
+  if (read.reason() == "machine_unknown") {
+    return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+  }
+  return Refuse(Denied(read), who);
+}
+
+// The machine attested: the session consumed, the attestation recorded and
+// a bearer token issued, in one store write.
+Result<EvidenceResult> AttestationService::RecordSuccess(Verdict verdict, storage::AttestationRecord record,
+                                                         const storage::Session& session,
+                                                         const storage::Machine& machine, int64_t arrived,
+                                                         std::chrono::steady_clock::time_point started,
+                                                         const std::string& who) {
+  const std::string token_text = NewToken();
+  storage::Token row;
+  row.hash = TokenHash(token_text);
+  row.machine_id = machine.id;
+  row.session_id = session.id;
+  row.issued_at = clock_();
+  row.expires_at = row.issued_at + options_.token_ttl_seconds;
+  // A TPM2_Certify of a kubelet key, made later with this session's nonce by
+  // this AK, is checked against these.
+  row.nonce = session.nonce;
+  row.ak_public = session.ak_public;
+  record.verdict = "ok";
+  std::optional<std::string> tofu_json;
+  if (verdict.tofu_to_record) tofu_json = PcrDocument(*verdict.tofu_to_record);
+  auto updated = store_->ConsumeSessionAndRecordSuccess(record, row, tofu_json, arrived);
+  if (!updated.ok()) {
+    // SECURITY: of two racing copies of one evidence, one records and gets
+    // the token; the other is refused as a used session.
+    if (updated.status().code() == Status::Code::kVerificationFailed) return Refuse(Denied(updated.status()), who);
+    Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
+    return StoreBusy(updated.status());
+  }
+  Count("ok", "");
+  LogAttestationTrust(machine, true, "");  // docs/trust.md
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (metrics_ != nullptr) {
+    metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
+  }
+  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state),
+              record.reset_count, record.restart_count,
+              verdict.pcrs.empty() ? 0 : verdict.pcrs.begin()->second.size());
+  EvidenceResult out;
+  out.verdict = std::move(verdict);
+  out.token = token_text;
+  out.expires_in = options_.token_ttl_seconds;
+  out.hostname = updated->hostname;
+  out.state = std::string(storage::StateName(updated->state));
+  return out;
+}
+
 Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest& req, const Caller& caller) {
   const auto started = std::chrono::steady_clock::now();
   std::string who = "session " + req.session.substr(0, 8) + "… from " + caller.address;
@@ -568,17 +647,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   // alone (ConsumeAlone): a session answers one attempt.
   const int64_t arrived = clock_();
   auto inputs = store_->ReadEvidence(req.session, arrived);
-  if (!inputs.ok()) {
-    if (inputs.status().code() == Status::Code::kIoError) {
-      Log()->error("store error for {}: {}", who, inputs.status().ToString());
-      return StoreBusy(inputs.status());
-    }
-    // Only a machine deleted since its challenge is final of the rest.
-    if (inputs.status().reason() == "machine_unknown") {
-      return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
-    }
-    return Refuse(Denied(inputs.status()), who);
-  }
+  if (!inputs.ok()) return EvidenceUnreadable(inputs.status(), who);
   const storage::Session* session = &inputs->session;
   const storage::Machine* machine = &inputs->machine;
   who = Who(*machine);
@@ -676,44 +745,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return record_failure(refusal, false);
   }
 
-  const std::string token_text = NewToken();
-  storage::Token row;
-  row.hash = TokenHash(token_text);
-  row.machine_id = machine->id;
-  row.session_id = session->id;
-  row.issued_at = clock_();
-  row.expires_at = row.issued_at + options_.token_ttl_seconds;
-  // A TPM2_Certify of a kubelet key, made later with this session's nonce by
-  // this AK, is checked against these.
-  row.nonce = session->nonce;
-  row.ak_public = session->ak_public;
-  record.verdict = "ok";
-  std::optional<std::string> tofu_json;
-  if (verdict.tofu_to_record) tofu_json = PcrDocument(*verdict.tofu_to_record);
-  auto updated = store_->ConsumeSessionAndRecordSuccess(record, row, tofu_json, arrived);
-  if (!updated.ok()) {
-    // SECURITY: of two racing copies of one evidence, one records and gets
-    // the token; the other is refused as a used session.
-    if (updated.status().code() == Status::Code::kVerificationFailed) return Refuse(Denied(updated.status()), who);
-    Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
-    return StoreBusy(updated.status());
-  }
-  Count("ok", "");
-  LogAttestationTrust(*machine, true, "");  // docs/trust.md
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (metrics_ != nullptr) {
-    metrics_->HistogramObserve("rackgate_attestation_duration_seconds", "Evidence verification time.", {}, seconds);
-  }
-  Log()->info("attested {}: state {}, reset {} restart {}, {} PCRs", who, storage::StateName(updated->state),
-              record.reset_count, record.restart_count,
-              verdict.pcrs.empty() ? 0 : verdict.pcrs.begin()->second.size());
-  EvidenceResult out;
-  out.verdict = std::move(verdict);
-  out.token = token_text;
-  out.expires_in = options_.token_ttl_seconds;
-  out.hostname = updated->hostname;
-  out.state = std::string(storage::StateName(updated->state));
-  return out;
+  return RecordSuccess(std::move(verdict), std::move(record), *session, *machine, arrived, started, who);
 }
 
 Result<storage::Bearer> AttestationService::Authenticate(const std::optional<std::string>& token) {

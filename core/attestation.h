@@ -258,6 +258,19 @@ class AttestationService {
   // boot could not be kept.
   Status Observe(const storage::Machine& machine, const wire::EvidenceRequest& req, const Verdict& verdict,
                  bool has_policy, const std::string& who);
+  // Challenge's steps: the answer to an EK no enrollment holds (waits;
+  // discovery records a genuine TPM as pending), and the new session.
+  Status EvidenceUnreadable(const Status& read, const std::string& who);
+  // Evidence's last step for an attested machine: one store write, a token.
+  Result<EvidenceResult> RecordSuccess(Verdict verdict, storage::AttestationRecord record,
+                                       const storage::Session& session, const storage::Machine& machine,
+                                       int64_t arrived, std::chrono::steady_clock::time_point started,
+                                       const std::string& who);
+  Status UnknownEk(const wire::ChallengeRequest& req, const attest::TpmPublic& ek, const attest::Bytes& ek_hash,
+                   const Caller& caller, const std::string& who);
+  Result<ChallengeResult> OpenSession(const wire::ChallengeRequest& req, const attest::TpmPublic& ek,
+                                      const attest::TpmPublic& ak, const storage::Machine& machine,
+                                      const std::vector<attest::PcrSelection>& selection, const std::string& who);
 
   storage::Store* store_;
   const TrustAnchors* anchors_;

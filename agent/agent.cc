@@ -423,6 +423,110 @@ Result<Bytes> Agent::SignWithTpmClientKey(const KeyBlobs& blobs, std::span<const
   return EcdsaDerFromTpmtSignature(*sig);
 }
 
+CertificatePlan Agent::PlanClientCertificate(bool joined, double renew_fraction,
+                                             std::optional<KeyBlobs>* current_blobs) {
+  return PlanCertificate(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), renew_fraction,
+                         [&](const HeldCertificate& c) {
+                           if (c.private_key) return true;  // checked against the certificate when read
+                           auto blobs = ReadClientBlobs(options_.kubelet_dir);
+                           if (!blobs.ok()) return false;
+                           auto pub = PublicKeyFromTpm2bPublic(blobs->tpm2b_public);
+                           if (!pub.ok() || EVP_PKEY_eq(pub->get(), c.public_key.get()) != 1) return false;
+                           *current_blobs = std::move(blobs).value();
+                           return true;
+                         });
+}
+
+Result<Agent::ClientKey> Agent::NewClientKey(bool tpm_key) {
+  ClientKey key;
+  if (!tpm_key) {
+    if (!client_key_) client_key_ = GenerateP256Key();
+    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
+    key.public_key = PkeyPtr(client_key_.get());
+    key.key_pem = PrivateKeyPem(key.public_key.get());
+    return key;
+  }
+  // The key is born in the TPM under a fresh SRK (owner hierarchy), and
+  // the AK that just attested vouches for it with TPM2_Certify over the
+  // session's nonce: the appliance learns the key is TPM-resident and
+  // belongs to this attestation. Made once per run: a CSR that waits is
+  // asked again with the same key.
+  if (!client_blobs_) {
+    auto srk = tpm_->CreateSrk();
+    if (!srk.ok()) return srk.status();
+    auto created = tpm_->CreateKey(*srk, ClientKeyTemplate());
+    if (!created.ok()) return created.status();
+    client_blobs_ = std::move(created).value();
+  }
+  key.blobs = *client_blobs_;
+  auto pub = PublicKeyFromTpm2bPublic(key.blobs.tpm2b_public);
+  if (!pub.ok()) return Status::TpmError("tpm_bad_answer", pub.status().message());
+  key.public_key = std::move(pub).value();
+  return key;
+}
+
+Status Agent::AddClientRenewalProof(const Attestation& a, const CertificatePlan& held,
+                                    const std::optional<KeyBlobs>& current_blobs, double renew_fraction,
+                                    evp_pkey_st* new_key, wire::CsrRequest* req) {
+  // The current key signs for the new one, over this session's nonce
+  // (docs/agent.md). Signed before the new TPM key is loaded: swtpm has
+  // three object slots and the AK holds one.
+  DigestSigner current;
+  if (held.cert->private_key) {
+    current = SoftwareSigner(held.cert->private_key.get());
+  } else {
+    const KeyBlobs cb = *current_blobs;
+    current = [this, cb](std::span<const uint8_t> digest) { return SignWithTpmClientKey(cb, digest); };
+  }
+  Log("note", "certificate=client renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
+                  " renew_fraction=" + std::to_string(renew_fraction));
+  auto proof = MakeRenewalProof(*held.cert, a.nonce, new_key, current);
+  if (!proof.ok()) return proof.status();
+  req->renewal = std::move(proof).value();
+  return Status::Ok();
+}
+
+Status Agent::SignClientCsrWithTpm(const Attestation& a, const CsrSubject& subject, const ClientKey& key,
+                                   wire::CsrRequest* req) {
+  auto srk = tpm_->CreateSrk();
+  if (!srk.ok()) return srk.status();
+  auto loaded = tpm_->LoadKey(*srk, key.blobs);
+  if (!loaded.ok()) return loaded.status();
+  srk->Flush();
+  auto certified = tpm_->Certify(*loaded, a.ak, a.nonce);
+  if (!certified.ok()) return certified.status();
+  TpmObject* object = &*loaded;
+  DigestSigner signer = [this, object](std::span<const uint8_t> digest) -> Result<Bytes> {
+    auto sig = tpm_->SignDigest(*object, digest);
+    if (!sig.ok()) return sig.status();
+    return EcdsaDerFromTpmtSignature(*sig);
+  };
+  auto csr = BuildCsrPem(subject, key.public_key.get(), signer);
+  if (!csr.ok()) {
+    return csr.status().code() == Status::Code::kTpmError ? csr.status()
+                                                            : Status::TpmError("csr_failed", csr.status().ToString());
+  }
+  req->csr_pem = std::move(csr).value();
+  req->tpm_key = wire::TpmKeyProof{key.blobs.tpm2b_public, std::move(certified->attest),
+                                   std::move(certified->signature)};
+  return Status::Ok();
+}
+
+Result<std::string> Agent::WriteClientCertificate(const std::string& cert_pem, const std::string& ca_pem,
+                                                  const ClientKey& key, bool tpm_key) {
+  if (Status s = WriteInDir(options_.kubelet_dir, kCaFile, ca_pem, 0644); !s.ok()) return s;
+  if (tpm_key) {
+    const std::string_view pub(reinterpret_cast<const char*>(key.blobs.tpm2b_public.data()),
+                               key.blobs.tpm2b_public.size());
+    const std::string_view priv(reinterpret_cast<const char*>(key.blobs.tpm2b_private.data()),
+                                key.blobs.tpm2b_private.size());
+    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPublic, pub, 0600); !s.ok()) return s;
+    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPrivate, priv, 0600); !s.ok()) return s;
+  }
+  return WriteKubeletPair(options_.kubelet_dir, kClientPrefix, cert_pem,
+                          tpm_key ? std::nullopt : std::optional<std::string_view>(key.key_pem), clock_.now());
+}
+
 Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord& machine, bool tpm_key) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& hostname = machine.hostname;
@@ -430,16 +534,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
   // The current key when it is TPM-resident: its blobs beside the
   // certificate, and its public area must be the certificate's key.
   std::optional<KeyBlobs> current_blobs;
-  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), machine.renew_fraction,
-                    [&](const HeldCertificate& c) {
-                      if (c.private_key) return true;  // checked against the certificate when read
-                      auto blobs = ReadClientBlobs(options_.kubelet_dir);
-                      if (!blobs.ok()) return false;
-                      auto pub = PublicKeyFromTpm2bPublic(blobs->tpm2b_public);
-                      if (!pub.ok() || EVP_PKEY_eq(pub->get(), c.public_key.get()) != 1) return false;
-                      current_blobs = std::move(blobs).value();
-                      return true;
-                    });
+  CertificatePlan held = PlanClientCertificate(joined, machine.renew_fraction, &current_blobs);
   if (held.cert && !held.renew) {
     client_cert_path_ = CurrentPath(options_.kubelet_dir, kClientPrefix);
     client_key_path_ = held.cert->private_key ? client_cert_path_ : "";
@@ -454,79 +549,21 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
   wire::CsrRequest req;
   req.signer = kClientSigner;
   req.usages = {"digital signature", "client auth"};
-  PkeyPtr public_key;
-  std::string key_pem;
-  KeyBlobs blobs;
-  if (tpm_key) {
-    // The key is born in the TPM under a fresh SRK (owner hierarchy), and
-    // the AK that just attested vouches for it with TPM2_Certify over the
-    // session's nonce: the appliance learns the key is TPM-resident and
-    // belongs to this attestation. Made once per run: a CSR that waits is
-    // asked again with the same key.
-    if (!client_blobs_) {
-      auto srk = tpm_->CreateSrk();
-      if (!srk.ok()) return Failure::FromStatus(srk.status());
-      auto created = tpm_->CreateKey(*srk, ClientKeyTemplate());
-      if (!created.ok()) return Failure::FromStatus(created.status());
-      client_blobs_ = std::move(created).value();
-    }
-    blobs = *client_blobs_;
-    auto pub = PublicKeyFromTpm2bPublic(blobs.tpm2b_public);
-    if (!pub.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", pub.status().message()));
-    public_key = std::move(pub).value();
-  } else {
-    if (!client_key_) client_key_ = GenerateP256Key();
-    EVP_PKEY_up_ref(client_key_.get());  // a second owner of the same key
-    public_key = PkeyPtr(client_key_.get());
-    key_pem = PrivateKeyPem(public_key.get());
-  }
+  auto key = NewClientKey(tpm_key);
+  if (!key.ok()) return Failure::FromStatus(key.status());
   if (held.cert) {
-    // Renewal: the current key signs for the new one, over this session's
-    // nonce (docs/agent.md). Signed before the new TPM key is loaded:
-    // swtpm has three object slots and the AK holds one.
-    DigestSigner current;
-    if (held.cert->private_key) {
-      current = SoftwareSigner(held.cert->private_key.get());
-    } else {
-      const KeyBlobs cb = *current_blobs;
-      current = [this, cb](std::span<const uint8_t> digest) { return SignWithTpmClientKey(cb, digest); };
+    if (Status s = AddClientRenewalProof(*a, held, current_blobs, machine.renew_fraction, key->public_key.get(), &req);
+        !s.ok()) {
+      Wipe(&key->key_pem);
+      return Failure::FromStatus(s);
     }
-    Log("note", "certificate=client renewing=" + held.why + " not_after=" + std::to_string(held.cert->not_after) +
-                    " renew_fraction=" + std::to_string(machine.renew_fraction));
-    auto proof = MakeRenewalProof(*held.cert, a->nonce, public_key.get(), current);
-    if (!proof.ok()) {
-      Wipe(&key_pem);
-      return Failure::FromStatus(proof.status());
-    }
-    req.renewal = std::move(proof).value();
   }
   if (tpm_key) {
-    auto srk = tpm_->CreateSrk();
-    if (!srk.ok()) return Failure::FromStatus(srk.status());
-    auto key = tpm_->LoadKey(*srk, blobs);
-    if (!key.ok()) return Failure::FromStatus(key.status());
-    srk->Flush();
-    auto certified = tpm_->Certify(*key, a->ak, a->nonce);
-    if (!certified.ok()) return Failure::FromStatus(certified.status());
-    TpmObject* loaded = &*key;
-    DigestSigner signer = [this, loaded](std::span<const uint8_t> digest) -> Result<Bytes> {
-      auto sig = tpm_->SignDigest(*loaded, digest);
-      if (!sig.ok()) return sig.status();
-      return EcdsaDerFromTpmtSignature(*sig);
-    };
-    auto csr = BuildCsrPem(subject, public_key.get(), signer);
-    if (!csr.ok()) {
-      return Failure::FromStatus(csr.status().code() == Status::Code::kTpmError
-                                     ? csr.status()
-                                     : Status::TpmError("csr_failed", csr.status().ToString()));
-    }
-    req.csr_pem = std::move(csr).value();
-    req.tpm_key = wire::TpmKeyProof{blobs.tpm2b_public, std::move(certified->attest),
-                                    std::move(certified->signature)};
+    if (Status s = SignClientCsrWithTpm(*a, subject, *key, &req); !s.ok()) return Failure::FromStatus(s);
   } else {
-    auto csr = BuildCsrPem(subject, public_key.get(), SoftwareSigner(public_key.get()));
+    auto csr = BuildCsrPem(subject, key->public_key.get(), SoftwareSigner(key->public_key.get()));
     if (!csr.ok()) {
-      Wipe(&key_pem);
+      Wipe(&key->key_pem);
       return Failure::FromStatus(csr.status());
     }
     req.csr_pem = std::move(csr).value();
@@ -534,31 +571,17 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
 
   auto issued = SubmitCsr(*a, req);
   if (!issued.ok()) {
-    Wipe(&key_pem);
+    Wipe(&key->key_pem);
     return issued.failure();
   }
-  auto cert = CheckIssuedCertificate(issued->certificate_pem, public_key.get(), subject.common_name);
+  auto cert = CheckIssuedCertificate(issued->certificate_pem, key->public_key.get(), subject.common_name);
   auto ca = NormalizeCertificatesPem(issued->ca_pem);
   if (!cert.ok() || !ca.ok()) {
-    Wipe(&key_pem);
+    Wipe(&key->key_pem);
     return Unusable(cert.ok() ? ca.status() : cert.status());
   }
-  if (Status s = WriteInDir(options_.kubelet_dir, kCaFile, *ca, 0644); !s.ok()) return Failure::FromStatus(s);
-  if (tpm_key) {
-    const std::string_view pub(reinterpret_cast<const char*>(blobs.tpm2b_public.data()), blobs.tpm2b_public.size());
-    const std::string_view priv(reinterpret_cast<const char*>(blobs.tpm2b_private.data()),
-                                blobs.tpm2b_private.size());
-    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPublic, pub, 0600); !s.ok()) {
-      return Failure::FromStatus(s);
-    }
-    if (Status s = WriteInDir(options_.kubelet_dir, kClientTpmPrivate, priv, 0600); !s.ok()) {
-      return Failure::FromStatus(s);
-    }
-  }
-  auto path = WriteKubeletPair(options_.kubelet_dir, kClientPrefix, *cert,
-                               tpm_key ? std::nullopt : std::optional<std::string_view>(key_pem),
-                               clock_.now());
-  Wipe(&key_pem);
+  auto path = WriteClientCertificate(*cert, *ca, *key, tpm_key);
+  Wipe(&key->key_pem);
   if (!path.ok()) return Failure::FromStatus(path.status());
   client_cert_path_ = *path;
   // With a TPM key there is no key file: kubelet needs a TPM-aware signer

@@ -29,6 +29,8 @@
 
 namespace rackgate::agent {
 
+struct CertificatePlan;
+
 struct AgentOptions {
   EkPreference ek = EkPreference::kAny;
   AkAlg ak = AkAlg::kEcc;
@@ -85,7 +87,31 @@ class Agent {
   Outcome<Attestation> Attest();
   Outcome<Done> Config(const Attestation& a);
   Outcome<Done> Csr(Attestation* a);
+  // The client key a CSR is made for: software (key_pem) or TPM-resident
+  // (blobs), made once per run (client_key_, client_blobs_).
+  struct ClientKey {
+    PkeyPtr public_key;
+    std::string key_pem;  // software key only; wiped once written
+    KeyBlobs blobs;       // TPM key only
+  };
+
   Outcome<Done> ClientCertificate(Attestation* a, const wire::MachineRecord& machine, bool tpm_key);
+  // Whether the client certificate in the kubelet dir is kept or renewed;
+  // *current_blobs gets the current TPM-resident key's blobs, if it is one.
+  CertificatePlan PlanClientCertificate(bool joined, double renew_fraction, std::optional<KeyBlobs>* current_blobs);
+  Result<ClientKey> NewClientKey(bool tpm_key);
+  // Renewal: the held certificate's key signs for `new_key` (req->renewal).
+  Status AddClientRenewalProof(const Attestation& a, const CertificatePlan& held,
+                               const std::optional<KeyBlobs>& current_blobs, double renew_fraction,
+                               evp_pkey_st* new_key, wire::CsrRequest* req);
+  // The TPM key signs the CSR and the AK certifies it (req->csr_pem,
+  // req->tpm_key); the key is loaded for this and flushed again.
+  Status SignClientCsrWithTpm(const Attestation& a, const CsrSubject& subject, const ClientKey& key,
+                              wire::CsrRequest* req);
+  // Writes the CA, the TPM key's blobs and the certificate (with the
+  // software key) into the kubelet dir; the pair's path.
+  Result<std::string> WriteClientCertificate(const std::string& cert_pem, const std::string& ca_pem,
+                                             const ClientKey& key, bool tpm_key);
   Outcome<Done> ServingCertificate(const Attestation& a, const wire::MachineRecord& machine);
   // The current TPM-resident client key (its blobs beside the certificate)
   // signs `digest`; the key is loaded under a fresh SRK and flushed again.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,16 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
   return true;
 }
 
-int Main(int argc, char** argv) {
+// The command line as given, before its checks.
+struct Flags {
+  std::vector<std::string> urls;
+  std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
+  AgentOptions options;
+};
+
+// Reads the flags into *out. Returns an exit code when the agent is to stop
+// (--help, --version, a usage error), nullopt when it is to go on.
+std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion,
@@ -130,9 +140,8 @@ int Main(int argc, char** argv) {
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
-  std::vector<std::string> urls;
-  std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
-  AgentOptions o;
+  Flags& f = *out;
+  AgentOptions& o = f.options;
   o.eventlog_path = "/sys/kernel/security/tpm0/binary_bios_measurements";
   o.pcr_signature_path = "/run/systemd/tpm2-pcr-signature.json";
   o.kubelet_dir = "/var/lib/kubelet/pki";
@@ -143,13 +152,13 @@ int Main(int argc, char** argv) {
     if (c == -1) break;
     const std::string arg = optarg ? optarg : "";
     switch (c) {
-      case kUrl: urls.push_back(arg); break;
-      case kCa: ca = arg; break;
+      case kUrl: f.urls.push_back(arg); break;
+      case kCa: f.ca = arg; break;
       case kMaxWait:
         if (!ParseDuration(arg, &o.max_wait)) return Usage("--max-wait: expected seconds, or a number with s/m/h");
         break;
-      case kSteps: steps = arg; break;
-      case kTcti: tcti = arg; break;
+      case kSteps: f.steps = arg; break;
+      case kTcti: f.tcti = arg; break;
       case kEkAlg:
         if (arg == "rsa") o.ek = EkPreference::kRsa;
         else if (arg == "ecc") o.ek = EkPreference::kEcc;
@@ -176,9 +185,13 @@ int Main(int argc, char** argv) {
     }
   }
   if (optind < argc) return Usage(std::string("unexpected argument: ") + argv[optind]);
-  auto parsed_urls = ParseApplianceUrls(urls);
-  if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
-  if (ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
+  return std::nullopt;
+}
+
+// Takes --steps into *out and checks that each step has what it needs.
+// Returns the usage error's exit code, or nullopt.
+std::optional<int> CheckSteps(const std::string& steps, AgentOptions* out) {
+  AgentOptions& o = *out;
   size_t at = 0;
   while (at <= steps.size()) {
     const size_t end = std::min(steps.find(',', at), steps.size());
@@ -204,7 +217,11 @@ int Main(int argc, char** argv) {
       return Usage("--node-ip: not an IPv4 or IPv6 address: " + ip);
     }
   }
+  return std::nullopt;
+}
 
+// Opens the HTTP client and the TPM and runs the agent's steps; its exit code.
+int RunAgent(const Flags& f, const std::vector<Endpoint>& urls) {
   // tpm2-tss logs its own errors to stderr; the agent reports each failure
   // once, in its own line. TSS2_LOG set by the caller still wins.
   setenv("TSS2_LOG", "all+none", 0);
@@ -213,14 +230,14 @@ int Main(int argc, char** argv) {
     return kExitLocalIo;
   }
   ClientOptions co;
-  co.ca_file = ca;
+  co.ca_file = f.ca;
   co.user_agent = std::string("rackgate-agent/") + RACKGATE_VERSION;
   auto client = HttpClient::Create(co);
   if (!client.ok()) {
     std::fprintf(stderr, "rackgate-agent: %s\n", client.status().ToString().c_str());
     return kExitLocalIo;
   }
-  auto tpm = Tpm::Open(tcti);
+  auto tpm = Tpm::Open(f.tcti);
   if (!tpm.ok()) {
     std::fprintf(stderr, "rackgate-agent: step=attest machine=- tpm-failure reason=%s message=\"%s\"\n",
                  tpm.status().reason().c_str(),
@@ -230,13 +247,23 @@ int Main(int argc, char** argv) {
   // Every address of a DNS name is an appliance of its own: a fleet behind
   // one name with several A/AAAA records is tried address by address.
   size_t dropped = 0;
-  std::vector<Endpoint> endpoints = ExpandEndpoints(*parsed_urls, &ResolveAll, &dropped);
+  std::vector<Endpoint> endpoints = ExpandEndpoints(urls, &ResolveAll, &dropped);
   if (dropped > 0) {
     std::fprintf(stderr, "rackgate-agent: step=attest machine=- note %zu appliance addresses over the limit of %zu "
                  "not used; list fewer URLs or names with fewer addresses\n", dropped, kMaxEndpoints);
   }
-  Agent agent(o, tpm->get(), std::move(endpoints), &*client, SystemClock());
+  Agent agent(f.options, tpm->get(), std::move(endpoints), &*client, SystemClock());
   return agent.Run();
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  if (auto rc = ParseFlags(argc, argv, &f)) return *rc;
+  auto parsed_urls = ParseApplianceUrls(f.urls);
+  if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
+  if (f.ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
+  if (auto rc = CheckSteps(f.steps, &f.options)) return *rc;
+  return RunAgent(f, *parsed_urls);
 }
 
 }  // namespace

@@ -20,7 +20,6 @@
 #include "base/files.h"
 #include "ctl/offline.h"
 #include "ctl/admin_util.h"
-#include "ctl/audit_commands.h"
 
 namespace rackgate::ctl {
 
@@ -408,8 +407,6 @@ int RunMachineAction(const std::string& verb, const std::string& socket, int arg
 }
 
 int RunAudit(const std::string& socket, int argc, char** argv, int first) {
-  // ledger: `audit verify` (ctl/audit_commands.cc).
-  if (first < argc && std::string(argv[first]) == "verify") return RunAuditVerify(socket, argc, argv, first + 1);
   auto args = Args::Parse(argc, argv, first, {{"hostname", "limit"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kAuditHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kAuditHelp);

@@ -1,16 +1,20 @@
-// rackgatectl audit verify: walks the audit log's hash chain (docs/audit.md).
+// rackgatectl audit verify through rackgated: walks the audit log's hash
+// chain (docs/audit.md).
 #ifndef RACKGATE_DAEMON_CTL_AUDIT_COMMANDS_H_
 #define RACKGATE_DAEMON_CTL_AUDIT_COMMANDS_H_
 
 #include <string>
 
+#include "ctl/audit_verify.h"
+
 namespace rackgate::ctl {
 
-// `rackgatectl audit verify [--database PATH] [--json]`: through rackgated,
-// or with --database on the SQLite file read-only (rackgated may be down).
+// `rackgatectl audit verify [--anchor ID:HASH] [--json]` through the admin
+// API; `request` is parsed by ParseAuditVerify and has no --database (that
+// one runs in rackgatectl-state: ctl/audit_file_command.h).
 // Exit 0 chain intact; 1 audit_chain_broken (the first bad row on stderr);
-// 2 unusable input, database unreadable or rackgated unreachable.
-int RunAuditVerify(const std::string& socket, int argc, char** argv, int first);
+// 2 rackgated unreachable or another refusal.
+int RunAuditVerify(const std::string& socket, const AuditVerifyRequest& request);
 
 }  // namespace rackgate::ctl
 

@@ -361,6 +361,114 @@ int RunEventlogShow(int argc, char** argv, int first) {
   return kExitOk;
 }
 
+namespace {
+
+std::string_view AsText(const std::vector<uint8_t>& bytes) {
+  return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// --policy's boot policy. Malformed JSON is told by line and column before
+// the policy's own checks.
+Result<attest::BootPolicy> ReadPolicyFile(const std::string& path) {
+  auto text = ReadFile(path, wire::kMaxPolicySize);
+  if (!text.ok()) return text.status();
+  if (auto j = ParseJsonText(AsText(*text), path); !j.ok()) return j.status();
+  auto policy = wire::ParseBootPolicy(AsText(*text));
+  if (!policy.ok()) return policy.status().Annotate("--policy");
+  return policy;
+}
+
+// PCR values in a JSON file ({"pcrs": ...}), given as `flag`.
+Result<attest::PcrValues> ReadPcrValuesFile(const std::string& path, const char* flag) {
+  auto text = ReadFile(path, wire::kMaxPolicySize);
+  if (!text.ok()) return text.status();
+  if (auto j = ParseJsonText(AsText(*text), path); !j.ok()) return j.status();
+  auto v = wire::ParsePcrValuesJson(AsText(*text));
+  if (!v.ok()) return v.status().Annotate(flag);
+  return v;
+}
+
+// The PCR values the log is judged against: a quote's (--pcrs and
+// --message), a JSON file's (--pcrs-json), else the log's own replay.
+Result<attest::PcrValues> QuotedPcrs(const Args& args, const attest::EventLog& log) {
+  if (args.Has("pcrs") || args.Has("message")) return QuotedFromFiles(*args.Get("pcrs"), *args.Get("message"));
+  if (auto path = args.Get("pcrs-json")) return ReadPcrValuesFile(*path, "--pcrs-json");
+  auto replayed = attest::Replay(log);
+  if (!replayed.ok()) return replayed.status();
+  std::fprintf(stderr,
+               "rackgatectl policy check: note: no quoted PCRs given; judging the log against "
+               "its own replay, which binds it to no TPM\n");
+  return FullReplay(*replayed);
+}
+
+// The evidence of `log` that the command line names.
+Status GatherEvidence(const Args& args, const attest::EventLog& log, attest::Evidence* evidence) {
+  evidence->log = &log;
+  auto quoted = QuotedPcrs(args, log);
+  if (!quoted.ok()) return quoted.status();
+  evidence->quoted = *std::move(quoted);
+  if (auto path = args.Get("tofu-recorded")) {
+    auto recorded = ReadPcrValuesFile(*path, "--tofu-recorded");
+    if (!recorded.ok()) return recorded.status();
+    evidence->tofu_recorded = *std::move(recorded);
+  }
+  if (auto path = args.Get("pcr-signature")) {
+    auto text = ReadFile(*path, wire::kMaxPcrSignatureSize);
+    if (!text.ok()) return text.status();
+    auto signatures = wire::ParsePcrSignatureJson(AsText(*text));
+    if (!signatures.ok()) return signatures.status().Annotate("--pcr-signature");
+    evidence->pcr_signatures = *std::move(signatures);
+  }
+  return Status::Ok();
+}
+
+void PrintVerdictJson(const attest::Verdict& verdict, const attest::EventLog& log, const attest::BootFacts& facts) {
+  nlohmann::json out = {{"ok", verdict.ok}, {"violations", nlohmann::json::array()},
+                        {"events", log.events.size()},
+                        {"secure_boot", attest::SecureBootStateName(facts.secure_boot)}};
+  for (const attest::Violation& v : verdict.violations) {
+    out["violations"].push_back({{"rule", v.rule}, {"reason", v.reason}, {"message", v.message}});
+  }
+  if (verdict.ok && !verdict.tofu_to_record.empty()) {
+    out["tofu_record"] = nlohmann::json::parse("{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}");
+  }
+  PrintJson(out);
+}
+
+// Prints the verdict (JSON printed already with --json) and writes the TOFU
+// record; the exit code.
+int ReportVerdict(const Args& args, const attest::Verdict& verdict, const attest::EventLog& log,
+                  const attest::BootFacts& facts) {
+  const char* cmd = "policy check";
+  if (!verdict.ok) {
+    for (const attest::Violation& v : verdict.violations) {
+      std::fprintf(stderr, "rackgatectl %s: refused: %s: %s: %s\n", cmd, v.rule.c_str(),
+                   v.reason.c_str(), v.message.c_str());
+    }
+    std::fprintf(stderr, "rackgatectl %s: %zu violation%s\n", cmd, verdict.violations.size(),
+                 verdict.violations.size() == 1 ? "" : "s");
+    return kExitRefused;
+  }
+  if (!verdict.tofu_to_record.empty()) {
+    const std::string record =
+        "{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}\n";
+    if (auto path = args.Get("tofu-record-to")) {
+      const auto* p = reinterpret_cast<const uint8_t*>(record.data());
+      if (Status s = WriteFileAtomic(*path, std::span<const uint8_t>(p, record.size())); !s.ok()) {
+        return Fail(cmd, s, kExitUnusable);
+      }
+    } else if (!args.Has("json")) {
+      std::printf("tofu record: %s", record.c_str());
+    }
+  }
+  if (args.Has("json")) return kExitOk;
+  std::printf("policy ok: %zu events, secure boot %s\n", log.events.size(),
+              attest::SecureBootStateName(facts.secure_boot));
+  return kExitOk;
+}
+
+}  // namespace
+
 int RunPolicyCheck(int argc, char** argv, int first) {
   FlagSpec spec{{"policy", "eventlog", "pcrs", "message", "pcrs-json", "tofu-recorded",
                  "tofu-record-to", "pcr-signature"},
@@ -383,106 +491,17 @@ int RunPolicyCheck(int argc, char** argv, int first) {
                  Status::InvalidArgument("usage", "--pcrs and --message go together"));
   }
   const char* cmd = "policy check";
-
-  auto policy_text = ReadFile(*args->Get("policy"), wire::kMaxPolicySize);
-  if (!policy_text.ok()) return Fail(cmd, policy_text.status(), kExitUnusable);
-  // Malformed JSON is told by line and column before the policy's own checks.
-  if (auto j = ParseJsonText(std::string_view(reinterpret_cast<const char*>(policy_text->data()), policy_text->size()),
-                             *args->Get("policy"));
-      !j.ok()) {
-    return Fail(cmd, j.status(), kExitUnusable);
-  }
-  auto policy = wire::ParseBootPolicy(
-      std::string_view(reinterpret_cast<const char*>(policy_text->data()), policy_text->size()));
-  if (!policy.ok()) return Fail(cmd, policy.status().Annotate("--policy"), kExitUnusable);
-
+  auto policy = ReadPolicyFile(*args->Get("policy"));
+  if (!policy.ok()) return Fail(cmd, policy.status(), kExitUnusable);
   auto log = LoadEventLog(*args->Get("eventlog"));
   if (!log.ok()) return Fail(cmd, log.status(), kExitUnusable);
-
-  auto read_pcrs_json = [](const std::string& path, const char* flag) -> Result<attest::PcrValues> {
-    auto text = ReadFile(path, wire::kMaxPolicySize);
-    if (!text.ok()) return text.status();
-    if (auto j = ParseJsonText(std::string_view(reinterpret_cast<const char*>(text->data()), text->size()), path);
-        !j.ok()) {
-      return j.status();
-    }
-    auto v = wire::ParsePcrValuesJson(
-        std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
-    if (!v.ok()) return v.status().Annotate(flag);
-    return v;
-  };
-
   attest::Evidence evidence;
-  evidence.log = &*log;
-  if (quote_files) {
-    auto quoted = QuotedFromFiles(*args->Get("pcrs"), *args->Get("message"));
-    if (!quoted.ok()) return Fail(cmd, quoted.status(), kExitUnusable);
-    evidence.quoted = *std::move(quoted);
-  } else if (auto path = args->Get("pcrs-json")) {
-    auto quoted = read_pcrs_json(*path, "--pcrs-json");
-    if (!quoted.ok()) return Fail(cmd, quoted.status(), kExitUnusable);
-    evidence.quoted = *std::move(quoted);
-  } else {
-    auto replayed = attest::Replay(*log);
-    if (!replayed.ok()) return Fail(cmd, replayed.status(), kExitUnusable);
-    evidence.quoted = FullReplay(*replayed);
-    std::fprintf(stderr,
-                 "rackgatectl policy check: note: no quoted PCRs given; judging the log against "
-                 "its own replay, which binds it to no TPM\n");
-  }
-  if (auto path = args->Get("tofu-recorded")) {
-    auto recorded = read_pcrs_json(*path, "--tofu-recorded");
-    if (!recorded.ok()) return Fail(cmd, recorded.status(), kExitUnusable);
-    evidence.tofu_recorded = *std::move(recorded);
-  }
-  if (auto path = args->Get("pcr-signature")) {
-    auto text = ReadFile(*path, wire::kMaxPcrSignatureSize);
-    if (!text.ok()) return Fail(cmd, text.status(), kExitUnusable);
-    auto signatures = wire::ParsePcrSignatureJson(
-        std::string_view(reinterpret_cast<const char*>(text->data()), text->size()));
-    if (!signatures.ok()) return Fail(cmd, signatures.status().Annotate("--pcr-signature"), kExitUnusable);
-    evidence.pcr_signatures = *std::move(signatures);
-  }
+  if (Status s = GatherEvidence(*args, *log, &evidence); !s.ok()) return Fail(cmd, s, kExitUnusable);
 
   const attest::BootFacts facts = attest::ExtractBootFacts(*log);
   const attest::Verdict verdict = attest::Evaluate(*policy, facts, evidence);
-  if (args->Has("json")) {
-    nlohmann::json out = {{"ok", verdict.ok}, {"violations", nlohmann::json::array()},
-                          {"events", log->events.size()},
-                          {"secure_boot", attest::SecureBootStateName(facts.secure_boot)}};
-    for (const attest::Violation& v : verdict.violations) {
-      out["violations"].push_back({{"rule", v.rule}, {"reason", v.reason}, {"message", v.message}});
-    }
-    if (verdict.ok && !verdict.tofu_to_record.empty()) {
-      out["tofu_record"] = nlohmann::json::parse("{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}");
-    }
-    PrintJson(out);
-  }
-  if (!verdict.ok) {
-    for (const attest::Violation& v : verdict.violations) {
-      std::fprintf(stderr, "rackgatectl %s: refused: %s: %s: %s\n", cmd, v.rule.c_str(),
-                   v.reason.c_str(), v.message.c_str());
-    }
-    std::fprintf(stderr, "rackgatectl %s: %zu violation%s\n", cmd, verdict.violations.size(),
-                 verdict.violations.size() == 1 ? "" : "s");
-    return kExitRefused;
-  }
-  if (!verdict.tofu_to_record.empty()) {
-    const std::string record =
-        "{\"pcrs\": " + wire::FormatPcrValuesJson(verdict.tofu_to_record) + "}\n";
-    if (auto path = args->Get("tofu-record-to")) {
-      const auto* p = reinterpret_cast<const uint8_t*>(record.data());
-      if (Status s = WriteFileAtomic(*path, std::span<const uint8_t>(p, record.size())); !s.ok()) {
-        return Fail(cmd, s, kExitUnusable);
-      }
-    } else if (!args->Has("json")) {
-      std::printf("tofu record: %s", record.c_str());
-    }
-  }
-  if (args->Has("json")) return kExitOk;
-  std::printf("policy ok: %zu events, secure boot %s\n", log->events.size(),
-              attest::SecureBootStateName(facts.secure_boot));
-  return kExitOk;
+  if (args->Has("json")) PrintVerdictJson(verdict, *log, facts);
+  return ReportVerdict(*args, verdict, *log, facts);
 }
 
 }  // namespace rackgate::ctl

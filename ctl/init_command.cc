@@ -125,6 +125,103 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
+// The serving certificate's names, settled before anything is written: a
+// renewal that cannot read the current names changes nothing. --name and
+// --address, else (when issuing) the current certificate's, else localhost.
+Result<core::ServingCertOptions> ServingNames(const Args& args, const std::string& crt, bool issue) {
+  core::ServingCertOptions names;
+  names.dns_names = args.GetAll("name");
+  names.ip_addresses = args.GetAll("address");
+  if (!issue || !names.dns_names.empty() || !names.ip_addresses.empty()) return names;
+  if (!Exists(crt)) {
+    names.dns_names = {"localhost"};
+    names.ip_addresses = {"127.0.0.1"};
+    return names;
+  }
+  auto current = core::ReadServingCertNames(crt);
+  if (!current.ok()) {
+    return Status::InvalidArgument(current.status().reason(),
+                                   current.status().message() +
+                                       "; give the names to renew it for with --name DNS and --address IP");
+  }
+  names.dns_names = current->dns_names;
+  names.ip_addresses = current->ip_addresses;
+  return names;
+}
+
+// A second appliance of a fleet: the database has the fleet's default
+// pool, so it has a CA already, the one every pointer config carries. A
+// new CA here would split the fleet: refused (ca_missing) before anything
+// is written.
+Status CheckFleetCa(storage::Store* store, const std::string& dir, const std::string& shown) {
+  if (auto existing = store->GetPool("default"); !existing.ok()) return Status::Ok();
+  return Status::Unsupported("ca_missing", "the fleet database " + shown + " is initialised already, and " + dir +
+                                               "/ca has no CA: copy the first appliance's ca/ca.crt "
+                                               "and ca/ca.key into " + dir +
+                                               "/ca (mode 0600, owner rackgate; docs/ha.md), then run "
+                                               "init again");
+}
+
+// Creates the appliance CA when neither half exists. Returns whether it did;
+// pki_invalid when only one half is there.
+Result<bool> EnsureCa(const std::string& dir, const std::string& ca_crt, const std::string& ca_key) {
+  if (!Exists(ca_crt) && !Exists(ca_key)) {
+    if (Status s = core::CreateCa({}, ca_crt, ca_key); !s.ok()) return s;
+    return true;
+  }
+  if (!Exists(ca_crt) || !Exists(ca_key)) {
+    return Status::InvalidArgument("pki_invalid", "only half of the appliance CA exists in " + dir +
+                                                      "/ca; restore the other half from a backup");
+  }
+  return false;
+}
+
+// Puts the default pool's new token in the report, or in --token-out's file
+// (then the report names the file). Returns why the file could not be
+// written, when it could not: the token is stored already, so the report
+// shows it rather than lose it.
+std::optional<std::string> ReportToken(const Args& args, const std::string& token, json* report) {
+  auto out = args.Get("token-out");
+  if (!out) {
+    (*report)["default_pool_token"] = token;
+    return std::nullopt;
+  }
+  const std::string line = token + "\n";
+  Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
+  if (s.ok()) {
+    (*report)["token_file"] = *out;
+    return std::nullopt;
+  }
+  (*report)["default_pool_token"] = token;
+  return s.message();
+}
+
+// init's report as text; `shown` is the database, password redacted.
+void PrintInitText(const json& report, const std::string& shown, const DefaultPool& pool,
+                   const core::ServingCertOptions& names) {
+  const json& ca = report.at("ca");
+  const json& serving = report.at("serving");
+  std::printf("database:   %s (schema version %d)\n", shown.c_str(), storage::Store::CurrentSchemaVersion());
+  std::printf("CA:         %s (sha256 %s%s)\n", Str(ca, "certificate").c_str(), Str(ca, "sha256").c_str(),
+              ca.at("created").get<bool>() ? ", created" : ", kept");
+  std::vector<std::string> all = names.dns_names;
+  all.insert(all.end(), names.ip_addresses.begin(), names.ip_addresses.end());
+  std::printf("serving:    %s (%s) for %s\n", Str(serving, "certificate").c_str(),
+              serving.at("issued").get<bool>() ? "issued now" : "kept; --renew-serving-cert reissues it",
+              Join(all).c_str());
+  if (pool.token_state == "kept") {
+    std::printf("pool \"default\": provisioning token kept (`rackgatectl token rotate --pool default --grace 1h` "
+                "makes a new one)\n");
+  } else if (pool.token_state == "off") {
+    std::printf("pool \"default\": no provisioning token required\n");
+  } else if (report.contains("token_file")) {
+    std::printf("provisioning token for pool \"default\" written to %s (mode 0600)\n",
+                report.at("token_file").get<std::string>().c_str());
+  } else {
+    std::printf("provisioning token for pool \"default\" (shown once): %s\n", pool.token->c_str());
+  }
+}
+
 }  // namespace
 
 int RunInit(int argc, char** argv, int first) {
@@ -132,7 +229,6 @@ int RunInit(int argc, char** argv, int first) {
   if (!args.ok()) return UsageError(kInitHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kInitHelp);
   if (Status s = args->Require({"state-dir"}); !s.ok()) return UsageError(kInitHelp, s.message());
-  const bool as_json = args->Has("json");
   const std::string dir = *args->Get("state-dir");
   // Unusable input or state (exit 2): what was given, or what is there,
   // cannot be used as it is.
@@ -143,26 +239,8 @@ int RunInit(int argc, char** argv, int first) {
   json report = {{"state_dir", dir}};
   const std::string crt = dir + "/tls/server.crt", key = dir + "/tls/server.key";
   const bool issue = !Exists(crt) || !Exists(key) || args->Has("renew-serving-cert");
-  // The serving certificate's names, settled before anything is written: a
-  // renewal that cannot read the current names changes nothing.
-  core::ServingCertOptions names;
-  names.dns_names = args->GetAll("name");
-  names.ip_addresses = args->GetAll("address");
-  if (issue && names.dns_names.empty() && names.ip_addresses.empty()) {
-    if (Exists(crt)) {
-      auto current = core::ReadServingCertNames(crt);
-      if (!current.ok()) {
-        return fail(Status::InvalidArgument(
-            current.status().reason(), current.status().message() +
-                                           "; give the names to renew it for with --name DNS and --address IP"));
-      }
-      names.dns_names = current->dns_names;
-      names.ip_addresses = current->ip_addresses;
-    } else {
-      names.dns_names = {"localhost"};
-      names.ip_addresses = {"127.0.0.1"};
-    }
-  }
+  auto names = ServingNames(*args, crt, issue);
+  if (!names.ok()) return fail(names.status());
 
   // fleet: the store the appliance's config names (docs/ha.md).
   // SECURITY: `database` may hold a password: output shows storage::RedactDatabase.
@@ -172,21 +250,10 @@ int RunInit(int argc, char** argv, int first) {
   auto store = storage::OpenStore(database);
   if (!store.ok()) return fail(store.status().Annotate(shown));
   const std::string ca_crt = dir + "/ca/ca.crt", ca_key = dir + "/ca/ca.key";
-  // A second appliance of a fleet: the database has the fleet's default
-  // pool, so it has a CA already, the one every pointer config carries. A
-  // new CA here would split the fleet: refuse before writing anything.
   // Everything given is usable; init says no (exit 1, docs/cli.md): a
   // refusal, not unusable input.
   if (fleet_database && !Exists(ca_crt) && !Exists(ca_key)) {
-    if (auto existing = store->get()->GetPool("default"); existing.ok()) {
-      return Fail("init",
-                  Status::Unsupported("ca_missing", "the fleet database " + shown + " is initialised already, and " +
-                                                        dir + "/ca has no CA: copy the first appliance's ca/ca.crt "
-                                                        "and ca/ca.key into " + dir +
-                                                        "/ca (mode 0600, owner rackgate; docs/ha.md), then run "
-                                                        "init again"),
-                  kExitRefused);
-    }
+    if (Status s = CheckFleetCa(store->get(), dir, shown); !s.ok()) return Fail("init", s, kExitRefused);
   }
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   auto pool = EnsureDefaultPool(store->get(), now);
@@ -194,71 +261,31 @@ int RunInit(int argc, char** argv, int first) {
   report["database"] = {{fleet_database ? "url" : "path", shown},
                         {"schema_version", storage::Store::CurrentSchemaVersion()}};
 
-  bool ca_created = false;
-  if (!Exists(ca_crt) && !Exists(ca_key)) {
-    if (Status s = core::CreateCa({}, ca_crt, ca_key); !s.ok()) return fail(s);
-    ca_created = true;
-  } else if (!Exists(ca_crt) || !Exists(ca_key)) {
-    return fail(Status::InvalidArgument("pki_invalid", "only half of the appliance CA exists in " + dir +
-                                                           "/ca; restore the other half from a backup"));
-  }
+  auto ca_created = EnsureCa(dir, ca_crt, ca_key);
+  if (!ca_created.ok()) return fail(ca_created.status());
   auto fp = core::CertificateFingerprint(ca_crt);
   if (!fp.ok()) return fail(fp.status());
-  report["ca"] = {{"certificate", ca_crt}, {"key", ca_key}, {"sha256", *fp}, {"created", ca_created}};
+  report["ca"] = {{"certificate", ca_crt}, {"key", ca_key}, {"sha256", *fp}, {"created", *ca_created}};
 
   if (issue) {
-    if (Status s = core::IssueServingCertificate(names, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
+    if (Status s = core::IssueServingCertificate(*names, ca_crt, ca_key, crt, key); !s.ok()) return fail(s);
   } else if (auto current = core::ReadServingCertNames(crt); current.ok()) {
-    names = *current;
+    *names = *current;
   }
   report["serving"] = {{"certificate", crt},
                        {"key", key},
                        {"issued", issue},
-                       {"dns_names", names.dns_names},
-                       {"ip_addresses", names.ip_addresses}};
+                       {"dns_names", names->dns_names},
+                       {"ip_addresses", names->ip_addresses}};
 
   report["default_pool"] = {{"name", "default"}, {"created", pool->created}, {"token", pool->token_state}};
   std::optional<std::string> token_file_error;
-  if (pool->token) {
-    if (auto out = args->Get("token-out")) {
-      const std::string line = *pool->token + "\n";
-      if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
-          s.ok()) {
-        report["token_file"] = *out;
-      } else {
-        // The token is stored already: show it rather than lose it.
-        token_file_error = s.message();
-        report["default_pool_token"] = *pool->token;
-      }
-    } else {
-      report["default_pool_token"] = *pool->token;
-    }
-  }
+  if (pool->token) token_file_error = ReportToken(*args, *pool->token, &report);
 
-  if (as_json) {
+  if (args->Has("json")) {
     PrintJson(report);
   } else {
-    std::printf("database:   %s (schema version %d)\n", shown.c_str(), storage::Store::CurrentSchemaVersion());
-    std::printf("CA:         %s (sha256 %s%s)\n", ca_crt.c_str(), fp->c_str(), ca_created ? ", created" : ", kept");
-    std::printf("serving:    %s (%s) for %s\n", crt.c_str(),
-                issue ? "issued now" : "kept; --renew-serving-cert reissues it",
-                Join([&] {
-                  std::vector<std::string> all = names.dns_names;
-                  all.insert(all.end(), names.ip_addresses.begin(), names.ip_addresses.end());
-                  return all;
-                }())
-                    .c_str());
-    if (pool->token_state == "kept") {
-      std::printf("pool \"default\": provisioning token kept (`rackgatectl token rotate --pool default --grace 1h` "
-                  "makes a new one)\n");
-    } else if (pool->token_state == "off") {
-      std::printf("pool \"default\": no provisioning token required\n");
-    } else if (report.contains("token_file")) {
-      std::printf("provisioning token for pool \"default\" written to %s (mode 0600)\n",
-                  report.at("token_file").get<std::string>().c_str());
-    } else {
-      std::printf("provisioning token for pool \"default\" (shown once): %s\n", pool->token->c_str());
-    }
+    PrintInitText(report, shown, *pool, *names);
   }
   if (token_file_error) {
     std::fprintf(stderr, "rackgatectl init: error: cannot write the token to %s: %s; it is printed above (shown "

@@ -1,6 +1,7 @@
 // rackgatectl: the operator's command line. Takes the global flags from
 // anywhere on the line, then dispatches to the admin API commands, the setup
-// commands and the offline commands (docs/cli.md).
+// commands and the offline commands (docs/cli.md); the commands on the state
+// directory's database and CA keys it hands to rackgatectl-state.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,14 +15,14 @@
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/audit_commands.h"
+#include "ctl/audit_verify.h"
+#include "ctl/command_line.h"
 #include "ctl/machine_commands.h"
-#include "ctl/ca_command.h"
-#include "ctl/db_command.h"
 #include "ctl/policy_commands.h"
 #include "ctl/eventlog_commands.h"
-#include "ctl/init_command.h"
 #include "ctl/offline.h"
 #include "ctl/pointer_command.h"
+#include "ctl/state_exec.h"
 
 namespace {
 
@@ -278,63 +279,24 @@ int GroupHelpOrError(const char* help, const std::string& group, int argc, char*
 
 int Dispatch(int argc, char** argv) {
   using namespace rackgate::ctl;  // NOLINT
-  static char kJsonFlag[] = "--json";
-  static char kHelpFlag[] = "--help";
-  std::string socket = kDefaultAdminSocket;
-  if (const char* env = std::getenv("RACKGATE_ADMIN_SOCKET")) socket = env;
-  // The global flags, wherever they are (kubectl and systemctl take them
-  // before or after the command): --socket is taken here, --json and --help
-  // are handed to the command after its own arguments.
-  bool json = false, help = false, version = false;
-  std::vector<char*> rest, after_dashes;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      after_dashes.assign(argv + i, argv + argc);
-      break;
-    }
-    if (a == "--socket") {
-      if (i + 1 >= argc) {
-        std::fputs("rackgatectl: --socket needs a value\nRun 'rackgatectl --help' for usage.\n", stderr);
-        return kExitUnusable;
-      }
-      socket = argv[++i];
-    } else if (a.rfind("--socket=", 0) == 0) {
-      socket = a.substr(9);
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--help" || a == "-h") {
-      help = true;
-    } else if (a == "--version") {
-      version = true;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (!rest.empty() && !std::strcmp(rest[0], "help")) {
-    rest.erase(rest.begin());
-    help = true;
-  }
-  if (version) {
-    if (json) {
+  char** const own_argv = argv;
+  auto line = ParseCommandLine(argc, argv);
+  if (!line) return kExitUnusable;
+  if (line->version) {
+    if (line->json) {
       std::puts("{\"version\": \"" RACKGATE_VERSION "\"}");
     } else {
       std::puts("rackgatectl " RACKGATE_VERSION);
     }
     return kExitOk;
   }
-  if (rest.empty()) {
-    std::fputs(kHelp, help ? stdout : stderr);
-    return help ? kExitOk : kExitUnusable;
+  if (line->args.empty()) {
+    std::fputs(kHelp, line->help ? stdout : stderr);
+    return line->help ? kExitOk : kExitUnusable;
   }
-  std::vector<char*> args = {argv[0]};
-  args.insert(args.end(), rest.begin(), rest.end());
-  if (json) args.push_back(kJsonFlag);
-  if (help) args.push_back(kHelpFlag);
-  args.insert(args.end(), after_dashes.begin(), after_dashes.end());
-  args.push_back(nullptr);
-  argc = static_cast<int>(args.size()) - 1;
-  argv = args.data();
+  const std::string& socket = line->socket;
+  argc = line->argc();
+  argv = line->argv();
 
   const std::string cmd = argv[1];
   if (cmd == "completion") {  // hidden: for the build and the CLI test
@@ -343,7 +305,9 @@ int Dispatch(int argc, char** argv) {
     std::fputs("rackgatectl: give `completion bash`\n", stderr);
     return kExitUnusable;
   }
-  if (cmd == "init") return RunInit(argc, argv, 2);
+  // The commands on the state directory's database and CA keys run in
+  // rackgatectl-state, handed this process's argv as it came.
+  if (cmd == "init" || cmd == "db" || cmd == "ca") return ExecStateBinary(own_argv);
   if (cmd == "enroll") return RunEnroll(socket, argc, argv, 2);
   if (cmd == "import") return RunImport(socket, argc, argv, 2);
   if (cmd == "list") return RunList(socket, argc, argv, 2);
@@ -354,7 +318,11 @@ int Dispatch(int argc, char** argv) {
   // ledger: delete, rename, audit verify (docs/lifecycle.md, docs/audit.md).
   if (cmd == "delete") return RunDelete(socket, argc, argv, 2);
   if (cmd == "rename") return RunRename(socket, argc, argv, 2);
-  if (cmd == "audit" && argc >= 3 && !std::strcmp(argv[2], "verify")) return RunAuditVerify(socket, argc, argv, 3);
+  if (cmd == "audit" && argc >= 3 && !std::strcmp(argv[2], "verify")) {
+    AuditVerifyRequest request;
+    if (int rc = ParseAuditVerify(argc, argv, 3, &request); rc >= 0) return rc;
+    return request.database ? ExecStateBinary(own_argv) : RunAuditVerify(socket, request);
+  }
   if (cmd == "audit") return RunAudit(socket, argc, argv, 2);
   if (cmd == "status") return RunStatus(socket, argc, argv, 2);
   if (cmd == "pool") return RunPool(socket, argc, argv, 2);
@@ -363,8 +331,6 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
   if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
-  if (cmd == "ca") return RunCa(argc, argv, 2);
-  if (cmd == "db") return RunDb(socket, argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

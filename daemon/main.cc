@@ -16,10 +16,12 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "attest/ek_cert.h"
 #include "core/attestation.h"
@@ -167,13 +169,25 @@ std::optional<gid_t> GroupId(const std::string& name) {
   return std::nullopt;
 }
 
-int Run(const std::string& config_path, bool check_only) {
+// What rackgated starts from, read and checked before anything is opened.
+struct Startup {
+  Config config;
+  std::string database;  // SECURITY: may hold a password; show RedactDatabase's form
+  std::optional<attest::EkTrustStore> anchors;
+  std::vector<WebhookEndpoint> webhooks;
+};
+
+// Loads the config and everything it names that is checked before the store
+// opens (--check-config stops after it). Returns the exit code when
+// rackgated is to stop: 2 for a refused config, 0 for --check-config.
+std::optional<int> LoadStartup(const std::string& config_path, bool check_only, Startup* out) {
   auto config = LoadConfig(config_path);
   if (!config.ok()) {
     std::fprintf(stderr, "rackgated: %s\n", config.status().ToString().c_str());
     return 2;
   }
-  if (Status s = ConfigureLogging({config->log_level}); !s.ok()) {
+  out->config = *std::move(config);
+  if (Status s = ConfigureLogging({out->config.log_level}); !s.ok()) {
     std::fprintf(stderr, "rackgated: %s\n", s.ToString().c_str());
     return 2;
   }
@@ -184,64 +198,272 @@ int Run(const std::string& config_path, bool check_only) {
   // (RestartPreventExitStatus=2). --check-config checks the file alone; any
   // other stat error (a permission) is left to the store's own message.
   // (SQLite only: a PostgreSQL database is created by `init --database`.)
-  if (struct stat st; !check_only && !config->database_is_postgresql() &&
-                      ::stat(config->database_path().c_str(), &st) != 0 && errno == ENOENT) {
+  if (struct stat st; !check_only && !out->config.database_is_postgresql() &&
+                      ::stat(out->config.database_path().c_str(), &st) != 0 && errno == ENOENT) {
     Log()->critical("state directory {} has no database: run `sudo -u rackgate rackgatectl init --state-dir {}`",
-                    config->state_dir, config->state_dir);
+                    out->config.state_dir, out->config.state_dir);
     return 2;
   }
   // fleet: the database string with the password file's secret, checked
   // by --check-config too. SECURITY: `database` may hold a password; logs
   // and errors say RedactDatabase's form only.
-  auto database = DatabaseForStore(*config);
+  auto database = DatabaseForStore(out->config);
   if (!database.ok()) {
     Log()->critical("database: {}", database.status().ToString());
     return 2;
   }
-  auto anchors_loaded = LoadAnchors(*config);
+  out->database = *std::move(database);
+  auto anchors_loaded = LoadAnchors(out->config);
   if (!anchors_loaded.ok()) {
     Log()->critical("EK trust anchors: {}", anchors_loaded.status().ToString());
     return 2;
   }
+  out->anchors.emplace(std::move(anchors_loaded).value());
   // Webhooks (docs/events.md): a missing or short secret file stops the
   // start, as --check-config says.
-  auto webhook_endpoints = LoadWebhookEndpoints(config->webhooks);
+  auto webhook_endpoints = LoadWebhookEndpoints(out->config.webhooks);
   if (!webhook_endpoints.ok()) {
     Log()->critical("webhooks: {}", webhook_endpoints.status().ToString());
     return 2;
   }
+  out->webhooks = std::move(webhook_endpoints).value();
   if (check_only) {
     std::printf("config ok: %s\n", config_path.c_str());
     return 0;
   }
+  return std::nullopt;
+}
+
+AttestationOptions AttestationOptionsFrom(const Config& c) {
+  AttestationOptions ao;
+  ao.session_ttl_seconds = c.session_ttl_seconds;
+  ao.token_ttl_seconds = c.token_ttl_seconds;
+  ao.default_pcr_selection = *attest::ParsePcrSelectionList(c.default_pcr_selection);
+  ao.require_ek_certificate = c.require_ek_certificate;
+  ao.discovery = c.discovery;
+  ao.discovery_pool = c.discovery_pool;
+  ao.max_open_sessions = c.max_open_sessions;
+  ao.max_open_sessions_per_client = c.max_open_sessions_per_client;
+  ao.busy_queue_delay_ms = c.busy_queue_delay_ms;
+  return ao;
+}
+
+CsrOptions CsrOptionsFrom(const Config& c) {
+  CsrOptions co;
+  co.cluster_ca_certificate = c.cluster_ca_certificate_path();
+  co.cluster_ca_key = c.cluster_ca_key_path();
+  co.client_window_seconds = c.client_csr_window_seconds;
+  co.client_validity_seconds = c.client_certificate_validity_seconds;
+  co.serving_validity_seconds = c.serving_certificate_validity_seconds;
+  co.max_in_flight = c.max_csrs_in_flight;
+  co.max_in_flight_per_machine = c.max_csrs_in_flight_per_machine;
+  return co;
+}
+
+// The HTTP server's listeners and limits; its routes are added by Run.
+HttpServerOptions ServerOptionsFrom(const Config& c, Metrics* metrics) {
+  HttpServerOptions o;
+  o.listen_addresses = c.listen_addresses;
+  o.port = c.port;
+  o.tls_certificate_path = c.tls_certificate_path();
+  o.tls_key_path = c.tls_key_path();
+  o.max_body_bytes = c.max_body_bytes;
+  o.admin_max_body_bytes = c.admin_max_body_bytes;
+  o.per_client_connections = static_cast<unsigned>(c.per_client_connections);
+  o.max_connections = static_cast<unsigned>(c.max_connections);
+  o.connection_timeout_seconds = static_cast<unsigned>(c.connection_timeout_seconds);
+  o.threads = static_cast<unsigned>(c.threads);
+  o.handler_threads = static_cast<unsigned>(c.handler_threads);
+  o.drain_timeout = std::chrono::seconds(c.drain_timeout_seconds);
+  o.metrics = metrics;
+  o.admin_socket_path = c.admin_socket;
+  o.admin_group = c.admin_group;
+  return o;
+}
+
+// GET /readyz: whether the database answers.
+Handler ReadyzHandler(storage::Store* db, Metrics* metrics) {
+  return [db, metrics](const Request&) {
+    auto counts = db->CountByState();
+    // fleet: rackgate_db_up says the same to a scraper (docs/ha.md).
+    metrics->GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
+                      counts.ok() ? 1 : 0);
+    if (counts.ok()) return Response::Text(200, "ready\n");
+    metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    Log()->warn("readyz: the database does not answer: {}", counts.status().ToString());
+    return Response::Error(503, "db_unavailable", "the database does not answer", 5);
+  };
+}
+
+// GET /metrics: the registry, with the gauges counted at scrape time.
+Handler ScrapeHandler(storage::Store* db, Metrics* metrics, AttestationService* attestation,
+                      const ExpiryFiles& expiry) {
+  return [db, metrics, attestation, expiry](const Request&) {
+    CollectScrapeMetrics(metrics, db, expiry);
+    metrics->GaugeSet("rackgate_unknown_eks",
+                     "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).", {},
+                     static_cast<double>(attestation->unknown_eks().SeenSince(Now() - 3600).size()));
+    // Counted at scrape time: a running sum would drift with every session
+    // that expires unused.
+    auto open = db->CountOpenSessions(Now());
+    // fleet: whether the database answers, for an alert on each appliance.
+    metrics->GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
+                     open.ok() ? 1 : 0);
+    if (open.ok()) {
+      metrics->GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
+                       static_cast<double>(*open));
+    } else {
+      metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    }
+    // Trust (docs/trust.md): counted at scrape time, like the sessions.
+    if (auto untrusted = db->CountUntrusted(); untrusted.ok()) {
+      metrics->GaugeSet("rackgate_machines_untrusted",
+                       "Machines whose latest attestation failed or whose last good one is too old.", {},
+                       static_cast<double>(*untrusted));
+    } else {
+      metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    }
+    {
+      // The store counts since Open; the counters move by what is new.
+      static std::mutex mu;
+      static storage::Store::WriteStats seen;
+      std::lock_guard<std::mutex> lock(mu);
+      const storage::Store::WriteStats now = db->GetWriteStats();
+      metrics->CounterInc("rackgate_db_commits_total", "Write transactions committed, each with a group of writes.",
+                         {}, static_cast<double>(now.commits - seen.commits));
+      metrics->CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
+                         static_cast<double>(now.writes - seen.writes));
+      seen = now;
+    }
+    return Response::Text(200, metrics->Render(), kMetricsContentType);
+  };
+}
+
+// What the signal loop works on, all BORROWED from Run.
+struct Running {
+  const std::string& config_path;
+  Notifier* notifier;
+  HttpServer* server;
+  WebhookDispatcher* webhooks;
+  TrustAnchors* anchors;
+  CsrService* csrs;
+  storage::Store* db;
+  Metrics* metrics;
+  AttestationService* attestation;
+};
+
+// SIGHUP: the config's EK trust anchors, the cluster CA and the TLS
+// certificate again; each refused one keeps the running one.
+void Reload(const Running& r) {
+  r.notifier->Reloading();
+  auto fresh = LoadConfig(r.config_path);
+  if (!fresh.ok()) {
+    Log()->error("reload: config refused, keeping the running one: {}", fresh.status().ToString());
+  } else {
+    if (Status s = ConfigureLogging({fresh->log_level}); !s.ok()) Log()->error("reload: {}", s.ToString());
+    auto next = LoadAnchors(*fresh);
+    if (next.ok()) {
+      r.anchors->Set(std::move(next).value());
+      Log()->info("reload: EK trust anchors reloaded");
+    } else {
+      Log()->error("reload: EK trust anchors refused, keeping the running ones: {}", next.status().ToString());
+    }
+    if (Status s = r.csrs->Reload(); !s.ok()) {
+      Log()->error("reload: cluster CA refused, keeping the running one: {}", s.ToString());
+    } else {
+      Log()->info("reload: cluster CA reloaded");
+    }
+    if (Status s = r.server->ReloadCertificates(); !s.ok()) {
+      Log()->error("reload: TLS certificate refused, keeping the running one: {}", s.ToString());
+    } else {
+      Log()->info("reload: TLS certificate reloaded");
+    }
+    Log()->info("reload: addresses, port, limits and protocol timings take effect at restart");
+  }
+  r.notifier->Ready("reloaded");
+}
+
+// Every minute: expired sessions and tokens, the trust sweep, the
+// anonymous refusals' summaries.
+void HousekeepMinute(const Running& r) {
+  storage::Store* db = r.db;
+  auto purged = db->PurgeExpired(Now());
+  if (!purged.ok()) {
+    r.metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    Log()->warn("purge of expired sessions failed: {}", purged.status().ToString());
+  } else if (purged->sessions > 0 || purged->tokens > 0) {
+    Log()->debug("purged {} expired sessions and {} tokens", purged->sessions, purged->tokens);
+  }
+  // Trust (docs/trust.md): machines past their pool's
+  // max_attestation_age_seconds become untrusted (each change logged by
+  // the sweep). The requests that need trust judge the age themselves,
+  // so this minute's delay only affects what status and metrics show.
+  if (auto swept = core::SweepTrust(db, Now()); !swept.ok()) {
+    r.metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
+    Log()->warn("trust sweep failed: {}", swept.status().ToString());
+  }
+  // The anonymous refusals counted since each machine's last summary,
+  // one audit row per machine per interval (docs/trust.md).
+  r.attestation->FlushAnonymousRefusals();
+}
+
+// Waits for signals until SIGTERM or SIGINT, which drain and stop (0);
+// SIGHUP reloads. Runs the minute's housekeeping and logs the audit chain's
+// head daily.
+int ServeUntilStopped(const Running& r, const sigset_t& signals) {
+  int64_t next_purge = Now() + 60;
+  // ledger: the audit chain's head (docs/audit.md).
+  LogAuditHead(r.db);
+  int64_t next_audit_head = Now() + 86400;
+  for (;;) {
+    timespec wait{5, 0};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
+      Log()->error("sigtimedwait: {}", std::strerror(errno));
+    }
+    if (sig == SIGTERM || sig == SIGINT) {
+      Log()->info("{}: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      r.notifier->Stopping();
+      r.notifier->StopWatchdog();
+      r.server->Stop();
+      r.webhooks->Stop();  // undelivered events stay queued for the next start
+      Log()->info("stopped");
+      return 0;
+    }
+    if (sig == SIGHUP) Reload(r);
+    if (Now() >= next_audit_head) {  // ledger
+      next_audit_head = Now() + 86400;
+      LogAuditHead(r.db);
+    }
+    if (Now() >= next_purge) {
+      next_purge = Now() + 60;
+      HousekeepMinute(r);
+    }
+  }
+}
+
+int Run(const std::string& config_path, bool check_only) {
+  Startup start;
+  if (auto rc = LoadStartup(config_path, check_only, &start)) return *rc;
+  const Config* config = &start.config;
   Notifier notifier;
-  auto store = OpenStoreWaiting(*config, *database, &notifier);
+  auto store = OpenStoreWaiting(*config, start.database, &notifier);
   if (!store.ok()) {
     // The store's message never holds the password (storage::OpenStore).
-    Log()->critical("cannot open the store {}: {}{}", RedactDatabase(*database), store.status().ToString(),
+    Log()->critical("cannot open the store {}: {}{}", RedactDatabase(start.database), store.status().ToString(),
                     store.status().reason() == "db_unavailable"
                         ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
                           "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
                         : "");
     return 1;
   }
-  Log()->info("store: {}", RedactDatabase(*database));
-  TrustAnchors anchors(std::move(anchors_loaded).value());
+  Log()->info("store: {}", RedactDatabase(start.database));
+  TrustAnchors anchors(*std::move(start.anchors));
   Metrics metrics;
   // Observability (docs/observability.md): every documented series from
   // start-up.
   DeclareApplianceMetrics(&metrics, RACKGATE_VERSION);
-  AttestationOptions ao;
-  ao.session_ttl_seconds = config->session_ttl_seconds;
-  ao.token_ttl_seconds = config->token_ttl_seconds;
-  ao.default_pcr_selection = *attest::ParsePcrSelectionList(config->default_pcr_selection);
-  ao.require_ek_certificate = config->require_ek_certificate;
-  ao.discovery = config->discovery;
-  ao.discovery_pool = config->discovery_pool;
-  ao.max_open_sessions = config->max_open_sessions;
-  ao.max_open_sessions_per_client = config->max_open_sessions_per_client;
-  ao.busy_queue_delay_ms = config->busy_queue_delay_ms;
-  AttestationService attestation(store->get(), &anchors, ao, &metrics);
+  AttestationService attestation(store->get(), &anchors, AttestationOptionsFrom(*config), &metrics);
   auto ignition_options = IgnitionFromConfig(*config);
   if (!ignition_options.ok()) {
     Log()->critical("{}", ignition_options.status().ToString());
@@ -256,15 +478,7 @@ int Run(const std::string& config_path, bool check_only) {
   ChangeListenerScope change_listener(store->get(), [&ignition](std::string_view topic) {
     if (topic == "pools" || topic == "*") ignition.InvalidateAllPools();
   });
-  CsrOptions co;
-  co.cluster_ca_certificate = config->cluster_ca_certificate_path();
-  co.cluster_ca_key = config->cluster_ca_key_path();
-  co.client_window_seconds = config->client_csr_window_seconds;
-  co.client_validity_seconds = config->client_certificate_validity_seconds;
-  co.serving_validity_seconds = config->serving_certificate_validity_seconds;
-  co.max_in_flight = config->max_csrs_in_flight;
-  co.max_in_flight_per_machine = config->max_csrs_in_flight_per_machine;
-  CsrService csrs(store->get(), &attestation, co, &metrics);
+  CsrService csrs(store->get(), &attestation, CsrOptionsFrom(*config), &metrics);
   if (Status s = csrs.Reload(); !s.ok()) {
     Log()->warn("no cluster CA yet ({}): CSRs wait with 503 until `rackgatectl ca import` provides one",
                 s.ToString());
@@ -278,76 +492,16 @@ int Run(const std::string& config_path, bool check_only) {
   ReportService reports(store->get(), &attestation);
   handlers.SetReports(&reports);
 
-  HttpServerOptions o;
-  o.listen_addresses = config->listen_addresses;
-  o.port = config->port;
-  o.tls_certificate_path = config->tls_certificate_path();
-  o.tls_key_path = config->tls_key_path();
-  o.max_body_bytes = config->max_body_bytes;
-  o.admin_max_body_bytes = config->admin_max_body_bytes;
-  o.per_client_connections = static_cast<unsigned>(config->per_client_connections);
-  o.max_connections = static_cast<unsigned>(config->max_connections);
-  o.connection_timeout_seconds = static_cast<unsigned>(config->connection_timeout_seconds);
-  o.threads = static_cast<unsigned>(config->threads);
-  o.handler_threads = static_cast<unsigned>(config->handler_threads);
-  o.drain_timeout = std::chrono::seconds(config->drain_timeout_seconds);
-  o.metrics = &metrics;
+  HttpServerOptions o = ServerOptionsFrom(*config, &metrics);
   storage::Store* db = store->get();
   handlers.Register(&o.router);
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
-  o.router.Add("GET", "/readyz", [db, &metrics](const Request&) {
-    auto counts = db->CountByState();
-    // fleet: rackgate_db_up says the same to a scraper (docs/ha.md).
-    metrics.GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
-                     counts.ok() ? 1 : 0);
-    if (counts.ok()) return Response::Text(200, "ready\n");
-    metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    Log()->warn("readyz: the database does not answer: {}", counts.status().ToString());
-    return Response::Error(503, "db_unavailable", "the database does not answer", 5);
-  });
+  o.router.Add("GET", "/readyz", ReadyzHandler(db, &metrics));
   // Observability (docs/observability.md): /metrics on the machines' port
   // (metrics.public, the default) and/or on its own plain-HTTP listener.
   const ExpiryFiles expiry{config->tls_certificate_path(), config->ca_certificate_path(),
                            config->cluster_ca_certificate_path()};
-  Handler scrape = [db, &metrics, &attestation, expiry](const Request&) {
-    CollectScrapeMetrics(&metrics, db, expiry);
-    metrics.GaugeSet("rackgate_unknown_eks",
-                     "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).", {},
-                     static_cast<double>(attestation.unknown_eks().SeenSince(Now() - 3600).size()));
-    // Counted at scrape time: a running sum would drift with every session
-    // that expires unused.
-    auto open = db->CountOpenSessions(Now());
-    // fleet: whether the database answers, for an alert on each appliance.
-    metrics.GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
-                     open.ok() ? 1 : 0);
-    if (open.ok()) {
-      metrics.GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
-                       static_cast<double>(*open));
-    } else {
-      metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    }
-    // Trust (docs/trust.md): counted at scrape time, like the sessions.
-    if (auto untrusted = db->CountUntrusted(); untrusted.ok()) {
-      metrics.GaugeSet("rackgate_machines_untrusted",
-                       "Machines whose latest attestation failed or whose last good one is too old.", {},
-                       static_cast<double>(*untrusted));
-    } else {
-      metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    }
-    {
-      // The store counts since Open; the counters move by what is new.
-      static std::mutex mu;
-      static storage::Store::WriteStats seen;
-      std::lock_guard<std::mutex> lock(mu);
-      const storage::Store::WriteStats now = db->GetWriteStats();
-      metrics.CounterInc("rackgate_db_commits_total", "Write transactions committed, each with a group of writes.",
-                         {}, static_cast<double>(now.commits - seen.commits));
-      metrics.CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
-                         static_cast<double>(now.writes - seen.writes));
-      seen = now;
-    }
-    return Response::Text(200, metrics.Render(), kMetricsContentType);
-  };
+  Handler scrape = ScrapeHandler(db, &metrics, &attestation, expiry);
   if (config->metrics.public_port) o.router.Add("GET", "/metrics", scrape);
   if (!config->metrics.listen_address.empty()) {
     o.metrics_address = config->metrics.listen_address;
@@ -358,8 +512,6 @@ int Run(const std::string& config_path, bool check_only) {
   }
   AdminRefusalLog refusals(db, &metrics, config->metrics.audited_refusals_per_minute);
   o.on_admin_refusal = [&refusals](const AdminRefusal& r) { refusals.Record(r, Now()); };
-  o.admin_socket_path = config->admin_socket;
-  o.admin_group = config->admin_group;
   admin.Register(&o.admin_router);
 
   // Signals are taken synchronously by this thread; block them before the
@@ -371,7 +523,7 @@ int Run(const std::string& config_path, bool check_only) {
   ::signal(SIGPIPE, SIG_IGN);
 
   // Webhooks: the dispatcher's thread sends what the store's triggers queue.
-  auto webhooks = WebhookDispatcher::Start(store->get(), std::move(webhook_endpoints).value(), {}, &metrics);
+  auto webhooks = WebhookDispatcher::Start(store->get(), std::move(start.webhooks), {}, &metrics);
   if (!webhooks.ok()) {
     Log()->critical("webhooks: {}", webhooks.status().ToString());
     return 1;
@@ -391,79 +543,9 @@ int Run(const std::string& config_path, bool check_only) {
                 config->metrics.public_port ? " and on the HTTPS port" : " only");
   }
 
-  int64_t next_purge = Now() + 60;
-  // ledger: the audit chain's head (docs/audit.md).
-  LogAuditHead(db);
-  int64_t next_audit_head = Now() + 86400;
-  for (;;) {
-    timespec wait{5, 0};
-    int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
-      Log()->error("sigtimedwait: {}", std::strerror(errno));
-    }
-    if (sig == SIGTERM || sig == SIGINT) {
-      Log()->info("{}: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      notifier.Stopping();
-      notifier.StopWatchdog();
-      (*server)->Stop();
-      (*webhooks)->Stop();  // undelivered events stay queued for the next start
-      Log()->info("stopped");
-      return 0;
-    }
-    if (sig == SIGHUP) {
-      notifier.Reloading();
-      auto fresh = LoadConfig(config_path);
-      if (!fresh.ok()) {
-        Log()->error("reload: config refused, keeping the running one: {}", fresh.status().ToString());
-      } else {
-        if (Status s = ConfigureLogging({fresh->log_level}); !s.ok()) Log()->error("reload: {}", s.ToString());
-        auto next = LoadAnchors(*fresh);
-        if (next.ok()) {
-          anchors.Set(std::move(next).value());
-          Log()->info("reload: EK trust anchors reloaded");
-        } else {
-          Log()->error("reload: EK trust anchors refused, keeping the running ones: {}", next.status().ToString());
-        }
-        if (Status s = csrs.Reload(); !s.ok()) {
-          Log()->error("reload: cluster CA refused, keeping the running one: {}", s.ToString());
-        } else {
-          Log()->info("reload: cluster CA reloaded");
-        }
-        if (Status s = (*server)->ReloadCertificates(); !s.ok()) {
-          Log()->error("reload: TLS certificate refused, keeping the running one: {}", s.ToString());
-        } else {
-          Log()->info("reload: TLS certificate reloaded");
-        }
-        Log()->info("reload: addresses, port, limits and protocol timings take effect at restart");
-      }
-      notifier.Ready("reloaded");
-    }
-    if (Now() >= next_audit_head) {  // ledger
-      next_audit_head = Now() + 86400;
-      LogAuditHead(db);
-    }
-    if (Now() >= next_purge) {
-      next_purge = Now() + 60;
-      auto purged = db->PurgeExpired(Now());
-      if (!purged.ok()) {
-        metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
-        Log()->warn("purge of expired sessions failed: {}", purged.status().ToString());
-      } else if (purged->sessions > 0 || purged->tokens > 0) {
-        Log()->debug("purged {} expired sessions and {} tokens", purged->sessions, purged->tokens);
-      }
-      // Trust (docs/trust.md): machines past their pool's
-      // max_attestation_age_seconds become untrusted (each change logged by
-      // the sweep). The requests that need trust judge the age themselves,
-      // so this minute's delay only affects what status and metrics show.
-      if (auto swept = core::SweepTrust(db, Now()); !swept.ok()) {
-        metrics.CounterInc("rackgate_db_errors_total", "Database errors.", {});
-        Log()->warn("trust sweep failed: {}", swept.status().ToString());
-      }
-      // The anonymous refusals counted since each machine's last summary,
-      // one audit row per machine per interval (docs/trust.md).
-      attestation.FlushAnonymousRefusals();
-    }
-  }
+  return ServeUntilStopped(Running{config_path, &notifier, server->get(), webhooks->get(), &anchors, &csrs, db,
+                                   &metrics, &attestation},
+                           signals);
 }
 
 }  // namespace

@@ -103,6 +103,54 @@ struct InFlight {
   char error[CURL_ERROR_SIZE] = {};
 };
 
+namespace {
+
+// A delivery of `d` to `endpoint`, ready to add to the multi handle: its
+// body, signed headers and transfer options. nullptr when curl has no handle.
+std::unique_ptr<InFlight> NewDelivery(const storage::DueDelivery& d, const WebhookEndpoint& endpoint,
+                                      const WebhookDispatcherOptions& options) {
+  auto f = std::make_unique<InFlight>();
+  f->event_id = d.event.id;
+  f->webhook = d.delivery.webhook;
+  f->attempts = d.delivery.attempts;
+  f->body = core::EventBody(d.event);
+  f->easy.reset(curl_easy_init());
+  if (!f->easy) return nullptr;
+  const int64_t ts = NowSeconds();
+  curl_slist* h = nullptr;
+  auto add = [&](const std::string& line) {
+    curl_slist* next = curl_slist_append(h, line.c_str());
+    if (next != nullptr) h = next;
+  };
+  add("Content-Type: application/json");
+  add(std::string(core::kHeaderEvent) + ": " + d.event.type);
+  add(std::string(core::kHeaderDelivery) + ": " + std::to_string(d.event.id) + "." +
+      std::to_string(d.delivery.attempts + 1));
+  add(std::string(core::kHeaderTimestamp) + ": " + std::to_string(ts));
+  add(std::string(core::kHeaderSignature) + ": " + core::SignatureHeader(endpoint.secret, ts, f->body));
+  add("Expect:");  // no 100-continue round trip for a small body
+  f->headers.reset(h);
+  CURL* e = f->easy.get();
+  curl_easy_setopt(e, CURLOPT_URL, f->webhook.c_str());
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is a failure, not a new target
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout_ms));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout_ms));
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!endpoint.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, endpoint.ca_file.c_str());
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers.get());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, f->body.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(f->body.size()));
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, DiscardBody);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->error);
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "rackgated-webhooks");
+  return f;
+}
+
+}  // namespace
+
 struct WebhookDispatcher::State {
   storage::Store* store = nullptr;
   Metrics* metrics = nullptr;
@@ -168,6 +216,95 @@ int64_t ClaimLeaseSeconds(const WebhookDispatcherOptions& o) {
   return (o.connect_timeout_ms + o.request_timeout_ms) / 1000 + 30;
 }
 
+void WebhookDispatcher::FetchDue(bool* store_failing) {
+  State& s = *state_;
+  const int room = s.options.max_in_flight - static_cast<int>(s.in_flight.size());
+  if (room <= 0) return;
+  // fleet (docs/ha.md): claimed, not just read, so that two appliances
+  // on one database never send the same delivery at once; the lease
+  // outlasts one whole exchange.
+  auto due = s.store->ClaimDueDeliveries(NowSeconds(), room, ClaimLeaseSeconds(s.options));
+  if (!due.ok()) {
+    if (!*store_failing) Log()->warn("cannot read the event queue: {}", due.status().ToString());
+    *store_failing = true;
+    return;
+  }
+  *store_failing = false;
+  std::set<std::pair<int64_t, std::string>> busy;
+  for (const auto& [easy, f] : s.in_flight) busy.emplace(f->event_id, f->webhook);
+  int added = 0;
+  for (storage::DueDelivery& d : *due) {
+    if (added >= room) break;
+    if (busy.count({d.event.id, d.delivery.webhook})) continue;
+    auto ep = s.endpoints.find(d.delivery.webhook);
+    if (ep == s.endpoints.end()) continue;  // SyncWebhooks removed it; cannot happen after Start
+    auto f = NewDelivery(d, ep->second, s.options);
+    if (!f) return;
+    CURL* e = f->easy.get();
+    if (curl_multi_add_handle(s.multi.get(), e) != CURLM_OK) return;
+    busy.emplace(f->event_id, f->webhook);
+    s.in_flight.emplace(e, std::move(f));
+    ++added;
+  }
+}
+
+bool WebhookDispatcher::ReapFinished() {
+  State& s = *state_;
+  bool any = false;
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(s.multi.get(), &left)) {
+    if (msg->msg != CURLMSG_DONE) continue;
+    CURL* easy = msg->easy_handle;
+    const CURLcode result = msg->data.result;
+    auto it = s.in_flight.find(easy);
+    curl_multi_remove_handle(s.multi.get(), easy);
+    if (it == s.in_flight.end()) continue;
+    std::unique_ptr<InFlight> f = std::move(it->second);
+    s.in_flight.erase(it);
+    any = true;
+    long code = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+    const bool delivered = result == CURLE_OK && code >= 200 && code < 300;
+    std::string error;
+    if (!delivered) {
+      error = result != CURLE_OK ? std::string(curl_easy_strerror(result)) + (f->error[0] ? ": " : "") + f->error
+                                 : "HTTP " + std::to_string(code);
+    }
+    const int64_t now = NowSeconds();
+    const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(s.rng);
+    const int64_t delay =
+        core::RetryDelaySeconds(f->attempts + 1, jitter, s.options.retry_base_seconds, s.options.retry_cap_seconds);
+    Status st = s.store->RecordDeliveryAttempt(f->event_id, f->webhook, delivered, now + delay, error, now);
+    if (!st.ok()) {
+      // Not recorded: the delivery stays due and is sent again (at least
+      // once), which receivers must tolerate anyway.
+      Log()->warn("event {}: cannot record the delivery to {}: {}", f->event_id, WebhookLogName(f->webhook),
+                  st.ToString());
+    }
+    if (s.metrics != nullptr) {
+      s.metrics->CounterInc("rackgate_webhook_deliveries_total", kDeliveriesHelp,
+                            {{"result", delivered ? "delivered" : "failed"}});
+    }
+    if (delivered) {
+      Log()->debug("event {} delivered to {} (HTTP {})", f->event_id, WebhookLogName(f->webhook), code);
+    } else {
+      Log()->warn("event {} to {}: attempt {} failed ({}), next in {} s", f->event_id, WebhookLogName(f->webhook),
+                  f->attempts + 1, error, delay);
+    }
+  }
+  return any;
+}
+
+void WebhookDispatcher::PurgeExpired() {
+  State& s = *state_;
+  auto purged = s.store->PurgeEvents(NowSeconds() - s.options.retention_seconds, s.options.max_events);
+  if (!purged.ok()) {
+    Log()->warn("event purge failed: {}", purged.status().ToString());
+  } else if (*purged > 0) {
+    Log()->info("purged {} events past retention", *purged);
+  }
+}
+
 void WebhookDispatcher::Run() {
   State& s = *state_;
   using Clock = std::chrono::steady_clock;
@@ -175,129 +312,15 @@ void WebhookDispatcher::Run() {
   auto next_gauge = Clock::now();
   int64_t next_purge = NowSeconds();
   bool store_failing = false;
-
-  // Takes due deliveries from the queue while there is room in flight.
-  auto fetch = [&] {
-    const int room = s.options.max_in_flight - static_cast<int>(s.in_flight.size());
-    if (room <= 0) return;
-    // fleet (docs/ha.md): claimed, not just read, so that two appliances
-    // on one database never send the same delivery at once; the lease
-    // outlasts one whole exchange.
-    auto due = s.store->ClaimDueDeliveries(NowSeconds(), room, ClaimLeaseSeconds(s.options));
-    if (!due.ok()) {
-      if (!store_failing) Log()->warn("cannot read the event queue: {}", due.status().ToString());
-      store_failing = true;
-      return;
-    }
-    store_failing = false;
-    std::set<std::pair<int64_t, std::string>> busy;
-    for (const auto& [easy, f] : s.in_flight) busy.emplace(f->event_id, f->webhook);
-    int added = 0;
-    for (storage::DueDelivery& d : *due) {
-      if (added >= room) break;
-      if (busy.count({d.event.id, d.delivery.webhook})) continue;
-      auto ep = s.endpoints.find(d.delivery.webhook);
-      if (ep == s.endpoints.end()) continue;  // SyncWebhooks removed it; cannot happen after Start
-      auto f = std::make_unique<InFlight>();
-      f->event_id = d.event.id;
-      f->webhook = d.delivery.webhook;
-      f->attempts = d.delivery.attempts;
-      f->body = core::EventBody(d.event);
-      f->easy.reset(curl_easy_init());
-      if (!f->easy) return;
-      const int64_t ts = NowSeconds();
-      curl_slist* h = nullptr;
-      auto add = [&](const std::string& line) {
-        curl_slist* next = curl_slist_append(h, line.c_str());
-        if (next != nullptr) h = next;
-      };
-      add("Content-Type: application/json");
-      add(std::string(core::kHeaderEvent) + ": " + d.event.type);
-      add(std::string(core::kHeaderDelivery) + ": " + std::to_string(d.event.id) + "." +
-          std::to_string(d.delivery.attempts + 1));
-      add(std::string(core::kHeaderTimestamp) + ": " + std::to_string(ts));
-      add(std::string(core::kHeaderSignature) + ": " + core::SignatureHeader(ep->second.secret, ts, f->body));
-      add("Expect:");  // no 100-continue round trip for a small body
-      f->headers.reset(h);
-      CURL* e = f->easy.get();
-      curl_easy_setopt(e, CURLOPT_URL, f->webhook.c_str());
-      curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-      curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is a failure, not a new target
-      curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(s.options.connect_timeout_ms));
-      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(s.options.request_timeout_ms));
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-      if (!ep->second.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ep->second.ca_file.c_str());
-      curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers.get());
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, f->body.c_str());
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(f->body.size()));
-      curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, DiscardBody);
-      curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->error);
-      curl_easy_setopt(e, CURLOPT_USERAGENT, "rackgated-webhooks");
-      if (curl_multi_add_handle(s.multi.get(), e) != CURLM_OK) return;
-      busy.emplace(f->event_id, f->webhook);
-      s.in_flight.emplace(e, std::move(f));
-      ++added;
-    }
-  };
-
-  // Records finished transfers; returns whether any finished.
-  auto reap = [&] {
-    bool any = false;
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(s.multi.get(), &left)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      CURL* easy = msg->easy_handle;
-      const CURLcode result = msg->data.result;
-      auto it = s.in_flight.find(easy);
-      curl_multi_remove_handle(s.multi.get(), easy);
-      if (it == s.in_flight.end()) continue;
-      std::unique_ptr<InFlight> f = std::move(it->second);
-      s.in_flight.erase(it);
-      any = true;
-      long code = 0;
-      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
-      const bool delivered = result == CURLE_OK && code >= 200 && code < 300;
-      std::string error;
-      if (!delivered) {
-        error = result != CURLE_OK ? std::string(curl_easy_strerror(result)) + (f->error[0] ? ": " : "") + f->error
-                                   : "HTTP " + std::to_string(code);
-      }
-      const int64_t now = NowSeconds();
-      const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(s.rng);
-      const int64_t delay =
-          core::RetryDelaySeconds(f->attempts + 1, jitter, s.options.retry_base_seconds, s.options.retry_cap_seconds);
-      Status st = s.store->RecordDeliveryAttempt(f->event_id, f->webhook, delivered, now + delay, error, now);
-      if (!st.ok()) {
-        // Not recorded: the delivery stays due and is sent again (at least
-        // once), which receivers must tolerate anyway.
-        Log()->warn("event {}: cannot record the delivery to {}: {}", f->event_id, WebhookLogName(f->webhook),
-                    st.ToString());
-      }
-      if (s.metrics != nullptr) {
-        s.metrics->CounterInc("rackgate_webhook_deliveries_total", kDeliveriesHelp,
-                              {{"result", delivered ? "delivered" : "failed"}});
-      }
-      if (delivered) {
-        Log()->debug("event {} delivered to {} (HTTP {})", f->event_id, WebhookLogName(f->webhook), code);
-      } else {
-        Log()->warn("event {} to {}: attempt {} failed ({}), next in {} s", f->event_id, WebhookLogName(f->webhook),
-                    f->attempts + 1, error, delay);
-      }
-    }
-    return any;
-  };
-
   while (!s.stopping) {
     const auto now = Clock::now();
     if (now >= next_fetch) {
-      fetch();
+      FetchDue(&store_failing);
       next_fetch = now + std::chrono::milliseconds(s.options.poll_interval_ms);
     }
     int running = 0;
     curl_multi_perform(s.multi.get(), &running);
-    if (reap()) fetch();  // a slot freed: fill it without waiting a poll
+    if (ReapFinished()) FetchDue(&store_failing);  // a slot freed: fill it without waiting a poll
     if (now >= next_gauge && s.metrics != nullptr) {
       next_gauge = now + std::chrono::seconds(5);
       if (auto depth = s.store->CountPendingDeliveries(); depth.ok()) {
@@ -306,12 +329,7 @@ void WebhookDispatcher::Run() {
     }
     if (NowSeconds() >= next_purge) {
       next_purge = NowSeconds() + s.options.purge_interval_seconds;
-      auto purged = s.store->PurgeEvents(NowSeconds() - s.options.retention_seconds, s.options.max_events);
-      if (!purged.ok()) {
-        Log()->warn("event purge failed: {}", purged.status().ToString());
-      } else if (*purged > 0) {
-        Log()->info("purged {} events past retention", *purged);
-      }
+      PurgeExpired();
     }
     const auto until_fetch =
         std::chrono::duration_cast<std::chrono::milliseconds>(next_fetch - Clock::now()).count();

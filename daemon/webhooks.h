@@ -85,7 +85,16 @@ class WebhookDispatcher {
  private:
   struct State;
   explicit WebhookDispatcher(std::unique_ptr<State> state);
+  // The dispatcher thread: fetches, sends, records and purges until Stop.
   void Run();
+  // Claims due deliveries while there is room in flight and starts them;
+  // *store_failing keeps a failing store to one log line.
+  void FetchDue(bool* store_failing);
+  // Records the finished transfers (delivered, or failed with the next
+  // attempt's time); returns whether any finished.
+  bool ReapFinished();
+  // Drops events past retention, or over the maximum count.
+  void PurgeExpired();
 
   std::unique_ptr<State> state_;
   std::thread thread_;

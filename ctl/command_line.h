@@ -1,0 +1,36 @@
+// rackgatectl's global flags (--socket, --json, --help, --version), taken from
+// anywhere on the line, the same way by rackgatectl and rackgatectl-offline,
+// which is handed rackgatectl's own argv (docs/cli.md).
+#ifndef RACKGATE_CTL_COMMAND_LINE_H_
+#define RACKGATE_CTL_COMMAND_LINE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rackgate::ctl {
+
+struct CommandLine {
+  // The admin socket: --socket, else $RACKGATE_ADMIN_SOCKET, else the default.
+  std::string socket;
+  bool json = false;
+  bool help = false;
+  bool version = false;
+  // argv[0], the command words and their own arguments, then --json and
+  // --help when given anywhere, then `--` and what follows it, then a null
+  // pointer: what the commands' parsers take. Empty when there is no command.
+  // The pointers are BORROWED from the process's argv (or are static).
+  std::vector<char*> args;
+
+  int argc() const { return static_cast<int>(args.size()) - 1; }
+  char** argv() { return args.data(); }
+};
+
+// The command line of `argv`, with a leading `help` word taken as --help.
+// On a usage error (--socket without a value) prints it on stderr and returns
+// nullopt: the caller exits kExitUnusable.
+std::optional<CommandLine> ParseCommandLine(int argc, char** argv);
+
+}  // namespace rackgate::ctl
+
+#endif  // RACKGATE_CTL_COMMAND_LINE_H_

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -680,17 +681,11 @@ bool UsagesFit(const std::vector<std::string>& usages, std::string_view auth) {
   return set.count(kUsageDigitalSignature) == 1 && set.count(auth) == 1;
 }
 
-}  // namespace
 
-std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::string>& usages,
-                           const MachineFacts& facts, const RuleOptions& options,
-                           bool tpm_key_proven, int64_t now) {
-  std::vector<Refusal> out;
-  auto refuse = [&out](std::string reason, std::string message) {
-    out.push_back(Refusal{std::move(reason), std::move(message)});
-  };
-  const bool client = kind == Kind::kClient;
+// The refusals one CSR collects, each rule family adding its own.
+using Refuse = std::function<void(std::string reason, std::string message)>;
 
+void CheckSubject(const Csr& csr, const MachineFacts& facts, const Refuse& refuse) {
   // Subject. kube-apiserver's Node authorizer and NodeRestriction admission
   // plugin key everything on "system:node:<name>" in group system:nodes: the
   // CN decides which Node object the kubelet may write, so it must be the
@@ -719,7 +714,9 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
     refuse("csr_subject_extra", "subject carries " + ShownList(csr.other_subject_attributes) +
                                     "; only O and CN are allowed");
   }
+}
 
+void CheckKey(const Csr& csr, const Refuse& refuse) {
   // Key. The kinds and sizes kubelet generates and every TLS peer accepts.
   bool key_ok = false;
   if (csr.key_algorithm == KeyAlgorithm::kRsa) {
@@ -734,7 +731,9 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
     refuse("csr_key_unsupported", Shown(what) +
                                       " key; ECDSA P-256/P-384 or RSA 2048 to 8192 bits required");
   }
+}
 
+void CheckUsages(const Csr& csr, bool client, const std::vector<std::string>& usages, const Refuse& refuse) {
   // Usages: what the Kubernetes CSR object asks for, and what the request's
   // own extensions ask for if it has any (they do not reach the certificate,
   // whose extensions come from the profile, but a request that asks for more
@@ -753,7 +752,9 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
   for (const auto& u : csr.extended_key_usages) {
     if (u != auth) refuse("csr_usages", "request's extKeyUsage extension asks for " + Shown(u));
   }
+}
 
+void CheckState(const MachineFacts& facts, bool client, const Refuse& refuse) {
   // State. A revoked, pending or merely enrolled machine gets nothing, even
   // with a session left over; a serving certificate only once the machine has
   // fetched its config (the kubelet asking for it runs from that config).
@@ -764,67 +765,92 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
     refuse("csr_state", std::string("machine state does not allow a ") +
                             (client ? "client" : "serving") + " certificate");
   }
+}
 
-  const size_t other_sans = csr.emails.size() + csr.uris.size() + csr.other_names.size();
-  if (client) {
-    // A client certificate names a user (its subject); SANs would only make
-    // it usable for something else.
-    if (!csr.dns_names.empty() || !csr.ip_addresses.empty() || other_sans != 0) {
-      refuse("csr_client_has_sans", "a client request carries subject alternative names");
-    }
-    // The approver's two-hour window, but counted from a TPM quote: a client
-    // certificate is the machine's entry ticket, issued only right after it
-    // proved who it is. A clock that stepped back (attestation "in the
-    // future") is not the requester's doing and is not held against it.
-    if (!facts.last_attested_at.has_value()) {
-      refuse("csr_window_expired", "machine has not attested");
-    } else if (now - *facts.last_attested_at > options.client_window_seconds) {
-      refuse("csr_window_expired", "the machine's last attestation is older than the client "
-                                   "CSR window; attest again");
-    }
-    // One join per machine: a second client certificate would be a second
-    // identity for the same node, which only an operator reset may allow.
-    if (facts.client_cert_issued_at.has_value()) {
-      refuse("client_cert_already_issued",
-             "a client certificate was already issued to this machine; an operator must reset it");
-    }
-  } else {
-    if (csr.dns_names.empty() && csr.ip_addresses.empty()) {
-      refuse("csr_serving_no_sans", "a serving request carries no DNS or IP SAN");
-    }
-    // Every name must be one the operator enrolled for this machine:
-    // otherwise a node could obtain a serving certificate for another node's
-    // name or address and intercept kube-apiserver's connections to it.
-    std::set<std::string> enrolled_dns;
-    if (!facts.hostname.empty()) enrolled_dns.insert(NormalDns(facts.hostname));
-    for (const auto& d : facts.dns_names) {
-      if (!d.empty()) enrolled_dns.insert(NormalDns(d));
-    }
-    for (const auto& d : csr.dns_names) {
-      const std::string n = NormalDns(d);
-      // A wildcard is never an enrolled name, even if one were enrolled by
-      // mistake: it would cover other machines.
-      if (n.empty() || n.find('*') != std::string::npos || enrolled_dns.count(n) == 0) {
-        refuse("csr_san_not_enrolled", "DNS SAN " + Shown(d) + " is not enrolled for this machine");
-      }
-    }
-    std::set<std::string> enrolled_ips;
-    for (const auto& ip : facts.ip_addresses) {
-      if (std::string b = BinaryIp(ip); !b.empty()) enrolled_ips.insert(std::move(b));
-    }
-    for (const auto& ip : csr.ip_addresses) {
-      const std::string b = BinaryIp(ip);
-      if (b.empty() || enrolled_ips.count(b) == 0) {
-        refuse("csr_san_not_enrolled", "IP SAN " + Shown(ip) + " is not enrolled for this machine");
-      }
-    }
-    if (other_sans != 0) {
-      refuse("csr_serving_san_kind",
-             "a serving request may carry only DNS and IP SANs; this one carries " +
-                 std::to_string(other_sans) + " email, URI or other names");
+// A client certificate: no SANs, right after an attestation, once per machine.
+void CheckClientNames(const Csr& csr, size_t other_sans, const MachineFacts& facts, const RuleOptions& options,
+                      int64_t now, const Refuse& refuse) {
+  // A client certificate names a user (its subject); SANs would only make
+  // it usable for something else.
+  if (!csr.dns_names.empty() || !csr.ip_addresses.empty() || other_sans != 0) {
+    refuse("csr_client_has_sans", "a client request carries subject alternative names");
+  }
+  // The approver's two-hour window, but counted from a TPM quote: a client
+  // certificate is the machine's entry ticket, issued only right after it
+  // proved who it is. A clock that stepped back (attestation "in the
+  // future") is not the requester's doing and is not held against it.
+  if (!facts.last_attested_at.has_value()) {
+    refuse("csr_window_expired", "machine has not attested");
+  } else if (now - *facts.last_attested_at > options.client_window_seconds) {
+    refuse("csr_window_expired", "the machine's last attestation is older than the client "
+                                 "CSR window; attest again");
+  }
+  // One join per machine: a second client certificate would be a second
+  // identity for the same node, which only an operator reset may allow.
+  if (facts.client_cert_issued_at.has_value()) {
+    refuse("client_cert_already_issued",
+           "a client certificate was already issued to this machine; an operator must reset it");
+  }
+}
+
+// A serving certificate: DNS and IP SANs, each enrolled for this machine.
+void CheckServingNames(const Csr& csr, size_t other_sans, const MachineFacts& facts, const Refuse& refuse) {
+  if (csr.dns_names.empty() && csr.ip_addresses.empty()) {
+    refuse("csr_serving_no_sans", "a serving request carries no DNS or IP SAN");
+  }
+  // Every name must be one the operator enrolled for this machine:
+  // otherwise a node could obtain a serving certificate for another node's
+  // name or address and intercept kube-apiserver's connections to it.
+  std::set<std::string> enrolled_dns;
+  if (!facts.hostname.empty()) enrolled_dns.insert(NormalDns(facts.hostname));
+  for (const auto& d : facts.dns_names) {
+    if (!d.empty()) enrolled_dns.insert(NormalDns(d));
+  }
+  for (const auto& d : csr.dns_names) {
+    const std::string n = NormalDns(d);
+    // A wildcard is never an enrolled name, even if one were enrolled by
+    // mistake: it would cover other machines.
+    if (n.empty() || n.find('*') != std::string::npos || enrolled_dns.count(n) == 0) {
+      refuse("csr_san_not_enrolled", "DNS SAN " + Shown(d) + " is not enrolled for this machine");
     }
   }
+  std::set<std::string> enrolled_ips;
+  for (const auto& ip : facts.ip_addresses) {
+    if (std::string b = BinaryIp(ip); !b.empty()) enrolled_ips.insert(std::move(b));
+  }
+  for (const auto& ip : csr.ip_addresses) {
+    const std::string b = BinaryIp(ip);
+    if (b.empty() || enrolled_ips.count(b) == 0) {
+      refuse("csr_san_not_enrolled", "IP SAN " + Shown(ip) + " is not enrolled for this machine");
+    }
+  }
+  if (other_sans != 0) {
+    refuse("csr_serving_san_kind",
+           "a serving request may carry only DNS and IP SANs; this one carries " +
+               std::to_string(other_sans) + " email, URI or other names");
+  }
+}
 
+}  // namespace
+
+std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::string>& usages,
+                           const MachineFacts& facts, const RuleOptions& options,
+                           bool tpm_key_proven, int64_t now) {
+  std::vector<Refusal> out;
+  const Refuse refuse = [&out](std::string reason, std::string message) {
+    out.push_back(Refusal{std::move(reason), std::move(message)});
+  };
+  const bool client = kind == Kind::kClient;
+  CheckSubject(csr, facts, refuse);
+  CheckKey(csr, refuse);
+  CheckUsages(csr, client, usages, refuse);
+  CheckState(facts, client, refuse);
+  const size_t other_sans = csr.emails.size() + csr.uris.size() + csr.other_names.size();
+  if (client) {
+    CheckClientNames(csr, other_sans, facts, options, now, refuse);
+  } else {
+    CheckServingNames(csr, other_sans, facts, refuse);
+  }
   // The client certificate is the machine's identity to the API server: that
   // is the key a pool can require to live in the TPM. The serving key stays
   // a file (kubelet's TLS server reads it from disk), so it is not asked.

@@ -11,7 +11,7 @@ namespace rackgate::ctl {
 
 // `rackgatectl audit verify [--anchor ID:HASH] [--json]` through the admin
 // API; `request` is parsed by ParseAuditVerify and has no --database (that
-// one runs in rackgatectl-state: ctl/audit_file_command.h).
+// one runs in rackgatectl-state: ctl/state/audit_file_command.h).
 // Exit 0 chain intact; 1 audit_chain_broken (the first bad row on stderr);
 // 2 rackgated unreachable or another refusal.
 int RunAuditVerify(const std::string& socket, const AuditVerifyRequest& request);

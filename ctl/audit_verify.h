@@ -1,6 +1,6 @@
 // rackgatectl audit verify's arguments and verdict, shared by its two paths:
 // through rackgated's admin API (ctl/audit_commands.cc) and, with --database,
-// on the SQLite file in rackgatectl-state (ctl/audit_file_command.cc).
+// on the SQLite file in rackgatectl-state (ctl/state/audit_file_command.cc).
 #ifndef RACKGATE_CTL_AUDIT_VERIFY_H_
 #define RACKGATE_CTL_AUDIT_VERIFY_H_
 

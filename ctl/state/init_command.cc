@@ -1,5 +1,5 @@
 // rackgatectl init: database, appliance CA and serving certificate.
-#include "ctl/init_command.h"
+#include "ctl/state/init_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

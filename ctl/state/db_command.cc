@@ -1,6 +1,6 @@
 // rackgatectl db migrate: a stopped appliance's SQLite store copied into an
 // empty PostgreSQL database (docs/ha.md, "Moving an appliance from SQLite to PostgreSQL").
-#include "ctl/db_command.h"
+#include "ctl/state/db_command.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

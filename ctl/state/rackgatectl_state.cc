@@ -8,12 +8,12 @@
 #include <exception>
 #include <string>
 
-#include "ctl/audit_file_command.h"
+#include "ctl/state/audit_file_command.h"
 #include "ctl/audit_verify.h"
-#include "ctl/ca_command.h"
+#include "ctl/state/ca_command.h"
 #include "ctl/command_line.h"
-#include "ctl/db_command.h"
-#include "ctl/init_command.h"
+#include "ctl/state/db_command.h"
+#include "ctl/state/init_command.h"
 #include "ctl/offline.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "ctl/ca_command.h"
+#include "ctl/state/ca_command.h"
 
 #include <sys/stat.h>
 

@@ -1,5 +1,5 @@
 // rackgatectl audit verify --database, on the SQLite file read-only.
-#include "ctl/audit_file_command.h"
+#include "ctl/state/audit_file_command.h"
 
 #include <cstdio>
 #include <optional>

@@ -110,6 +110,15 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& database, const Stor
 // True for the URIs OpenStore hands to PostgreSQL (postgresql://, postgres://).
 bool IsPostgresUrl(std::string_view database);
 
+// What a caller needs to know of a database string without naming a
+// backend. IsServerDatabase: the string names a database server that
+// several appliances may share (IsPostgresUrl today), so there is no file
+// and no single process owns it. DatabaseFile: the file a file-backed
+// store keeps (a path, or sqlite:PATH's PATH, which may be empty and is
+// then refused by OpenStore); nullopt for a server.
+bool IsServerDatabase(std::string_view database);
+std::optional<std::string> DatabaseFile(std::string_view database);
+
 // What logs, errors and command output say of a database string: a SQLite
 // path as is; a URL (of any scheme, so a mistyped one too) with the password
 // in its userinfo and every value of a query key that names a password

@@ -91,7 +91,7 @@ Status StoreBusy(const Status& cause) {
   return Status::IoError("busy", "try again later");
 }
 
-AttestationService::AttestationService(storage::Store* store, const TrustAnchors* anchors,
+AttestationService::AttestationService(storage::AttestationStore* store, const TrustAnchors* anchors,
                                        AttestationOptions options, Metrics* metrics, Clock clock)
     : store_(store),
       anchors_(anchors),

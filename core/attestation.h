@@ -23,7 +23,7 @@
 #include "core/pool_settings.h"
 #include "core/unknown_eks.h"
 #include "base/metrics.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 #include "wire/protocol.h"
 
 namespace rackgate::core {
@@ -167,7 +167,7 @@ class AttestationService {
   using Clock = std::function<int64_t()>;  // unix seconds
 
   // BORROWED: store, anchors and metrics (may be null) outlive the service.
-  AttestationService(storage::Store* store, const TrustAnchors* anchors, AttestationOptions options,
+  AttestationService(storage::AttestationStore* store, const TrustAnchors* anchors, AttestationOptions options,
                      Metrics* metrics, Clock clock = nullptr);
 
   // Load shedding before a challenge is even decoded: busy when the request
@@ -272,7 +272,7 @@ class AttestationService {
                                       const attest::TpmPublic& ak, const storage::Machine& machine,
                                       const std::vector<attest::PcrSelection>& selection, const std::string& who);
 
-  storage::Store* store_;
+  storage::AttestationStore* store_;
   const TrustAnchors* anchors_;
   AttestationOptions options_;
   Metrics* metrics_;

@@ -1,6 +1,6 @@
 // The refusal matrix of challenge and evidence (docs/protocol.md) as tests of
-// the core: soft-TPM machines, a real store, every reason the attestation
-// service returns, and the verdict as a value.
+// the core: soft-TPM machines, every store (the fake, SQLite, PostgreSQL),
+// every reason the attestation service returns, and the verdict as a value.
 #include "core/attestation.h"
 
 #include <gtest/gtest.h>
@@ -16,13 +16,17 @@ using rackgate::testing::SoftKeySpec;
 
 std::string Hex32(uint8_t b) { return attest::HexString(Bytes(32, b)); }
 
-class ChallengeTest : public CoreTest {};
-class EvidenceTest : public CoreTest {};
-class TokenTest : public CoreTest {};
+// Each test runs on the fake store and on the environment's real backend.
+class ChallengeTest : public EveryStoreTest {};
+class EvidenceTest : public EveryStoreTest {};
+class TokenTest : public EveryStoreTest {};
+RACKGATE_ON_EVERY_STORE(ChallengeTest);
+RACKGATE_ON_EVERY_STORE(EvidenceTest);
+RACKGATE_ON_EVERY_STORE(TokenTest);
 
 // --- challenge ---
 
-TEST_F(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
+TEST_P(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -37,7 +41,7 @@ TEST_F(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
   EXPECT_TRUE(m.ek.ActivateCredential(*cred, m.ak.name()).has_value());
 }
 
-TEST_F(ChallengeTest, QueuedTooLongIsBusy) {
+TEST_P(ChallengeTest, QueuedTooLongIsBusy) {
   options_.busy_queue_delay_ms = 50;
   Restart();
   EXPECT_EQ(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(80)}).reason(), "busy");
@@ -55,7 +59,7 @@ TEST(StoreBusy, ALostDatabaseIsToldApartFromLoad) {
   EXPECT_EQ(StoreBusy(Status::IoError("db_busy", "database is locked")).reason(), "busy");
 }
 
-TEST_F(ChallengeTest, AdmissionBoundsAreBusyAndBusyClient) {
+TEST_P(ChallengeTest, AdmissionBoundsAreBusyAndBusyClient) {
   options_.max_open_sessions = 2;
   options_.max_open_sessions_per_client = 1;
   Restart();
@@ -69,7 +73,7 @@ TEST_F(ChallengeTest, AdmissionBoundsAreBusyAndBusyClient) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(c.ChallengeRequest(), Caller{"192.0.2.3:1", {}})), "busy");
 }
 
-TEST_F(ChallengeTest, UnparsableKeysAreFieldInvalid) {
+TEST_P(ChallengeTest, UnparsableKeysAreFieldInvalid) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto req = m.ChallengeRequest();
@@ -82,14 +86,14 @@ TEST_F(ChallengeTest, UnparsableKeysAreFieldInvalid) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(req, caller_)), "field_invalid");
 }
 
-TEST_F(ChallengeTest, UnknownMachineIsNotEnrolled) {
+TEST_P(ChallengeTest, UnknownMachineIsNotEnrolled) {
   SoftMachine m;
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
 }
 
 // Observability: the unknown EK is remembered (hash, address without port,
 // count), an enrolled one is not.
-TEST_F(ChallengeTest, UnknownEkIsRememberedForStatus) {
+TEST_P(ChallengeTest, UnknownEkIsRememberedForStatus) {
   SoftMachine m;
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
@@ -105,7 +109,7 @@ TEST_F(ChallengeTest, UnknownEkIsRememberedForStatus) {
   EXPECT_EQ(attestation_->unknown_eks().size(), 1u);
 }
 
-TEST_F(ChallengeTest, PendingMachineWaits) {
+TEST_P(ChallengeTest, PendingMachineWaits) {
   SoftMachine m;
   storage::Enrollment e;
   e.hostname = "pending-1";
@@ -117,14 +121,14 @@ TEST_F(ChallengeTest, PendingMachineWaits) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_pending");
 }
 
-TEST_F(ChallengeTest, RevokedMachineIsRefused) {
+TEST_P(ChallengeTest, RevokedMachineIsRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   ASSERT_TRUE(store_->Revoke("node-1", storage::Actor{"test", ""}, now_).ok());
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_revoked");
 }
 
-TEST_F(ChallengeTest, MissingEkCertificateIsRefusedWhenRequired) {
+TEST_P(ChallengeTest, MissingEkCertificateIsRefusedWhenRequired) {
   options_.require_ek_certificate = true;
   Restart();
   SoftMachine m;
@@ -132,7 +136,7 @@ TEST_F(ChallengeTest, MissingEkCertificateIsRefusedWhenRequired) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "ek_cert_missing");
 }
 
-TEST_F(ChallengeTest, UnusableEkCertificateIsRefused) {
+TEST_P(ChallengeTest, UnusableEkCertificateIsRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto req = m.ChallengeRequest();
@@ -144,7 +148,7 @@ TEST_F(ChallengeTest, UnusableEkCertificateIsRefused) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
 }
 
-TEST_F(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
+TEST_P(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   SoftKeySpec spec = SoftKey::AkSpec(attest::kAlgRsa);
@@ -157,7 +161,7 @@ TEST_F(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
 }
 
-TEST_F(ChallengeTest, UnusablePolicyWaits) {
+TEST_P(ChallengeTest, UnusablePolicyWaits) {
   SoftMachine m;
   Enroll(m, "node-1");
   storage::Pool pool{"workers"};
@@ -167,7 +171,7 @@ TEST_F(ChallengeTest, UnusablePolicyWaits) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "policy_invalid");
 }
 
-TEST_F(ChallengeTest, PolicyPcrsJoinTheSelection) {
+TEST_P(ChallengeTest, PolicyPcrsJoinTheSelection) {
   SoftMachine m;
   Enroll(m, "node-1");
   storage::Pool pool{"workers"};
@@ -182,7 +186,7 @@ TEST_F(ChallengeTest, PolicyPcrsJoinTheSelection) {
 // Issue 14: a command-line rule reads PCR 8/9 (grub), 12 (systemd-boot,
 // systemd-stub) and 11 (a UKI's .cmdline section); a UKI rule reads 11. The
 // challenge asks for all of them, so the quote covers what the log claims.
-TEST_F(ChallengeTest, CommandLineAndUkiRulesAskForTheModernBootsPcrs) {
+TEST_P(ChallengeTest, CommandLineAndUkiRulesAskForTheModernBootsPcrs) {
   SoftMachine m;
   Enroll(m, "node-1");
   storage::Pool pool{"workers"};
@@ -196,7 +200,7 @@ TEST_F(ChallengeTest, CommandLineAndUkiRulesAskForTheModernBootsPcrs) {
 
 // --- evidence ---
 
-TEST_F(EvidenceTest, HonestEvidenceAttestsAndIssuesAToken) {
+TEST_P(EvidenceTest, HonestEvidenceAttestsAndIssuesAToken) {
   SoftMachine m;
   Enroll(m, "node-1");
   EvidenceResult r = Attest(m);
@@ -213,7 +217,7 @@ TEST_F(EvidenceTest, HonestEvidenceAttestsAndIssuesAToken) {
   EXPECT_EQ(last->verdict, "ok");
 }
 
-TEST_F(EvidenceTest, UnknownSessionIsRefused) {
+TEST_P(EvidenceTest, UnknownSessionIsRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -225,7 +229,7 @@ TEST_F(EvidenceTest, UnknownSessionIsRefused) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
 }
 
-TEST_F(EvidenceTest, ASessionAnswersOnce) {
+TEST_P(EvidenceTest, ASessionAnswersOnce) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -235,7 +239,7 @@ TEST_F(EvidenceTest, ASessionAnswersOnce) {
   EXPECT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "session_used");
 }
 
-TEST_F(EvidenceTest, ExpiredSessionIsRefused) {
+TEST_P(EvidenceTest, ExpiredSessionIsRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -244,7 +248,7 @@ TEST_F(EvidenceTest, ExpiredSessionIsRefused) {
   EXPECT_EQ(ReasonOf(attestation_->Evidence(m.Answer(*c), caller_)), "session_expired");
 }
 
-TEST_F(EvidenceTest, RevokedBetweenChallengeAndEvidenceIsRefusedAndRecorded) {
+TEST_P(EvidenceTest, RevokedBetweenChallengeAndEvidenceIsRefusedAndRecorded) {
   SoftMachine m;
   const storage::Machine enrolled = Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -258,7 +262,7 @@ TEST_F(EvidenceTest, RevokedBetweenChallengeAndEvidenceIsRefusedAndRecorded) {
   EXPECT_EQ(failures->front().machine_id, enrolled.id);
 }
 
-TEST_F(EvidenceTest, WrongSecretIsActivationFailed) {
+TEST_P(EvidenceTest, WrongSecretIsActivationFailed) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -268,7 +272,7 @@ TEST_F(EvidenceTest, WrongSecretIsActivationFailed) {
   EXPECT_EQ(ReasonOf(attestation_->Evidence(e, caller_)), "activation_failed");
 }
 
-TEST_F(EvidenceTest, QuoteRefusals) {
+TEST_P(EvidenceTest, QuoteRefusals) {
   SoftMachine m;
   Enroll(m, "node-1");
   struct Case {
@@ -309,7 +313,7 @@ TEST_F(EvidenceTest, QuoteRefusals) {
 
 // The TPM's counters only go forward, compared with the last good
 // attestation: reset count, then restart count, then clock.
-TEST_F(EvidenceTest, CountersThatGoBackwardsAreRefused) {
+TEST_P(EvidenceTest, CountersThatGoBackwardsAreRefused) {
   SoftMachine m;
   Enroll(m, "node-1");
   m.clock = attest::ClockInfo{9000, 5, 5, true};
@@ -333,7 +337,7 @@ TEST_F(EvidenceTest, CountersThatGoBackwardsAreRefused) {
   Attest(m);
 }
 
-TEST_F(EvidenceTest, EventLogRefusals) {
+TEST_P(EvidenceTest, EventLogRefusals) {
   SoftMachine m;
   Enroll(m, "node-1");
   for (const auto& [log, reason] : std::vector<std::pair<Bytes, std::string>>{
@@ -349,7 +353,7 @@ TEST_F(EvidenceTest, EventLogRefusals) {
   }
 }
 
-TEST_F(EvidenceTest, BootPolicyViolationListsEveryRule) {
+TEST_P(EvidenceTest, BootPolicyViolationListsEveryRule) {
   SoftMachine m;
   Enroll(m, "node-1");
   storage::Pool pool{"workers"};
@@ -368,7 +372,7 @@ TEST_F(EvidenceTest, BootPolicyViolationListsEveryRule) {
   EXPECT_GE(failures->front().reasons.size(), 2u);
 }
 
-TEST_F(EvidenceTest, PolicyMadeUnusableAfterTheChallengeWaitsAndIsNotHeldAgainstTheMachine) {
+TEST_P(EvidenceTest, PolicyMadeUnusableAfterTheChallengeWaitsAndIsNotHeldAgainstTheMachine) {
   SoftMachine m;
   Enroll(m, "node-1");
   auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -385,7 +389,7 @@ TEST_F(EvidenceTest, PolicyMadeUnusableAfterTheChallengeWaitsAndIsNotHeldAgainst
 
 // A policy judges the event log: without one, eventlog_missing, and a failed
 // attestation pins no TOFU value.
-TEST_F(EvidenceTest, TofuPolicyWithoutAnEventLogPinsNothing) {
+TEST_P(EvidenceTest, TofuPolicyWithoutAnEventLogPinsNothing) {
   SoftMachine m;
   const storage::Machine enrolled = Enroll(m, "node-1");
   storage::Pool pool{"workers"};
@@ -405,7 +409,7 @@ TEST_F(EvidenceTest, TofuPolicyWithoutAnEventLogPinsNothing) {
 }
 
 // Verify is the verdict as a value: no store, no clock.
-TEST_F(EvidenceTest, VerifyIsAPureVerdict) {
+TEST_P(EvidenceTest, VerifyIsAPureVerdict) {
   SoftMachine m;
   const storage::Machine machine = Enroll(m, "node-1");
   auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -436,7 +440,7 @@ TEST_F(EvidenceTest, VerifyIsAPureVerdict) {
 
 // The AK's key the challenge built (kept by SessionGate) is used only for the
 // session whose AK bytes it was built from; any other is built again.
-TEST_F(EvidenceTest, VerifyUsesTheChallengesAkKeyOnlyForTheSameAkBytes) {
+TEST_P(EvidenceTest, VerifyUsesTheChallengesAkKeyOnlyForTheSameAkBytes) {
   SoftMachine m;
   const storage::Machine machine = Enroll(m, "node-1");
   auto challenge = attestation_->Challenge(m.ChallengeRequest(), caller_);
@@ -471,7 +475,7 @@ TEST_F(EvidenceTest, VerifyUsesTheChallengesAkKeyOnlyForTheSameAkBytes) {
 
 // --- tokens ---
 
-TEST_F(TokenTest, TokenRefusals) {
+TEST_P(TokenTest, TokenRefusals) {
   SoftMachine m;
   Enroll(m, "node-1");
   EvidenceResult r = Attest(m);
@@ -483,7 +487,7 @@ TEST_F(TokenTest, TokenRefusals) {
   EXPECT_EQ(ReasonOf(attestation_->Authenticate(r.token)), "token_expired");
 }
 
-TEST_F(TokenTest, RevokedMachinesTokenIsRevoked) {
+TEST_P(TokenTest, RevokedMachinesTokenIsRevoked) {
   SoftMachine m;
   Enroll(m, "node-1");
   EvidenceResult r = Attest(m);
@@ -491,7 +495,7 @@ TEST_F(TokenTest, RevokedMachinesTokenIsRevoked) {
   EXPECT_EQ(ReasonOf(attestation_->Authenticate(r.token)), "token_revoked");
 }
 
-TEST_F(TokenTest, WhoAmIShowsTheMachineAndItsPoolsDemand) {
+TEST_P(TokenTest, WhoAmIShowsTheMachineAndItsPoolsDemand) {
   SoftMachine m;
   Enroll(m, "node-1");
   storage::Pool pool{"workers"};

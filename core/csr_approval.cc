@@ -23,7 +23,7 @@ bool NeedsApproval(const PoolSettings& settings, const CsrForApproval& csr) {
   return csr.kind == storage::kCertClient ? settings.client_csr_manual : settings.serving_csr_manual;
 }
 
-Status CheckCsrApproval(storage::Store* store, const PoolSettings& settings, const CsrForApproval& csr,
+Status CheckCsrApproval(storage::CsrStore* store, const PoolSettings& settings, const CsrForApproval& csr,
                         int64_t now, const storage::CsrQueueLimits& limits) {
   if (!NeedsApproval(settings, csr)) return Status::Ok();
   const storage::Machine& m = *csr.machine;

@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "core/pool_settings.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 
 namespace rackgate::core {
 
@@ -43,7 +43,7 @@ bool NeedsApproval(const PoolSettings& settings, const CsrForApproval& csr);
 //  - csr_flood_machine, csr_flood (kUnsupported): too many CSRs wait.
 //  - a store failure, as the store returned it (kIoError: db_busy...).
 // REQUIRES: csr.machine is not null. `store` is BORROWED.
-Status CheckCsrApproval(storage::Store* store, const PoolSettings& settings, const CsrForApproval& csr,
+Status CheckCsrApproval(storage::CsrStore* store, const PoolSettings& settings, const CsrForApproval& csr,
                         int64_t now, const storage::CsrQueueLimits& limits = {});
 
 }  // namespace rackgate::core

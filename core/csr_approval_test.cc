@@ -22,7 +22,8 @@ using csr::test_util::NewKey;
 constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
 constexpr char kServingSigner[] = "kubernetes.io/kubelet-serving";
 
-class CsrApprovalTest : public CoreTest {
+// Each test runs on the fake store and on the environment's real backend.
+class CsrApprovalTest : public EveryStoreTest {
  protected:
   CsrApprovalTest() {
     options_csr_.cluster_ca_certificate = dir_.File("ca.crt");
@@ -81,8 +82,9 @@ class CsrApprovalTest : public CoreTest {
   std::string token_;
   int64_t machine_id_ = 0;
 };
+RACKGATE_ON_EVERY_STORE(CsrApprovalTest);
 
-TEST_F(CsrApprovalTest, AManualPoolsClientCsrWaitsAndTheSameKeyFindsTheSameRequest) {
+TEST_P(CsrApprovalTest, AManualPoolsClientCsrWaitsAndTheSameKeyFindsTheSameRequest) {
   Settings(R"({"csr_approval": {"client": "manual"}})");
   auto key = NewKey("EC", "P-256");
   auto r = Client(key.get());
@@ -106,7 +108,7 @@ TEST_F(CsrApprovalTest, AManualPoolsClientCsrWaitsAndTheSameKeyFindsTheSameReque
   EXPECT_EQ(store_->GetMachineById(machine_id_)->state, storage::MachineState::kAttested);
 }
 
-TEST_F(CsrApprovalTest, ApprovedIsSignedAtTheNextSubmission) {
+TEST_P(CsrApprovalTest, ApprovedIsSignedAtTheNextSubmission) {
   Settings(R"({"csr_approval": {"client": "manual"}})");
   auto key = NewKey("EC", "P-256");
   ASSERT_EQ(ReasonOf(Client(key.get())), "csr_awaiting_approval");
@@ -121,7 +123,7 @@ TEST_F(CsrApprovalTest, ApprovedIsSignedAtTheNextSubmission) {
   EXPECT_EQ(ReasonOf(Client(other.get())), "client_cert_already_issued");
 }
 
-TEST_F(CsrApprovalTest, TheRulesAreCheckedAgainWhenTheApprovedCsrComesBack) {
+TEST_P(CsrApprovalTest, TheRulesAreCheckedAgainWhenTheApprovedCsrComesBack) {
   Settings(R"({"csr_approval": {"client": "manual"}})");
   auto key = NewKey("EC", "P-256");
   ASSERT_EQ(ReasonOf(Client(key.get())), "csr_awaiting_approval");
@@ -135,7 +137,7 @@ TEST_F(CsrApprovalTest, TheRulesAreCheckedAgainWhenTheApprovedCsrComesBack) {
   EXPECT_TRUE(Client(key.get()).ok());
 }
 
-TEST_F(CsrApprovalTest, DeniedIsFinalWithTheOperatorsReason) {
+TEST_P(CsrApprovalTest, DeniedIsFinalWithTheOperatorsReason) {
   Settings(R"({"csr_approval": {"client": "manual"}})");
   auto key = NewKey("EC", "P-256");
   ASSERT_EQ(ReasonOf(Client(key.get())), "csr_awaiting_approval");
@@ -153,7 +155,7 @@ TEST_F(CsrApprovalTest, DeniedIsFinalWithTheOperatorsReason) {
   EXPECT_EQ(Count("certificate_issued"), 0u);
 }
 
-TEST_F(CsrApprovalTest, NewKeysAreBoundedPerMachine) {
+TEST_P(CsrApprovalTest, NewKeysAreBoundedPerMachine) {
   Settings(R"({"csr_approval": {"client": "manual"}})");
   const int bound = storage::CsrQueueLimits{}.max_waiting_per_machine;
   for (int i = 0; i < bound; ++i) {
@@ -166,7 +168,7 @@ TEST_F(CsrApprovalTest, NewKeysAreBoundedPerMachine) {
   EXPECT_EQ(Count("csr_waiting"), static_cast<size_t>(bound));
 }
 
-TEST_F(CsrApprovalTest, TheServingSettingMakesServingCsrsWaitAndLeavesClientsAutomatic) {
+TEST_P(CsrApprovalTest, TheServingSettingMakesServingCsrsWaitAndLeavesClientsAutomatic) {
   Settings(R"({"csr_approval": {"client": "auto", "serving": "manual"}})");
   auto client = NewKey("EC", "P-256");
   ASSERT_TRUE(Client(client.get()).ok());
@@ -180,7 +182,7 @@ TEST_F(CsrApprovalTest, TheServingSettingMakesServingCsrsWaitAndLeavesClientsAut
   ASSERT_TRUE(issued.ok()) << issued.status().ToString();
 }
 
-TEST_F(CsrApprovalTest, AutomaticByDefault) {
+TEST_P(CsrApprovalTest, AutomaticByDefault) {
   auto key = NewKey("EC", "P-256");
   EXPECT_TRUE(Client(key.get()).ok());
   EXPECT_TRUE(Waiting().empty());

@@ -65,7 +65,7 @@ class Slot {
 }  // namespace
 
 
-CsrService::CsrService(storage::Store* store, AttestationService* attestation, CsrOptions options, Metrics* metrics)
+CsrService::CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics)
     : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
 
 Status CsrService::Reload() {

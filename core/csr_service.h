@@ -65,7 +65,7 @@ struct CsrOptions {
 class CsrService {
  public:
   // BORROWED: store, attestation and metrics (may be null) outlive the service.
-  CsrService(storage::Store* store, AttestationService* attestation, CsrOptions options, Metrics* metrics);
+  CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics);
 
   // POST /v1/machine/csr, in docs/csr.md's order: the token, the flood
   // limits, then the body (`submission` is its decoding, or why it did not
@@ -89,7 +89,7 @@ class CsrService {
                                                   std::optional<storage::IssuedCertificate>* done);
   CsrIssued Answer(const storage::IssuedCertificate& cert, const storage::Machine& m);
 
-  storage::Store* store_;
+  storage::CsrStore* store_;
   AttestationService* attestation_;
   CsrOptions options_;
   Metrics* metrics_;

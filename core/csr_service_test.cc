@@ -1,6 +1,7 @@
 // The CSR vouching refusal matrix (docs/csr.md, "In order") as tests of the
 // core: a soft-TPM machine attests for a real token, then submits CSRs made
-// with OpenSSL to CsrService over a real store and a real cluster CA.
+// with OpenSSL to CsrService over every store (the fake, SQLite, PostgreSQL)
+// and a real cluster CA.
 #include "core/csr_service.h"
 
 #include <gtest/gtest.h>
@@ -30,7 +31,8 @@ using csr::test_util::SignWith;
 
 constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
 
-class CsrServiceTest : public CoreTest {
+// Each test runs on the fake store and on the environment's real backend.
+class CsrServiceTest : public EveryStoreTest {
  protected:
   CsrServiceTest() {
     options_csr_.cluster_ca_certificate = dir_.File("ca.crt");
@@ -67,8 +69,9 @@ class CsrServiceTest : public CoreTest {
   SoftMachine machine_;
   std::string token_;
 };
+RACKGATE_ON_EVERY_STORE(CsrServiceTest);
 
-TEST_F(CsrServiceTest, SignsAClientCsrOnceAndSendsTheSameCertificateAgainForTheSameKey) {
+TEST_P(CsrServiceTest, SignsAClientCsrOnceAndSendsTheSameCertificateAgainForTheSameKey) {
   WithClusterCa();
   auto key = NewKey("EC", "P-256");
   const std::string pem = ClientCsr(key.get());
@@ -84,14 +87,14 @@ TEST_F(CsrServiceTest, SignsAClientCsrOnceAndSendsTheSameCertificateAgainForTheS
   EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), Client(ClientCsr(other.get())))), "client_cert_already_issued");
 }
 
-TEST_F(CsrServiceTest, TokenRefusalsComeFirst) {
+TEST_P(CsrServiceTest, TokenRefusalsComeFirst) {
   EXPECT_EQ(ReasonOf(csrs_->Submit(std::nullopt, Client("x"))), "token_missing");
   EXPECT_EQ(ReasonOf(csrs_->Submit(std::string("nope"), Client("x"))), "token_unknown");
   // The body is judged only after the token: a bad body with no token is 401.
   EXPECT_EQ(ReasonOf(csrs_->Submit(std::nullopt, Status::InvalidArgument("bad_json", "x"))), "token_missing");
 }
 
-TEST_F(CsrServiceTest, FloodLimits) {
+TEST_P(CsrServiceTest, FloodLimits) {
   options_csr_.max_in_flight_per_machine = 0;
   csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), options_csr_, nullptr);
   EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), Client("x"))), "csr_flood_machine");
@@ -101,7 +104,7 @@ TEST_F(CsrServiceTest, FloodLimits) {
   EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), Client("x"))), "csr_flood");
 }
 
-TEST_F(CsrServiceTest, RequestRefusals) {
+TEST_P(CsrServiceTest, RequestRefusals) {
   EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), Status::InvalidArgument("bad_json", "body"))), "bad_json");
   CsrSubmission unknown = Client("x");
   unknown.signer = "kubernetes.io/legacy-unknown";
@@ -116,7 +119,7 @@ TEST_F(CsrServiceTest, RequestRefusals) {
 
 // Issue 13: a broken self-signature is a refusal (403 in the table), not a
 // malformed request.
-TEST_F(CsrServiceTest, Issue13BrokenSelfSignatureIsARefusal) {
+TEST_P(CsrServiceTest, Issue13BrokenSelfSignatureIsARefusal) {
   auto key = NewKey("EC", "P-256");
   auto der = Der(ClientCsr(key.get()));
   const std::string needle = "node-1";
@@ -128,7 +131,7 @@ TEST_F(CsrServiceTest, Issue13BrokenSelfSignatureIsARefusal) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
 }
 
-TEST_F(CsrServiceTest, TpmKeyProofOverAnotherNonceIsRefused) {
+TEST_P(CsrServiceTest, TpmKeyProofOverAnotherNonceIsRefused) {
   auto key = NewKey("EC", "P-256");
   CsrSubmission s = Client(ClientCsr(key.get()));
   TpmKeyProof proof;
@@ -141,7 +144,7 @@ TEST_F(CsrServiceTest, TpmKeyProofOverAnotherNonceIsRefused) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed) << r.status().ToString();
 }
 
-TEST_F(CsrServiceTest, RulesRefuseWithTheFirstReason) {
+TEST_P(CsrServiceTest, RulesRefuseWithTheFirstReason) {
   WithClusterCa();
   auto key = NewKey("EC", "P-256");
   CsrSpec spec;
@@ -151,7 +154,7 @@ TEST_F(CsrServiceTest, RulesRefuseWithTheFirstReason) {
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
 }
 
-TEST_F(CsrServiceTest, UnusableSettingsAndNoSignerWait) {
+TEST_P(CsrServiceTest, UnusableSettingsAndNoSignerWait) {
   auto key = NewKey("EC", "P-256");
   const std::string pem = ClientCsr(key.get());
   // No cluster CA yet: the machine waits for the operator.
@@ -231,8 +234,9 @@ class RenewalTest : public CsrServiceTest {
   ossl::PkeyPtr key_ = NewKey("EC", "P-256");
   ossl::PkeyPtr next_ = NewKey("EC", "P-256");
 };
+RACKGATE_ON_EVERY_STORE(RenewalTest);
 
-TEST_F(RenewalTest, RenewsWhenDueWithOneAuditRowAndKeepsTheClientMark) {
+TEST_P(RenewalTest, RenewsWhenDueWithOneAuditRowAndKeepsTheClientMark) {
   const CsrIssued first = Join();
   const auto mark = store_->GetMachine("node-1")->client_cert_issued_at;
   ASSERT_TRUE(mark);
@@ -275,7 +279,7 @@ TEST_F(RenewalTest, RenewsWhenDueWithOneAuditRowAndKeepsTheClientMark) {
   EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
 }
 
-TEST_F(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
+TEST_P(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
   const CsrIssued first = Join();
   // Half the validity left: not yet (one third by default).
   std::string token = Reattest(first.not_after - kValidity / 2);
@@ -299,7 +303,7 @@ TEST_F(RenewalTest, RefusedBeforeItIsDueAndThePoolSetsTheWindow) {
 // Trust (docs/trust.md): a machine whose latest attestation failed renews
 // nothing, even with a token from its earlier good attestation, until it
 // attests well again; nor does one whose last good attestation is too old.
-TEST_F(RenewalTest, AnUntrustedMachineRenewsNothingUntilItAttestsWell) {
+TEST_P(RenewalTest, AnUntrustedMachineRenewsNothingUntilItAttestsWell) {
   const CsrIssued first = Join();
   const std::string token = Reattest(first.not_after - kValidity / 3 + 10);
   // The machine's own failed attestation (its TPM answered, with an older
@@ -326,7 +330,7 @@ TEST_F(RenewalTest, AnUntrustedMachineRenewsNothingUntilItAttestsWell) {
             "machine_untrusted");
 }
 
-TEST_F(RenewalTest, AnExpiredCertificateRenewsAnRsaKeyProvesWithPkcs1) {
+TEST_P(RenewalTest, AnExpiredCertificateRenewsAnRsaKeyProvesWithPkcs1) {
   key_ = NewKey("RSA", "2048");
   const CsrIssued first = Join();
   const std::string token = Reattest(first.not_after + 86400);
@@ -335,7 +339,7 @@ TEST_F(RenewalTest, AnExpiredCertificateRenewsAnRsaKeyProvesWithPkcs1) {
   EXPECT_EQ(AuditRows("certificate_renewed"), 1u);
 }
 
-TEST_F(RenewalTest, TheProofMustBeTheCurrentKeysOverThisNonceAndThisNewKey) {
+TEST_P(RenewalTest, TheProofMustBeTheCurrentKeysOverThisNonceAndThisNewKey) {
   const CsrIssued first = Join();
   const Bytes old_nonce = Nonce(token_);
   const std::string token = Reattest(first.not_after - 100);
@@ -360,7 +364,7 @@ TEST_F(RenewalTest, TheProofMustBeTheCurrentKeysOverThisNonceAndThisNewKey) {
   EXPECT_TRUE(csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get())).ok());
 }
 
-TEST_F(RenewalTest, OnlyACertificateIssuedToThisMachineOfThisKindRenews) {
+TEST_P(RenewalTest, OnlyACertificateIssuedToThisMachineOfThisKindRenews) {
   const CsrIssued first = Join();
   // Another machine joins; its certificate, with its own key's signature.
   SoftMachine other;
@@ -414,7 +418,7 @@ TEST_F(RenewalTest, OnlyACertificateIssuedToThisMachineOfThisKindRenews) {
   EXPECT_EQ(AuditRows("certificate_renewed"), 0u);
 }
 
-TEST_F(RenewalTest, AServingCertificateRenewsWithItsOwnProof) {
+TEST_P(RenewalTest, AServingCertificateRenewsWithItsOwnProof) {
   Join();
   CsrSpec spec;
   spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
@@ -444,7 +448,7 @@ TEST_F(RenewalTest, AServingCertificateRenewsWithItsOwnProof) {
   EXPECT_EQ(ReasonOf(csrs_->Submit(token, renewal)), "csr_san_not_enrolled");
 }
 
-TEST_F(RenewalTest, OnlyAJoinedMachineRenews) {
+TEST_P(RenewalTest, OnlyAJoinedMachineRenews) {
   const CsrIssued first = Join();
   // The operator resets the machine; it attests again but has not joined.
   ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"test", "reset"}, now_).ok());
@@ -471,7 +475,7 @@ TEST_F(RenewalTest, OnlyAJoinedMachineRenews) {
 
 // --- One nonce, one use (docs/csr.md) ------------------------------------------
 
-TEST_F(RenewalTest, ACertifyNonceProvesOneCsrOnly) {
+TEST_P(RenewalTest, ACertifyNonceProvesOneCsrOnly) {
   const std::string token = Token();
   const Bytes nonce = Nonce(token);
   auto tpm_key = [] {

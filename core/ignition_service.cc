@@ -119,7 +119,7 @@ Status RunValidator(const std::string& validator, const std::string& text) {
 
 }  // namespace
 
-IgnitionService::IgnitionService(storage::Store* store, AttestationService* attestation, IgnitionOptions options,
+IgnitionService::IgnitionService(storage::IgnitionStore* store, AttestationService* attestation, IgnitionOptions options,
                                  Metrics* metrics)
     : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
 

@@ -20,7 +20,7 @@
 #include "core/attestation.h"
 #include "core/ignition.h"
 #include "core/pool_settings.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 
 namespace rackgate::core {
 
@@ -62,7 +62,7 @@ struct IgnitionOptions {
 class IgnitionService {
  public:
   // BORROWED: store, attestation and metrics (may be null) outlive the service.
-  IgnitionService(storage::Store* store, AttestationService* attestation, IgnitionOptions options, Metrics* metrics);
+  IgnitionService(storage::IgnitionStore* store, AttestationService* attestation, IgnitionOptions options, Metrics* metrics);
 
   // GET (and HEAD) /config/{pool}: pool_unknown, token_missing,
   // token_invalid, config_unavailable, a rendering's reason, accept_malformed,
@@ -92,7 +92,7 @@ class IgnitionService {
   ignition::Values PublicValues(const std::string& pool) const;
   Status Refuse(Status refusal, const std::string& who) const;
 
-  storage::Store* store_;
+  storage::IgnitionStore* store_;
   AttestationService* attestation_;
   IgnitionOptions options_;
   Metrics* metrics_;

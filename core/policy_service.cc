@@ -18,7 +18,7 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
-Result<storage::Pool> LoadPool(storage::Store* store, const std::string& name) {
+Result<storage::Pool> LoadPool(storage::PoolReader* store, const std::string& name) {
   auto pool = store->GetPool(name);
   if (!pool.ok() && pool.status().code() == Status::Code::kIoError) return StoreBusy(pool.status());
   return pool;
@@ -48,7 +48,7 @@ nlohmann::json DiffForAudit(const PolicyDiff& diff) {
 
 }  // namespace
 
-PolicyService::PolicyService(storage::Store* store, Clock clock) : store_(store), clock_(std::move(clock)) {}
+PolicyService::PolicyService(storage::PolicyStore* store, Clock clock) : store_(store), clock_(std::move(clock)) {}
 
 Result<ProposalReport> PolicyService::Propose(const std::string& name) {
   auto pool = LoadPool(store_, name);

@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "core/policy_proposal.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 
 namespace rackgate::core {
 
@@ -38,7 +38,7 @@ class PolicyService {
  public:
   using Clock = std::function<int64_t()>;
   // `store` is BORROWED and must outlive the service.
-  PolicyService(storage::Store* store, Clock clock);
+  PolicyService(storage::PolicyStore* store, Clock clock);
 
   // pool_unknown; store failures as StoreBusy.
   Result<ProposalReport> Propose(const std::string& pool);
@@ -61,7 +61,7 @@ class PolicyService {
   Result<PolicyApplied> Apply(const storage::Pool& pool, const std::optional<std::string>& policy_text,
                               bool keep_observing, nlohmann::json detail, const storage::Actor& actor);
 
-  storage::Store* store_;
+  storage::PolicyStore* store_;
   Clock clock_;
 };
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 
 namespace rackgate::core {
 
@@ -63,7 +63,7 @@ class PoolCache {
   static constexpr std::chrono::seconds kTtl{2};
 
   // BORROWED: the store outlives the cache.
-  explicit PoolCache(storage::Store* store) : store_(store) {}
+  explicit PoolCache(storage::PoolReader* store) : store_(store) {}
 
   // The pool's entry, read from the store when absent or older than kTtl:
   // pool_unknown (kNotFound) or the store's failure otherwise (not cached).
@@ -72,7 +72,7 @@ class PoolCache {
   void InvalidateAll();
 
  private:
-  storage::Store* store_;
+  storage::PoolReader* store_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_; one per pool that exists
   // Bumped by every invalidation: a read that started before one is not

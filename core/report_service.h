@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "core/attestation.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 #include "wire/protocol.h"
 
 namespace rackgate::core {
@@ -19,7 +19,7 @@ namespace rackgate::core {
 class ReportService {
  public:
   // BORROWED: store and attestation outlive the service.
-  ReportService(storage::Store* store, AttestationService* attestation) : store_(store), attestation_(attestation) {}
+  ReportService(storage::IgnitionStore* store, AttestationService* attestation) : store_(store), attestation_(attestation) {}
 
   // Authenticates the token (AttestationService::Authenticate's reasons),
   // then stores `report` (already decoded: its refusal is returned as is) as
@@ -28,7 +28,7 @@ class ReportService {
   Status Record(const std::optional<std::string>& bearer_token, const Result<wire::ProvisioningReport>& report);
 
  private:
-  storage::Store* store_;
+  storage::IgnitionStore* store_;
   AttestationService* attestation_;
 };
 

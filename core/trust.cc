@@ -62,7 +62,7 @@ void LogAttestationTrust(const storage::Machine& before, bool attested, const st
   LogTrustChange(before, after);
 }
 
-Result<int64_t> SweepTrust(storage::Store* store, int64_t now) {
+Result<int64_t> SweepTrust(storage::TrustStore* store, int64_t now) {
   auto pools = store->ListPools();
   if (!pools.ok()) return pools.status();
   std::map<std::string, int64_t> ages;

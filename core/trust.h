@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 #include "core/pool_settings.h"
-#include "storage/store.h"
+#include "storage/roles.h"
 
 namespace rackgate::core {
 
@@ -38,7 +38,7 @@ void LogAttestationTrust(const storage::Machine& before, bool attested, const st
 // settings do not parse are skipped and logged) and marks the machines older
 // than that untrusted (Store::MarkStaleUntrusted, in batches), logging each
 // one. Returns how many changed; a store failure as its Status.
-Result<int64_t> SweepTrust(storage::Store* store, int64_t now);
+Result<int64_t> SweepTrust(storage::TrustStore* store, int64_t now);
 
 }  // namespace rackgate::core
 

@@ -196,7 +196,7 @@ Status CheckDatabase(const Config& c) {
   if (d.size() > 4096 || d.find_first_of("\r\n") != std::string::npos || d.find('\0') != std::string::npos) {
     return Invalid("database", kForms);
   }
-  if (storage::IsPostgresUrl(d)) {
+  if (storage::IsServerDatabase(d)) {
     const size_t rest = d.find("://") + 3;
     if (d.size() == rest) return Invalid("database", kForms);
     return Status::Ok();
@@ -204,8 +204,7 @@ Status CheckDatabase(const Config& c) {
   if (!c.database_password_file.empty()) {
     return Invalid("database_password_file", "is for a postgresql:// database only");
   }
-  std::string_view path = d;
-  if (path.rfind("sqlite:", 0) == 0) path.remove_prefix(7);
+  const std::string path = storage::DatabaseFile(d).value_or("");
   if (path.empty() || path.front() != '/') return Invalid("database", kForms);
   return Status::Ok();
 }
@@ -370,12 +369,11 @@ Result<Config> ParseConfig(std::string_view json_text) {
   return c;
 }
 
-bool Config::database_is_postgresql() const { return storage::IsPostgresUrl(database); }
+bool Config::database_is_server() const { return storage::IsServerDatabase(database); }
 
 std::string Config::database_path() const {
   if (database.empty()) return state_dir + "/rackgate.db";
-  if (database_is_postgresql()) return "";
-  return database.rfind("sqlite:", 0) == 0 ? database.substr(7) : database;
+  return storage::DatabaseFile(database).value_or("");
 }
 
 namespace {
@@ -398,7 +396,7 @@ std::string PercentEncode(std::string_view text) {
 }  // namespace
 
 Result<std::string> DatabaseForStore(const Config& config) {
-  if (!config.database_is_postgresql()) return config.database_path();
+  if (!config.database_is_server()) return config.database_path();
   if (config.database_password_file.empty()) return config.database;
   const std::string& file = config.database_password_file;
   const std::string key = "database_password_file";

@@ -127,8 +127,9 @@ struct Config {
   std::string database;
   std::string database_password_file;
   int database_wait_seconds = 300;
-  bool database_is_postgresql() const;
-  // The SQLite file (empty for PostgreSQL).
+  // A database server several appliances may share (storage::IsServerDatabase).
+  bool database_is_server() const;
+  // The database file of a file-backed store (empty for a server).
   std::string database_path() const;
   // --- end the store ---
 

@@ -127,9 +127,9 @@ TEST(Config, DatabaseForms) {
   EXPECT_EQ(ParseConfig(R"({"database":"sqlite:/d/y.db"})")->database_path(), "/d/y.db");
   auto pg = ParseConfig(R"({"database":"postgresql://rackgate@10.0.0.5:5432/rackgate"})");
   ASSERT_TRUE(pg.ok()) << pg.status().ToString();
-  EXPECT_TRUE(pg->database_is_postgresql());
+  EXPECT_TRUE(pg->database_is_server());
   EXPECT_EQ(pg->database_path(), "");
-  EXPECT_TRUE(ParseConfig(R"({"database":"postgres://h/db"})")->database_is_postgresql());
+  EXPECT_TRUE(ParseConfig(R"({"database":"postgres://h/db"})")->database_is_server());
   EXPECT_EQ(ParseConfig("{}")->database_wait_seconds, 300);
   for (const char* bad : {R"({"database":"mysql://h/db"})", R"({"database":"relative.db"})",
                           R"({"database":"sqlite:"})", R"({"database":"sqlite:x.db"})",

@@ -139,7 +139,7 @@ Result<std::unique_ptr<storage::Store>> OpenStoreWaiting(const Config& c, const 
   std::chrono::seconds delay{1};
   for (int attempt = 1;; ++attempt) {
     auto store = storage::OpenStore(database);
-    if (store.ok() || !c.database_is_postgresql() || store.status().reason() != "db_unavailable") return store;
+    if (store.ok() || !c.database_is_server() || store.status().reason() != "db_unavailable") return store;
     if (std::chrono::steady_clock::now() + delay > give_up) return store;
     Log()->warn("database {} does not answer (try {}): {}; retrying in {} s, for at most {} s in all", shown,
                 attempt, store.status().ToString(), delay.count(), c.database_wait_seconds);
@@ -198,7 +198,7 @@ std::optional<int> LoadStartup(const std::string& config_path, bool check_only, 
   // (RestartPreventExitStatus=2). --check-config checks the file alone; any
   // other stat error (a permission) is left to the store's own message.
   // (SQLite only: a PostgreSQL database is created by `init --database`.)
-  if (struct stat st; !check_only && !out->config.database_is_postgresql() &&
+  if (struct stat st; !check_only && !out->config.database_is_server() &&
                       ::stat(out->config.database_path().c_str(), &st) != 0 && errno == ENOENT) {
     Log()->critical("state directory {} has no database: run `sudo -u rackgate rackgatectl init --state-dir {}`",
                     out->config.state_dir, out->config.state_dir);

@@ -157,7 +157,7 @@ Status SqlStore::RecordAttestationFailure(const AttestationRecord& record) {
   });
 }
 
-// --- store: evidence in one read and one write ---------------------------------
+// Evidence in one read and one write (docs/storage.md, "Statements and writes per machine").
 
 Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int64_t now) {
   return Guard([&]() -> Result<EvidenceInputs> {

@@ -243,7 +243,7 @@ TEST_F(EventsTest, Issue27PurgeByCountTakesDeliveredEventsFirst) {
   EXPECT_EQ(Pending(), 1);
 }
 
-// --- fleet: delivery claims (docs/ha.md) -------------------------------------------
+// Delivery claims (docs/ha.md).
 // Two Store objects on one database stand for two appliances (on PostgreSQL,
 // two connections pools to one server).
 

@@ -74,7 +74,7 @@ class SqlStore : public Store {
   Status RecordAttestationFailure(const AttestationRecord& record) override;
   Result<AttestationRecord> LastSuccessfulAttestation(int64_t machine_id) override;
   Result<std::vector<AttestationRecord>> RecentFailures(int limit) override;
-  // store: evidence in one read and one write
+  // evidence in one read and one write
   Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) override;
   Result<Machine> ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
                                                  const std::optional<std::string>& tofu_pcrs_json,

@@ -75,6 +75,14 @@ bool IsPostgresUrl(std::string_view database) {
   return false;
 }
 
+bool IsServerDatabase(std::string_view database) { return IsPostgresUrl(database); }
+
+std::optional<std::string> DatabaseFile(std::string_view database) {
+  if (IsServerDatabase(database)) return std::nullopt;
+  if (database.starts_with(kSqlitePrefix)) database.remove_prefix(kSqlitePrefix.size());
+  return std::string(database);
+}
+
 namespace {
 
 // A query key as libpq reads it, percent-decoded and lower-cased, so

@@ -294,14 +294,13 @@ struct AttestationRecord {
   uint64_t firmware_version = 0;
 };
 
-// --- store: evidence in one read and one write (docs/storage.md) ---
-// What judging evidence reads, in one snapshot (Store::ReadEvidence).
+// What judging evidence reads, in one snapshot (AttestationStore::ReadEvidence;
+// docs/storage.md, "Statements and writes per machine").
 struct EvidenceInputs {
   Session session;
   Machine machine;
   std::optional<AttestationRecord> last;  // LastSuccessfulAttestation; none yet
 };
-// --- end store ---
 
 struct AuditEntry {
   int64_t id = 0;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "attest/quote.h"
+#include "storage/testing/fake_store.h"
 #include "storage/testing/test_store.h"
 
 namespace rackgate::core::testing {
@@ -71,23 +72,32 @@ Bytes SoftMachine::EkHash() const {
   return *h;
 }
 
-CoreTest::CoreTest() {
+std::string StoreBackendName(const ::testing::TestParamInfo<StoreBackend>& info) {
+  if (info.param == StoreBackend::kFake) return "fake";
+  return storage::testing::TestingPostgres() ? "postgresql" : "sqlite";
+}
+
+CoreTest::CoreTest(StoreBackend backend) {
   // A fresh store: the machines of earlier tests are in none of it, so this
   // test's may have their keys (SoftMachine).
   rackgate::testing::TestKeyPool().Rewind();
-  // The backend the environment asks for (storage/testing/test_store.h). On
-  // a machine without PostgreSQL the test skips (SetUp); SQLite keeps the
-  // services' pointers valid until then.
-  skip_ = storage::testing::BackendUnavailable();
-  auto opened = skip_ ? storage::Store::Open(dir_.File("rackgate.db"))
-                      : storage::testing::OpenTestStore(dir_.File("rackgate.db"));
-  if (!opened.ok() && opened.status().reason() == "db_backend_unsupported") {
-    // A build without the PostgreSQL backend, asked for it: skip, saying so.
-    skip_ = opened.status().message();
-    opened = storage::Store::Open(dir_.File("rackgate.db"));
+  if (backend == StoreBackend::kFake) {
+    store_ = std::make_unique<storage::testing::FakeStore>();
+  } else {
+    // The backend the environment asks for (storage/testing/test_store.h).
+    // On a machine without PostgreSQL the test skips (SetUp); SQLite keeps
+    // the services' pointers valid until then.
+    skip_ = storage::testing::BackendUnavailable();
+    auto opened = skip_ ? storage::Store::Open(dir_.File("rackgate.db"))
+                        : storage::testing::OpenTestStore(dir_.File("rackgate.db"));
+    if (!opened.ok() && opened.status().reason() == "db_backend_unsupported") {
+      // A build without the PostgreSQL backend, asked for it: skip, saying so.
+      skip_ = opened.status().message();
+      opened = storage::Store::Open(dir_.File("rackgate.db"));
+    }
+    if (!opened.ok()) throw std::runtime_error("store: " + opened.status().ToString());
+    store_ = std::move(opened).value();
   }
-  if (!opened.ok()) throw std::runtime_error("store: " + opened.status().ToString());
-  store_ = std::move(opened).value();
   storage::Pool pool;
   pool.name = "workers";
   pool.token_required = false;

@@ -1,6 +1,7 @@
-// Test fixture of the core: a real store (SQLite in a temporary directory,
-// or PostgreSQL under RACKGATE_TEST_STORE=postgresql, so the same tests
-// check both backends), the services over it with a settable clock, and
+// Test fixture of the core: a store (SQLite in a temporary directory, or
+// PostgreSQL under RACKGATE_TEST_STORE=postgresql, or the in-memory fake of
+// storage/testing/fake_store.h, so the same tests check every backend), the
+// services over it with a settable clock, and
 // machines whose TPM is the software TPM (attest/testing/soft_tpm.h), so that challenges, credentials,
 // quotes and certifies are real TPM bytes. For core/ tests only.
 #ifndef RACKGATE_CORE_TESTING_CORE_FIXTURE_H_
@@ -56,11 +57,19 @@ struct SoftMachine {
   Bytes EkHash() const;
 };
 
+// Which store a test runs on: the real one the environment asks for
+// (SQLite, or PostgreSQL under script/pg-lab), or the in-memory fake.
+enum class StoreBackend { kEnvironment, kFake };
+
+// "fake", or the real backend's name ("sqlite", "postgresql"): the suffix
+// of a parameterized test's name.
+std::string StoreBackendName(const ::testing::TestParamInfo<StoreBackend>& info);
+
 class CoreTest : public ::testing::Test {
  protected:
   static constexpr int64_t kStart = 1800000000;
 
-  CoreTest();
+  explicit CoreTest(StoreBackend backend = StoreBackend::kEnvironment);
   // Skips the test when the backend asked for is not installed
   // (RACKGATE_TEST_STORE=postgresql without a server).
   void SetUp() override;
@@ -90,6 +99,20 @@ class CoreTest : public ::testing::Test {
   // Rebuilds the service with options_ (after a test changes them).
   void Restart();
 };
+
+// A CoreTest that runs once per store: on the fake and on the environment's
+// real backend. Use TEST_P, and RACKGATE_ON_EVERY_STORE(Fixture) once per
+// fixture.
+class EveryStoreTest : public ::testing::WithParamInterface<StoreBackend>, public CoreTest {
+ protected:
+  EveryStoreTest() : CoreTest(GetParam()) {}
+};
+
+#define RACKGATE_ON_EVERY_STORE(fixture)                                                                          \
+  INSTANTIATE_TEST_SUITE_P(Stores, fixture,                                                                       \
+                           ::testing::Values(::rackgate::core::testing::StoreBackend::kFake,                      \
+                                             ::rackgate::core::testing::StoreBackend::kEnvironment),              \
+                           ::rackgate::core::testing::StoreBackendName)
 
 }  // namespace rackgate::core::testing
 

@@ -103,7 +103,7 @@ int RunMigrate(const std::string& socket, int argc, char** argv, int first) {
     return UsageError(kMigrateHelp, "give --from PATH or --state-dir DIR, not both");
   }
   const std::string url = *args->Get("to");
-  if (!storage::IsPostgresUrl(url)) {
+  if (!storage::IsServerDatabase(url)) {
     return UsageError(kMigrateHelp, "--to takes a postgresql:// URL, got '" + storage::RedactDatabase(url) + "'");
   }
   const std::string shown = storage::RedactDatabase(url);

@@ -245,7 +245,7 @@ int RunInit(int argc, char** argv, int first) {
   // fleet: the store the appliance's config names (docs/ha.md).
   // SECURITY: `database` may hold a password: output shows storage::RedactDatabase.
   const std::string database = args->Get("database").value_or(dir + "/rackgate.db");
-  const bool fleet_database = storage::IsPostgresUrl(database);
+  const bool fleet_database = storage::IsServerDatabase(database);
   const std::string shown = storage::RedactDatabase(database);
   auto store = storage::OpenStore(database);
   if (!store.ok()) return fail(store.status().Annotate(shown));

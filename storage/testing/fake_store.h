@@ -1,0 +1,141 @@
+// An in-memory storage::Store for tests: no database, the same contract
+// (store.h, storage/roles.h) for the roles it implements, so that the core's
+// tests of attestation and CSRs run on it as on SQLite and PostgreSQL
+// (docs/storage.md, "The fake").
+//
+// Implemented with the contract's reasons, one-use sessions, expiry,
+// atomicity (one mutex; every check is made before anything changes) and
+// audit rows: PoolReader, MachineReader, DecisionAudit, AttestationStore,
+// CsrStore; of the other roles what those tests set up and look at:
+// PutPool (with its first token and templates), SetPoolTemplate, Approve,
+// Revoke, Reset, Transition, ListAudit, AuditAdminRefusal, RecordConfigServed,
+// PurgeExpired and the counts. Everything else answers kUnsupported
+// (fake_unsupported). Audit rows carry no hash chain (hash and prev_hash are
+// empty): the chain is the SQL backends' (docs/audit.md).
+//
+// Thread-safe. For tests only: it lives in libstorage_testing.
+#ifndef RACKGATE_STORAGE_TESTING_FAKE_STORE_H_
+#define RACKGATE_STORAGE_TESTING_FAKE_STORE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "storage/store.h"
+
+namespace rackgate::storage::testing {
+
+class FakeStore final : public Store {
+ public:
+  explicit FakeStore(const StoreOptions& options = {});
+  ~FakeStore() override;
+
+  // PoolReader
+  Result<Pool> GetPool(const std::string& name) override;
+  Result<std::vector<Pool>> ListPools() override;
+  Result<std::vector<PoolToken>> ValidPoolTokens(const std::string& pool, int64_t now) override;
+  Result<std::pair<Pool, std::vector<PoolToken>>> GetPoolWithTokens(const std::string& name, int64_t now) override;
+  // MachineReader
+  Result<Machine> FindMachineByEkHash(const Bytes& ek_hash) override;
+  Result<Machine> GetMachine(const std::string& hostname) override;
+  Result<Machine> GetMachineById(int64_t id) override;
+  Result<std::vector<Machine>> ListMachines(const MachineFilter& filter) override;
+  // DecisionAudit
+  Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,
+                           const Actor& actor, int64_t now) override;
+  // AttestationStore
+  Result<Machine> Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) override;
+  Status CreateSession(const Session& session) override;
+  Result<Session> ConsumeSession(const std::string& id, int64_t now) override;
+  Result<Bearer> LookupToken(const Bytes& token_hash, int64_t now) override;
+  Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) override;
+  Result<Machine> ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
+                                                 const std::optional<std::string>& tofu_pcrs_json,
+                                                 int64_t now) override;
+  Status ConsumeSessionAndRecordFailure(const AttestationRecord& record, int64_t now) override;
+  Result<Machine> RecordAttestationSuccess(const AttestationRecord& record, const Token& token,
+                                           const std::optional<std::string>& tofu_pcrs_json) override;
+  Status RecordAttestationFailure(const AttestationRecord& record) override;
+  Result<AttestationRecord> LastSuccessfulAttestation(int64_t machine_id) override;
+  Result<std::vector<AttestationRecord>> RecentFailures(int limit) override;
+  Status RecordBootObservation(const BootObservation& observation) override;
+  // CsrStore
+  Result<Machine> RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) override;
+  Result<IssuedCertificate> FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) override;
+  Result<IssuedCertificate> GetCertificate(const std::string& serial) override;
+  Result<std::vector<IssuedCertificate>> ListCertificates(const std::string& hostname, int limit) override;
+  Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
+                                int64_t now) override;
+  Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
+  Result<CsrApprovalRequest> QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
+                                             const Actor& actor, int64_t now) override;
+  Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
+                                              const Actor& actor, int64_t now) override;
+  Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit) override;
+  // IgnitionStore
+  Result<Machine> RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
+                                     const Actor& actor, int64_t now) override;
+  Status RecordReport(const ProvisioningReportRecord& report) override;
+  Result<ProvisioningReportRecord> LastReport(int64_t machine_id) override;
+  Result<std::map<int64_t, ProvisioningReportRecord>> ListLastReports() override;
+  // PolicyStore
+  Result<Pool> SetPoolBootPolicy(const PoolPolicyChange& change, const Actor& actor, int64_t now) override;
+  Result<std::vector<BootObservation>> ListBootObservations(const std::string& pool) override;
+  // TrustStore
+  Result<std::vector<Machine>> MarkStaleUntrusted(int64_t now, const std::map<std::string, int64_t>& max_age_by_pool,
+                                                  int batch) override;
+  Result<int64_t> CountUntrusted() override;
+  // InventoryStore
+  Result<Pool> PutPool(const Pool& pool, const Actor& actor, int64_t now, const std::optional<Bytes>& first_token_hash,
+                       const std::vector<PoolTemplateChange>& templates, PoolPutOutcome* outcome) override;
+  Result<Pool> SetPoolTemplate(const std::string& pool, std::string_view which,
+                               const std::optional<std::string>& template_json, const std::string& digest,
+                               const Actor& actor, int64_t now) override;
+  Status RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
+                         const Actor& actor, int64_t now) override;
+  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+                                     bool replace_ek, int64_t now) override;
+  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options, const Actor& actor,
+                              int64_t now, const ImportProgress& progress) override;
+  Result<Machine> Approve(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                          int64_t now) override;
+  Result<Machine> Revoke(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
+                             const Actor& actor, const std::string& action, int64_t now) override;
+  Result<Machine> DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> RenameMachine(const std::string& hostname, const std::string& new_hostname, const Actor& actor,
+                                int64_t now) override;
+  // EventStore
+  Result<int64_t> SyncWebhooks(const std::vector<WebhookTarget>& hooks, int64_t now) override;
+  Result<std::vector<DueDelivery>> DueDeliveries(int64_t now, int limit) override;
+  Result<std::vector<DueDelivery>> ClaimDueDeliveries(int64_t now, int limit, int64_t lease_seconds) override;
+  Status RecordDeliveryAttempt(int64_t event_id, const std::string& webhook, bool delivered, int64_t next_attempt_at,
+                               const std::string& error, int64_t now) override;
+  Result<std::vector<Event>> ListEvents(const EventFilter& filter) override;
+  Result<int64_t> CountPendingDeliveries() override;
+  Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) override;
+  // AuditStore
+  Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
+                           int64_t now) override;
+  Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
+  Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor) override;
+  // MaintenanceStore
+  Result<PurgeCounts> PurgeExpired(int64_t now, int batch) override;
+  Result<std::map<std::string, int64_t>> CountByState() override;
+  Result<int64_t> CountOpenSessions(int64_t now) override;
+  WriteStats GetWriteStats() const override;
+  Status Backup(const std::string& dest_path) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;  // owned; every access under mu_
+  mutable std::mutex mu_;
+};
+
+}  // namespace rackgate::storage::testing
+
+#endif  // RACKGATE_STORAGE_TESTING_FAKE_STORE_H_

@@ -313,6 +313,29 @@ class Store {
   // certificate it leads to is audited.
   virtual Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) = 0;
 
+  // --- CSR role: recording an issued certificate (issue 28) ----------------
+  // What CsrService records once its issuer (core/issuer.h) returned a
+  // certificate: the certificate, and, when they apply, the renewal it
+  // makes and the certify nonce it consumes.
+  struct IssuedCertificateRecord {
+    IssuedCertificate certificate;
+    // A renewal: the serial of the certificate this one replaces.
+    std::optional<std::string> replaces;
+    // A TPM-resident key proven by a TPM2_Certify over this token's session
+    // nonce: the nonce is consumed (one nonce, one use).
+    std::optional<Bytes> certify_token_hash;
+  };
+  // Everything an issued certificate changes, in ONE transaction with ONE
+  // audit row, so a crash or a refusal leaves none of it: first the certify
+  // nonce is consumed (certify_nonce_used, token_unknown), then the
+  // certificate is recorded as RecordRenewal records it when `replaces` is
+  // set (certificate_renewed) and as RecordCertificate does otherwise
+  // (certificate_issued; a client certificate sets the mark and joins the
+  // machine), with their refusals. A refusal changes nothing.
+  virtual Result<Machine> RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                                  int64_t now) = 0;
+  // --- end of the CSR role's issue-28 block -----------------------------------
+
   // --- Audit and status ------------------------------------------------------
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;
 

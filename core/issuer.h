@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -43,9 +44,11 @@ struct IssuePending {
 // signer_unavailable when the machine can wait, anything else final).
 class IssueResult {
  public:
-  IssueResult(csr::Issued issued) : value_(std::move(issued)) {}      // NOLINT: implicit, as Result<T>
-  IssueResult(IssuePending pending) : value_(std::move(pending)) {}   // NOLINT
-  IssueResult(Status refusal) : value_(std::move(refusal)) {}         // NOLINT; REQUIRES: !refusal.ok()
+  // Implicit, as Result<T>'s, so an issuer returns any of the three.
+  IssueResult(csr::Issued issued) : value_(std::move(issued)) {}     // NOLINT(google-explicit-constructor)
+  IssueResult(IssuePending pending) : value_(std::move(pending)) {}  // NOLINT(google-explicit-constructor)
+  // REQUIRES: !refusal.ok().
+  IssueResult(Status refusal) : value_(std::move(refusal)) {}        // NOLINT(google-explicit-constructor)
 
   bool issued() const { return std::holds_alternative<csr::Issued>(value_); }
   bool pending() const { return std::holds_alternative<IssuePending>(value_); }

@@ -1,4 +1,4 @@
-// CSR vouching: the token, the flood limits, the rules, the signer, the record.
+// CSR vouching: the token, the flood limits, the decision, the issuer, the record.
 #include "core/csr_service.h"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +24,11 @@ std::shared_ptr<spdlog::logger> Log() {
 constexpr size_t kMaxCsrField = 64 * 1024;
 
 std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16); }
+
+// The store's name of a kind: storage::kCertClient or kCertServing.
+std::string KindName(csr::Kind kind) {
+  return std::string(kind == csr::Kind::kClient ? storage::kCertClient : storage::kCertServing);
+}
 
 // The machine's enrolled names and addresses, as the rules compare them.
 csr::MachineFacts Facts(const storage::Machine& m) {
@@ -66,28 +71,18 @@ class Slot {
 
 
 CsrService::CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics)
-    : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics) {}
+    : CsrService(store, attestation, std::move(options), metrics, nullptr) {}
 
-Status CsrService::Reload() {
-  auto loaded = csr::LocalCaSigner::Load(options_.cluster_ca_certificate, options_.cluster_ca_key);
-  if (!loaded.ok()) return loaded.status();
-  std::lock_guard<std::mutex> l(mu_);
-  signer_ = std::shared_ptr<csr::Signer>(std::move(loaded).value());
-  return Status::Ok();
+CsrService::CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics,
+                       Issuer* issuer)
+    : store_(store), attestation_(attestation), options_(std::move(options)), metrics_(metrics), issuer_(issuer) {
+  if (issuer_ == nullptr) {
+    owned_issuer_ = std::make_unique<LocalCaIssuer>(options_.cluster_ca_certificate, options_.cluster_ca_key);
+    issuer_ = owned_issuer_.get();
+  }
 }
 
-std::shared_ptr<csr::Signer> CsrService::CurrentSigner() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (signer_) return signer_;
-  }
-  if (Status s = Reload(); !s.ok()) {
-    Log()->error("cluster CA not loaded from {}: {}", options_.cluster_ca_certificate, s.ToString());
-    return nullptr;
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  return signer_;
-}
+Status CsrService::Reload() { return issuer_->Reload(); }
 
 Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable) {
   const std::string& reason = refusal.reason();
@@ -110,10 +105,9 @@ Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::
 }
 
 CsrIssued CsrService::Answer(const storage::IssuedCertificate& cert, const storage::Machine& m) {
-  auto signer = CurrentSigner();
   CsrIssued out;
   out.certificate_pem = cert.certificate_pem;
-  out.ca_pem = signer ? signer->ca_pem() : std::string();
+  out.ca_pem = issuer_->ca_pem();
   out.serial = cert.serial;
   out.not_before = cert.not_before;
   out.not_after = cert.not_after;
@@ -191,12 +185,207 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
   return std::move(*stored);
 }
 
+CsrVerdict CsrService::Refused(Status refusal, CsrVerdict::Trace trace, std::string kind) {
+  CsrVerdict v;
+  v.outcome = CsrVerdict::Outcome::kRefused;
+  v.refusal = std::move(refusal);
+  v.trace = trace;
+  v.kind = std::move(kind);
+  return v;
+}
+
+std::optional<CsrVerdict> CsrService::LostClientAnswer(const storage::Machine& m, const CsrSubmission& body,
+                                                       const csr::Csr& csr, const std::string& kind) {
+  // A client whose answer was lost (the appliance crashed after recording
+  // the certificate, the connection was cut) asks again with the same key:
+  // it gets the same certificate, not client_cert_already_issued. Proof of
+  // possession is the CSR's self-signature; the token is the machine's. A
+  // reboot that kept its key asks the same way. A renewal has its own
+  // answer for a lost reply (CheckRenewal).
+  if (kind != storage::kCertClient || !m.client_cert_issued_at || body.renewal) return std::nullopt;
+  auto earlier = store_->FindClientCertificate(m.id, Sha256(csr.spki_der));
+  // A store failure is not "none issued": signing anew would make the
+  // machine a second client certificate.
+  if (!earlier.ok() && earlier.status().code() == Status::Code::kIoError) {
+    return Refused(StoreBusy(earlier.status()), CsrVerdict::Trace::kCounted, kind);
+  }
+  if (!earlier.ok() || earlier->certificate_pem.empty()) return std::nullopt;
+  CsrVerdict v;
+  v.outcome = CsrVerdict::Outcome::kAnswered;
+  v.kind = kind;
+  v.answered_because = "same key";
+  v.earlier = std::move(*earlier);
+  return v;
+}
+
+std::optional<CsrVerdict> CsrService::CheckRulesAndApproval(const storage::Machine& m, const CsrSubmission& body,
+                                                            const csr::Csr& csr, csr::Kind kind,
+                                                            const std::vector<std::string>& usages,
+                                                            const PoolSettings& settings, bool tpm_key_proven,
+                                                            bool renewal, int64_t now) {
+  const std::string kind_name = KindName(kind);
+  csr::RuleOptions rules;
+  rules.client_window_seconds = settings.client_window_seconds.value_or(options_.client_window_seconds);
+  rules.require_tpm_key = settings.require_tpm_key;
+  csr::MachineFacts facts = Facts(m);
+  // A renewal is the one client certificate's successor, not a second
+  // identity: every rule of a first CSR applies but the mark's.
+  if (renewal) facts.client_cert_issued_at.reset();
+  const auto refusals = csr::Check(csr, kind, usages, facts, rules, tpm_key_proven, now);
+  if (!refusals.empty()) {
+    std::string all;
+    for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
+    return Refused(Status::VerificationFailed(refusals.front().reason, all), CsrVerdict::Trace::kAudited, kind_name);
+  }
+
+  // Manual approval (core/csr_approval.h): every rule passed, nothing issued
+  // yet. An approved key is issued now, the rules above checked again now.
+  if (Status s = CheckCsrApproval(store_, settings,
+                                  {&m, kind_name, Sha256(csr.spki_der), body.csr_pem, usages, tpm_key_proven, renewal},
+                                  now);
+      !s.ok()) {
+    return Refused(s.code() == Status::Code::kIoError ? StoreBusy(s) : s,
+                   s.reason() != "csr_denied" ? CsrVerdict::Trace::kCounted : CsrVerdict::Trace::kAudited,
+                   kind_name);
+  }
+  return std::nullopt;
+}
+
+CsrVerdict CsrService::Approved(const storage::Machine& m, const storage::Token& token, const CsrSubmission& body,
+                                csr::Csr csr, csr::Kind kind, std::vector<std::string> usages, bool tpm_key_proven,
+                                std::optional<std::string> replaces, int64_t now) {
+  CsrVerdict v;
+  v.outcome = CsrVerdict::Outcome::kApproved;
+  v.kind = KindName(kind);
+  v.decided_at = now;
+
+  IssueRequest& r = v.request;
+  r.machine_id = m.id;
+  r.hostname = m.hostname;
+  r.kind = kind;
+  r.csr_pem = body.csr_pem;
+  r.usages = std::move(usages);
+  r.profile = csr::DefaultProfile(kind);
+  r.profile.validity_seconds =
+      kind == csr::Kind::kClient ? options_.client_validity_seconds : options_.serving_validity_seconds;
+  r.public_key_sha256 = Sha256(csr.spki_der);
+
+  // What the record will say; the issuer adds serial, validity and PEM.
+  storage::IssuedCertificate& rec = v.record.certificate;
+  rec.machine_id = m.id;
+  rec.kind = v.kind;
+  rec.subject = "O=system:nodes, CN=" + csr.common_names.front();
+  if (kind == csr::Kind::kServing) {
+    rec.sans = csr.dns_names;
+    rec.sans.insert(rec.sans.end(), csr.ip_addresses.begin(), csr.ip_addresses.end());
+  }
+  rec.public_key_sha256 = r.public_key_sha256;
+  rec.tpm_resident = tpm_key_proven;
+  v.record.replaces = std::move(replaces);
+  // One nonce, one use (docs/csr.md): the session's nonce certifies the key
+  // of ONE CSR. Consumed in the transaction that records the certificate
+  // (a refusal, a wait or a pending issuer leaves it for the request that
+  // asks again), so that of two CSRs certified over one nonce one is recorded
+  // and only a recorded certificate leaves.
+  if (tpm_key_proven) v.record.certify_token_hash = token.hash;
+  r.csr = std::move(csr);
+  return v;
+}
+
+CsrVerdict CsrService::Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission) {
+  const storage::Machine& m = auth.machine;
+  const storage::Token& token = auth.token;
+  using Trace = CsrVerdict::Trace;
+
+  // The one gate of every release (docs/trust.md): a machine whose latest
+  // attestation failed, or whose last good one is older than its pool
+  // allows, gets no certificate of any kind (first, renewal, client,
+  // serving, nor a lost answer sent again) until it attests well again. Its
+  // token may predate the failure.
+  auto release = attestation_->AuthorizeRelease(auth);
+  if (!release.ok()) {
+    const bool waitable = release.status().code() != Status::Code::kVerificationFailed;
+    return Refused(release.status(), waitable ? Trace::kCounted : Trace::kAudited, "");
+  }
+  const PoolSettings& settings = release->settings;
+
+  if (!submission.ok()) return Refused(submission.status(), Trace::kNone, "");
+  const CsrSubmission& body = *submission;
+  auto kind = csr::KindFromSigner(body.signer);
+  if (!kind.ok()) return Refused(Status::InvalidArgument("signer_unknown", kind.status().message()), Trace::kNone, "");
+  const std::string kind_name = KindName(*kind);
+  // Kubelet's defaults for each signer.
+  std::vector<std::string> usages =
+      body.usages ? *body.usages
+                  : (*kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
+                                                 : std::vector<std::string>{"digital signature", "server auth"});
+  if (body.csr_pem.size() > kMaxCsrField) {
+    return Refused(Status::InvalidArgument("csr_malformed", "the CSR is too large"), Trace::kNone, kind_name);
+  }
+  auto parsed = csr::ParseCsr(body.csr_pem);
+  if (!parsed.ok()) return Refused(parsed.status(), Trace::kAudited, kind_name);
+
+  // A TPM-resident key: the AK that attested certified it, over the nonce of
+  // the session this token was issued for.
+  bool tpm_key_proven = false;
+  if (body.tpm_key) {
+    const TpmKeyProof& k = *body.tpm_key;
+    if (!k.public_area || !k.certify_info || !k.certify_signature) {
+      return Refused(Status::InvalidArgument("field_invalid",
+                                             "tpm_key needs public, certify_info and certify_signature (base64)"),
+                     Trace::kNone, kind_name);
+    }
+    if (token.nonce.empty() || token.ak_public.empty()) {
+      return Refused(Status::VerificationFailed("csr_tpm_key_unprovable",
+                                                "attest again: this token predates TPM key proofs"),
+                     Trace::kAudited, kind_name);
+    }
+    if (Status s = csr::CheckTpmKey(*k.public_area, *k.certify_info, *k.certify_signature, token.ak_public,
+                                    token.nonce, *parsed);
+        !s.ok()) {
+      return Refused(Status::VerificationFailed(s.reason(), s.message()), Trace::kAudited, kind_name);
+    }
+    tpm_key_proven = true;
+  }
+
+  if (auto lost = LostClientAnswer(m, body, *parsed, kind_name)) return std::move(*lost);
+
+  const int64_t now = attestation_->Now();
+
+  // A renewal: the machine's current certificate of this kind, its key's
+  // signature over this session's nonce and the new key, and the window.
+  std::optional<std::string> replaces;
+  if (body.renewal) {
+    std::optional<storage::IssuedCertificate> done;
+    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, settings, now, &done);
+    if (!current.ok()) {
+      const bool waitable = current.status().code() == Status::Code::kIoError;
+      return Refused(current.status(), waitable ? Trace::kCounted : Trace::kAudited, kind_name);
+    }
+    if (done) {
+      CsrVerdict v;
+      v.outcome = CsrVerdict::Outcome::kAnswered;
+      v.kind = kind_name;
+      v.answered_because = "renewal of " + current->serial + " with the same key";
+      v.earlier = std::move(*done);
+      return v;
+    }
+    replaces = current->serial;
+  }
+
+  if (auto refused = CheckRulesAndApproval(m, body, *parsed, *kind, usages, settings, tpm_key_proven,
+                                           replaces.has_value(), now)) {
+    return std::move(*refused);
+  }
+  return Approved(m, token, body, std::move(parsed).value(), *kind, std::move(usages), tpm_key_proven,
+                  std::move(replaces), now);
+}
+
 Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_token,
                                      const Result<CsrSubmission>& submission) {
   auto auth = attestation_->Authenticate(bearer_token);
   if (!auth.ok()) return auth.status();
   const storage::Machine& m = auth->machine;
-  const storage::Token& token = auth->token;
 
   // Flood limits first, before any parsing or crypto: the approver's lesson
   // is that an unbounded queue of pending CSRs takes the signer down.
@@ -216,177 +405,72 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   }
   Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
 
-  // The one gate of every release (docs/trust.md): a machine whose latest
-  // attestation failed, or whose last good one is older than its pool
-  // allows, gets no certificate of any kind (first, renewal, client,
-  // serving, nor a lost answer sent again) until it attests well again. Its
-  // token may predate the failure.
-  auto release = attestation_->AuthorizeRelease(*auth);
-  if (!release.ok()) {
-    const bool waitable = release.status().code() != Status::Code::kVerificationFailed;
-    return Refuse(m, release.status(), "", waitable);
+  return Carry(m, Decide(*auth, submission));
+}
+
+Result<CsrIssued> CsrService::Carry(const storage::Machine& m, CsrVerdict verdict) {
+  switch (verdict.outcome) {
+    case CsrVerdict::Outcome::kRefused:
+      if (verdict.trace == CsrVerdict::Trace::kNone) return verdict.refusal;
+      return Refuse(m, verdict.refusal, verdict.kind, verdict.trace == CsrVerdict::Trace::kCounted);
+    case CsrVerdict::Outcome::kAnswered:
+      Log()->info("{} certificate {} sent again to {} ({})", verdict.kind, verdict.earlier->serial, Who(m),
+                  verdict.answered_because);
+      return Answer(*verdict.earlier, m);
+    case CsrVerdict::Outcome::kApproved:
+      break;
   }
-  const PoolSettings& settings = release->settings;
+  return IssueAndRecord(m, std::move(verdict));
+}
 
-  if (!submission.ok()) return submission.status();
-  const CsrSubmission& body = *submission;
-  auto kind = csr::KindFromSigner(body.signer);
-  if (!kind.ok()) return Status::InvalidArgument("signer_unknown", kind.status().message());
-  const std::string kind_name = *kind == csr::Kind::kClient ? "client" : "serving";
-  // Kubelet's defaults for each signer.
-  const std::vector<std::string> usages =
-      body.usages ? *body.usages
-                  : (*kind == csr::Kind::kClient ? std::vector<std::string>{"digital signature", "client auth"}
-                                                 : std::vector<std::string>{"digital signature", "server auth"});
-  if (body.csr_pem.size() > kMaxCsrField) return Status::InvalidArgument("csr_malformed", "the CSR is too large");
-  auto parsed = csr::ParseCsr(body.csr_pem);
-  if (!parsed.ok()) return Refuse(m, parsed.status(), kind_name);
-
-  // A TPM-resident key: the AK that attested certified it, over the nonce of
-  // the session this token was issued for.
-  bool tpm_key_proven = false;
-  if (body.tpm_key) {
-    const TpmKeyProof& k = *body.tpm_key;
-    if (!k.public_area || !k.certify_info || !k.certify_signature) {
-      return Status::InvalidArgument("field_invalid",
-                                     "tpm_key needs public, certify_info and certify_signature (base64)");
-    }
-    if (token.nonce.empty() || token.ak_public.empty()) {
-      return Refuse(m,
-                    Status::VerificationFailed("csr_tpm_key_unprovable",
-                                               "attest again: this token predates TPM key proofs"),
-                    kind_name);
-    }
-    if (Status s = csr::CheckTpmKey(*k.public_area, *k.certify_info, *k.certify_signature, token.ak_public,
-                                    token.nonce, *parsed);
-        !s.ok()) {
-      return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
-    }
-    tpm_key_proven = true;
+Result<CsrIssued> CsrService::IssueAndRecord(const storage::Machine& m, CsrVerdict verdict) {
+  const std::string& kind = verdict.kind;
+  const int64_t now = verdict.decided_at;
+  const IssueResult result = issuer_->Issue(verdict.request, now);
+  if (Status s = result.status(); !s.ok()) return Refuse(m, s, kind, s.code() == Status::Code::kIoError);
+  if (result.pending()) {
+    // Approved, not issued yet (an issuer that issues later): nothing is
+    // recorded, and the machine asks again; its next submission is decided
+    // again from scratch and finds the issuer's certificate.
+    const IssuePending& p = result.pending_answer();
+    return Refuse(m,
+                  Status::Unsupported("csr_issuing", "the certificate is being issued (" + p.reference +
+                                                         "); ask again in " + std::to_string(p.retry_after_seconds) +
+                                                         " s"),
+                  kind, true);
   }
+  const csr::Issued& issued = result.certificate();
 
-  // A client whose answer was lost (the appliance crashed after recording
-  // the certificate, the connection was cut) asks again with the same key:
-  // it gets the same certificate, not client_cert_already_issued. Proof of
-  // possession is the CSR's self-signature; the token is the machine's. A
-  // reboot that kept its key asks the same way. A renewal has its own
-  // answer for a lost reply (CheckRenewal).
-  if (*kind == csr::Kind::kClient && m.client_cert_issued_at && !body.renewal) {
-    auto earlier = store_->FindClientCertificate(m.id, Sha256(parsed->spki_der));
-    // A store failure is not "none issued": signing anew would make the
-    // machine a second client certificate.
-    if (!earlier.ok() && earlier.status().code() == Status::Code::kIoError) {
-      return Refuse(m, StoreBusy(earlier.status()), kind_name, true);
-    }
-    if (earlier.ok() && !earlier->certificate_pem.empty()) {
-      Log()->info("client certificate {} sent again to {} (same key)", earlier->serial, Who(m));
-      return Answer(*earlier, m);
-    }
-  }
-
-  const int64_t now = attestation_->Now();
-
-  // A renewal: the machine's current certificate of this kind, its key's
-  // signature over this session's nonce and the new key, and the window.
-  std::optional<storage::IssuedCertificate> replaces;
-  if (body.renewal) {
-    std::optional<storage::IssuedCertificate> done;
-    auto current = CheckRenewal(m, token, kind_name, *body.renewal, *parsed, settings, now, &done);
-    if (!current.ok()) {
-      const bool waitable = current.status().code() == Status::Code::kIoError;
-      return Refuse(m, current.status(), kind_name, waitable);
-    }
-    if (done) {
-      Log()->info("{} certificate {} sent again to {} (renewal of {} with the same key)", kind_name, done->serial,
-                  Who(m), current->serial);
-      return Answer(*done, m);
-    }
-    replaces = std::move(*current);
-  }
-
-  csr::RuleOptions rules;
-  rules.client_window_seconds = settings.client_window_seconds.value_or(options_.client_window_seconds);
-  rules.require_tpm_key = settings.require_tpm_key;
-  csr::MachineFacts facts = Facts(m);
-  // A renewal is the one client certificate's successor, not a second
-  // identity: every rule of a first CSR applies but the mark's.
-  if (replaces) facts.client_cert_issued_at.reset();
-  const auto refusals = csr::Check(*parsed, *kind, usages, facts, rules, tpm_key_proven, now);
-  if (!refusals.empty()) {
-    std::string all;
-    for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
-    return Refuse(m, Status::VerificationFailed(refusals.front().reason, all), kind_name);
-  }
-
-  // Manual approval (core/csr_approval.h): every rule passed, nothing signed
-  // yet. An approved key is signed here, the rules above checked again now.
-  if (Status s = CheckCsrApproval(store_, settings,
-                                  {&m, kind_name, Sha256(parsed->spki_der), body.csr_pem, usages, tpm_key_proven,
-                                   /*renewal=*/replaces.has_value()},
-                                  now);
-      !s.ok()) {
-    return Refuse(m, s.code() == Status::Code::kIoError ? StoreBusy(s) : s, kind_name, s.reason() != "csr_denied");
-  }
-
-  const Status unavailable = Status::IoError("signer_unavailable", "the cluster CA is not configured");
-  auto signer = CurrentSigner();
-  if (!signer) return Refuse(m, unavailable, kind_name, true);
-
-  // One nonce, one use (docs/csr.md): the session's nonce certifies the key
-  // of ONE CSR. Consumed after every check and once the signer is there (a
-  // refusal or a wait leaves it for the corrected request), before signing,
-  // so that of two CSRs certified over one nonce only one is signed.
-  if (tpm_key_proven) {
-    if (Status s = store_->ConsumeCertifyNonce(token.hash, now); !s.ok()) {
-      if (s.code() == Status::Code::kIoError) return Refuse(m, StoreBusy(s), kind_name, true);
-      return Refuse(m, Status::VerificationFailed(s.reason(), s.message()), kind_name);
-    }
-  }
-  csr::Profile profile = csr::DefaultProfile(*kind);
-  profile.validity_seconds = *kind == csr::Kind::kClient ? options_.client_validity_seconds
-                                                        : options_.serving_validity_seconds;
-  auto issued = signer->Sign(*parsed, profile, now);
-  if (!issued.ok()) {
-    Log()->error("signing for {} failed: {}", Who(m), issued.status().ToString());
-    return Refuse(m, Status::IoError("signer_unavailable", "the certificate could not be signed"), kind_name, true);
-  }
-
-  // Recorded before it is sent: a certificate nobody knows of never leaves.
-  storage::IssuedCertificate rec;
-  rec.serial = issued->serial_hex;
-  rec.machine_id = m.id;
-  rec.kind = kind_name;
-  rec.subject = "O=system:nodes, CN=" + parsed->common_names.front();
-  if (*kind == csr::Kind::kServing) {
-    rec.sans = parsed->dns_names;
-    rec.sans.insert(rec.sans.end(), parsed->ip_addresses.begin(), parsed->ip_addresses.end());
-  }
-  rec.public_key_sha256 = Sha256(parsed->spki_der);
-  rec.tpm_resident = tpm_key_proven;
-  rec.not_before = issued->not_before;
-  rec.not_after = issued->not_after;
-  rec.certificate_pem = issued->certificate_pem;
-  auto after = replaces ? store_->RecordRenewal(rec, replaces->serial,
-                                                storage::Actor{"rackgated", "certificate renewed"}, now)
-                        : store_->RecordCertificate(rec, storage::Actor{"rackgated", "CSR vouched for"}, now);
+  // Recorded, in one transaction, before it is sent: a certificate nobody
+  // knows of never leaves.
+  storage::IssuedCertificateRecord& record = verdict.record;
+  record.certificate.serial = issued.serial_hex;
+  record.certificate.not_before = issued.not_before;
+  record.certificate.not_after = issued.not_after;
+  record.certificate.certificate_pem = issued.certificate_pem;
+  const bool renewal = record.replaces.has_value();
+  auto after = store_->RecordIssuedCertificate(
+      record, renewal ? storage::Actor{"rackgated", "certificate renewed"} : storage::Actor{"rackgated", "CSR vouched for"},
+      now);
   if (!after.ok()) {
-    if (after.status().code() == Status::Code::kIoError) return Refuse(m, StoreBusy(after.status()), kind_name, true);
-    return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind_name);
+    if (after.status().code() == Status::Code::kIoError) return Refuse(m, StoreBusy(after.status()), kind, true);
+    return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",
-                         {{"verdict", replaces ? "renewed" : "signed"}, {"kind", kind_name}, {"reason", ""}});
+                         {{"verdict", renewal ? "renewed" : "signed"}, {"kind", kind}, {"reason", ""}});
   }
-  Log()->info("{} certificate {} {} for {}{}; until {}; state {}", kind_name, issued->serial_hex,
-              replaces ? "renewed (replaces " + replaces->serial + ")" : std::string("signed"), Who(m),
-              tpm_key_proven ? " (TPM-resident key)" : "", issued->not_after, storage::StateName(after->state));
+  Log()->info("{} certificate {} {} for {}{}; until {}; state {}", kind, issued.serial_hex,
+              renewal ? "renewed (replaces " + *record.replaces + ")" : std::string("signed"), Who(m),
+              record.certificate.tpm_resident ? " (TPM-resident key)" : "", issued.not_after,
+              storage::StateName(after->state));
   CsrIssued out;
-  out.certificate_pem = issued->certificate_pem;
-  out.ca_pem = issued->ca_pem;
-  out.serial = issued->serial_hex;
-  out.not_before = issued->not_before;
-  out.not_after = issued->not_after;
-  out.tpm_resident = tpm_key_proven;
+  out.certificate_pem = issued.certificate_pem;
+  out.ca_pem = issued.ca_pem;
+  out.serial = issued.serial_hex;
+  out.not_before = issued.not_before;
+  out.not_after = issued.not_after;
+  out.tpm_resident = record.certificate.tpm_resident;
   out.state = std::string(storage::StateName(after->state));
   return out;
 }

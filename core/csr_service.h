@@ -2,9 +2,10 @@
 // attestation token submits its kubelet client or serving CSR; the
 // approver's rules are applied against its attested identity (core/csr.h),
 // a TPM-resident key is proven with a TPM2_Certify by the attested AK over
-// the session's nonce, and the cluster CA signs. Every decision is audited
-// and logged with the machine and the reason. Flood limits refuse
-// (csr_flood_machine, csr_flood) before any crypto runs.
+// the session's nonce; that decision is a value (CsrVerdict), and an Issuer
+// (core/issuer.h) turns an approved one into a certificate, now or later.
+// Every decision is audited and logged with the machine and the reason.
+// Flood limits refuse (csr_flood_machine, csr_flood) before any crypto runs.
 #ifndef RACKGATE_CORE_CSR_SERVICE_H_
 #define RACKGATE_CORE_CSR_SERVICE_H_
 
@@ -19,8 +20,8 @@
 #include "base/status.h"
 #include "core/attestation.h"
 #include "core/csr.h"
+#include "core/issuer.h"
 #include "core/pool_settings.h"
-#include "core/signer.h"
 #include "storage/store.h"
 #include "wire/protocol.h"
 
@@ -51,7 +52,7 @@ struct CsrSubmission {
 using CsrIssued = wire::IssuedCertificate;
 
 struct CsrOptions {
-  // Where LocalCaSigner finds the cluster CA; read at the first CSR and at
+  // Where LocalCaIssuer finds the cluster CA; read at the first CSR and at
   // every Reload, so `rackgatectl ca import` needs no restart.
   std::string cluster_ca_certificate;
   std::string cluster_ca_key;
@@ -62,24 +63,85 @@ struct CsrOptions {
   int max_in_flight_per_machine = 2;
 };
 
+// What the decision says about one submission (docs/csr.md, "Decision and
+// issuer"): refused, answered with a certificate issued before, or approved
+// with the request for the issuer and what to record once it issued. The
+// decision issues nothing and records no certificate; it reads the store
+// (the machine's certificates) and may queue a CSR for manual approval.
+struct CsrVerdict {
+  enum class Outcome {
+    kRefused,   // `refusal` is the answer
+    kAnswered,  // `earlier`, issued before for this very key (a lost answer)
+    kApproved,  // issue `request`, then record `record`
+  };
+  // What a refusal leaves behind: kNone (the body never made a decision
+  // about the machine: bad JSON, unknown signer, a proof missing a field),
+  // kCounted (the machine waits it out: logged and counted), kAudited (a
+  // final decision: logged, counted and one csr_refused audit row).
+  enum class Trace { kNone, kCounted, kAudited };
+
+  Outcome outcome = Outcome::kRefused;
+  std::string kind;  // storage::kCertClient or kCertServing; "" before the signer was read
+  int64_t decided_at = 0;
+
+  // kRefused.
+  Status refusal;
+  Trace trace = Trace::kNone;
+
+  // kAnswered: the certificate, and for the log what it answers.
+  std::optional<storage::IssuedCertificate> earlier;
+  std::string answered_because;
+
+  // kApproved: the machine, kind, profile and CSR for the issuer; and the
+  // record, complete but for what the issuer makes (serial, validity, PEM).
+  IssueRequest request;
+  storage::IssuedCertificateRecord record;
+};
+
 class CsrService {
  public:
-  // BORROWED: store, attestation and metrics (may be null) outlive the service.
+  // BORROWED: store, attestation and metrics (may be null) outlive the
+  // service. Issues with the cluster CA of `options` (LocalCaIssuer).
   CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics);
+  // The same, issuing with `issuer` (BORROWED, outlives the service).
+  CsrService(storage::CsrStore* store, AttestationService* attestation, CsrOptions options, Metrics* metrics,
+             Issuer* issuer);
 
   // POST /v1/machine/csr, in docs/csr.md's order: the token, the flood
-  // limits, then the body (`submission` is its decoding, or why it did not
-  // decode: that answer waits until the token and the flood limits passed),
-  // the CSR, the TPM key proof, the renewal proof when there is one, the
-  // rules, the certify nonce's one use, the signer, the record.
+  // limits, then Decide, then for an approved request the issuer and the
+  // record (one store transaction: RecordIssuedCertificate). An issuer that
+  // answers pending makes it csr_issuing (kUnsupported: 503 + Retry-After);
+  // nothing is recorded and the machine asks again.
   Result<CsrIssued> Submit(const std::optional<std::string>& bearer_token,
                            const Result<CsrSubmission>& submission);
-  // Loads the cluster CA again (SIGHUP). An error keeps the running signer.
+  // The decision for an authenticated machine's submission (`submission` is
+  // its decoding, or why it did not decode): the trust gate
+  // (AttestationService::AuthorizeRelease), the body, the CSR, the TPM key
+  // proof, a lost answer, the renewal proof, the rules, manual approval.
+  // Neither logs, counts nor audits a refusal: Submit does, from the verdict.
+  CsrVerdict Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission);
+  // Reads the issuer's configuration again (SIGHUP). An error keeps the
+  // running one.
   Status Reload();
 
  private:
-  std::shared_ptr<csr::Signer> CurrentSigner();
   Status Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable = false);
+  // A verdict refused with `refusal`, leaving `trace`.
+  static CsrVerdict Refused(Status refusal, CsrVerdict::Trace trace, std::string kind);
+  // The client certificate already issued for this key, when the machine
+  // asks again without a renewal; a refusal when the store failed.
+  std::optional<CsrVerdict> LostClientAnswer(const storage::Machine& m, const CsrSubmission& body,
+                                             const csr::Csr& csr, const std::string& kind);
+  // The rules (core/csr.h Check) and manual approval; nullopt when both pass.
+  std::optional<CsrVerdict> CheckRulesAndApproval(const storage::Machine& m, const CsrSubmission& body,
+                                                  const csr::Csr& csr, csr::Kind kind,
+                                                  const std::vector<std::string>& usages,
+                                                  const PoolSettings& settings, bool tpm_key_proven,
+                                                  bool renewal, int64_t now);
+  // The approved verdict for `csr`.
+  CsrVerdict Approved(const storage::Machine& m, const storage::Token& token, const CsrSubmission& body,
+                      csr::Csr csr, csr::Kind kind, std::vector<std::string> usages, bool tpm_key_proven,
+                      std::optional<std::string> replaces, int64_t now);
   // The certificate a renewal replaces, after every renewal check but the
   // rules (docs/csr.md, "Renewal"); or, for a renewal already recorded for
   // this very key (an answer that was lost), that renewal in *done.
@@ -87,16 +149,21 @@ class CsrService {
                                                   const std::string& kind, const wire::RenewalProof& proof,
                                                   const csr::Csr& csr, const PoolSettings& settings, int64_t now,
                                                   std::optional<storage::IssuedCertificate>* done);
+  // Carries out the verdict: the answer, the refusal's trace, or the issuer
+  // and the record.
+  Result<CsrIssued> Carry(const storage::Machine& m, CsrVerdict verdict);
+  Result<CsrIssued> IssueAndRecord(const storage::Machine& m, CsrVerdict verdict);
   CsrIssued Answer(const storage::IssuedCertificate& cert, const storage::Machine& m);
 
   storage::CsrStore* store_;
   AttestationService* attestation_;
   CsrOptions options_;
   Metrics* metrics_;
+  std::unique_ptr<Issuer> owned_issuer_;  // the LocalCaIssuer of options_, when no issuer was given
+  Issuer* issuer_;                        // BORROWED or owned_issuer_
 
   std::mutex mu_;
-  std::shared_ptr<csr::Signer> signer_;       // guarded by mu_
-  int in_flight_ = 0;                          // guarded by mu_
+  int in_flight_ = 0;                            // guarded by mu_
   std::map<int64_t, int> in_flight_by_machine_;  // guarded by mu_
 };
 

@@ -11,7 +11,9 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <functional>
 
+#include "core/issuer.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "core/signer.h"
@@ -530,6 +532,191 @@ TEST_P(RenewalTest, ACertifyNonceProvesOneCsrOnly) {
   auto proven = csrs_->Submit(fresh, serving);
   ASSERT_TRUE(proven.ok()) << proven.status().ToString();
   EXPECT_TRUE(proven->tpm_resident);
+}
+
+// --- Decision and issuer (docs/csr.md, "Decision and issuer") ---------------------
+
+// An issuer that answers pending until told to issue, then issues with the
+// test's cluster CA; it counts its calls and can act just before it answers.
+class FakeIssuer : public Issuer {
+ public:
+  FakeIssuer(const std::string& cert, const std::string& key) : local_(cert, key) {}
+  IssueResult Issue(const IssueRequest& request, int64_t now) override {
+    ++calls;
+    last = request;
+    if (before_answer) before_answer();
+    if (pending) return IssuePending{30, "fake-" + std::to_string(calls)};
+    return local_.Issue(request, now);
+  }
+  std::string ca_pem() override { return local_.ca_pem(); }
+  Status Reload() override { return local_.Reload(); }
+
+  bool pending = true;
+  int calls = 0;
+  IssueRequest last;
+  std::function<void()> before_answer;
+
+ private:
+  LocalCaIssuer local_;
+};
+
+class IssuerTest : public RenewalTest {
+ protected:
+  IssuerTest() {
+    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), options_csr_, &metrics_, &issuer_);
+  }
+  storage::Bearer Bearer() {
+    auto bearer = attestation_->Authenticate(Token());
+    if (!bearer.ok()) throw std::runtime_error("authenticate: " + bearer.status().ToString());
+    return std::move(bearer).value();
+  }
+  // A TPM-resident key and its TPM2_Certify by the machine's AK over this
+  // token's nonce.
+  TpmKeyProof CertifiedBy(const rackgate::testing::SoftKey& key) {
+    TpmKeyProof p;
+    p.public_area = key.tpm2b_public();
+    p.certify_info = rackgate::testing::MakeCertifyMessage(key.name(), Nonce(Token()));
+    p.certify_signature = machine_.ak.Sign(*p.certify_info);
+    return p;
+  }
+  static rackgate::testing::SoftKey TpmKey() {
+    rackgate::testing::SoftKeySpec spec;
+    spec.type = attest::kAlgEcc;
+    spec.scheme = attest::kAlgNull;
+    spec.attributes &= ~attest::kAttrRestricted;
+    return rackgate::testing::SoftKey::Generate(spec);
+  }
+
+  FakeIssuer issuer_{options_csr_.cluster_ca_certificate, options_csr_.cluster_ca_key};
+};
+
+// The decision is a value: it names the machine, kind, profile and record,
+// and neither issues, records nor audits anything.
+TEST_F(IssuerTest, TheDecisionIsAValueAndRecordsNothing) {
+  const storage::Bearer bearer = Bearer();
+  const std::string pem = ClientCsr(key_.get());
+  CsrVerdict v = csrs_->Decide(bearer, Client(pem));
+  ASSERT_EQ(v.outcome, CsrVerdict::Outcome::kApproved) << v.refusal.ToString();
+  EXPECT_EQ(v.kind, "client");
+  EXPECT_EQ(v.request.machine_id, bearer.machine.id);
+  EXPECT_EQ(v.request.hostname, "node-1");
+  EXPECT_EQ(v.request.kind, csr::Kind::kClient);
+  EXPECT_EQ(v.request.profile.kind, csr::Kind::kClient);
+  EXPECT_EQ(v.request.profile.validity_seconds, kValidity);
+  EXPECT_EQ(v.request.csr_pem, pem);
+  EXPECT_EQ(v.request.usages, (std::vector<std::string>{"digital signature", "client auth"}));
+  EXPECT_EQ(v.request.public_key_sha256, SpkiHash(pem));
+  EXPECT_EQ(v.record.certificate.machine_id, bearer.machine.id);
+  EXPECT_EQ(v.record.certificate.subject, "O=system:nodes, CN=system:node:node-1");
+  EXPECT_EQ(v.record.certificate.public_key_sha256, SpkiHash(pem));
+  EXPECT_FALSE(v.record.certificate.tpm_resident);
+  EXPECT_FALSE(v.record.replaces);
+  EXPECT_FALSE(v.record.certify_token_hash);
+  EXPECT_EQ(v.decided_at, now_);
+
+  // Refusals are values too, with what they leave behind: a final one is
+  // audited by Submit, never by the decision.
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:someone-else"}};
+  v = csrs_->Decide(bearer, Client(MakeCsr(key_.get(), spec)));
+  ASSERT_EQ(v.outcome, CsrVerdict::Outcome::kRefused);
+  EXPECT_EQ(v.refusal.reason(), "csr_subject_common_name");
+  EXPECT_EQ(v.trace, CsrVerdict::Trace::kAudited);
+  v = csrs_->Decide(bearer, Status::InvalidArgument("bad_json", "body"));
+  EXPECT_EQ(v.refusal.reason(), "bad_json");
+  EXPECT_EQ(v.trace, CsrVerdict::Trace::kNone);
+  CsrSubmission unknown = Client(pem);
+  unknown.signer = "kubernetes.io/legacy-unknown";
+  v = csrs_->Decide(bearer, unknown);
+  EXPECT_EQ(v.refusal.reason(), "signer_unknown");
+  EXPECT_EQ(v.trace, CsrVerdict::Trace::kNone);
+
+  // A proven TPM key: its nonce is consumed by the record, not by the decision.
+  const auto tpm_key = TpmKey();
+  CsrSubmission proven = Client(ClientCsr(tpm_key.pkey()));
+  proven.tpm_key = CertifiedBy(tpm_key);
+  v = csrs_->Decide(bearer, proven);
+  ASSERT_EQ(v.outcome, CsrVerdict::Outcome::kApproved) << v.refusal.ToString();
+  EXPECT_TRUE(v.record.certificate.tpm_resident);
+  EXPECT_EQ(v.record.certify_token_hash, bearer.token.hash);
+
+  EXPECT_EQ(issuer_.calls, 0);
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 0u);
+  EXPECT_EQ(AuditRows("csr_refused"), 0u);
+  EXPECT_EQ(AuditRows("certificate_issued"), 0u);
+  EXPECT_EQ(store_->GetMachine("node-1")->state, storage::MachineState::kAttested);
+}
+
+// An issuer that issues later: pending answers csr_issuing and records
+// nothing; asked again once it issued, the certificate is recorded once.
+TEST_F(IssuerTest, PendingRecordsNothingAndTheCertificateIsRecordedOnceIssued) {
+  const auto tpm_key = TpmKey();
+  CsrSubmission s = Client(ClientCsr(tpm_key.pkey()));
+  s.tpm_key = CertifiedBy(tpm_key);
+  for (int i = 0; i < 2; ++i) {
+    auto r = csrs_->Submit(Token(), s);
+    EXPECT_EQ(ReasonOf(r), "csr_issuing");
+    EXPECT_EQ(r.status().code(), Status::Code::kUnsupported);
+  }
+  EXPECT_EQ(issuer_.calls, 2);
+  EXPECT_EQ(issuer_.last.public_key_sha256, SpkiHash(s.csr_pem));
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 0u);
+  EXPECT_EQ(AuditRows("certificate_issued"), 0u);
+  EXPECT_EQ(AuditRows("csr_refused"), 0u);  // waited out, not a decision about the machine
+  EXPECT_EQ(store_->GetMachine("node-1")->state, storage::MachineState::kAttested);
+  EXPECT_FALSE(store_->GetMachine("node-1")->client_cert_issued_at);
+
+  issuer_.pending = false;
+  auto issued = csrs_->Submit(Token(), s);
+  ASSERT_TRUE(issued.ok()) << issued.status().ToString();
+  EXPECT_TRUE(issued->tpm_resident);
+  EXPECT_EQ(issued->state, "joined");
+  EXPECT_FALSE(issued->ca_pem.empty());
+  // Asked again (a lost answer): the recorded certificate, the issuer not asked.
+  auto again = csrs_->Submit(Token(), s);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->serial, issued->serial);
+  EXPECT_EQ(issuer_.calls, 3);
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 1u);
+  EXPECT_EQ(AuditRows("certificate_issued"), 1u);
+  // The nonce was consumed with the record.
+  EXPECT_EQ(store_->ConsumeCertifyNonce(Bearer().token.hash, now_).reason(), "certify_nonce_used");
+}
+
+// The record is one transaction: when it is refused (here a racing request
+// recorded the machine's one client certificate while the issuer signed),
+// the certify nonce is not consumed and no transition or audit row of it
+// stays.
+TEST_F(IssuerTest, ARefusedRecordLeavesNothingHalfWritten) {
+  issuer_.pending = false;
+  const storage::Bearer bearer = Bearer();
+  bool raced = false;
+  issuer_.before_answer = [&] {
+    if (raced) return;
+    raced = true;
+    auto racer = Join();
+    EXPECT_EQ(racer.state, "joined");
+  };
+  const auto tpm_key = TpmKey();
+  CsrSubmission s = Client(ClientCsr(tpm_key.pkey()));
+  s.tpm_key = CertifiedBy(tpm_key);
+  auto r = csrs_->Submit(Token(), s);
+  EXPECT_EQ(ReasonOf(r), "client_cert_already_issued");
+  EXPECT_EQ(issuer_.calls, 2);
+  // The racer's certificate, transition and audit row only.
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 1u);
+  EXPECT_EQ(AuditRows("certificate_issued"), 1u);
+  EXPECT_EQ(AuditRows("csr_refused"), 1u);
+  storage::AuditFilter f;
+  f.hostname = "node-1";
+  f.limit = 10000;
+  auto rows = store_->ListAudit(f);
+  ASSERT_TRUE(rows.ok());
+  size_t to_joined = 0;
+  for (const auto& e : *rows) to_joined += e.to_state == "joined" && e.from_state != e.to_state ? 1 : 0;
+  EXPECT_EQ(to_joined, 1u);
+  // The nonce is still unused.
+  EXPECT_TRUE(store_->ConsumeCertifyNonce(bearer.token.hash, now_).ok());
 }
 
 }  // namespace

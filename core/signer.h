@@ -1,6 +1,6 @@
-// Issuing kubelet certificates for requests that passed csr::Check: the
-// Signer interface (a local cluster CA now; a certificates.k8s.io/v1 backend
-// can implement it later), the local CA signer, and creating or validating the
+// Signing kubelet certificates for requests that passed csr::Check with a
+// CA the appliance holds: the Signer interface, the local CA signer (which
+// core/issuer.h's LocalCaIssuer uses), and creating or validating the
 // cluster CA files an operator gives the appliance.
 #ifndef RACKGATE_CORE_SIGNER_H_
 #define RACKGATE_CORE_SIGNER_H_

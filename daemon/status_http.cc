@@ -163,6 +163,7 @@ const std::vector<ReasonRule>& ReasonTable() {
       // Manual CSR approval (docs/csr.md, "Manual approval"): waiting for
       // an operator is waited out; a denial is final.
       {"csr_awaiting_approval", kWait},
+      {"csr_issuing", kWait},  // an issuer that issues later (core/issuer.h)
       {"csr_denied", kRefused},
       // renew: renewal and one nonce, one use (docs/csr.md).
       {"renewal_not_due", kRefused},

@@ -82,50 +82,98 @@ void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate&
       .Run();
 }
 
+// RecordCertificate's checks and writes, inside the caller's write
+// transaction.
+Machine RecordFirstIn(Connection& c, const IssuedCertificate& cert, const Actor& actor, int64_t now) {
+  const bool client = cert.kind == kCertClient;
+  Machine m = MustMachineById(c, cert.machine_id);
+  MachineState to = m.state;
+  if (client) {
+    if (m.client_cert_issued_at) {
+      Fail(Status::InvalidArgument("client_cert_already_issued", "a client certificate was already issued to '" +
+                                                                     m.hostname + "' since its last reset"));
+    }
+    if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {
+      Fail(Status::InvalidArgument("state_conflict",
+                                   MachineIs(m) + "; a client certificate needs attested or provisioned"));
+    }
+    to = MachineState::kJoined;
+  } else if (m.state != MachineState::kProvisioned && m.state != MachineState::kJoined) {
+    Fail(Status::InvalidArgument("state_conflict",
+                                 MachineIs(m) + "; a serving certificate needs provisioned or joined"));
+  }
+  InsertCertificate(c, m, cert, now);
+  // The row read above, with this change applied: not read again.
+  Machine after = m;
+  if (client) {
+    Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
+    s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
+    after.state = to;
+    after.client_cert_issued_at = now;
+    after.updated_at = now;
+  }
+  WriteAudit(c, actor, now,
+             {"certificate_issued", &after, m.state, to,
+              json{{"serial", cert.serial},
+                   {"kind", cert.kind},
+                   {"not_after", cert.not_after},
+                   {"tpm_resident", cert.tpm_resident},
+                   {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+  return after;
+}
+
+// RecordRenewal's checks and writes, inside the caller's write transaction.
+Machine RecordRenewalIn(Connection& c, const IssuedCertificate& cert, const std::string& replaces,
+                        const Actor& actor, int64_t now) {
+  Machine m = MustMachineById(c, cert.machine_id);
+  // SECURITY: the core checked all of this before signing; checked again
+  // here, in the transaction that records the renewal, so that two
+  // racing renewals of one certificate cannot both be recorded and a
+  // reset or revoke in between wins.
+  if (m.state != MachineState::kJoined) {
+    Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; only a joined machine renews"));
+  }
+  {
+    Stmt s = c.Prepare("SELECT machine_id, kind, attest_epoch, replaced_by FROM certificates WHERE serial = ?1");
+    s.BindText(1, replaces);
+    if (!s.Step() || s.Int(0) != m.id || s.Text(1) != cert.kind || s.Int(2) != Epoch(c, m.id)) {
+      Fail(Status::VerificationFailed("renewal_proof_invalid",
+                                      "the renewed certificate is not this machine's current " + cert.kind +
+                                          " certificate"));
+    }
+    if (!s.IsNull(3)) {
+      Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
+    }
+  }
+  InsertCertificate(c, m, cert, now);
+  {
+    Stmt s = c.Prepare("UPDATE certificates SET replaced_by = ?2 WHERE serial = ?1 AND replaced_by IS NULL");
+    s.BindText(1, replaces).BindText(2, cert.serial).Run();
+    if (c.Changes() != 1) {
+      Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
+    }
+  }
+  // The client-certificate mark stays set: the machine joined once, and
+  // a renewal is the same identity with a new key.
+  Machine after = MustMachineById(c, m.id);
+  WriteAudit(c, actor, now,
+             {"certificate_renewed", &after, m.state, after.state,
+              json{{"serial", cert.serial},
+                   {"replaces", replaces},
+                   {"kind", cert.kind},
+                   {"not_after", cert.not_after},
+                   {"tpm_resident", cert.tpm_resident},
+                   {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+  return after;
+}
+
 }  // namespace
 
 Result<Machine> SqlStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     if (Status s = CheckCertificate(cert); !s.ok()) return s;
-    const bool client = cert.kind == kCertClient;
-    return db_->Write([&](Connection& c) {
-      Machine m = MustMachineById(c, cert.machine_id);
-      MachineState to = m.state;
-      if (client) {
-        if (m.client_cert_issued_at) {
-          Fail(Status::InvalidArgument("client_cert_already_issued",
-                                       "a client certificate was already issued to '" + m.hostname +
-                                           "' since its last reset"));
-        }
-        if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {
-          Fail(Status::InvalidArgument("state_conflict",
-                                       MachineIs(m) + "; a client certificate needs attested or provisioned"));
-        }
-        to = MachineState::kJoined;
-      } else if (m.state != MachineState::kProvisioned && m.state != MachineState::kJoined) {
-        Fail(Status::InvalidArgument("state_conflict",
-                                     MachineIs(m) + "; a serving certificate needs provisioned or joined"));
-      }
-      InsertCertificate(c, m, cert, now);
-      // The row read above, with this change applied: not read again.
-      Machine after = m;
-      if (client) {
-        Stmt s = c.Prepare("UPDATE machines SET state = ?2, client_cert_issued_at = ?3, updated_at = ?3 WHERE id = ?1");
-        s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, now).Run();
-        after.state = to;
-        after.client_cert_issued_at = now;
-        after.updated_at = now;
-      }
-      WriteAudit(c, actor, now,
-                 {"certificate_issued", &after, m.state, to,
-                  json{{"serial", cert.serial},
-                       {"kind", cert.kind},
-                       {"not_after", cert.not_after},
-                       {"tpm_resident", cert.tpm_resident},
-                       {"public_key_sha256", Hex(cert.public_key_sha256)}}});
-      return after;
-    });
+    return db_->Write([&](Connection& c) { return RecordFirstIn(c, cert, actor, now); });
   });
 }
 
@@ -157,48 +205,32 @@ Result<Machine> SqlStore::RecordRenewal(const IssuedCertificate& cert, const std
     CheckActor(actor);
     if (Status s = CheckCertificate(cert); !s.ok()) return s;
     CheckSize("replaces", replaces.size(), 1, 64);
+    return db_->Write([&](Connection& c) { return RecordRenewalIn(c, cert, replaces, actor, now); });
+  });
+}
+
+// --- CSR role: an issued certificate in one transaction (issue 28) -----------
+
+Result<Machine> SqlStore::RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                                  int64_t now) {
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    if (Status s = CheckCertificate(record.certificate); !s.ok()) return s;
+    if (record.replaces) CheckSize("replaces", record.replaces->size(), 1, 64);
+    if (record.certify_token_hash &&
+        (record.certify_token_hash->empty() || record.certify_token_hash->size() > kMaxHash)) {
+      return Status::NotFound("token_unknown", "unknown token");
+    }
     return db_->Write([&](Connection& c) {
-      Machine m = MustMachineById(c, cert.machine_id);
-      // SECURITY: the core checked all of this before signing; checked again
-      // here, in the transaction that records the renewal, so that two
-      // racing renewals of one certificate cannot both be recorded and a
-      // reset or revoke in between wins.
-      if (m.state != MachineState::kJoined) {
-        Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; only a joined machine renews"));
-      }
-      {
-        Stmt s = c.Prepare(
-            "SELECT machine_id, kind, attest_epoch, replaced_by FROM certificates WHERE serial = ?1");
-        s.BindText(1, replaces);
-        if (!s.Step() || s.Int(0) != m.id || s.Text(1) != cert.kind || s.Int(2) != Epoch(c, m.id)) {
-          Fail(Status::VerificationFailed("renewal_proof_invalid",
-                                          "the renewed certificate is not this machine's current " + cert.kind +
-                                              " certificate"));
-        }
-        if (!s.IsNull(3)) {
-          Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
-        }
-      }
-      InsertCertificate(c, m, cert, now);
-      {
-        Stmt s = c.Prepare("UPDATE certificates SET replaced_by = ?2 WHERE serial = ?1 AND replaced_by IS NULL");
-        s.BindText(1, replaces).BindText(2, cert.serial).Run();
-        if (c.Changes() != 1) {
-          Fail(Status::VerificationFailed("renewal_proof_invalid", "the certificate was already renewed"));
-        }
-      }
-      // The client-certificate mark stays set: the machine joined once, and
-      // a renewal is the same identity with a new key.
-      Machine after = MustMachineById(c, m.id);
-      WriteAudit(c, actor, now,
-                 {"certificate_renewed", &after, m.state, after.state,
-                  json{{"serial", cert.serial},
-                       {"replaces", replaces},
-                       {"kind", cert.kind},
-                       {"not_after", cert.not_after},
-                       {"tpm_resident", cert.tpm_resident},
-                       {"public_key_sha256", Hex(cert.public_key_sha256)}}});
-      return after;
+      // SECURITY: one nonce, one use (docs/csr.md), in the transaction that
+      // records the certificate the nonce proved: of two CSRs certified over
+      // one nonce exactly one is recorded, and a refused record (the one
+      // client certificate, a reset in between) leaves the nonce unused for
+      // the corrected request. Checked first, as the core consumed it before
+      // it recorded.
+      if (record.certify_token_hash) ConsumeCertifyNonceIn(c, *record.certify_token_hash, now);
+      return record.replaces ? RecordRenewalIn(c, record.certificate, *record.replaces, actor, now)
+                             : RecordFirstIn(c, record.certificate, actor, now);
     });
   });
 }

@@ -207,5 +207,54 @@ TEST_F(StoreTest, OnlyAJoinedMachineRenewsAndAResetEndsItsCertificates) {
                 "state_conflict");
 }
 
+// CSR role, issue 28: an issued certificate, its renewal and its certify
+// nonce are one transaction with one audit row; a refusal leaves none of it.
+TEST_F(StoreTest, AnIssuedCertificateIsRecordedInOneTransaction) {
+  Machine m = Attested("node-1", "a");
+  // A racing request recorded the machine's one client certificate: the
+  // record is refused after its nonce was marked, and nothing of it stays
+  // (the nonce is unused, no certificate, no row).
+  ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c0"), Op(), 1050).ok());
+  size_t audit = AuditCount();
+  IssuedCertificateRecord first{Cert(m, "c1"), std::nullopt, B("tokhash-a")};
+  ExpectFailure(store_->RecordIssuedCertificate(first, Op(), 1100).status(), Status::Code::kInvalidArgument,
+                "client_cert_already_issued");
+  EXPECT_EQ(AuditCount(), audit);
+  EXPECT_EQ(store_->GetMachineById(m.id)->client_cert_issued_at, 1050);
+  EXPECT_EQ(store_->ListCertificates("node-1")->size(), 1u);
+  EXPECT_FALSE(store_->LookupToken(B("tokhash-a"), 1101)->token.certify_nonce_used_at);
+
+  Machine n = Attested("node-2", "b");
+  first = {Cert(n, "c2"), std::nullopt, B("tokhash-b")};
+  audit = AuditCount();
+  auto joined = store_->RecordIssuedCertificate(first, Op(), 1100);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->state, MachineState::kJoined);
+  EXPECT_EQ(joined->client_cert_issued_at, 1100);
+  EXPECT_EQ(AuditCount(), audit + 1);
+  EXPECT_EQ(store_->LookupToken(B("tokhash-b"), 1101)->token.certify_nonce_used_at, 1100);
+  // The nonce proves one CSR: a second record over it is refused whole.
+  IssuedCertificateRecord serving{Cert(n, "s2", "serving"), std::nullopt, B("tokhash-b")};
+  ExpectFailure(store_->RecordIssuedCertificate(serving, Op(), 1200).status(), Status::Code::kVerificationFailed,
+                "certify_nonce_used");
+  EXPECT_EQ(AuditCount(), audit + 1);
+  EXPECT_EQ(store_->ListCertificates("node-2")->size(), 1u);
+
+  // A renewal in the same call: inserted, the old one replaced, one row.
+  IssuedCertificateRecord renewal{Cert(n, "c3"), std::string("c2"), std::nullopt};
+  renewal.certificate.public_key_sha256 = B("spki-c3");
+  auto renewed = store_->RecordIssuedCertificate(renewal, Op(), 1300);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_EQ(renewed->state, MachineState::kJoined);
+  EXPECT_EQ(store_->GetCertificate("c2")->replaced_by, "c3");
+  EXPECT_EQ(AuditCount(), audit + 2);
+  // Renewed again: refused, nothing inserted.
+  renewal.certificate.serial = "c4";
+  ExpectFailure(store_->RecordIssuedCertificate(renewal, Op(), 1400).status(), Status::Code::kVerificationFailed,
+                "renewal_proof_invalid");
+  EXPECT_EQ(AuditCount(), audit + 2);
+  EXPECT_FALSE(store_->GetCertificate("c4").ok());
+}
+
 }  // namespace
 }  // namespace rackgate::storage

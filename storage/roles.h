@@ -191,6 +191,15 @@ class CsrStore : public virtual DecisionAudit {
   // renewal_proof_invalid); field_invalid as RecordCertificate.
   virtual Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
                                         const Actor& actor, int64_t now) = 0;
+  // Everything an issued certificate changes (IssuedCertificateRecord), in
+  // ONE transaction with ONE audit row, so a crash or a refusal leaves none
+  // of it: first the certify nonce is consumed (certify_nonce_used,
+  // token_unknown), then the certificate is recorded as RecordRenewal records
+  // it when `replaces` is set (certificate_renewed) and as RecordCertificate
+  // does otherwise (certificate_issued; a client certificate sets the mark
+  // and joins the machine), with their refusals. A refusal changes nothing.
+  virtual Result<Machine> RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                                  int64_t now) = 0;
   // Marks the token's session nonce used as a TPM2_Certify's qualifying
   // data, atomically: certify_nonce_used (kVerificationFailed) when it
   // already was, token_unknown. No audit row (as ConsumeSession): the

@@ -68,6 +68,10 @@ void CheckSessionUsable(const Session& session, int64_t now);
 // Reads the session, checks it and marks it used at `now`, inside the
 // caller's write transaction.
 Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now);
+// Marks the token's session nonce used as a TPM2_Certify's qualifying data,
+// inside the caller's write transaction: certify_nonce_used when it already
+// was, token_unknown.
+void ConsumeCertifyNonceIn(Connection& c, const Bytes& token_hash, int64_t now);
 
 // --- pools ----------------------------------------------------------------------
 

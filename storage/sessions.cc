@@ -127,6 +127,17 @@ Result<Bearer> SqlStore::LookupToken(const Bytes& token_hash, int64_t now) {
   });
 }
 
+void ConsumeCertifyNonceIn(Connection& c, const Bytes& token_hash, int64_t now) {
+  Stmt s = c.Prepare("UPDATE tokens SET certify_nonce_used_at = ?2 WHERE hash = ?1 AND certify_nonce_used_at IS NULL");
+  s.BindBlob(1, token_hash).BindInt(2, now).Run();
+  if (c.Changes() == 1) return;
+  Stmt known = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
+  known.BindBlob(1, token_hash);
+  if (!known.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
+  Fail(Status::VerificationFailed("certify_nonce_used",
+                                  "this attestation's nonce already certified a key for a CSR; attest again"));
+}
+
 Status SqlStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
   return Guard([&]() -> Status {
     if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
@@ -134,16 +145,8 @@ Status SqlStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
     // one statement in one write transaction under the writer lock: of two
     // racing CSRs certified over the same nonce, exactly one gets it.
     db_->Write([&](Connection& c) {
-      Stmt s = c.Prepare(
-          "UPDATE tokens SET certify_nonce_used_at = ?2 WHERE hash = ?1 AND certify_nonce_used_at IS NULL");
-      s.BindBlob(1, token_hash).BindInt(2, now).Run();
-      if (c.Changes() == 1) return true;
-      Stmt known = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
-      known.BindBlob(1, token_hash);
-      if (!known.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
-      Fail(Status::VerificationFailed("certify_nonce_used",
-                                      "this attestation's nonce already certified a key for a CSR; attest again"));
-      return false;
+      ConsumeCertifyNonceIn(c, token_hash, now);
+      return true;
     });
     return Status::Ok();
   });

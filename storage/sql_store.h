@@ -101,6 +101,9 @@ class SqlStore : public Store {
   Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
                                 int64_t now) override;
   Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
+  // CSR role, issue 28: certificates.cc
+  Result<Machine> RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                          int64_t now) override;
 
   // audit.cc
   // Observability (docs/observability.md).

@@ -275,6 +275,18 @@ struct IssuedCertificate {
   bool since_reset = false;
 };
 
+// What core::CsrService records once its issuer (core/issuer.h) returned a
+// certificate: the certificate, and, when they apply, the renewal it makes
+// and the certify nonce it consumes (CsrStore::RecordIssuedCertificate).
+struct IssuedCertificateRecord {
+  IssuedCertificate certificate;
+  // A renewal: the serial of the certificate this one replaces.
+  std::optional<std::string> replaces;
+  // A TPM-resident key proven by a TPM2_Certify over this token's session
+  // nonce: the nonce is consumed (one nonce, one use).
+  std::optional<Bytes> certify_token_hash;
+};
+
 inline constexpr std::string_view kVerdictOk = "ok";
 inline constexpr std::string_view kVerdictRefused = "refused";
 

@@ -527,8 +527,7 @@ std::string CertificateDetail(const IssuedCertificate& cert) {
 
 }  // namespace
 
-Result<Machine> FakeStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
-  std::lock_guard lock(mu_);
+Result<Machine> FakeStore::RecordCertificateLocked(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     if (Status s = CheckCertificate(cert); !s.ok()) return s;
@@ -566,6 +565,12 @@ Result<Machine> FakeStore::RecordCertificate(const IssuedCertificate& cert, cons
   });
 }
 
+Result<Machine> FakeStore::RecordCertificate(const IssuedCertificate& cert, const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return RecordCertificateLocked(cert, actor, now);
+}
+
+
 Result<IssuedCertificate> FakeStore::FindClientCertificate(int64_t machine_id, const Bytes& public_key_sha256) {
   std::lock_guard lock(mu_);
   auto m = state_->machines.find(machine_id);
@@ -601,9 +606,8 @@ Result<std::vector<IssuedCertificate>> FakeStore::ListCertificates(const std::st
   return out;
 }
 
-Result<Machine> FakeStore::RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
-                                         const Actor& actor, int64_t now) {
-  std::lock_guard lock(mu_);
+Result<Machine> FakeStore::RecordRenewalLocked(const IssuedCertificate& cert, const std::string& replaces,
+                                               const Actor& actor, int64_t now) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     if (Status s = CheckCertificate(cert); !s.ok()) return s;
@@ -640,8 +644,14 @@ Result<Machine> FakeStore::RecordRenewal(const IssuedCertificate& cert, const st
   });
 }
 
-Status FakeStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
+Result<Machine> FakeStore::RecordRenewal(const IssuedCertificate& cert, const std::string& replaces,
+                                         const Actor& actor, int64_t now) {
   std::lock_guard lock(mu_);
+  return RecordRenewalLocked(cert, replaces, actor, now);
+}
+
+
+Status FakeStore::ConsumeCertifyNonceLocked(const Bytes& token_hash, int64_t now) {
   auto it = state_->tokens.find(token_hash);
   if (token_hash.empty() || it == state_->tokens.end()) return Status::NotFound("token_unknown", "unknown token");
   // One nonce, one use: the check and the mark under one lock.
@@ -652,6 +662,26 @@ Status FakeStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
   it->second.certify_nonce_used_at = now;
   return Status::Ok();
 }
+
+Status FakeStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
+  std::lock_guard lock(mu_);
+  return ConsumeCertifyNonceLocked(token_hash, now);
+}
+
+Result<Machine> FakeStore::RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                                   int64_t now) {
+  std::lock_guard lock(mu_);
+  // One transaction: the fake rolls back by restoring a copy of its state.
+  State before = *state_;
+  if (record.certify_token_hash) {
+    if (Status s = ConsumeCertifyNonceLocked(*record.certify_token_hash, now); !s.ok()) return s;
+  }
+  Result<Machine> recorded = record.replaces ? RecordRenewalLocked(record.certificate, *record.replaces, actor, now)
+                                             : RecordCertificateLocked(record.certificate, actor, now);
+  if (!recorded.ok()) *state_ = std::move(before);
+  return recorded;
+}
+
 
 Result<CsrApprovalRequest> FakeStore::QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
                                                       const Actor& actor, int64_t now) {

@@ -69,6 +69,8 @@ class FakeStore final : public Store {
   Result<Machine> RecordRenewal(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
                                 int64_t now) override;
   Status ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) override;
+  Result<Machine> RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
+                                          int64_t now) override;
   Result<CsrApprovalRequest> QueueCsrRequest(const CsrApprovalRequest& r, const CsrQueueLimits& limits,
                                              const Actor& actor, int64_t now) override;
   Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
@@ -132,6 +134,13 @@ class FakeStore final : public Store {
 
  private:
   struct State;
+  // The CSR role's writes with mu_ already held (RecordIssuedCertificate
+  // runs them in one critical section).
+  Result<Machine> RecordCertificateLocked(const IssuedCertificate& cert, const Actor& actor, int64_t now);
+  Result<Machine> RecordRenewalLocked(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
+                                      int64_t now);
+  Status ConsumeCertifyNonceLocked(const Bytes& token_hash, int64_t now);
+
   std::unique_ptr<State> state_;  // owned; every access under mu_
   mutable std::mutex mu_;
 };

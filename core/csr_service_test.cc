@@ -589,10 +589,11 @@ class IssuerTest : public RenewalTest {
 
   FakeIssuer issuer_{options_csr_.cluster_ca_certificate, options_csr_.cluster_ca_key};
 };
+RACKGATE_ON_EVERY_STORE(IssuerTest);
 
 // The decision is a value: it names the machine, kind, profile and record,
 // and neither issues, records nor audits anything.
-TEST_F(IssuerTest, TheDecisionIsAValueAndRecordsNothing) {
+TEST_P(IssuerTest, TheDecisionIsAValueAndRecordsNothing) {
   const storage::Bearer bearer = Bearer();
   const std::string pem = ClientCsr(key_.get());
   CsrVerdict v = csrs_->Decide(bearer, Client(pem));
@@ -649,7 +650,7 @@ TEST_F(IssuerTest, TheDecisionIsAValueAndRecordsNothing) {
 
 // An issuer that issues later: pending answers csr_issuing and records
 // nothing; asked again once it issued, the certificate is recorded once.
-TEST_F(IssuerTest, PendingRecordsNothingAndTheCertificateIsRecordedOnceIssued) {
+TEST_P(IssuerTest, PendingRecordsNothingAndTheCertificateIsRecordedOnceIssued) {
   const auto tpm_key = TpmKey();
   CsrSubmission s = Client(ClientCsr(tpm_key.pkey()));
   s.tpm_key = CertifiedBy(tpm_key);
@@ -687,7 +688,7 @@ TEST_F(IssuerTest, PendingRecordsNothingAndTheCertificateIsRecordedOnceIssued) {
 // recorded the machine's one client certificate while the issuer signed),
 // the certify nonce is not consumed and no transition or audit row of it
 // stays.
-TEST_F(IssuerTest, ARefusedRecordLeavesNothingHalfWritten) {
+TEST_P(IssuerTest, ARefusedRecordLeavesNothingHalfWritten) {
   issuer_.pending = false;
   const storage::Bearer bearer = Bearer();
   bool raced = false;

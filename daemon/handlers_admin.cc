@@ -21,6 +21,7 @@
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
+#include "wire/admin_pools.h"
 #include "wire/protocol.h"
 
 namespace rackgate::daemon {
@@ -32,10 +33,6 @@ using core::AttestationService;
 using wire::kMaxCertificate;
 using wire::kMaxTpm2bPublic;
 using core::IgnitionService;
-using core::NewToken;
-using core::ParsePoolSettings;
-using core::Sha256Hex;
-using core::TokenHash;
 using nlohmann::json;
 using wire::kMaxCertificate;
 using wire::kMaxTpm2bPublic;
@@ -87,13 +84,6 @@ Status EnrollRefusal(const Status& s) {
   return Status::VerificationFailed(s.reason(), s.message());
 }
 
-// A template the checks refuse is the operator's to fix (400); a validator
-// that could not run is the appliance's (validator_failed, 503).
-Status TemplateRefusal(const Status& s, const std::string& context) {
-  if (s.code() == Status::Code::kIoError) return Status::IoError(s.reason(), context + s.message());
-  return Status::InvalidArgument(s.reason(), context + s.message());
-}
-
 std::string Str(const json& o, const char* k) {
   return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
 }
@@ -112,6 +102,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       attestation_(attestation),
       ignition_(ignition),
       policies_(store, [attestation] { return attestation->Now(); }),
+      pools_(store, ignition, [attestation] { return attestation->Now(); }),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -585,141 +576,28 @@ Result<Response> AdminApi::StatusReport(const Request& request) {
   return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-// PUT /v1/admin/pools/{name}: settings, token_required, boot_policy and
-// templates ({"public": CONFIG|null, "attested": CONFIG|null}), each
-// optional. Everything is checked before anything is stored, then stored in
-// one transaction (docs/ignition.md): a refused put leaves the pool, its
-// templates and its tokens as they were.
+// PUT /v1/admin/pools/{name} (docs/ignition.md): decoded, put by the core,
+// answered 201 when the put made the pool.
 Result<Response> AdminApi::PutPool(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto body = AdminBody(request);
-  if (!body.ok()) return body.status();
-  storage::Pool pool;
-  pool.name = request.path_params.at("name");
-  if (auto existing = store_->GetPool(pool.name); existing.ok()) pool = *existing;
-  if (body->contains("settings")) {
-    if (!body->at("settings").is_object()) return Status::InvalidArgument("field_invalid", "settings must be an object");
-    pool.settings_json = body->at("settings").dump();
-    if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
-      return Status::InvalidArgument(settings.status().reason(), "settings: " + settings.status().message());
-    }
-  }
-  if (body->contains("token_required")) {
-    if (!body->at("token_required").is_boolean()) {
-      return Status::InvalidArgument("field_invalid", "token_required must be true or false");
-    }
-    pool.token_required = body->at("token_required").get<bool>();
-  }
-  if (body->contains("boot_policy")) {
-    if (body->at("boot_policy").is_null()) {
-      pool.boot_policy_json.reset();
-    } else {
-      std::string text = body->at("boot_policy").dump();
-      auto policy = wire::ParseBootPolicy(text);
-      if (!policy.ok()) {
-        return Status::InvalidArgument(policy.status().reason(), "boot policy: " + policy.status().message());
-      }
-      pool.boot_policy_json = text;
-    }
-  }
-  std::vector<storage::PoolTemplateChange> templates;
-  if (body->contains("templates")) {
-    const json& t = body->at("templates");
-    if (!t.is_object()) return Status::InvalidArgument("field_invalid", "templates must be an object");
-    for (const auto& [which, config] : t.items()) {
-      if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
-        return Status::InvalidArgument("template_unknown", "a template is public or attested");
-      }
-      storage::PoolTemplateChange change{which, std::nullopt, ""};
-      if (!config.is_null()) {
-        // The error names the template: an operator putting both must know
-        // which one to fix.
-        auto checked = ignition_->CheckTemplate(config.dump(), which == storage::kTemplatePublic
-                                                                   ? core::ignition::TemplateKind::kPublic
-                                                                   : core::ignition::TemplateKind::kAttested);
-        if (!checked.ok()) return TemplateRefusal(checked.status(), which + " template: ");
-        change.template_json = core::ignition::Serialize(checked->config);
-        change.digest = Sha256Hex(*change.template_json);
-      }
-      templates.push_back(std::move(change));
-    }
-  }
-  auto a = *actor;
-  a.why = "pool stored by an operator";
-  // A pool that needs a token and has none gets one now, shown only in this
-  // answer and only if this put's transaction stored it (only its hash is
-  // kept).
-  std::optional<std::string> first_token;
-  if (pool.token_required) first_token = NewToken();
-  storage::PoolPutOutcome outcome;
-  auto stored = store_->PutPool(pool, a, attestation_->Now(),
-                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt, templates,
-                                &outcome);
-  ignition_->Invalidate(pool.name);
+  auto put = wire::DecodePoolPutRequest(request.body);
+  if (!put.ok()) return put.status();
+  auto stored = pools_.Put(request.path_params.at("name"), *put, *actor);
   if (!stored.ok()) return stored.status();
-  Log()->info("{} stored pool {} (provisioning token {}{}; {} template(s))", a.name, stored->name,
-              stored->token_required ? "required" : "off", outcome.token_created ? ", first token made" : "",
-              templates.size());
-  json j = PoolJson(*stored);
-  if (outcome.token_created) j["provisioning_token"] = *first_token;
-  return Response::Json(outcome.created ? 201 : 200, j.dump());
+  return Response::Json(stored->created ? 201 : 200, wire::EncodePoolView(stored->pool));
 }
 
-json AdminApi::PoolJson(const storage::Pool& p) {
-  json j = {{"name", p.name},
-            {"settings", json::parse(p.settings_json, nullptr, false)},
-            {"token_required", p.token_required},
-            {"boot_policy_mode", p.boot_policy_mode},
-            {"created_at", p.created_at},
-            {"updated_at", p.updated_at}};
-  // Shown with its kernel command line as a digest (docs/policy-proposal.md,
-  // "What is shown where").
-  if (p.boot_policy_json) j["boot_policy"] = core::PolicyForDisplay(*p.boot_policy_json);
-  json templates = json::object();
-  if (p.public_template) templates["public"] = json::parse(*p.public_template, nullptr, false);
-  if (p.attested_template) templates["attested"] = json::parse(*p.attested_template, nullptr, false);
-  j["templates"] = templates;
-  // Tokens by age, never by value or hash.
-  json tokens = json::array();
-  if (auto valid = store_->ValidPoolTokens(p.name, attestation_->Now()); valid.ok()) {
-    for (const auto& t : *valid) {
-      json tj = {{"created_at", t.created_at}, {"current", !t.expires_at.has_value()}};
-      if (t.expires_at) tj["valid_until"] = *t.expires_at;
-      tokens.push_back(tj);
-    }
-  }
-  j["provisioning_tokens"] = tokens;
-  return j;
-}
-
+// PUT /v1/admin/pools/{name}/templates/{which}: the body is the template;
+// DELETE removes it.
 Result<Response> AdminApi::PutTemplate(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  const std::string& pool = request.path_params.at("name");
-  const std::string& which = request.path_params.at("which");
-  if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
-    return Status::NotFound("template_unknown", "a template is public or attested");
-  }
-  std::optional<std::string> text;
-  std::string digest;
-  if (request.method != "DELETE") {
-    auto t = ignition_->CheckTemplate(request.body, which == storage::kTemplatePublic
-                                                        ? core::ignition::TemplateKind::kPublic
-                                                        : core::ignition::TemplateKind::kAttested);
-    if (!t.ok()) return TemplateRefusal(t.status(), "");
-    // Stored as the operator wrote it, less insignificant whitespace.
-    text = core::ignition::Serialize(t->config);
-    digest = Sha256Hex(*text);
-  }
-  auto a = *actor;
-  a.why = text ? "template stored by an operator" : "template removed by an operator";
-  auto stored = store_->SetPoolTemplate(pool, which, text, digest, a, attestation_->Now());
-  ignition_->Invalidate(pool);
+  std::optional<std::string_view> text;
+  if (request.method != "DELETE") text = request.body;
+  auto stored = pools_.SetTemplate(request.path_params.at("name"), request.path_params.at("which"), text, *actor);
   if (!stored.ok()) return stored.status();
-  Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
-              text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
-  return Response::Json(200, PoolJson(*stored).dump());
+  return Response::Json(200, wire::EncodePoolView(*stored));
 }
 
 Result<Response> AdminApi::Certificates(const Request& request) {
@@ -748,51 +626,22 @@ Result<Response> AdminApi::Certificates(const Request& request) {
 Result<Response> AdminApi::RotateToken(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto body = AdminBody(request);
-  if (!body.ok()) return body.status();
-  // The grace period is the operator's explicit choice (0 allowed): no
-  // default either strands booting machines or keeps a leaked token alive.
-  if (!body->contains("grace_seconds")) {
-    return Status::InvalidArgument("field_missing",
-                           "grace_seconds is required: 0 stops the previous token at once, more keeps it valid "
-                           "that long (`rackgatectl token rotate --pool P --grace 1h`)");
-  }
-  const json& g = body->at("grace_seconds");
-  if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
-    return Status::InvalidArgument("field_invalid", "grace_seconds is 0 to 30 days");
-  }
-  const int64_t grace = g.get<int64_t>();
-  const std::string& pool = request.path_params.at("name");
-  const std::string token = NewToken();
-  auto a = *actor;
-  a.why = "provisioning token rotated by an operator";
-  const int64_t now = attestation_->Now();
-  Status rotated = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now);
-  ignition_->Invalidate(pool);
-  if (!rotated.ok()) return rotated;
-  Log()->info("{} rotated the provisioning token of pool {}; the previous one stays valid for {} s", a.name, pool,
-              grace);
-  json j = {{"pool", pool}, {"provisioning_token", token}};
-  if (grace > 0) j["previous_valid_until"] = now + grace;
-  return Response::Json(200, j.dump());
+  auto rotate = wire::DecodeTokenRotateRequest(request.body);
+  if (!rotate.ok()) return rotate.status();
+  auto rotated = pools_.RotateToken(request.path_params.at("name"), rotate->grace_seconds, *actor);
+  if (!rotated.ok()) return rotated.status();
+  return Response::Json(200, wire::EncodeTokenRotation(*rotated));
 }
 
 Result<Response> AdminApi::GetPools(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto pools = store_->ListPools();
+  std::optional<std::string> one;
+  if (auto it = request.path_params.find("name"); it != request.path_params.end()) one = it->second;
+  auto pools = pools_.List(one);
   if (!pools.ok()) return pools.status();
-  auto one = request.path_params.find("name");
-  json out = json::array();
-  for (const auto& p : *pools) {
-    if (one != request.path_params.end() && p.name != one->second) continue;
-    out.push_back(PoolJson(p));
-  }
-  if (one != request.path_params.end()) {
-    if (out.empty()) return Status::NotFound("pool_unknown", "no pool " + one->second);
-    return Response::Json(200, out.front().dump());
-  }
-  return Response::Json(200, json{{"pools", out}}.dump());
+  if (one) return Response::Json(200, wire::EncodePoolView(pools->front()));
+  return Response::Json(200, wire::EncodePoolList(*pools));
 }
 
 // --- Webhook events (docs/events.md) -----------------------------------------

@@ -16,6 +16,7 @@
 #include "daemon/http.h"
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
+#include "core/pool_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -56,7 +57,6 @@ class AdminApi {
   Result<Response> Certificates(const Request& request);
   // Webhook events (docs/events.md).
   Result<Response> Events(const Request& request);
-  nlohmann::json PoolJson(const storage::Pool& pool);
   // Manual CSR approval and discovery (docs/csr.md, docs/operations.md).
   Result<Response> ApproveMachine(const Request& request);
   Result<Response> Csrs(const Request& request);
@@ -77,6 +77,7 @@ class AdminApi {
   core::AttestationService* attestation_;
   core::IgnitionService* ignition_;
   core::PolicyService policies_;
+  core::PoolService pools_;
   std::optional<gid_t> admin_gid_;
 };
 

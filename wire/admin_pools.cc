@@ -182,7 +182,8 @@ Result<TokenRotateRequest> DecodeTokenRotateRequest(std::string_view body) {
 }
 
 std::string EncodeTokenRotation(const TokenRotation& t) {
-  json j = {{"pool", t.pool}, {"provisioning_token", t.provisioning_token}};
+  json j = {{"pool", t.pool}};
+  if (!t.provisioning_token.empty()) j["provisioning_token"] = t.provisioning_token;
   if (t.previous_valid_until) j["previous_valid_until"] = *t.previous_valid_until;
   return j.dump();
 }

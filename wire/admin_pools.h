@@ -90,7 +90,7 @@ Result<TokenRotateRequest> DecodeTokenRotateRequest(std::string_view body);
 
 struct TokenRotation {
   std::string pool;
-  std::string provisioning_token;
+  std::string provisioning_token;  // "" is left out (a copy that must not show it)
   std::optional<int64_t> previous_valid_until;  // absent when the grace was 0
   bool operator==(const TokenRotation&) const = default;
 };

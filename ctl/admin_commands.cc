@@ -557,7 +557,10 @@ int ShowDiff(const std::string& a, const std::string& a_label, const std::string
     return rc;
   }
   if (as_json) {
-    PrintJson(json{{"same", rc == 0}, {"stored", a_label}, {"file", b_label}, {"diff", text}});
+    // `pool diff --json`: rackgatectl's own document, not an admin body.
+    const json out = {{"same", rc == 0}, {"stored", a_label},  // admin-path: diff's output
+                      {"file", b_label}, {"diff", text}};      // admin-path: diff's output
+    PrintJson(out);
   } else {
     std::fputs(text.c_str(), stdout);
   }

@@ -168,7 +168,9 @@ wire::PoolView PoolService::View(const storage::Pool& p) {
   // Tokens by age, never by value or hash; none shown when they cannot be
   // read (the pool itself was).
   if (auto valid = store_->ValidPoolTokens(p.name, clock_()); valid.ok()) {
-    for (const auto& t : *valid) v.provisioning_tokens.push_back({t.created_at, !t.expires_at.has_value(), t.expires_at});
+    for (const auto& t : *valid) {
+      v.provisioning_tokens.push_back({t.created_at, !t.expires_at.has_value(), t.expires_at});
+    }
   }
   return v;
 }

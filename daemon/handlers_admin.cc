@@ -146,7 +146,8 @@ void AdminApi::Register(Router* router) {
   add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
   add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
   for (const char* verb : {"approve", "revoke", "reset"}) {
-    add("POST", std::string("/v1/admin/machines/{hostname}/") + verb, [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
+    add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
+        [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
   }
   add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
   add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
@@ -416,7 +417,9 @@ Result<Response> AdminApi::Import(const Request& request) {
   if (refused) return std::move(*refused);
   storage::ImportOptions options;
   if (body.contains("dry_run")) {
-    if (!body.at("dry_run").is_boolean()) return Status::InvalidArgument("field_invalid", "dry_run must be true or false");
+    if (!body.at("dry_run").is_boolean()) {
+      return Status::InvalidArgument("field_invalid", "dry_run must be true or false");
+    }
     options.dry_run = body.at("dry_run").get<bool>();
   }
   auto a = *actor;

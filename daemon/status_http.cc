@@ -192,8 +192,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       // socket).
       {"admin_forbidden", kRefused, kRefused},
       // A template's validator could not run: answered at once, the
-      // operator sees why (no Retry-After; docs/ignition.md).
-      {"validator_failed", kAdminUnavailable, kAdminUnavailable},
+      // operator sees why (no Retry-After; docs/ignition.md). Only the admin
+      // API checks templates; a machine would be told to wait.
+      {"validator_failed", kWait, kAdminUnavailable},
   };
   return table;
 }

@@ -25,7 +25,9 @@ Result<std::optional<std::string>> String(const json& o, const char* key) {
 
 Result<std::optional<bool>> Bool(const json& o, const char* key) {
   if (!o.contains(key) || o.at(key).is_null()) return std::optional<bool>();
-  if (!o.at(key).is_boolean()) return Status::InvalidArgument("field_invalid", std::string(key) + " must be true or false");
+  if (!o.at(key).is_boolean()) {
+    return Status::InvalidArgument("field_invalid", std::string(key) + " must be true or false");
+  }
   return std::optional(o.at(key).get<bool>());
 }
 

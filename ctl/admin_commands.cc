@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "wire/admin_certificates.h"
 #include "wire/admin_pools.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
@@ -778,10 +779,12 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto certs = DecodeAnswer(*r, wire::DecodeCertificateList, &code);
+  if (!certs.ok()) return code;
   Table table({"SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER"});
-  for (const json& c : r->value("certificates", json::array())) {
-    table.Add({Str(c, "serial"), Str(c, "hostname"), Str(c, "kind"), c.value("tpm_resident", false) ? "yes" : "no",
-               FormatTime(c, "issued_at"), FormatTime(c, "not_after")});
+  for (const auto& c : *certs) {
+    table.Add({c.serial, c.hostname, c.kind, c.tpm_resident ? "yes" : "no", FormatUnixTime(c.issued_at),
+               FormatUnixTime(c.not_after)});
   }
   table.Print();
   return kExitOk;

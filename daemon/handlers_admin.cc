@@ -21,6 +21,7 @@
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
+#include "wire/admin_certificates.h"
 #include "wire/admin_pools.h"
 #include "wire/protocol.h"
 
@@ -610,20 +611,12 @@ Result<Response> AdminApi::Certificates(const Request& request) {
   if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
   auto certs = store_->ListCertificates(hostname, static_cast<int>(QueryInt(request, "limit", 1000)));
   if (!certs.ok()) return certs.status();
-  json out = json::array();
+  std::vector<wire::CertificateView> out;
   for (const auto& c : *certs) {
-    out.push_back({{"serial", c.serial},
-                   {"hostname", c.hostname},
-                   {"kind", c.kind},
-                   {"subject", c.subject},
-                   {"sans", c.sans},
-                   {"public_key_sha256", attest::HexString(c.public_key_sha256)},
-                   {"tpm_resident", c.tpm_resident},
-                   {"not_before", c.not_before},
-                   {"not_after", c.not_after},
-                   {"issued_at", c.issued_at}});
+    out.push_back({c.serial, c.hostname, c.kind, c.subject, c.sans, attest::HexString(c.public_key_sha256),
+                   c.tpm_resident, c.not_before, c.not_after, c.issued_at});
   }
-  return Response::Json(200, json{{"certificates", out}}.dump());
+  return Response::Json(200, wire::EncodeCertificateList(out));
 }
 
 Result<Response> AdminApi::RotateToken(const Request& request) {

@@ -2,6 +2,8 @@
 // malformed fields.
 #include "wire/admin_pools.h"
 
+#include "wire/admin_certificates.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -156,6 +158,26 @@ TEST(TokenRotate, RoundTripsAndRefuses) {
   ExpectEveryPrefixRefused(EncodeTokenRotation(t), DecodeTokenRotation);
   EXPECT_EQ(EncodeTokenRotation({"p", "tok", std::nullopt}), R"({"pool":"p","provisioning_token":"tok"})");
   EXPECT_FALSE(DecodeTokenRotation(R"({"provisioning_token":5})").ok());
+}
+
+TEST(CertificateList, RoundTripsAndTruncation) {
+  const std::vector<CertificateView> certs = {
+      {"0a1b", "node-1", "serving", "CN=system:node:node-1", {"node-1.example", "10.0.0.5"}, std::string(64, 'a'),
+       true, 1800000000, 1800086400, 1800000001},
+      {}};
+  const std::string body = EncodeCertificateList(certs);
+  auto back = DecodeCertificateList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, certs);
+  ExpectEveryPrefixRefused(body, DecodeCertificateList);
+  EXPECT_EQ(EncodeCertificateList({}), R"({"certificates":[]})");
+  for (const char* bad : {R"({"certificates":{}})", R"({"certificates":[1]})",
+                          R"({"certificates":[{"sans":"a"}]})", R"({"certificates":[{"sans":[1]}]})",
+                          R"({"certificates":[{"tpm_resident":1}]})", R"({"certificates":[{"not_after":"x"}]})"}) {
+    auto r = DecodeCertificateList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
 }
 
 }  // namespace

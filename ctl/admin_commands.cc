@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "wire/admin_certificates.h"
+#include "wire/admin_pools.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
 #include "ctl/args.h"
@@ -497,10 +499,12 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
 
 namespace {
 
-// The pool's stored template, pretty-printed, or "" when it has none.
-std::string StoredTemplate(const json& pool, const std::string& which) {
-  if (!pool.contains("templates") || !pool.at("templates").contains(which)) return "";
-  return pool.at("templates").at(which).dump(2) + "\n";
+// A pool's stored template (its JSON text), pretty-printed, or "" when it
+// has none.
+std::string StoredTemplate(const wire::PoolView& pool, const std::string& which) {
+  const auto& text = which == "public" ? pool.public_template_json : pool.attested_template_json;
+  if (!text) return "";
+  return json::parse(*text, nullptr, false).dump(2) + "\n";
 }
 
 // `diff -u` of two texts; its exit status (0 same, 1 different).
@@ -551,11 +555,169 @@ int ShowDiff(const std::string& a, const std::string& a_label, const std::string
     return rc;
   }
   if (as_json) {
-    PrintJson(json{{"same", rc == 0}, {"stored", a_label}, {"file", b_label}, {"diff", text}});
+    // `pool diff --json`: rackgatectl's own document, not an admin body.
+    const json out = {{"same", rc == 0}, {"stored", a_label},  // admin-path: diff's output
+                      {"file", b_label}, {"diff", text}};      // admin-path: diff's output
+    PrintJson(out);
   } else {
     std::fputs(text.c_str(), stdout);
   }
   return rc;
+}
+
+}  // namespace
+
+namespace {
+
+// Template files by kind, as the operator named them.
+std::vector<std::pair<std::string, std::string>> TemplateFiles(const Args& args) {
+  std::vector<std::pair<std::string, std::string>> templates;
+  for (const char* which : {"public", "attested"}) {
+    if (auto f = args.Get(std::string(which) + "-template")) templates.emplace_back(which, *f);
+  }
+  return templates;
+}
+
+// The pool named in the path, decoded; *code says why not.
+Result<wire::PoolView> GetPool(const std::string& socket, const std::string& name, int* code) {
+  auto r = Send(socket, "GET", "/v1/admin/pools/" + name, nullptr, code);
+  if (!r.ok()) return r.status();
+  return DecodeAnswer(*r, wire::DecodePoolView, code);
+}
+
+int RunPoolDiff(const std::string& socket, const Args& args) {
+  const auto templates = TemplateFiles(args);
+  if (args.positional().size() != 1 || templates.size() != 1) {
+    return UsageError(kPoolDiffHelp, "give one pool NAME and one of --public-template or --attested-template");
+  }
+  auto file = ReadJsonFile(templates[0].second, 4 << 20);
+  if (!file.ok()) return UsageError(kPoolDiffHelp, file.status().message());
+  int code = kExitOk;
+  auto pool = GetPool(socket, args.positional()[0], &code);
+  if (!pool.ok()) return code;
+  return ShowDiff(StoredTemplate(*pool, templates[0].first),
+                  "stored " + templates[0].first + " template of " + args.positional()[0], file->dump(2) + "\n",
+                  templates[0].second, args.Has("json"));
+}
+
+int RunPoolRemoveTemplate(const std::string& socket, const Args& args) {
+  if (args.positional().size() != 2) return UsageError(kPoolRemoveTemplateHelp, "give NAME and public or attested");
+  int code = kExitOk;
+  auto r = Send(socket, "DELETE", "/v1/admin/pools/" + args.positional()[0] + "/templates/" + args.positional()[1],
+                nullptr, &code);
+  if (!r.ok()) return code;
+  if (args.Has("json")) return PrintJson(*r), kExitOk;
+  std::printf("pool %s: %s template removed\n", args.positional()[0].c_str(), args.positional()[1].c_str());
+  return kExitOk;
+}
+
+// The body of `pool put` from its options and files; a usage error's text.
+Result<wire::PoolPutRequest> PoolPutFromArgs(const Args& args) {
+  wire::PoolPutRequest put;
+  // Read everything first: a bad file changes nothing on the appliance.
+  for (const auto& [which, file] : TemplateFiles(args)) {
+    auto doc = ReadJsonFile(file, 4 << 20);
+    if (!doc.ok()) return doc.status();
+    put.templates.push_back({which, doc->dump()});
+  }
+  if (auto t = args.Get("token-required")) {
+    if (*t != "yes" && *t != "no") {
+      return Status::InvalidArgument("field_invalid", "--token-required takes yes or no, got '" + *t + "'");
+    }
+    put.token_required = *t == "yes";
+  }
+  if (auto p = args.Get("settings")) {
+    auto s = ReadJsonFile(*p, 1 << 20);
+    if (!s.ok()) return s.status();
+    put.settings_json = s->dump();
+  }
+  if (auto p = args.Get("policy")) {
+    auto s = ReadJsonFile(*p, 1 << 20);
+    if (!s.ok()) return s.status();
+    put.boot_policy_given = true;
+    put.boot_policy_json = s->dump();
+  }
+  return put;
+}
+
+int RunPoolPut(const std::string& socket, const Args& args) {
+  if (args.positional().size() != 1) return UsageError(kPoolPutHelp, "give one pool NAME");
+  const std::string name = args.positional()[0];
+  auto put = PoolPutFromArgs(args);
+  if (!put.ok()) return UsageError(kPoolPutHelp, put.status().message());
+  // One request: the appliance checks everything, then stores everything
+  // or nothing, so a refused template leaves no half-made pool and no
+  // token that was never shown.
+  int code = kExitOk;
+  auto r = SendText(socket, "PUT", "/v1/admin/pools/" + name, wire::EncodePoolPutRequest(*put), &code);
+  if (!r.ok()) return code;
+  if (args.Has("json")) return PrintJson(*r), kExitOk;  // provisioning_token included
+  auto pool = DecodeAnswer(*r, wire::DecodePoolView, &code);
+  if (!pool.ok()) return code;
+  std::printf("pool %s stored; provisioning token %s\n", pool->name.c_str(), pool->token_required ? "required" : "off");
+  for (const auto& t : put->templates) std::printf("  %s template stored\n", t.which.c_str());
+  if (pool->provisioning_token && !pool->provisioning_token->empty()) {
+    std::printf("provisioning token (shown once; `rackgatectl pointer --pool %s --token-file FILE` uses it):\n%s\n",
+                name.c_str(), pool->provisioning_token->c_str());
+  }
+  return kExitOk;
+}
+
+void PrintPoolTable(const std::vector<wire::PoolView>& pools) {
+  Table table({"POOL", "TOKEN", "TOKENS", "PUBLIC", "ATTESTED", "POLICY", "UPDATED"});
+  for (const auto& p : pools) {
+    table.Add({p.name, p.token_required ? "required" : "off", std::to_string(p.provisioning_tokens.size()),
+               p.public_template_json ? "yes" : "-", p.attested_template_json ? "yes" : "-",
+               p.boot_policy_json ? "yes" : "-", FormatUnixTime(p.updated_at)});
+  }
+  table.Print();
+}
+
+void PrintPool(const wire::PoolView& p) {
+  std::printf("pool:             %s\n", p.name.c_str());
+  std::printf("token required:   %s\n", p.token_required ? "yes" : "no");
+  for (const auto& t : p.provisioning_tokens) {
+    std::printf("  token:          %s since %s%s\n", t.current ? "current" : "previous",
+                FormatUnixTime(t.created_at).c_str(),
+                t.valid_until ? (", valid until " + FormatUnixTime(*t.valid_until)).c_str() : "");
+  }
+  std::printf("public template:  %s\n", p.public_template_json ? "yes" : "none");
+  std::printf("attested template:%s\n", p.attested_template_json ? " yes" : " none");
+  std::printf("boot policy:      %s\n", p.boot_policy_json ? "yes" : "none");
+  std::printf("boot policy mode: %s\n",
+              p.boot_policy_mode == "observe" ? "OBSERVE (evaluated and recorded, NOT ENFORCED)" : "enforce");
+  std::printf("settings:         %s\n", p.settings_json.c_str());
+}
+
+int RunPoolShow(const std::string& socket, const Args& args) {
+  std::string path = "/v1/admin/pools";
+  if (!args.positional().empty()) path += "/" + args.positional()[0];
+  int code = kExitOk;
+  auto r = Send(socket, "GET", path, nullptr, &code);
+  if (!r.ok()) return code;
+  if (auto which = args.Get("template")) {
+    if (args.positional().empty()) return UsageError(kPoolShowHelp, "--template needs a pool NAME");
+    auto pool = DecodeAnswer(*r, wire::DecodePoolView, &code);
+    if (!pool.ok()) return code;
+    const std::string text = StoredTemplate(*pool, *which);
+    if (text.empty()) {
+      std::fprintf(stderr, "rackgatectl: pool %s has no %s template\n", args.positional()[0].c_str(), which->c_str());
+      return kExitRefused;
+    }
+    std::fputs(text.c_str(), stdout);
+    return kExitOk;
+  }
+  if (args.Has("json")) return PrintJson(*r), kExitOk;
+  if (args.positional().empty()) {
+    auto pools = DecodeAnswer(*r, wire::DecodePoolList, &code);
+    if (!pools.ok()) return code;
+    PrintPoolTable(*pools);
+    return kExitOk;
+  }
+  auto pool = DecodeAnswer(*r, wire::DecodePoolView, &code);
+  if (!pool.ok()) return code;
+  PrintPool(*pool);
+  return kExitOk;
 }
 
 }  // namespace
@@ -585,128 +747,10 @@ int RunPool(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first + 1, spec);
   if (!args.ok()) return UsageError(help, args.status().message());
   if (args->Has("help")) return PrintHelp(help);
-  int code = kExitOk;
-  // Template files by kind, as the operator named them.
-  std::vector<std::pair<std::string, std::string>> templates;
-  for (const char* which : {"public", "attested"}) {
-    if (auto f = args->Get(std::string(which) + "-template")) templates.emplace_back(which, *f);
-  }
-  if (sub == "diff") {
-    if (args->positional().size() != 1 || templates.size() != 1) {
-      return UsageError(kPoolDiffHelp, "give one pool NAME and one of --public-template or --attested-template");
-    }
-    auto file = ReadJsonFile(templates[0].second, 4 << 20);
-    if (!file.ok()) return UsageError(kPoolDiffHelp, file.status().message());
-    auto r = Send(socket, "GET", "/v1/admin/pools/" + args->positional()[0], nullptr, &code);
-    if (!r.ok()) return code;
-    return ShowDiff(StoredTemplate(*r, templates[0].first),
-                    "stored " + templates[0].first + " template of " + args->positional()[0], file->dump(2) + "\n",
-                    templates[0].second, args->Has("json"));
-  }
-  if (sub == "remove-template") {
-    if (args->positional().size() != 2) return UsageError(kPoolRemoveTemplateHelp, "give NAME and public or attested");
-    auto r = Send(socket, "DELETE", "/v1/admin/pools/" + args->positional()[0] + "/templates/" + args->positional()[1],
-                  nullptr, &code);
-    if (!r.ok()) return code;
-    if (args->Has("json")) return PrintJson(*r), kExitOk;
-    std::printf("pool %s: %s template removed\n", args->positional()[0].c_str(), args->positional()[1].c_str());
-    return kExitOk;
-  }
-  if (sub == "put") {
-    if (args->positional().size() != 1) return UsageError(kPoolPutHelp, "give one pool NAME");
-    const std::string name = args->positional()[0];
-    // Read everything first: a bad file changes nothing on the appliance.
-    std::vector<std::pair<std::string, json>> template_docs;
-    for (const auto& [which, file] : templates) {
-      auto doc = ReadJsonFile(file, 4 << 20);
-      if (!doc.ok()) return UsageError(kPoolPutHelp, doc.status().message());
-      template_docs.emplace_back(which, std::move(doc).value());
-    }
-    json body = json::object();
-    if (auto t = args->Get("token-required")) {
-      if (*t != "yes" && *t != "no") {
-        return UsageError(kPoolPutHelp, "--token-required takes yes or no, got '" + *t + "'");
-      }
-      body["token_required"] = *t == "yes";
-    }
-    if (auto p = args->Get("settings")) {
-      auto s = ReadJsonFile(*p, 1 << 20);
-      if (!s.ok()) return UsageError(kPoolPutHelp, s.status().message());
-      body["settings"] = *s;
-    }
-    if (auto p = args->Get("policy")) {
-      auto s = ReadJsonFile(*p, 1 << 20);
-      if (!s.ok()) return UsageError(kPoolPutHelp, s.status().message());
-      body["boot_policy"] = *s;
-    }
-    // One request: the appliance checks everything, then stores everything
-    // or nothing, so a refused template leaves no half-made pool and no
-    // token that was never shown.
-    if (!template_docs.empty()) {
-      body["templates"] = json::object();
-      for (const auto& [which, doc] : template_docs) body["templates"][which] = doc;
-    }
-    auto r = Send(socket, "PUT", "/v1/admin/pools/" + name, body, &code);
-    if (!r.ok()) return code;
-    const std::string token = Str(*r, "provisioning_token", "");
-    if (args->Has("json")) return PrintJson(*r), kExitOk;  // provisioning_token included
-    std::printf("pool %s stored; provisioning token %s\n", Str(*r, "name").c_str(),
-                r->value("token_required", false) ? "required" : "off");
-    for (const auto& [which, doc] : template_docs) std::printf("  %s template stored\n", which.c_str());
-    if (!token.empty()) {
-      std::printf("provisioning token (shown once; `rackgatectl pointer --pool %s --token-file FILE` uses it):\n%s\n",
-                  name.c_str(), token.c_str());
-    }
-    return kExitOk;
-  }
-  if (sub == "show") {
-    std::string path = "/v1/admin/pools";
-    if (!args->positional().empty()) path += "/" + args->positional()[0];
-    auto r = Send(socket, "GET", path, nullptr, &code);
-    if (!r.ok()) return code;
-    if (auto which = args->Get("template")) {
-      if (args->positional().empty()) return UsageError(kPoolShowHelp, "--template needs a pool NAME");
-      const std::string text = StoredTemplate(*r, *which);
-      if (text.empty()) {
-        std::fprintf(stderr, "rackgatectl: pool %s has no %s template\n", args->positional()[0].c_str(),
-                     which->c_str());
-        return kExitRefused;
-      }
-      std::fputs(text.c_str(), stdout);
-      return kExitOk;
-    }
-    if (args->Has("json")) return PrintJson(*r), kExitOk;
-    if (args->positional().empty()) {
-      Table table({"POOL", "TOKEN", "TOKENS", "PUBLIC", "ATTESTED", "POLICY", "UPDATED"});
-      for (const json& p : r->value("pools", json::array())) {
-        const json tokens = p.value("provisioning_tokens", json::array());
-        table.Add({Str(p, "name"), p.value("token_required", false) ? "required" : "off",
-                   std::to_string(tokens.size()), StoredTemplate(p, "public").empty() ? "-" : "yes",
-                   StoredTemplate(p, "attested").empty() ? "-" : "yes", p.contains("boot_policy") ? "yes" : "-",
-                   FormatTime(p, "updated_at")});
-      }
-      table.Print();
-      return kExitOk;
-    }
-    std::printf("pool:             %s\n", Str(*r, "name").c_str());
-    std::printf("token required:   %s\n", r->value("token_required", false) ? "yes" : "no");
-    if (r->contains("provisioning_tokens")) {
-      for (const json& t : r->at("provisioning_tokens")) {
-        std::printf("  token:          %s since %s%s\n", t.value("current", false) ? "current" : "previous",
-                    FormatTime(t, "created_at").c_str(),
-                    t.contains("valid_until") ? (", valid until " + FormatTime(t, "valid_until")).c_str() : "");
-      }
-    }
-    std::printf("public template:  %s\n", StoredTemplate(*r, "public").empty() ? "none" : "yes");
-    std::printf("attested template:%s\n", StoredTemplate(*r, "attested").empty() ? " none" : " yes");
-    std::printf("boot policy:      %s\n", r->contains("boot_policy") ? "yes" : "none");
-    std::printf("boot policy mode: %s\n", Str(*r, "boot_policy_mode", "enforce") == "observe"
-                                               ? "OBSERVE (evaluated and recorded, NOT ENFORCED)"
-                                               : "enforce");
-    std::printf("settings:         %s\n", r->contains("settings") ? r->at("settings").dump().c_str() : "{}");
-    return kExitOk;
-  }
-  return UsageError(kPoolHelp, "unknown pool command '" + sub + "'" + DidYouMean(sub, kSubs));
+  if (sub == "diff") return RunPoolDiff(socket, *args);
+  if (sub == "remove-template") return RunPoolRemoveTemplate(socket, *args);
+  if (sub == "put") return RunPoolPut(socket, *args);
+  return RunPoolShow(socket, *args);
 }
 
 
@@ -732,10 +776,12 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto certs = DecodeAnswer(*r, wire::DecodeCertificateList, &code);
+  if (!certs.ok()) return code;
   Table table({"SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER"});
-  for (const json& c : r->value("certificates", json::array())) {
-    table.Add({Str(c, "serial"), Str(c, "hostname"), Str(c, "kind"), c.value("tpm_resident", false) ? "yes" : "no",
-               FormatTime(c, "issued_at"), FormatTime(c, "not_after")});
+  for (const auto& c : *certs) {
+    table.Add({c.serial, c.hostname, c.kind, c.tpm_resident ? "yes" : "no", FormatUnixTime(c.issued_at),
+               FormatUnixTime(c.not_after)});
   }
   table.Print();
   return kExitOk;
@@ -760,11 +806,13 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
   }
   auto seconds = args->GetDuration("grace", 0);
   if (!seconds.ok()) return UsageError(kTokenHelp, seconds.status().message());
-  json body = {{"grace_seconds", *seconds}};
   int code = kExitOk;
-  auto r = Send(socket, "POST", "/v1/admin/pools/" + *args->Get("pool") + "/token/rotate", body, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/pools/" + *args->Get("pool") + "/token/rotate",
+                    wire::EncodeTokenRotateRequest({*seconds}), &code);
   if (!r.ok()) return code;
-  const std::string token = Str(*r, "provisioning_token", "");
+  auto rotation = DecodeAnswer(*r, wire::DecodeTokenRotation, &code);
+  if (!rotation.ok()) return code;
+  const std::string token = rotation->provisioning_token;
   if (auto out = args->Get("out")) {
     const std::string line = token + "\n";
     if (Status s = WriteFileAtomic(*out, std::span(reinterpret_cast<const uint8_t*>(line.data()), line.size()));
@@ -777,16 +825,20 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
       std::printf("%s\n", token.c_str());
       return kExitUnusable;
     }
-    r->erase("provisioning_token");
+    rotation->provisioning_token.clear();
   }
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  // With --out, the token is in the file and not in the answer printed.
+  if (args->Has("json")) {
+    return PrintJson(args->Get("out") ? json::parse(wire::EncodeTokenRotation(*rotation)) : *r), kExitOk;
+  }
   if (auto out = args->Get("out")) {
     std::printf("pool %s: new provisioning token written to %s\n", args->Get("pool")->c_str(), out->c_str());
   } else {
     std::printf("%s\n", token.c_str());
   }
-  if (r->contains("previous_valid_until")) {
-    std::fprintf(stderr, "the previous token stays valid until %s\n", FormatTime(*r, "previous_valid_until").c_str());
+  if (rotation->previous_valid_until) {
+    std::fprintf(stderr, "the previous token stays valid until %s\n",
+                 FormatUnixTime(*rotation->previous_valid_until).c_str());
   } else {
     std::fprintf(stderr, "the previous token no longer works\n");
   }

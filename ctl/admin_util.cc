@@ -52,8 +52,18 @@ int PrintHelp(const char* help) {
 // refusal. Returns the parsed body on 2xx.
 Result<json> Send(const std::string& socket, const std::string& method, const std::string& path,
                   const json& body, int* exit_code) {
+  return SendText(socket, method, path, body.is_null() ? "" : body.dump(), exit_code);
+}
+
+void ReportMalformedAnswer(const Status& s, int* exit_code) {
+  std::fprintf(stderr, "rackgatectl: rackgated's answer is malformed: %s\n", s.message().c_str());
+  *exit_code = kExitUnusable;
+}
+
+Result<json> SendText(const std::string& socket, const std::string& method, const std::string& path,
+                      std::string_view body, int* exit_code) {
   AdminClient client(socket);
-  auto reply = client.Call(method, path, body.is_null() ? "" : body.dump());
+  auto reply = client.Call(method, path, std::string(body));
   if (!reply.ok()) {
     std::fprintf(stderr, "rackgatectl: %s\n", reply.status().message().c_str());
     *exit_code = kExitUnusable;
@@ -84,7 +94,11 @@ std::string Str(const json& o, const char* key, const char* fallback) {
 
 std::string FormatTime(const json& o, const char* key) {
   if (!o.is_object() || !o.contains(key) || !o.at(key).is_number_integer()) return "-";
-  std::time_t t = o.at(key).get<int64_t>();
+  return FormatUnixTime(o.at(key).get<int64_t>());
+}
+
+std::string FormatUnixTime(int64_t seconds) {
+  std::time_t t = seconds;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

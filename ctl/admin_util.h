@@ -34,10 +34,28 @@ int PrintHelp(const char* help);
 Result<nlohmann::json> Send(const std::string& socket, const std::string& method, const std::string& path,
                             const nlohmann::json& body, int* exit_code);
 
+// Send with a body already encoded (the wire module's encoders); "" sends
+// none.
+Result<nlohmann::json> SendText(const std::string& socket, const std::string& method, const std::string& path,
+                                std::string_view body, int* exit_code);
+
+// Reports an answer the wire module refused; sets *exit_code to 2.
+void ReportMalformedAnswer(const Status& s, int* exit_code);
+// A 2xx answer decoded by the wire module's `decode`: a malformed answer
+// is reported and unusable (sets *exit_code to 2).
+template <typename T>
+Result<T> DecodeAnswer(const nlohmann::json& answer, Result<T> (*decode)(std::string_view), int* exit_code) {
+  Result<T> r = decode(answer.dump());
+  if (!r.ok()) ReportMalformedAnswer(r.status(), exit_code);
+  return r;
+}
+
 // o[key] when it is a string, else `fallback`.
 std::string Str(const nlohmann::json& o, const char* key, const char* fallback = "-");
 // o[key] (Unix seconds) as "YYYY-MM-DD HH:MM:SSZ", or "-".
 std::string FormatTime(const nlohmann::json& o, const char* key);
+// Unix seconds as "YYYY-MM-DD HH:MM:SSZ".
+std::string FormatUnixTime(int64_t t);
 // A machine's addresses as "Kind=value,Kind=value", or "-".
 std::string Addresses(const nlohmann::json& machine);
 // KIND=VALUE with a Kubernetes NodeAddress kind, as {"kind","value"}.

@@ -1,6 +1,8 @@
 // The inventory file's formats: RFC 4180 CSV and a JSON inventory's row lines.
 #include "ctl/inventory_format.h"
 
+#include "wire/json_scan.h"
+
 namespace rackgate::ctl {
 
 Result<std::vector<CsvRecord>> ParseCsv(std::string_view text) {
@@ -75,56 +77,36 @@ Result<std::vector<CsvRecord>> ParseCsv(std::string_view text) {
 
 
 std::vector<size_t> JsonRowLines(std::string_view text) {
+  using Kind = wire::JsonToken::Kind;
   std::vector<size_t> lines;
-  size_t line = 1, depth = 0;
-  bool in_string = false, escaped = false, in_machines = false, expect_row = false;
-  std::string key, last_string;
-  for (char c : text) {
-    if (c == '\n') ++line;
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 1) key = last_string;
-      } else if (depth == 1 && last_string.size() < 16) {
-        last_string += c;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    if (in_machines && depth == 2 && expect_row && c != ']') {
-      lines.push_back(line);
+  bool in_machines = false, expect_row = false, broken = false;
+  std::string_view key;
+  wire::ScanJson(text, [&](const wire::JsonToken& t) {
+    if (in_machines && t.depth == 2 && expect_row && t.c != ']') {
+      lines.push_back(t.line);
       expect_row = false;
     }
-    switch (c) {
-      case '"':
-        in_string = true;
-        last_string.clear();
+    switch (t.kind) {
+      case Kind::kString:
+        if (t.depth == 1) key = t.text;
         break;
-      case '[':
-        if (depth == 1 && key == "machines" && lines.empty()) in_machines = expect_row = true;
-        ++depth;
+      case Kind::kOpen:
+        if (t.c == '[' && t.depth == 1 && key == "machines" && lines.empty()) in_machines = expect_row = true;
         break;
-      case '{':
-        ++depth;
+      case Kind::kClose:
+        if (t.depth == 0) return !(broken = true);
+        if (in_machines && t.depth == 2) in_machines = false;
         break;
-      case ']':
-      case '}':
-        if (depth == 0) return {};
-        --depth;
-        if (in_machines && depth == 1) in_machines = false;
+      case Kind::kComma:
+        if (in_machines && t.depth == 2) expect_row = true;
+        if (t.depth == 1) key = {};
         break;
-      case ',':
-        if (in_machines && depth == 2) expect_row = true;
-        if (depth == 1) key.clear();
-        break;
-      default:
+      case Kind::kOther:
         break;
     }
-  }
+    return true;
+  });
+  if (broken) return {};
   return lines;
 }
 

@@ -21,6 +21,8 @@
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
+#include "wire/admin_certificates.h"
+#include "wire/admin_pools.h"
 #include "wire/protocol.h"
 
 namespace rackgate::daemon {
@@ -32,10 +34,6 @@ using core::AttestationService;
 using wire::kMaxCertificate;
 using wire::kMaxTpm2bPublic;
 using core::IgnitionService;
-using core::NewToken;
-using core::ParsePoolSettings;
-using core::Sha256Hex;
-using core::TokenHash;
 using nlohmann::json;
 using wire::kMaxCertificate;
 using wire::kMaxTpm2bPublic;
@@ -80,7 +78,12 @@ json ReportJson(const storage::ProvisioningReportRecord* r) {
           {"done", r->done}};
 }
 
-Response StoreError(const Status& s) { return AdminErrorResponse(s); }
+// An enrollment that does not check out: malformed input is 400, an EK
+// (certificate) that does not verify is refused, 403.
+Status EnrollRefusal(const Status& s) {
+  if (s.code() == Status::Code::kInvalidArgument) return s;
+  return Status::VerificationFailed(s.reason(), s.message());
+}
 
 std::string Str(const json& o, const char* k) {
   return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
@@ -100,11 +103,12 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       attestation_(attestation),
       ignition_(ignition),
       policies_(store, [attestation] { return attestation->Now(); }),
+      pools_(store, ignition, [attestation] { return attestation->Now(); }),
       admin_gid_(admin_gid) {}
 
-std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& request) const {
+Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
   if (!request.admin || !request.peer_cred) {
-    return Response::Error(403, "admin_forbidden", "the admin API is only served on the admin socket");
+    return Status::VerificationFailed("admin_forbidden", "the admin API is only served on the admin socket");
   }
   const PeerCred& p = *request.peer_cred;
   // The socket's mode (0660, admin group) is the first gate; the peer's
@@ -124,44 +128,51 @@ std::variant<storage::Actor, Response> AdminApi::Authorize(const Request& reques
     if (admin_gid_) {
       if (struct group* gr = ::getgrgid(*admin_gid_)) group = std::string("the admin group ") + gr->gr_name;
     }
-    return Response::Error(403, "admin_forbidden", "you are not root, the daemon's user or in " + group);
+    return Status::VerificationFailed("admin_forbidden", "you are not root, the daemon's user or in " + group);
   }
   return storage::Actor{name, ""};
 }
 
 void AdminApi::Register(Router* router) {
-  router->Add("POST", "/v1/admin/machines", [this](const Request& r) { return Enroll(r); });
-  router->Add("GET", "/v1/admin/machines", [this](const Request& r) { return List(r); });
-  router->Add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
-  router->Add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
+  // Every route answers a refusal through the one reason table.
+  const auto add = [router](const char* method, const std::string& path,
+                            std::function<Result<Response>(const Request&)> f) {
+    router->Add(method, path, [f = std::move(f)](const Request& r) {
+      Result<Response> answer = f(r);
+      return answer.ok() ? std::move(answer).value() : AdminErrorResponse(answer.status());
+    });
+  };
+  add("POST", "/v1/admin/machines", [this](const Request& r) { return Enroll(r); });
+  add("GET", "/v1/admin/machines", [this](const Request& r) { return List(r); });
+  add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
+  add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
   for (const char* verb : {"approve", "revoke", "reset"}) {
-    router->Add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
-                [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
+    add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
+        [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
   }
-  router->Add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
-  router->Add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
-  router->Add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
-  router->Add("GET", "/v1/admin/pools/{name}", [this](const Request& r) { return GetPools(r); });
-  router->Add("PUT", "/v1/admin/pools/{name}", [this](const Request& r) { return PutPool(r); });
-  router->Add("PUT", "/v1/admin/pools/{name}/templates/{which}", [this](const Request& r) { return PutTemplate(r); });
-  router->Add("DELETE", "/v1/admin/pools/{name}/templates/{which}",
-              [this](const Request& r) { return PutTemplate(r); });
-  router->Add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
-  router->Add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
-  router->Add("GET", "/v1/admin/events", [this](const Request& r) { return Events(r); });
-  router->Add("GET", "/v1/admin/csrs", [this](const Request& r) { return Csrs(r); });
-  router->Add("POST", "/v1/admin/csrs/{id}/approve", [this](const Request& r) { return DecideCsr(r, true); });
-  router->Add("POST", "/v1/admin/csrs/{id}/deny", [this](const Request& r) { return DecideCsr(r, false); });
+  add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
+  add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
+  add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
+  add("GET", "/v1/admin/pools/{name}", [this](const Request& r) { return GetPools(r); });
+  add("PUT", "/v1/admin/pools/{name}", [this](const Request& r) { return PutPool(r); });
+  add("PUT", "/v1/admin/pools/{name}/templates/{which}", [this](const Request& r) { return PutTemplate(r); });
+  add("DELETE", "/v1/admin/pools/{name}/templates/{which}", [this](const Request& r) { return PutTemplate(r); });
+  add("POST", "/v1/admin/pools/{name}/token/rotate", [this](const Request& r) { return RotateToken(r); });
+  add("GET", "/v1/admin/certificates", [this](const Request& r) { return Certificates(r); });
+  add("GET", "/v1/admin/events", [this](const Request& r) { return Events(r); });
+  add("GET", "/v1/admin/csrs", [this](const Request& r) { return Csrs(r); });
+  add("POST", "/v1/admin/csrs/{id}/approve", [this](const Request& r) { return DecideCsr(r, true); });
+  add("POST", "/v1/admin/csrs/{id}/deny", [this](const Request& r) { return DecideCsr(r, false); });
   // Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md).
-  router->Add("DELETE", "/v1/admin/machines/{hostname}", [this](const Request& r) { return DeleteMachine(r); });
-  router->Add("POST", "/v1/admin/machines/{hostname}/rename", [this](const Request& r) { return RenameMachine(r); });
-  router->Add("GET", "/v1/admin/audit/verify", [this](const Request& r) { return VerifyAudit(r); });
+  add("DELETE", "/v1/admin/machines/{hostname}", [this](const Request& r) { return DeleteMachine(r); });
+  add("POST", "/v1/admin/machines/{hostname}/rename", [this](const Request& r) { return RenameMachine(r); });
+  add("GET", "/v1/admin/audit/verify", [this](const Request& r) { return VerifyAudit(r); });
   // Boot policy (docs/policy.md, "From observation to enforcement").
-  router->Add("GET", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyShow(r); });
-  router->Add("PUT", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyPut(r); });
-  router->Add("POST", "/v1/admin/pools/{name}/policy/mode", [this](const Request& r) { return PolicyMode(r); });
-  router->Add("GET", "/v1/admin/pools/{name}/policy/proposal", [this](const Request& r) { return PolicyPropose(r); });
-  router->Add("POST", "/v1/admin/pools/{name}/policy/accept", [this](const Request& r) { return PolicyAccept(r); });
+  add("GET", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyShow(r); });
+  add("PUT", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyPut(r); });
+  add("POST", "/v1/admin/pools/{name}/policy/mode", [this](const Request& r) { return PolicyMode(r); });
+  add("GET", "/v1/admin/pools/{name}/policy/proposal", [this](const Request& r) { return PolicyPropose(r); });
+  add("POST", "/v1/admin/pools/{name}/policy/accept", [this](const Request& r) { return PolicyAccept(r); });
 }
 
 namespace {
@@ -326,23 +337,20 @@ std::string EnrollSummary(const std::string& hostname, const std::string& outcom
 
 }  // namespace
 
-Response AdminApi::Enroll(const Request& request) {
+Result<Response> AdminApi::Enroll(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto body = AdminBody(request);
-  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  if (!body.ok()) return body.status();
   auto e = EnrollmentFromJson(*body, *attestation_);
-  if (!e.ok()) {
-    const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
-    return Response::Error(status, e.status().reason(), e.status().message());
-  }
+  if (!e.ok()) return EnrollRefusal(e.status());
   auto fields = EnrollFieldsFromJson(*body);
-  if (!fields.ok()) return Response::Error(400, fields.status().reason(), fields.status().message());
+  if (!fields.ok()) return fields.status();
   const bool replace = Flag(*body, "replace_ek");
-  auto a = std::get<storage::Actor>(actor);
+  auto a = *actor;
   a.why = replace ? "EK replaced by an operator" : "enrolled by an operator";
   auto o = store_->EnrollMerged(*e, *fields, a, replace, attestation_->Now());
-  if (!o.ok()) return StoreError(o.status());
+  if (!o.ok()) return o.status();
   const storage::Machine& m = o->machine;
   const std::string summary = EnrollSummary(m.hostname, o->outcome, o->changes);
   Log()->info("{} enrolled {} ek={} pool {}: {}", a.name, m.hostname, attest::HexString(m.ek_hash).substr(0, 16),
@@ -354,15 +362,15 @@ Response AdminApi::Enroll(const Request& request) {
   return Response::Json(o->outcome == storage::kEnrollCreated ? 201 : 200, answer.dump());
 }
 
-Response AdminApi::Import(const Request& request) {
+Result<Response> AdminApi::Import(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   // Streamed: each row of "machines" becomes an enrollment as soon as it is
   // parsed and its JSON is dropped, so that an inventory's JSON tree (four
   // times its text: 276 MiB at the peak for 50,000 machines) is never held
   // whole. What is refused, and how, is as for a body parsed at once.
   std::vector<storage::ImportRow> rows;
-  std::optional<Response> refused;  // the first bad row, or too many
+  std::optional<Status> refused;  // the first bad row, or too many
   std::string top_key;
   bool in_machines = false, machines_seen = false;
   size_t index = 0;
@@ -370,7 +378,7 @@ Response AdminApi::Import(const Request& request) {
     const size_t i = index++;
     if (refused) return;
     if (i >= kMaxImportRows) {
-      refused = Response::Error(400, "field_invalid",
+      refused = Status::InvalidArgument("field_invalid",
                                 "at most " + std::to_string(kMaxImportRows) + " machines at once");
       return;
     }
@@ -379,8 +387,7 @@ Response AdminApi::Import(const Request& request) {
     if (e.ok() && e->pool.empty()) e = Status::InvalidArgument("field_missing", "pool is required");
     if (!e.ok()) {
       std::string host = item.is_object() ? Str(item, "hostname") : "";
-      const int status = e.status().code() == Status::Code::kInvalidArgument ? 400 : 403;
-      refused = Response::Error(status, e.status().reason(), where + " (" + host + "): " + e.status().message());
+      refused = EnrollRefusal(e.status().Annotate(where + " (" + host + ")"));
       return;
     }
     rows.push_back({std::move(e).value(), ImportFieldsFromJson(item), std::move(where)});
@@ -390,7 +397,7 @@ Response AdminApi::Import(const Request& request) {
     if (depth == 1 && event == E::key) {
       top_key = parsed.get<std::string>();
     } else if (depth == 1 && event == E::array_start && top_key == "machines") {
-      if (machines_seen && !refused) refused = Response::Error(400, "field_invalid", "machines given twice");
+      if (machines_seen && !refused) refused = Status::InvalidArgument("field_invalid", "machines given twice");
       in_machines = machines_seen = true;
     } else if (depth == 1 && event == E::array_end) {
       in_machines = false;
@@ -403,18 +410,20 @@ Response AdminApi::Import(const Request& request) {
   };
   json body = json::parse(request.body, each, false);
   if (body.is_discarded() || !body.is_object()) {
-    return Response::Error(400, "bad_json", "body is not a JSON object");
+    return Status::InvalidArgument("bad_json", "body is not a JSON object");
   }
   if (!body.contains("machines") || !body.at("machines").is_array()) {
-    return Response::Error(400, "field_missing", "machines must be a list");
+    return Status::InvalidArgument("field_missing", "machines must be a list");
   }
   if (refused) return std::move(*refused);
   storage::ImportOptions options;
   if (body.contains("dry_run")) {
-    if (!body.at("dry_run").is_boolean()) return Response::Error(400, "field_invalid", "dry_run must be true or false");
+    if (!body.at("dry_run").is_boolean()) {
+      return Status::InvalidArgument("field_invalid", "dry_run must be true or false");
+    }
     options.dry_run = body.at("dry_run").get<bool>();
   }
-  auto a = std::get<storage::Actor>(actor);
+  auto a = *actor;
   a.why = "inventory import";
   const size_t count = rows.size();
   auto report = store_->Import(rows, options, a, attestation_->Now());
@@ -423,7 +432,7 @@ Response AdminApi::Import(const Request& request) {
   rows.clear();
   rows.shrink_to_fit();
   malloc_trim(0);
-  if (!report.ok()) return StoreError(report.status());
+  if (!report.ok()) return report.status();
   Log()->info("{} {} {} machines: created {}, updated {}, unchanged {}", a.name,
               options.dry_run ? "checked (dry run)" : "imported", count, report->created, report->updated,
               report->unchanged);
@@ -440,21 +449,21 @@ Response AdminApi::Import(const Request& request) {
                                  .dump());
 }
 
-Response AdminApi::List(const Request& request) {
+Result<Response> AdminApi::List(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   storage::MachineFilter filter;
   if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
   if (auto it = request.query.find("state"); it != request.query.end()) {
     filter.state = storage::ParseMachineState(it->second);
     if (!filter.state) {
-      return StoreError(Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'"));
+      return Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'");
     }
   }
   auto list = store_->ListMachines(filter);
-  if (!list.ok()) return StoreError(list.status());
+  if (!list.ok()) return list.status();
   auto reports = store_->ListLastReports();
-  if (!reports.ok()) return StoreError(reports.status());
+  if (!reports.ok()) return reports.status();
   json machines = json::array();
   for (const auto& m : *list) {
     json j = MachineJson(m);
@@ -465,11 +474,11 @@ Response AdminApi::List(const Request& request) {
   return Response::Json(200, json{{"machines", machines}}.dump());
 }
 
-Response AdminApi::Show(const Request& request) {
+Result<Response> AdminApi::Show(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto m = store_->GetMachine(request.path_params.at("hostname"));
-  if (!m.ok()) return StoreError(m.status());
+  if (!m.ok()) return m.status();
   json j = MachineJson(*m);
   auto last = store_->LastSuccessfulAttestation(m->id);
   if (last.ok()) {
@@ -477,16 +486,16 @@ Response AdminApi::Show(const Request& request) {
                              {"restart_count", last->restart_count}, {"clock", last->clock}};
   }
   auto report = store_->LastReport(m->id);
-  if (!report.ok() && report.status().code() != Status::Code::kNotFound) return StoreError(report.status());
+  if (!report.ok() && report.status().code() != Status::Code::kNotFound) return report.status();
   j["last_report"] = ReportJson(report.ok() ? &*report : nullptr);
   return Response::Json(200, j.dump());
 }
 
-Response AdminApi::Action(const Request& request, const std::string& verb) {
+Result<Response> AdminApi::Action(const Request& request, const std::string& verb) {
   if (verb == "approve") return ApproveMachine(request);
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto a = std::get<storage::Actor>(actor);
+  if (!actor.ok()) return actor.status();
+  auto a = *actor;
   auto body = AdminBody(request);
   a.why = body.ok() ? Str(*body, "reason") : "";
   if (a.why.empty()) a.why = "by " + a.name;
@@ -495,20 +504,20 @@ Response AdminApi::Action(const Request& request, const std::string& verb) {
   auto m = verb == "approve" ? store_->Approve(host, a, now)
            : verb == "revoke" ? store_->Revoke(host, a, now)
                               : store_->Reset(host, a, now);
-  if (!m.ok()) return StoreError(m.status());
+  if (!m.ok()) return m.status();
   Log()->info("{} {} {}: now {} ({})", a.name, verb, host, storage::StateName(m->state), a.why);
   return Response::Json(200, MachineJson(*m).dump());
 }
 
-Response AdminApi::Audit(const Request& request) {
+Result<Response> AdminApi::Audit(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   storage::AuditFilter filter;
   if (auto it = request.query.find("hostname"); it != request.query.end()) filter.hostname = it->second;
   filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
   filter.since_id = QueryInt(request, "since", 0);
   auto entries = store_->ListAudit(filter);
-  if (!entries.ok()) return StoreError(entries.status());
+  if (!entries.ok()) return entries.status();
   json out = json::array();
   for (const auto& e : *entries) {
     json j = {{"id", e.id}, {"at", e.at}, {"actor", e.actor}, {"action", e.action},
@@ -522,13 +531,13 @@ Response AdminApi::Audit(const Request& request) {
   return Response::Json(200, json{{"entries", out}}.dump());
 }
 
-Response AdminApi::StatusReport(const Request& request) {
+Result<Response> AdminApi::StatusReport(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto counts = store_->CountByState();
-  if (!counts.ok()) return StoreError(counts.status());
+  if (!counts.ok()) return counts.status();
   auto failures = store_->RecentFailures(20);
-  if (!failures.ok()) return StoreError(failures.status());
+  if (!failures.ok()) return failures.status();
   json f = json::array();
   for (const auto& r : *failures) {
     f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
@@ -536,12 +545,12 @@ Response AdminApi::StatusReport(const Request& request) {
   json out = {{"machines_by_state", *counts}, {"recent_failures", f}};
   // Trust (docs/trust.md).
   auto untrusted = store_->CountUntrusted();
-  if (!untrusted.ok()) return StoreError(untrusted.status());
+  if (!untrusted.ok()) return untrusted.status();
   out["machines_untrusted"] = *untrusted;
   // Pools whose boot policy is observed, not enforced (docs/policy.md): an
   // operator must never take one for an enforcing pool.
   auto pools = store_->ListPools();
-  if (!pools.ok()) return StoreError(pools.status());
+  if (!pools.ok()) return pools.status();
   json observing = json::array();
   for (const auto& p : *pools) {
     if (p.boot_policy_mode == storage::kPolicyModeObserve) observing.push_back(p.name);
@@ -571,235 +580,78 @@ Response AdminApi::StatusReport(const Request& request) {
   return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-// PUT /v1/admin/pools/{name}: settings, token_required, boot_policy and
-// templates ({"public": CONFIG|null, "attested": CONFIG|null}), each
-// optional. Everything is checked before anything is stored, then stored in
-// one transaction (docs/ignition.md): a refused put leaves the pool, its
-// templates and its tokens as they were.
-Response AdminApi::PutPool(const Request& request) {
+// PUT /v1/admin/pools/{name} (docs/ignition.md): decoded, put by the core,
+// answered 201 when the put made the pool.
+Result<Response> AdminApi::PutPool(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto body = AdminBody(request);
-  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
-  storage::Pool pool;
-  pool.name = request.path_params.at("name");
-  if (auto existing = store_->GetPool(pool.name); existing.ok()) pool = *existing;
-  if (body->contains("settings")) {
-    if (!body->at("settings").is_object()) return Response::Error(400, "field_invalid", "settings must be an object");
-    pool.settings_json = body->at("settings").dump();
-    if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
-      return Response::Error(400, settings.status().reason(), "settings: " + settings.status().message());
-    }
-  }
-  if (body->contains("token_required")) {
-    if (!body->at("token_required").is_boolean()) {
-      return Response::Error(400, "field_invalid", "token_required must be true or false");
-    }
-    pool.token_required = body->at("token_required").get<bool>();
-  }
-  if (body->contains("boot_policy")) {
-    if (body->at("boot_policy").is_null()) {
-      pool.boot_policy_json.reset();
-    } else {
-      std::string text = body->at("boot_policy").dump();
-      auto policy = wire::ParseBootPolicy(text);
-      if (!policy.ok()) {
-        return Response::Error(400, policy.status().reason(), "boot policy: " + policy.status().message());
-      }
-      pool.boot_policy_json = text;
-    }
-  }
-  std::vector<storage::PoolTemplateChange> templates;
-  if (body->contains("templates")) {
-    const json& t = body->at("templates");
-    if (!t.is_object()) return Response::Error(400, "field_invalid", "templates must be an object");
-    for (const auto& [which, config] : t.items()) {
-      if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
-        return Response::Error(400, "template_unknown", "a template is public or attested");
-      }
-      storage::PoolTemplateChange change{which, std::nullopt, ""};
-      if (!config.is_null()) {
-        // The error names the template: an operator putting both must know
-        // which one to fix.
-        auto checked = ignition_->CheckTemplate(config.dump(), which == storage::kTemplatePublic
-                                                                   ? core::ignition::TemplateKind::kPublic
-                                                                   : core::ignition::TemplateKind::kAttested);
-        if (!checked.ok()) {
-          const int status = checked.status().code() == Status::Code::kIoError ? 503 : 400;
-          return Response::Error(status, checked.status().reason(),
-                                 which + " template: " + checked.status().message());
-        }
-        change.template_json = core::ignition::Serialize(checked->config);
-        change.digest = Sha256Hex(*change.template_json);
-      }
-      templates.push_back(std::move(change));
-    }
-  }
-  auto a = std::get<storage::Actor>(actor);
-  a.why = "pool stored by an operator";
-  // A pool that needs a token and has none gets one now, shown only in this
-  // answer and only if this put's transaction stored it (only its hash is
-  // kept).
-  std::optional<std::string> first_token;
-  if (pool.token_required) first_token = NewToken();
-  storage::PoolPutOutcome outcome;
-  auto stored = store_->PutPool(pool, a, attestation_->Now(),
-                                first_token ? std::optional(TokenHash(*first_token)) : std::nullopt, templates,
-                                &outcome);
-  ignition_->Invalidate(pool.name);
-  if (!stored.ok()) return StoreError(stored.status());
-  Log()->info("{} stored pool {} (provisioning token {}{}; {} template(s))", a.name, stored->name,
-              stored->token_required ? "required" : "off", outcome.token_created ? ", first token made" : "",
-              templates.size());
-  json j = PoolJson(*stored);
-  if (outcome.token_created) j["provisioning_token"] = *first_token;
-  return Response::Json(outcome.created ? 201 : 200, j.dump());
+  if (!actor.ok()) return actor.status();
+  auto put = wire::DecodePoolPutRequest(request.body);
+  if (!put.ok()) return put.status();
+  auto stored = pools_.Put(request.path_params.at("name"), *put, *actor);
+  if (!stored.ok()) return stored.status();
+  return Response::Json(stored->created ? 201 : 200, wire::EncodePoolView(stored->pool));
 }
 
-json AdminApi::PoolJson(const storage::Pool& p) {
-  json j = {{"name", p.name},
-            {"settings", json::parse(p.settings_json, nullptr, false)},
-            {"token_required", p.token_required},
-            {"boot_policy_mode", p.boot_policy_mode},
-            {"created_at", p.created_at},
-            {"updated_at", p.updated_at}};
-  // Shown with its kernel command line as a digest (docs/policy-proposal.md,
-  // "What is shown where").
-  if (p.boot_policy_json) j["boot_policy"] = core::PolicyForDisplay(*p.boot_policy_json);
-  json templates = json::object();
-  if (p.public_template) templates["public"] = json::parse(*p.public_template, nullptr, false);
-  if (p.attested_template) templates["attested"] = json::parse(*p.attested_template, nullptr, false);
-  j["templates"] = templates;
-  // Tokens by age, never by value or hash.
-  json tokens = json::array();
-  if (auto valid = store_->ValidPoolTokens(p.name, attestation_->Now()); valid.ok()) {
-    for (const auto& t : *valid) {
-      json tj = {{"created_at", t.created_at}, {"current", !t.expires_at.has_value()}};
-      if (t.expires_at) tj["valid_until"] = *t.expires_at;
-      tokens.push_back(tj);
-    }
-  }
-  j["provisioning_tokens"] = tokens;
-  return j;
+// PUT /v1/admin/pools/{name}/templates/{which}: the body is the template;
+// DELETE removes it.
+Result<Response> AdminApi::PutTemplate(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  std::optional<std::string_view> text;
+  if (request.method != "DELETE") text = request.body;
+  auto stored = pools_.SetTemplate(request.path_params.at("name"), request.path_params.at("which"), text, *actor);
+  if (!stored.ok()) return stored.status();
+  return Response::Json(200, wire::EncodePoolView(*stored));
 }
 
-Response AdminApi::PutTemplate(const Request& request) {
+Result<Response> AdminApi::Certificates(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  const std::string& pool = request.path_params.at("name");
-  const std::string& which = request.path_params.at("which");
-  if (which != storage::kTemplatePublic && which != storage::kTemplateAttested) {
-    return Response::Error(404, "template_unknown", "a template is public or attested");
-  }
-  std::optional<std::string> text;
-  std::string digest;
-  if (request.method != "DELETE") {
-    auto t = ignition_->CheckTemplate(request.body, which == storage::kTemplatePublic
-                                                        ? core::ignition::TemplateKind::kPublic
-                                                        : core::ignition::TemplateKind::kAttested);
-    if (!t.ok()) {
-      const int status = t.status().code() == Status::Code::kIoError ? 503 : 400;
-      return Response::Error(status, t.status().reason(), t.status().message());
-    }
-    // Stored as the operator wrote it, less insignificant whitespace.
-    text = core::ignition::Serialize(t->config);
-    digest = Sha256Hex(*text);
-  }
-  auto a = std::get<storage::Actor>(actor);
-  a.why = text ? "template stored by an operator" : "template removed by an operator";
-  auto stored = store_->SetPoolTemplate(pool, which, text, digest, a, attestation_->Now());
-  ignition_->Invalidate(pool);
-  if (!stored.ok()) return StoreError(stored.status());
-  Log()->info("{} {} the {} template of pool {}{}", a.name, text ? "stored" : "removed", which, pool,
-              text ? " (sha256 " + digest.substr(0, 16) + ")" : "");
-  return Response::Json(200, PoolJson(*stored).dump());
-}
-
-Response AdminApi::Certificates(const Request& request) {
-  auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   std::string hostname;
   if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
   auto certs = store_->ListCertificates(hostname, static_cast<int>(QueryInt(request, "limit", 1000)));
-  if (!certs.ok()) return StoreError(certs.status());
-  json out = json::array();
+  if (!certs.ok()) return certs.status();
+  std::vector<wire::CertificateView> out;
   for (const auto& c : *certs) {
-    out.push_back({{"serial", c.serial},
-                   {"hostname", c.hostname},
-                   {"kind", c.kind},
-                   {"subject", c.subject},
-                   {"sans", c.sans},
-                   {"public_key_sha256", attest::HexString(c.public_key_sha256)},
-                   {"tpm_resident", c.tpm_resident},
-                   {"not_before", c.not_before},
-                   {"not_after", c.not_after},
-                   {"issued_at", c.issued_at}});
+    out.push_back({c.serial, c.hostname, c.kind, c.subject, c.sans, attest::HexString(c.public_key_sha256),
+                   c.tpm_resident, c.not_before, c.not_after, c.issued_at});
   }
-  return Response::Json(200, json{{"certificates", out}}.dump());
+  return Response::Json(200, wire::EncodeCertificateList(out));
 }
 
-Response AdminApi::RotateToken(const Request& request) {
+Result<Response> AdminApi::RotateToken(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto body = AdminBody(request);
-  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
-  // The grace period is the operator's explicit choice (0 allowed): no
-  // default either strands booting machines or keeps a leaked token alive.
-  if (!body->contains("grace_seconds")) {
-    return Response::Error(400, "field_missing",
-                           "grace_seconds is required: 0 stops the previous token at once, more keeps it valid "
-                           "that long (`rackgatectl token rotate --pool P --grace 1h`)");
-  }
-  const json& g = body->at("grace_seconds");
-  if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 30 * 86400) {
-    return Response::Error(400, "field_invalid", "grace_seconds is 0 to 30 days");
-  }
-  const int64_t grace = g.get<int64_t>();
-  const std::string& pool = request.path_params.at("name");
-  const std::string token = NewToken();
-  auto a = std::get<storage::Actor>(actor);
-  a.why = "provisioning token rotated by an operator";
-  const int64_t now = attestation_->Now();
-  Status rotated = store_->RotatePoolToken(pool, TokenHash(token), now + grace, a, now);
-  ignition_->Invalidate(pool);
-  if (!rotated.ok()) return StoreError(rotated);
-  Log()->info("{} rotated the provisioning token of pool {}; the previous one stays valid for {} s", a.name, pool,
-              grace);
-  json j = {{"pool", pool}, {"provisioning_token", token}};
-  if (grace > 0) j["previous_valid_until"] = now + grace;
-  return Response::Json(200, j.dump());
+  if (!actor.ok()) return actor.status();
+  auto rotate = wire::DecodeTokenRotateRequest(request.body);
+  if (!rotate.ok()) return rotate.status();
+  auto rotated = pools_.RotateToken(request.path_params.at("name"), rotate->grace_seconds, *actor);
+  if (!rotated.ok()) return rotated.status();
+  return Response::Json(200, wire::EncodeTokenRotation(*rotated));
 }
 
-Response AdminApi::GetPools(const Request& request) {
+Result<Response> AdminApi::GetPools(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto pools = store_->ListPools();
-  if (!pools.ok()) return StoreError(pools.status());
-  auto one = request.path_params.find("name");
-  json out = json::array();
-  for (const auto& p : *pools) {
-    if (one != request.path_params.end() && p.name != one->second) continue;
-    out.push_back(PoolJson(p));
-  }
-  if (one != request.path_params.end()) {
-    if (out.empty()) return Response::Error(404, "pool_unknown", "no pool " + one->second);
-    return Response::Json(200, out.front().dump());
-  }
-  return Response::Json(200, json{{"pools", out}}.dump());
+  if (!actor.ok()) return actor.status();
+  std::optional<std::string> one;
+  if (auto it = request.path_params.find("name"); it != request.path_params.end()) one = it->second;
+  auto pools = pools_.List(one);
+  if (!pools.ok()) return pools.status();
+  if (one) return Response::Json(200, wire::EncodePoolView(pools->front()));
+  return Response::Json(200, wire::EncodePoolList(*pools));
 }
 
 // --- Webhook events (docs/events.md) -----------------------------------------
 
 // GET /v1/admin/events?pending=1&limit=N: the newest events, each with its
 // deliveries' state. Bodies as webhooks receive them, plus the deliveries.
-Response AdminApi::Events(const Request& request) {
+Result<Response> AdminApi::Events(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   storage::EventFilter filter;
   filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
   filter.pending_only = QueryInt(request, "pending", 0) != 0;
   auto events = store_->ListEvents(filter);
-  if (!events.ok()) return StoreError(events.status());
+  if (!events.ok()) return events.status();
   json out = json::array();
   for (const storage::Event& e : *events) {
     json j = json::parse(core::EventBody(e));
@@ -873,80 +725,80 @@ json CsrRequestJson(const storage::CsrApprovalRequest& r, int64_t now) {
 
 }  // namespace
 
-Response AdminApi::ApproveMachine(const Request& request) {
+Result<Response> AdminApi::ApproveMachine(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto a = std::get<storage::Actor>(actor);
+  if (!actor.ok()) return actor.status();
+  auto a = *actor;
   // An empty body is the old call: approve as recorded.
   storage::ApprovalChanges changes;
   if (!request.body.empty()) {
     auto body = AdminBody(request);
-    if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+    if (!body.ok()) return body.status();
     auto parsed = ApprovalChangesFromJson(*body);
-    if (!parsed.ok()) return Response::Error(400, parsed.status().reason(), parsed.status().message());
+    if (!parsed.ok()) return parsed.status();
     changes = std::move(parsed).value();
     a.why = Str(*body, "reason");
   }
   if (a.why.empty()) a.why = "by " + a.name;
   const std::string& host = request.path_params.at("hostname");
   auto m = store_->Approve(host, changes, a, attestation_->Now());
-  if (!m.ok()) return StoreError(m.status());
+  if (!m.ok()) return m.status();
   Log()->info("{} approved {} as {} in pool {} ({})", a.name, host, m->hostname, m->pool, a.why);
   return Response::Json(200, MachineJson(*m).dump());
 }
 
-Response AdminApi::Csrs(const Request& request) {
+Result<Response> AdminApi::Csrs(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   const bool all = request.query.count("all") != 0 && request.query.at("all") != "0";
   auto list = store_->ListCsrRequests(all, static_cast<int>(QueryInt(request, "limit", 1000)));
-  if (!list.ok()) return StoreError(list.status());
+  if (!list.ok()) return list.status();
   const int64_t now = attestation_->Now();
   json out = json::array();
   for (const auto& r : *list) out.push_back(CsrRequestJson(r, now));
   return Response::Json(200, json{{"csrs", out}}.dump());
 }
 
-Response AdminApi::DecideCsr(const Request& request, bool approve) {
+Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto a = std::get<storage::Actor>(actor);
+  if (!actor.ok()) return actor.status();
+  auto a = *actor;
   const std::string& id_text = request.path_params.at("id");
   int64_t id = 0;
   auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
   if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
-    return Response::Error(400, "field_invalid", "a CSR id is a positive number");
+    return Status::InvalidArgument("field_invalid", "a CSR id is a positive number");
   }
   std::string reason;
   if (!request.body.empty()) {
     auto body = AdminBody(request);
-    if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+    if (!body.ok()) return body.status();
     reason = Str(*body, "reason");
   }
   if (!approve && reason.empty()) {
-    return Response::Error(400, "field_missing", "a denial needs a reason (the machine is told it)");
+    return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
   }
   a.why = reason.empty() ? "by " + a.name : reason;
   auto r = store_->DecideCsrRequest(id, approve, reason, a, attestation_->Now());
-  if (!r.ok()) return StoreError(r.status());
+  if (!r.ok()) return r.status();
   Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
   return Response::Json(200, CsrRequestJson(*r, attestation_->Now()).dump());
 }
 
 // --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) -------
 
-Response AdminApi::DeleteMachine(const Request& request) {
+Result<Response> AdminApi::DeleteMachine(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto a = std::get<storage::Actor>(actor);
+  if (!actor.ok()) return actor.status();
+  auto a = *actor;
   // The body is optional: {"reason": TEXT}.
   auto body = request.body.empty() ? Result<json>(json::object()) : AdminBody(request);
-  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  if (!body.ok()) return body.status();
   a.why = Str(*body, "reason");
   if (a.why.empty()) a.why = "deleted by " + a.name;
   const std::string& host = request.path_params.at("hostname");
   auto m = store_->DeleteMachine(host, a, attestation_->Now());
-  if (!m.ok()) return StoreError(m.status());
+  if (!m.ok()) return m.status();
   Log()->info("{} deleted {} ek={} (was {}; {})", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
               storage::StateName(m->state), a.why);
   json out = MachineJson(*m);
@@ -954,28 +806,28 @@ Response AdminApi::DeleteMachine(const Request& request) {
   return Response::Json(200, out.dump());
 }
 
-Response AdminApi::RenameMachine(const Request& request) {
+Result<Response> AdminApi::RenameMachine(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
-  auto a = std::get<storage::Actor>(actor);
+  if (!actor.ok()) return actor.status();
+  auto a = *actor;
   auto body = AdminBody(request);
-  if (!body.ok()) return Response::Error(400, body.status().reason(), body.status().message());
+  if (!body.ok()) return body.status();
   const std::string to = Str(*body, "hostname");
-  if (to.empty()) return Response::Error(400, "field_missing", "hostname (the new name) is required");
+  if (to.empty()) return Status::InvalidArgument("field_missing", "hostname (the new name) is required");
   a.why = Str(*body, "reason");
   const std::string& host = request.path_params.at("hostname");
   if (a.why.empty()) a.why = "renamed by " + a.name;
   auto m = store_->RenameMachine(host, to, a, attestation_->Now());
-  if (!m.ok()) return StoreError(m.status());
+  if (!m.ok()) return m.status();
   Log()->info("{} renamed {} to {} ({})", a.name, host, m->hostname, a.why);
   json out = MachineJson(*m);
   out["renamed_from"] = host;
   return Response::Json(200, out.dump());
 }
 
-Response AdminApi::VerifyAudit(const Request& request) {
+Result<Response> AdminApi::VerifyAudit(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   // ?anchor=ID:HASH, a row's hash kept outside (docs/audit.md).
   std::optional<storage::AuditAnchor> anchor;
   if (auto it = request.query.find("anchor"); it != request.query.end()) {
@@ -985,19 +837,19 @@ Response AdminApi::VerifyAudit(const Request& request) {
     const char* end = text.data() + (colon == std::string::npos ? text.size() : colon);
     auto [p, ec] = std::from_chars(text.data(), end, a.id);
     if (colon == std::string::npos || ec != std::errc() || p != end || a.id < 1) {
-      return Response::Error(400, "field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
+      return Status::InvalidArgument("field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
     }
     a.hash = text.substr(colon + 1);
     anchor = std::move(a);
   }
   auto report = store_->VerifyAuditChain(anchor);
-  if (!report.ok()) return StoreError(report.status());
+  if (!report.ok()) return report.status();
   json out = {{"intact", report->intact}, {"rows", report->rows}, {"head_id", report->head_id},
               {"head_hash", report->head_hash}};
   if (report->intact) return Response::Json(200, out.dump());
   out["bad_row_id"] = report->bad_row_id;
   out["problem"] = report->problem;
-  Log()->error("audit verify by {}: the audit chain is broken: {}", std::get<storage::Actor>(actor).name,
+  Log()->error("audit verify by {}: the audit chain is broken: {}", actor->name,
                report->message);
   // The refusal's usual shape ({"error": ...}) plus the report.
   const Status broken = Status::Corruption("audit_chain_broken", report->message);

@@ -16,6 +16,7 @@
 #include "daemon/http.h"
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
+#include "core/pool_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -35,44 +36,48 @@ class AdminApi {
   void Register(Router* router);
 
  private:
-  // The actor for the audit log, or a 403 when the peer may not administer.
-  std::variant<storage::Actor, Response> Authorize(const Request& request) const;
+  // The actor for the audit log; admin_forbidden (403) when the peer may
+  // not administer.
+  Result<storage::Actor> Authorize(const Request& request) const;
 
-  Response Enroll(const Request& request);
-  Response Import(const Request& request);
-  Response List(const Request& request);
-  Response Show(const Request& request);
-  Response Action(const Request& request, const std::string& verb);
-  Response Audit(const Request& request);
-  Response StatusReport(const Request& request);
-  Response PutPool(const Request& request);
-  Response GetPools(const Request& request);
-  Response PutTemplate(const Request& request);  // PUT and DELETE
-  Response RotateToken(const Request& request);
-  Response Certificates(const Request& request);
+  // Each route's handler: its answer, or the refusal that Register's
+  // wrapper answers through the one reason table (daemon/status_http.h).
+
+  Result<Response> Enroll(const Request& request);
+  Result<Response> Import(const Request& request);
+  Result<Response> List(const Request& request);
+  Result<Response> Show(const Request& request);
+  Result<Response> Action(const Request& request, const std::string& verb);
+  Result<Response> Audit(const Request& request);
+  Result<Response> StatusReport(const Request& request);
+  Result<Response> PutPool(const Request& request);
+  Result<Response> GetPools(const Request& request);
+  Result<Response> PutTemplate(const Request& request);  // PUT and DELETE
+  Result<Response> RotateToken(const Request& request);
+  Result<Response> Certificates(const Request& request);
   // Webhook events (docs/events.md).
-  Response Events(const Request& request);
-  nlohmann::json PoolJson(const storage::Pool& pool);
+  Result<Response> Events(const Request& request);
   // Manual CSR approval and discovery (docs/csr.md, docs/operations.md).
-  Response ApproveMachine(const Request& request);
-  Response Csrs(const Request& request);
-  Response DecideCsr(const Request& request, bool approve);
+  Result<Response> ApproveMachine(const Request& request);
+  Result<Response> Csrs(const Request& request);
+  Result<Response> DecideCsr(const Request& request, bool approve);
   // Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md).
-  Response DeleteMachine(const Request& request);
-  Response RenameMachine(const Request& request);
-  Response VerifyAudit(const Request& request);
+  Result<Response> DeleteMachine(const Request& request);
+  Result<Response> RenameMachine(const Request& request);
+  Result<Response> VerifyAudit(const Request& request);
   // Boot policy: observe/enforce, propose, accept, put, show
   // (daemon/handlers_policy.cc; docs/policy.md).
-  Response PolicyShow(const Request& request);
-  Response PolicyMode(const Request& request);
-  Response PolicyPropose(const Request& request);
-  Response PolicyAccept(const Request& request);
-  Response PolicyPut(const Request& request);
+  Result<Response> PolicyShow(const Request& request);
+  Result<Response> PolicyMode(const Request& request);
+  Result<Response> PolicyPropose(const Request& request);
+  Result<Response> PolicyAccept(const Request& request);
+  Result<Response> PolicyPut(const Request& request);
 
   storage::Store* store_;
   core::AttestationService* attestation_;
   core::IgnitionService* ignition_;
   core::PolicyService policies_;
+  core::PoolService pools_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -58,14 +58,14 @@ Response Dump(const json& j) { return Response::Json(200, j.dump(-1, ' ', false,
 
 }  // namespace
 
-Response AdminApi::PolicyShow(const Request& request) {
+Result<Response> AdminApi::PolicyShow(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   const std::string& name = request.path_params.at("name");
   auto pool = store_->GetPool(name);
-  if (!pool.ok()) return AdminErrorResponse(pool.status());
+  if (!pool.ok()) return pool.status();
   auto observed = store_->ListBootObservations(name);
-  if (!observed.ok()) return AdminErrorResponse(observed.status());
+  if (!observed.ok()) return observed.status();
   json verdicts = {{"pass", 0}, {"fail", 0}, {"none", 0}};
   json machines = json::array();
   for (const auto& o : *observed) {
@@ -84,27 +84,27 @@ Response AdminApi::PolicyShow(const Request& request) {
   return Dump(j);
 }
 
-Response AdminApi::PolicyMode(const Request& request) {
+Result<Response> AdminApi::PolicyMode(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto body = PolicyBody(request);
-  if (!body.ok()) return AdminErrorResponse(body.status());
+  if (!body.ok()) return body.status();
   if (!body->contains("mode") || !body->at("mode").is_string()) {
-    return Response::Error(400, "field_missing", "mode is required: \"observe\" or \"enforce\"");
+    return Status::InvalidArgument("field_missing", "mode is required: \"observe\" or \"enforce\"");
   }
-  auto a = std::get<storage::Actor>(actor);
+  auto a = *actor;
   const std::string mode = body->at("mode").get<std::string>();
   a.why = Why(*body, "boot policy mode set to " + (mode.size() <= 16 ? mode : std::string("?")) + " by an operator");
   auto pool = policies_.SetMode(request.path_params.at("name"), mode, a);
-  if (!pool.ok()) return AdminErrorResponse(pool.status());
+  if (!pool.ok()) return pool.status();
   return Dump({{"pool", pool->name}, {"mode", pool->boot_policy_mode}, {"policy", PolicyValue(*pool)}});
 }
 
-Response AdminApi::PolicyPropose(const Request& request) {
+Result<Response> AdminApi::PolicyPropose(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto report = policies_.Propose(request.path_params.at("name"));
-  if (!report.ok()) return AdminErrorResponse(report.status());
+  if (!report.ok()) return report.status();
   json j = core::ProposalToJson(report->proposal);
   j["pool"] = report->pool.name;
   j["mode"] = report->pool.boot_policy_mode;
@@ -121,34 +121,34 @@ Response AdminApi::PolicyPropose(const Request& request) {
   return Dump(j);
 }
 
-Response AdminApi::PolicyAccept(const Request& request) {
+Result<Response> AdminApi::PolicyAccept(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto body = PolicyBody(request);
-  if (!body.ok()) return AdminErrorResponse(body.status());
+  if (!body.ok()) return body.status();
   std::optional<std::string> expect;
   if (body->contains("proposal_sha256")) {
     if (!body->at("proposal_sha256").is_string()) {
-      return Response::Error(400, "field_invalid", "proposal_sha256 is the hex digest `policy propose` printed");
+      return Status::InvalidArgument("field_invalid", "proposal_sha256 is the hex digest `policy propose` printed");
     }
     expect = body->at("proposal_sha256").get<std::string>();
   }
   auto keep = Flag(*body, "keep_observing");
-  if (!keep.ok()) return AdminErrorResponse(keep.status());
-  auto a = std::get<storage::Actor>(actor);
+  if (!keep.ok()) return keep.status();
+  auto a = *actor;
   a.why = Why(*body, "boot policy proposal accepted by an operator");
   auto applied = policies_.Accept(request.path_params.at("name"), expect, *keep, a);
-  if (!applied.ok()) return AdminErrorResponse(applied.status());
+  if (!applied.ok()) return applied.status();
   return Dump(Applied(*applied));
 }
 
-Response AdminApi::PolicyPut(const Request& request) {
+Result<Response> AdminApi::PolicyPut(const Request& request) {
   auto actor = Authorize(request);
-  if (auto* r = std::get_if<Response>(&actor)) return std::move(*r);
+  if (!actor.ok()) return actor.status();
   auto body = PolicyBody(request);
-  if (!body.ok()) return AdminErrorResponse(body.status());
+  if (!body.ok()) return body.status();
   if (!body->contains("policy")) {
-    return Response::Error(400, "field_missing", "policy is required: the policy document, or null to clear it");
+    return Status::InvalidArgument("field_missing", "policy is required: the policy document, or null to clear it");
   }
   // A string is the policy's text as the operator wrote it: the parser then
   // sees duplicate keys, which a JSON object here would already have lost.
@@ -159,11 +159,11 @@ Response AdminApi::PolicyPut(const Request& request) {
     text = body->at("policy").dump();
   }
   auto keep = Flag(*body, "keep_observing");
-  if (!keep.ok()) return AdminErrorResponse(keep.status());
-  auto a = std::get<storage::Actor>(actor);
+  if (!keep.ok()) return keep.status();
+  auto a = *actor;
   a.why = Why(*body, text ? "boot policy put by an operator" : "boot policy cleared by an operator");
   auto applied = policies_.Put(request.path_params.at("name"), text, *keep, a);
-  if (!applied.ok()) return AdminErrorResponse(applied.status());
+  if (!applied.ok()) return applied.status();
   return Dump(Applied(*applied));
 }
 

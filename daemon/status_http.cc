@@ -19,6 +19,7 @@ constexpr HttpRule kUnacceptable{406, Retry::kNone};
 constexpr HttpRule kWait{503, Retry::kStandard};
 constexpr HttpRule kBusy{503, Retry::kJittered};
 constexpr HttpRule kConflict{409, Retry::kNone};
+constexpr HttpRule kAdminUnavailable{503, Retry::kNone};
 
 }  // namespace
 
@@ -170,7 +171,7 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"renewal_proof_invalid", kRefused},
       {"certify_nonce_used", kRefused},
       // inventory: an import's rows (docs/inventory.md); the admin API
-      // answers them by code (AdminErrorResponse), 400 either way.
+      // answers them by code (RuleFor), 400 either way.
       {"import_duplicate", kMalformed},
       {"row_invalid", kMalformed},
       // ledger: admin refusals whose answer is 409 whatever their Status
@@ -186,37 +187,70 @@ const std::vector<ReasonRule>& ReasonTable() {
       // (docs/ha.md). Jittered as busy is: every machine that was turned
       // away during the outage would otherwise come back in the same second.
       {"db_unavailable", kBusy},
+
+      // admin: the admin API's own refusals (daemon/handlers_admin.cc).
+      // The peer may not administer (its credentials, or not the admin
+      // socket).
+      {"admin_forbidden", kRefused, kRefused},
+      // A template's validator could not run: answered at once, the
+      // operator sees why (no Retry-After; docs/ignition.md). Only the admin
+      // API checks templates; a machine would be told to wait.
+      {"validator_failed", kWait, kAdminUnavailable},
   };
   return table;
 }
 
-std::optional<HttpRule> RuleForReason(std::string_view reason) {
+namespace {
+
+// The table's row for `reason`, or null.
+const ReasonRule* RowFor(std::string_view reason) {
   static const auto* index = [] {
-    auto* m = new std::unordered_map<std::string_view, HttpRule>;
-    for (const auto& row : ReasonTable()) m->emplace(row.reason, row.rule);
+    auto* m = new std::unordered_map<std::string_view, const ReasonRule*>;
+    for (const auto& row : ReasonTable()) m->emplace(row.reason, &row);
     return m;
   }();
   auto it = index->find(reason);
-  if (it == index->end()) return std::nullopt;
-  return it->second;
+  return it == index->end() ? nullptr : it->second;
 }
 
-HttpRule RuleFor(const Status& s) {
-  if (auto rule = RuleForReason(s.reason())) return *rule;
+}  // namespace
+
+std::optional<HttpRule> RuleForReason(std::string_view reason) {
+  const ReasonRule* row = RowFor(reason);
+  if (row == nullptr) return std::nullopt;
+  return row->rule;
+}
+
+HttpRule RuleFor(const Status& s, Api api) {
+  const ReasonRule* row = RowFor(s.reason());
+  if (api == Api::kMachine) {
+    if (row != nullptr) return row->rule;
+    switch (s.code()) {
+      case Status::Code::kInvalidArgument: return kMalformed;
+      case Status::Code::kNotFound: return kUnknown;
+      case Status::Code::kIoError: return kWait;
+      default: return kRefused;
+    }
+  }
+  if (row != nullptr && row->admin) return *row->admin;
+  if (row != nullptr && row->rule.status == 409) return kConflict;
   switch (s.code()) {
-    case Status::Code::kInvalidArgument: return kMalformed;
     case Status::Code::kNotFound: return kUnknown;
+    case Status::Code::kInvalidArgument: return kMalformed;
     case Status::Code::kIoError: return kWait;
-    default: return kRefused;
+    case Status::Code::kVerificationFailed: return kRefused;
+    default: return kConflict;
   }
 }
 
-Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
-  const HttpRule rule = RuleFor(s);
+Response ErrorResponse(const Status& s, const RetryPolicy& retry, Api api) {
+  const HttpRule rule = RuleFor(s, api);
   // fleet: SECURITY: a lost database's message names the server (hosts,
-  // libpq's words); a machine learns only that it may retry.
-  const std::string message =
-      s.reason() == "db_unavailable" ? "the appliance's database is unavailable; retry" : s.message();
+  // libpq's words); a machine learns only that it may retry. An operator
+  // on the admin socket is shown the cause.
+  const std::string message = api == Api::kMachine && s.reason() == "db_unavailable"
+                                  ? "the appliance's database is unavailable; retry"
+                                  : s.message();
   switch (rule.retry) {
     case Retry::kNone: return Response::Error(rule.status, s.reason(), message);
     case Retry::kStandard: return Response::Error(rule.status, s.reason(), message, retry.retry_after_seconds);
@@ -229,17 +263,6 @@ Response ErrorResponse(const Status& s, const RetryPolicy& retry) {
   return Response::Error(500, "internal", "internal error");
 }
 
-Response AdminErrorResponse(const Status& s) {
-  // A reason the table answers 409 is 409 on the admin API too.
-  if (auto rule = RuleForReason(s.reason()); rule && rule->status == 409) {
-    return Response::Error(409, s.reason(), s.message());
-  }
-  switch (s.code()) {
-    case Status::Code::kNotFound: return Response::Error(404, s.reason(), s.message());
-    case Status::Code::kInvalidArgument: return Response::Error(400, s.reason(), s.message());
-    case Status::Code::kIoError: return Response::Error(503, s.reason(), s.message(), 5);
-    default: return Response::Error(409, s.reason(), s.message());
-  }
-}
+Response AdminErrorResponse(const Status& s) { return ErrorResponse(s, kAdminRetry, Api::kAdmin); }
 
 }  // namespace rackgate::daemon

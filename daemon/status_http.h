@@ -27,9 +27,16 @@ struct HttpRule {
   Retry retry = Retry::kNone;
 };
 
+// Which API answers: the machines' (HTTPS) or the operators' (the admin
+// socket). The admin API answers by the same table, with its own column:
+// its reasons are mostly the store's and the operator's, so a reason the
+// table gives no admin rule is answered by its code (RuleFor).
+enum class Api { kMachine, kAdmin };
+
 struct ReasonRule {
   std::string_view reason;
   HttpRule rule;
+  std::optional<HttpRule> admin = std::nullopt;  // the admin API's, when it differs from the code's
 };
 
 // Every reason the core returns, with its rule.
@@ -38,10 +45,13 @@ const std::vector<ReasonRule>& ReasonTable();
 // The rule of `reason`; nullopt when the table does not name it.
 std::optional<HttpRule> RuleForReason(std::string_view reason);
 
-// The rule for a refusal: the table's row for its reason, else by its code
-// (kInvalidArgument 400, kNotFound 404, kIoError 503 with Retry-After, any
-// other 403). REQUIRES: !s.ok().
-HttpRule RuleFor(const Status& s);
+// The rule for a refusal. On the machines' API: the table's row for its
+// reason, else by its code (kInvalidArgument 400, kNotFound 404, kIoError
+// 503 with Retry-After, any other 403). On the admin API: the row's admin
+// rule; else 409 when the row's rule is 409; else by its code (kNotFound
+// 404, kInvalidArgument 400, kIoError 503 with Retry-After,
+// kVerificationFailed 403, any other 409, a conflict). REQUIRES: !s.ok().
+HttpRule RuleFor(const Status& s, Api api = Api::kMachine);
 
 // The seconds a Retry-After names (config: retry_after_seconds,
 // busy_retry_after_seconds).
@@ -50,13 +60,17 @@ struct RetryPolicy {
   int busy_retry_after_seconds = 2;
 };
 
-// The refusal as its HTTP answer: {"error": {"reason", "message"}} with the
-// status RuleFor gives, and Retry-After when waitable. REQUIRES: !s.ok().
-Response ErrorResponse(const Status& s, const RetryPolicy& retry);
+// The admin API's Retry-After: an operator's command, retried by hand or by
+// a script, waits 5 s.
+inline constexpr RetryPolicy kAdminRetry{5, 5};
 
-// The admin API's mapping, by code only (its reasons are the store's and
-// the operator's): unknown things 404, bad input 400, database trouble 503
-// with Retry-After 5, anything else a conflict, 409. REQUIRES: !s.ok().
+// The refusal as its HTTP answer: {"error": {"reason", "message"}} with the
+// status RuleFor gives, and Retry-After when waitable. The only place a
+// refusal becomes a response (script/check-admin-path checks it).
+// REQUIRES: !s.ok().
+Response ErrorResponse(const Status& s, const RetryPolicy& retry, Api api = Api::kMachine);
+
+// ErrorResponse on the admin API, with kAdminRetry. REQUIRES: !s.ok().
 Response AdminErrorResponse(const Status& s);
 
 }  // namespace rackgate::daemon

@@ -129,10 +129,30 @@ TEST(StatusHttp, AdminMapsByCode) {
   EXPECT_EQ(AdminErrorResponse(Status::NotFound("hostname_unknown", "x")).status, 404);
   EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("hostname_invalid", "x")).status, 400);
   EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("state_conflict", "x")).status, 400);
-  EXPECT_EQ(AdminErrorResponse(Status::VerificationFailed("x", "x")).status, 409);
+  // A verification failure is refused, 403, on both APIs: the admin API's
+  // are an EK (certificate) that does not check out at enrollment.
+  EXPECT_EQ(AdminErrorResponse(Status::VerificationFailed("x", "x")).status, 403);
+  EXPECT_EQ(AdminErrorResponse(Status::Unsupported("x", "x")).status, 409);
   const Response io = AdminErrorResponse(Status::IoError("db_error", "x"));
   EXPECT_EQ(io.status, 503);
   EXPECT_EQ(Header(io, "Retry-After"), "5");
+}
+
+// The admin API's own rows: a peer that may not administer is refused; a
+// template validator that could not run is answered at once, without
+// Retry-After; a lost database's cause is shown to the operator.
+TEST(StatusHttp, AdminRowsOfTheTable) {
+  const Response forbidden = AdminErrorResponse(Status::VerificationFailed("admin_forbidden", "not you"));
+  EXPECT_EQ(forbidden.status, 403);
+  const Response validator = AdminErrorResponse(Status::IoError("validator_failed", "cannot run"));
+  EXPECT_EQ(validator.status, 503);
+  EXPECT_FALSE(Header(validator, "Retry-After").has_value());
+  const Response lost = AdminErrorResponse(Status::IoError("db_unavailable", "host db1: connection refused"));
+  EXPECT_EQ(lost.status, 503);
+  EXPECT_EQ(Header(lost, "Retry-After"), "5");
+  EXPECT_NE(lost.body.find("db1"), std::string::npos);
+  // The machines' API hides it.
+  EXPECT_EQ(ErrorResponse(Status::IoError("db_unavailable", "host db1"), {}).body.find("db1"), std::string::npos);
 }
 
 // inventory: an import's duplicated or unreadable rows are the request's

@@ -1,0 +1,50 @@
+// The admin bodies' bounded parse and typed field reads.
+#include "wire/admin_json.h"
+
+#include "wire/admin_pools.h"
+#include "wire/json_depth.h"
+
+namespace rackgate::wire::admin_json {
+
+using nlohmann::json;
+
+Result<json> ParseObject(std::string_view body) {
+  // SECURITY: the depth is bounded before parsing, so that a hostile body
+  // cannot make the parser build (and later destroy) a deep tree.
+  if (JsonDepth(body) > kMaxAdminJsonDepth) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  json doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
+  return doc;
+}
+
+Result<std::optional<std::string>> String(const json& o, const char* key) {
+  if (!o.contains(key) || o.at(key).is_null()) return std::optional<std::string>();
+  if (!o.at(key).is_string()) return Status::InvalidArgument("field_invalid", std::string(key) + " must be a string");
+  return std::optional(o.at(key).get<std::string>());
+}
+
+Result<std::optional<bool>> Bool(const json& o, const char* key) {
+  if (!o.contains(key) || o.at(key).is_null()) return std::optional<bool>();
+  if (!o.at(key).is_boolean()) {
+    return Status::InvalidArgument("field_invalid", std::string(key) + " must be true or false");
+  }
+  return std::optional(o.at(key).get<bool>());
+}
+
+Result<std::optional<int64_t>> Int(const json& o, const char* key) {
+  if (!o.contains(key) || o.at(key).is_null()) return std::optional<int64_t>();
+  const json& v = o.at(key);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+    return Status::InvalidArgument("field_invalid", std::string(key) + " must be an integer");
+  }
+  return std::optional(v.get<int64_t>());
+}
+
+Status FirstError(std::initializer_list<Status> statuses) {
+  for (const Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace rackgate::wire::admin_json

@@ -22,6 +22,7 @@
 #include "attest/quote.h"
 #include "base/files.h"
 #include "wire/pcr_signature_json.h"
+#include "base/hex.h"
 
 namespace rackgate::agent {
 
@@ -225,7 +226,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
     auto pub = attest::ParseTpm2bPublic(ek->object.tpm2b_public());
     auto id = pub.ok() ? attest::EkKeyHash(*pub) : Result<Bytes>(pub.status());
     if (!id.ok()) return Failure::FromStatus(Status::TpmError("tpm_bad_answer", id.status().message()));
-    machine_ = attest::HexString(*id).substr(0, 16);
+    machine_ = hex::Encode(*id).substr(0, 16);
   }
   if (choice->certificate) {
     if (Status s = CheckEkMatchesCertificate(ek->object.tpm2b_public(), *choice->certificate); !s.ok()) {

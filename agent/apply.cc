@@ -13,6 +13,7 @@
 #include "attest/tpm.h"
 #include "wire/data_url.h"
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::agent {
 
@@ -20,7 +21,6 @@ namespace {
 
 using nlohmann::json;
 using wire::Base64Decode;
-using wire::HexDecode;
 
 constexpr char kUnitDir[] = "/etc/systemd/system/";
 constexpr char kWantsDir[] = "/etc/systemd/system/multi-user.target.wants/";
@@ -123,7 +123,7 @@ Status CheckHash(const json& contents, const std::string& where, const std::vect
   if (md == nullptr || dash == std::string::npos) {
     return Invalid(where + ".verification.hash", "expected sha512-<hex> or sha256-<hex>");
   }
-  auto want = HexDecode(std::string_view(*hash).substr(dash + 1), 64);
+  auto want = hex::Decode(std::string_view(*hash).substr(dash + 1), 64);
   if (!want || want->size() != static_cast<size_t>(EVP_MD_get_size(md))) {
     return Invalid(where + ".verification.hash", "malformed digest");
   }

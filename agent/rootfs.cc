@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "attest/tpm.h"
+#include "base/hex.h"
 
 namespace rackgate::agent {
 
@@ -43,7 +44,7 @@ Status WriteAll(int fd, std::span<const uint8_t> data, std::string_view path) {
 std::string TempName(const std::string& name) {
   uint8_t r[8];
   if (RAND_bytes(r, sizeof(r)) != 1) throw std::runtime_error("RAND_bytes failed");
-  return "." + name.substr(0, 200) + ".rackgate-" + attest::HexString(r);
+  return "." + name.substr(0, 200) + ".rackgate-" + hex::Encode(r);
 }
 
 Status ApplyOwnerAndMode(int fd, const Owner& owner, std::optional<mode_t> mode, std::string_view path) {

@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::agent {
 
 namespace {
 
-Bytes FromHex(const char* hex) { return *wire::HexDecode(hex, 64); }
+Bytes FromHex(const char* hex) { return *hex::Decode(hex, 64); }
 
 void SetDigest(TPM2B_DIGEST* d, const Bytes& v) {
   d->size = static_cast<UINT16>(v.size());

@@ -11,6 +11,7 @@
 
 #include "base/byte_reader.h"
 #include "attest/digest.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 
@@ -686,8 +687,8 @@ std::string DescribeEvent(const Event& ev) {
         char buf[16];
         std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x", data[0], data[1], data[2], data[3]);
         s = buf;
-        if (HexString(data) == "00000000") s += " (normal)";
-        if (HexString(data) == "01000000") s += " (error)";
+        if (hex::Encode(data) == "00000000") s += " (normal)";
+        if (hex::Encode(data) == "01000000") s += " (error)";
       } else {
         s = "separator of " + size;
       }

@@ -13,6 +13,7 @@
 
 #include "attest/digest.h"
 #include "attest/pcr_signature.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 
@@ -194,7 +195,7 @@ std::string Name(const std::map<uint16_t, Bytes>& digests) {
   if (digests.empty()) return "no digest";
   auto it = digests.find(kAlgSha256);
   if (it == digests.end()) it = std::prev(digests.end());
-  return HashAlgName(it->first) + ":" + HexString(it->second);
+  return HashAlgName(it->first) + ":" + hex::Encode(it->second);
 }
 
 void Evaluator::CheckDigests(const char* rule, const char* what,

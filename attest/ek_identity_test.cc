@@ -9,6 +9,7 @@
 #include "attest/digest.h"
 #include "attest/keys.h"
 #include "attest/test_util.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 namespace {
@@ -45,7 +46,7 @@ TEST(EkKeyHash, MatchesOpensslPipeline) {
   if (rc != 0 || n < 64) GTEST_SKIP() << "openssl not available";
   auto h = EkKeyHashFromCertificate(ReadFixture("attest/testdata/ek/ek-rsa2048.der"));
   ASSERT_TRUE(h.ok());
-  EXPECT_EQ(HexString(*h), std::string(buf, 64));
+  EXPECT_EQ(hex::Encode(*h), std::string(buf, 64));
 }
 
 TEST(EkKeyHash, RefusesGarbage) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "attest/digest.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 
@@ -42,17 +43,6 @@ uint16_t HashAlgFromName(std::string_view name) {
   if (name == "sha384") return kAlgSha384;
   if (name == "sha512") return kAlgSha512;
   return kAlgNull;
-}
-
-std::string HexString(std::span<const uint8_t> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    s += kDigits[b >> 4];
-    s += kDigits[b & 15];
-  }
-  return s;
 }
 
 namespace {

@@ -59,9 +59,6 @@ std::string HashAlgName(uint16_t hash_alg);
 // The inverse of HashAlgName for sha1/sha256/sha384/sha512; kAlgNull otherwise.
 uint16_t HashAlgFromName(std::string_view name);
 
-// Lower-case hex of `bytes` (digests, names, EK identities in logs).
-std::string HexString(std::span<const uint8_t> bytes);
-
 // A TPMT_PUBLIC (from a TPM2B_PUBLIC) reduced to what verifiers use. The exact
 // marshalled TPMT_PUBLIC bytes are kept: the object's name is computed over
 // them, never over a re-marshalled copy.

@@ -1,6 +1,8 @@
 // SHA-256 over OpenSSL's one-shot EVP_Digest.
 #include "base/sha256.h"
 
+#include "base/hex.h"
+
 #include <openssl/evp.h>
 
 #include <stdexcept>
@@ -17,15 +19,8 @@ std::array<uint8_t, kDigestSize> Digest(std::span<const uint8_t> data) {
 }
 
 std::string Hex(std::span<const uint8_t> data) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   const auto d = Digest(data);
-  std::string out;
-  out.reserve(2 * d.size());
-  for (uint8_t b : d) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
-  }
-  return out;
+  return hex::Encode(d);
 }
 
 }  // namespace rackgate::sha256

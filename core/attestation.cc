@@ -25,6 +25,7 @@
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "wire/pcr_signature_json.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -37,7 +38,7 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
-std::string Short(std::span<const uint8_t> ek_hash) { return attest::HexString(ek_hash).substr(0, 16); }
+std::string Short(std::span<const uint8_t> ek_hash) { return hex::Encode(ek_hash).substr(0, 16); }
 
 std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + Short(m.ek_hash); }
 
@@ -308,7 +309,7 @@ Status AttestationService::UnknownEk(const wire::ChallengeRequest& req, const at
   auto knocked = [&](const std::string& reason) {
     std::optional<std::span<const uint8_t>> cert;
     if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
-    unknown_eks_.Record(attest::HexString(ek_hash), ClientAddress(caller.address), reason, cert, clock_());
+    unknown_eks_.Record(hex::Encode(ek_hash), ClientAddress(caller.address), reason, cert, clock_());
   };
   if (!options_.discovery || !req.ek_certificate) {
     knocked("machine_not_enrolled");

@@ -7,6 +7,7 @@
 
 #include "attest/quote.h"
 #include "core/testing/core_fixture.h"
+#include "base/hex.h"
 
 namespace rackgate::core::testing {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using rackgate::testing::SoftKey;
 using rackgate::testing::SoftKeySpec;
 
-std::string Hex32(uint8_t b) { return attest::HexString(Bytes(32, b)); }
+std::string Hex32(uint8_t b) { return hex::Encode(Bytes(32, b)); }
 
 // Each test runs on the fake store and on the environment's real backend.
 class ChallengeTest : public EveryStoreTest {};
@@ -99,7 +100,7 @@ TEST_P(ChallengeTest, UnknownEkIsRememberedForStatus) {
   EXPECT_EQ(ReasonOf(attestation_->Challenge(m.ChallengeRequest(), caller_)), "machine_not_enrolled");
   auto seen = attestation_->unknown_eks().SeenSince(0);
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].ek_hash, attest::HexString(m.EkHash()));
+  EXPECT_EQ(seen[0].ek_hash, hex::Encode(m.EkHash()));
   EXPECT_EQ(seen[0].address, "192.0.2.7");
   EXPECT_EQ(seen[0].count, 2u);
   EXPECT_EQ(seen[0].reason, "machine_not_enrolled");

@@ -26,6 +26,7 @@
 #include "attest/tpm.h"
 #include "base/byte_reader.h"
 #include "base/ossl.h"
+#include "base/hex.h"
 
 namespace rackgate::core::csr {
 
@@ -931,7 +932,7 @@ Result<PresentedCertificate> ParsePresentedCertificate(std::string_view pem) {
       BN_bn2binpad(bn.get(), serial, sizeof(serial)) != static_cast<int>(sizeof(serial))) {
     return ProofInvalid("the certificate's serial is not one this appliance issues");
   }
-  out.serial_hex = attest::HexString(std::span<const uint8_t>(serial, sizeof(serial)));
+  out.serial_hex = hex::Encode(std::span<const uint8_t>(serial, sizeof(serial)));
   ossl::PkeyPtr key(X509_get_pubkey(cert.get()));  // a new reference
   if (!key) return ProofInvalid("the certificate's key cannot be decoded");
   const int type = EVP_PKEY_get_base_id(key.get());

@@ -3,6 +3,7 @@
 
 #include "attest/tpm.h"
 #include "base/log.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -49,7 +50,7 @@ Status CheckCsrApproval(storage::CsrStore* store, const PoolSettings& settings, 
   }
   if (queued->created_at == now) {
     Log()->info("{} CSR {} of {} (key {}) waits for an operator: rackgatectl csr approve {}", csr.kind, id,
-                m.hostname, attest::HexString(csr.public_key_sha256).substr(0, 16), id);
+                m.hostname, hex::Encode(csr.public_key_sha256).substr(0, 16), id);
   }
   return Status::Unsupported("csr_awaiting_approval",
                              "CSR " + id + " waits for an operator (rackgatectl csr approve " + id + ")");

@@ -9,6 +9,7 @@
 #include "core/secrets.h"
 #include "core/trust.h"
 #include "base/log.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -23,7 +24,7 @@ std::shared_ptr<spdlog::logger> Log() {
 
 constexpr size_t kMaxCsrField = 64 * 1024;
 
-std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + attest::HexString(m.ek_hash).substr(0, 16); }
+std::string Who(const storage::Machine& m) { return m.hostname + " ek=" + hex::Encode(m.ek_hash).substr(0, 16); }
 
 // The store's name of a kind: storage::kCertClient or kCertServing.
 std::string KindName(csr::Kind kind) {

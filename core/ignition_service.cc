@@ -21,6 +21,7 @@
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "core/trust.h"
+#include "base/hex.h"
 
 extern char** environ;
 
@@ -269,7 +270,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
     Log()->warn("attested config refused to {}: no valid attestation token", request.client_address);
     return auth.status();
   }
-  const std::string who = auth->machine.hostname + " ek=" + attest::HexString(auth->machine.ek_hash).substr(0, 16);
+  const std::string who = auth->machine.hostname + " ek=" + hex::Encode(auth->machine.ek_hash).substr(0, 16);
   // SECURITY: the secrets of the attested config only to a machine trusted
   // now, through the one gate of every release (docs/trust.md): not after a
   // failed attestation, not once its last good one is older than its pool
@@ -284,7 +285,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
 
   ignition::Values values = PublicValues(m.pool);
   values.values["hostname"] = m.hostname;
-  values.values["ek_hash"] = attest::HexString(m.ek_hash);
+  values.values["ek_hash"] = hex::Encode(m.ek_hash);
   for (const auto& a : m.addresses) values.values.emplace("address." + a.kind, a.value);
   const json vars = json::parse(m.vars_json, nullptr, false);
   if (vars.is_object()) {

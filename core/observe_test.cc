@@ -25,11 +25,12 @@
 #include "core/policy_service.h"
 #include "core/testing/core_fixture.h"
 #include "core/testing/csr_test_util.h"
+#include "base/hex.h"
 
 namespace rackgate::core::testing {
 namespace {
 
-std::string Hex32(uint8_t b) { return attest::HexString(Bytes(32, b)); }
+std::string Hex32(uint8_t b) { return hex::Encode(Bytes(32, b)); }
 
 class ObserveTest : public CoreTest {
  protected:
@@ -99,7 +100,7 @@ std::string PassingPolicy() {
   auto log = attest::ParseEventLog(rackgate::testing::ReadEventLog(kGce));
   auto replayed = attest::Replay(*log);
   return R"({"version": 1, "require_separators": true, "pcrs": {"sha256": {"0": ")" +
-         attest::HexString(replayed->at(attest::kAlgSha256).at(0)) + "\"}}}";
+         hex::Encode(replayed->at(attest::kAlgSha256).at(0)) + "\"}}}";
 }
 std::string FailingPolicy() { return R"({"version": 1, "pcrs": {"sha256": {"1": ")" + Hex32(0xee) + "\"}}}"; }
 

@@ -15,6 +15,7 @@
 #include "core/attestation.h"
 #include "core/testing/core_fixture.h"
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::core::testing {
 namespace {
@@ -57,8 +58,8 @@ struct BuilderKey {
     EVP_DigestSign(ctx.get(), sig.data(), &len, pol.data(), pol.size());
     sig.resize(len);
     nlohmann::json entry = {{"pcrs", {11}},
-                            {"pkfp", wire::HexEncode(*attest::SystemdPublicKeyFingerprint(Spki()))},
-                            {"pol", wire::HexEncode(pol)},
+                            {"pkfp", hex::Encode(*attest::SystemdPublicKeyFingerprint(Spki()))},
+                            {"pol", hex::Encode(pol)},
                             {"sig", wire::Base64Encode(sig)}};
     return nlohmann::json{{"sha256", {entry}}}.dump();
   }

@@ -17,6 +17,7 @@
 
 #include "attest/ek_identity.h"
 #include "base/ossl.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -190,7 +191,7 @@ Result<std::string> CertificateFingerprint(const std::string& pem_path) {
   unsigned char md[32];
   unsigned int n = 0;
   Check(X509_digest(cert.get(), EVP_sha256(), md, &n) == 1, "digest");
-  return attest::HexString(std::span<const uint8_t>(md, n));
+  return hex::Encode(std::span<const uint8_t>(md, n));
 }
 
 Result<ServingCertOptions> ReadServingCertNames(const std::string& pem_path) {

@@ -17,6 +17,7 @@
 #include "attest/eventlog.h"
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -42,7 +43,7 @@ Bytes Sha256(std::span<const uint8_t> data) {
   return out;
 }
 
-std::string DigestText(const Bytes& d) { return "sha256:" + wire::HexEncode(d); }
+std::string DigestText(const Bytes& d) { return "sha256:" + hex::Encode(d); }
 
 std::string TextDigest(const std::string& text) {
   return DigestText(Sha256(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
@@ -282,7 +283,7 @@ Value UkiValue(const Machine& m) {
 Value PcrValue(const Machine& m, uint32_t pcr) {
   auto it = m.quoted->find(pcr);
   if (it == m.quoted->end()) return Word("not quoted", true);
-  return Word(wire::HexEncode(it->second), false);
+  return Word(hex::Encode(it->second), false);
 }
 
 // --- Majority ----------------------------------------------------------------
@@ -324,7 +325,7 @@ std::vector<attest::PolicyDigest> PolicyDigests(const Value& v) {
   std::vector<attest::PolicyDigest> out;
   for (const auto& [text, what] : v.set) {
     if (text.rfind("sha256:", 0) != 0) continue;  // "event N has no sha256 digest"
-    auto bytes = wire::HexDecode(text.substr(7), 32);
+    auto bytes = hex::Decode(text.substr(7), 32);
     if (bytes && bytes->size() == 32) out.push_back({kAlgSha256, *bytes});
   }
   return out;
@@ -579,7 +580,7 @@ class Proposer {
                                         (mine.sets_nothing ? " not quoted" : " differs")};
       };
       if (const Value* v = Candidate("pcrs.sha256." + std::to_string(pcr), values, pcr_difference)) {
-        p_.policy.pcrs[kAlgSha256][pcr] = *wire::HexDecode(v->key, 32);
+        p_.policy.pcrs[kAlgSha256][pcr] = *hex::Decode(v->key, 32);
       }
     }
   }

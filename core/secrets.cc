@@ -9,6 +9,7 @@
 
 #include "attest/tpm.h"
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::core {
 
@@ -31,7 +32,7 @@ std::vector<uint8_t> Sha256(std::string_view text) {
   return Sha256(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
-std::string Sha256Hex(std::string_view text) { return attest::HexString(Sha256(text)); }
+std::string Sha256Hex(std::string_view text) { return hex::Encode(Sha256(text)); }
 
 std::string NewToken() { return wire::Base64UrlEncode(RandomBytes(32)); }
 

@@ -19,6 +19,7 @@
 #include "attest/tpm.h"
 #include "base/ossl.h"
 #include "core/pki.h"
+#include "base/hex.h"
 
 namespace rackgate::core::csr {
 
@@ -340,7 +341,7 @@ Result<Issued> LocalCaSigner::Sign(const Csr& csr, const Profile& profile, int64
   } while (std::all_of(std::begin(serial), std::end(serial), [](unsigned char b) { return b == 0; }));
   ossl::BnPtr bn(BN_bin2bn(serial, sizeof(serial), nullptr));
   Check(bn && BN_to_ASN1_INTEGER(bn.get(), X509_get_serialNumber(cert.get())) != nullptr, "serial");
-  issued.serial_hex = attest::HexString(std::span<const uint8_t>(serial, sizeof(serial)));
+  issued.serial_hex = hex::Encode(std::span<const uint8_t>(serial, sizeof(serial)));
 
   Check(ASN1_TIME_set(X509_getm_notBefore(cert.get()), static_cast<time_t>(issued.not_before)) &&
             ASN1_TIME_set(X509_getm_notAfter(cert.get()), static_cast<time_t>(issued.not_after)),

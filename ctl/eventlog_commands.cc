@@ -24,6 +24,7 @@
 #include "ctl/offline.h"
 #include "wire/boot_policy_json.h"
 #include "wire/pcr_signature_json.h"
+#include "base/hex.h"
 
 namespace rackgate::ctl {
 
@@ -118,7 +119,7 @@ constexpr char kPolicyCheckHelp[] =
     "Exit status: 0 the policy passes; 1 it does not (every violation on\n"
     "stderr); 2 unusable input (malformed policy, log, PCR or quote file).\n";
 
-std::string Hex(std::span<const uint8_t> b) { return attest::HexString(b); }
+std::string Hex(std::span<const uint8_t> b) { return hex::Encode(b); }
 
 Result<attest::EventLog> LoadEventLog(const std::string& path) {
   auto bytes = ReadFile(path, attest::kMaxEventLogSize);

@@ -17,6 +17,7 @@
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "base/files.h"
+#include "base/hex.h"
 
 namespace rackgate::ctl {
 
@@ -35,7 +36,7 @@ int CodeFor(const Status& s) {
 }
 
 Result<Bytes> ParseHex(const std::string& hex, size_t max_bytes) {
-  auto b = wire::HexDecode(hex.rfind("0x", 0) == 0 ? std::string_view(hex).substr(2) : hex, max_bytes);
+  auto b = hex::Decode(hex.rfind("0x", 0) == 0 ? std::string_view(hex).substr(2) : hex, max_bytes);
   if (!b || b->empty()) {
     return Status::InvalidArgument("hex_malformed", "expected 1.." + std::to_string(max_bytes) +
                                                         " bytes of hex");
@@ -179,7 +180,7 @@ int RunVerifyQuote(int argc, char** argv, int first) {
   }
   if (args->Has("json")) {
     PrintJson({{"ok", true},
-               {"ak_name", attest::HexString(attest::ObjectName(*ak))},
+               {"ak_name", hex::Encode(attest::ObjectName(*ak))},
                {"pcrs", attest::FormatPcrSelectionList(v->selection)},
                {"hash", attest::HashAlgName(v->hash_alg)},
                {"reset_count", v->clock.reset_count},
@@ -188,7 +189,7 @@ int RunVerifyQuote(int argc, char** argv, int first) {
     return kExitOk;
   }
   std::printf("quote ok: ak %s, pcrs %s, sig hash %s, reset %u, restart %u, clock %llu\n",
-              attest::HexString(attest::ObjectName(*ak)).c_str(),
+              hex::Encode(attest::ObjectName(*ak)).c_str(),
               attest::FormatPcrSelectionList(v->selection).c_str(),
               attest::HashAlgName(v->hash_alg).c_str(), v->clock.reset_count, v->clock.restart_count,
               static_cast<unsigned long long>(v->clock.clock));

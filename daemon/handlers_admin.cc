@@ -24,6 +24,7 @@
 #include "wire/admin_certificates.h"
 #include "wire/admin_pools.h"
 #include "wire/protocol.h"
+#include "base/hex.h"
 
 namespace rackgate::daemon {
 
@@ -51,7 +52,7 @@ json MachineJson(const storage::Machine& m) {
   json j = {{"hostname", m.hostname},
             {"pool", m.pool},
             {"state", std::string(storage::StateName(m.state))},
-            {"ek_hash", attest::HexString(m.ek_hash)},
+            {"ek_hash", hex::Encode(m.ek_hash)},
             {"has_ek_certificate", m.ek_certificate.has_value()},
             {"tpm_manufacturer", m.tpm_manufacturer},
             {"tpm_model", m.tpm_model},
@@ -353,7 +354,7 @@ Result<Response> AdminApi::Enroll(const Request& request) {
   if (!o.ok()) return o.status();
   const storage::Machine& m = o->machine;
   const std::string summary = EnrollSummary(m.hostname, o->outcome, o->changes);
-  Log()->info("{} enrolled {} ek={} pool {}: {}", a.name, m.hostname, attest::HexString(m.ek_hash).substr(0, 16),
+  Log()->info("{} enrolled {} ek={} pool {}: {}", a.name, m.hostname, hex::Encode(m.ek_hash).substr(0, 16),
               m.pool, o->outcome);
   json answer = MachineJson(m);
   answer["outcome"] = o->outcome;
@@ -613,7 +614,7 @@ Result<Response> AdminApi::Certificates(const Request& request) {
   if (!certs.ok()) return certs.status();
   std::vector<wire::CertificateView> out;
   for (const auto& c : *certs) {
-    out.push_back({c.serial, c.hostname, c.kind, c.subject, c.sans, attest::HexString(c.public_key_sha256),
+    out.push_back({c.serial, c.hostname, c.kind, c.subject, c.sans, hex::Encode(c.public_key_sha256),
                    c.tpm_resident, c.not_before, c.not_after, c.issued_at});
   }
   return Response::Json(200, wire::EncodeCertificateList(out));
@@ -707,7 +708,7 @@ json CsrRequestJson(const storage::CsrApprovalRequest& r, int64_t now) {
   json j = {{"id", r.id},
             {"hostname", r.hostname},
             {"kind", r.kind},
-            {"public_key_sha256", attest::HexString(r.public_key_sha256)},
+            {"public_key_sha256", hex::Encode(r.public_key_sha256)},
             {"usages", r.usages},
             {"tpm_resident", r.tpm_resident},
             {"state", r.state},
@@ -799,7 +800,7 @@ Result<Response> AdminApi::DeleteMachine(const Request& request) {
   const std::string& host = request.path_params.at("hostname");
   auto m = store_->DeleteMachine(host, a, attestation_->Now());
   if (!m.ok()) return m.status();
-  Log()->info("{} deleted {} ek={} (was {}; {})", a.name, m->hostname, attest::HexString(m->ek_hash).substr(0, 16),
+  Log()->info("{} deleted {} ek={} (was {}; {})", a.name, m->hostname, hex::Encode(m->ek_hash).substr(0, 16),
               storage::StateName(m->state), a.why);
   json out = MachineJson(*m);
   out["deleted"] = true;

@@ -28,6 +28,7 @@
 #include "attest/credential.h"
 #include "attest/quote.h"
 #include "attest/testing/soft_tpm.h"
+#include "base/hex.h"
 
 namespace {
 
@@ -101,7 +102,7 @@ SoftKey Load(const std::string& key_path, const std::string& pub_path) {
   return k;
 }
 
-std::string Hex(std::span<const uint8_t> b) { return HexString(b); }
+std::string Hex(std::span<const uint8_t> b) { return hex::Encode(b); }
 
 Bytes Unhex(const std::string& s) {
   if (s.size() % 2) Fail("odd hex");

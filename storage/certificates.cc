@@ -8,6 +8,7 @@
 #include "storage/rows.h"
 #include "storage/sql_store.h"
 #include "storage/validation.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 
@@ -118,7 +119,7 @@ Machine RecordFirstIn(Connection& c, const IssuedCertificate& cert, const Actor&
                    {"kind", cert.kind},
                    {"not_after", cert.not_after},
                    {"tpm_resident", cert.tpm_resident},
-                   {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+                   {"public_key_sha256", hex::Encode(cert.public_key_sha256)}}});
   return after;
 }
 
@@ -163,7 +164,7 @@ Machine RecordRenewalIn(Connection& c, const IssuedCertificate& cert, const std:
                    {"kind", cert.kind},
                    {"not_after", cert.not_after},
                    {"tpm_resident", cert.tpm_resident},
-                   {"public_key_sha256", Hex(cert.public_key_sha256)}}});
+                   {"public_key_sha256", hex::Encode(cert.public_key_sha256)}}});
   return after;
 }
 

@@ -7,6 +7,7 @@
 #include "storage/rows.h"
 #include "storage/sql_store.h"
 #include "storage/validation.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 
@@ -57,7 +58,7 @@ int64_t Count(Connection& c, const std::string& sql, const std::function<void(St
 json Detail(const CsrApprovalRequest& r) {
   return json{{"id", r.id},
               {"kind", r.kind},
-              {"public_key_sha256", Hex(r.public_key_sha256)},
+              {"public_key_sha256", hex::Encode(r.public_key_sha256)},
               {"tpm_resident", r.tpm_resident}};
 }
 

@@ -11,6 +11,7 @@
 #include "storage/rows.h"
 #include "storage/sql_store.h"
 #include "storage/validation.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 
@@ -170,7 +171,7 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
     WriteAudit(c, actor, now,
                {"enroll", &m, std::nullopt, in.state,
                 json{{"pool", in.pool},
-                     {"ek_hash", Hex(in.ek_hash)},
+                     {"ek_hash", hex::Encode(in.ek_hash)},
                      {"ek_certificate", in.ek_certificate.has_value()},
                      {"addresses", in.addresses.size()}}});
     return {std::move(m), std::string(kEnrollCreated), {}};
@@ -198,8 +199,8 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
     Machine m = MustMachineById(c, old.id);
     WriteAudit(c, actor, now,
                {"replace_ek", &m, old.state, in.state,
-                json{{"old_ek_hash", Hex(old.ek_hash)},
-                     {"new_ek_hash", Hex(in.ek_hash)},
+                json{{"old_ek_hash", hex::Encode(old.ek_hash)},
+                     {"new_ek_hash", hex::Encode(in.ek_hash)},
                      {"pool", in.pool},
                      {"sessions_dropped", sessions},
                      {"tokens_dropped", tokens}}});
@@ -260,7 +261,7 @@ void CheckNoDuplicates(const std::vector<ImportRow>& rows) {
     } else if (!new_ek) {
       if (++total <= 5) {
         found.push_back(rows[k->second].where + " (" + rows[k->second].enrollment.hostname + ") and " +
-                        rows[i].where + " (" + e.hostname + ") carry the same EK (" + Hex(e.ek_hash).substr(0, 16) +
+                        rows[i].where + " (" + e.hostname + ") carry the same EK (" + hex::Encode(e.ek_hash).substr(0, 16) +
                         ")");
       }
     }
@@ -372,7 +373,7 @@ Result<Machine> SqlStore::Approve(const std::string& hostname, const ApprovalCha
         if (auto holder = MachineByHostname(c, e.hostname)) {
           Fail(Status::InvalidArgument("hostname_taken", "'" + e.hostname + "' is already the hostname of a " +
                                                              std::string(StateName(holder->state)) +
-                                                             " machine (ek " + Hex(holder->ek_hash).substr(0, 16) +
+                                                             " machine (ek " + hex::Encode(holder->ek_hash).substr(0, 16) +
                                                              "); rename or revoke it first"));
         }
       }

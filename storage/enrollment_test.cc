@@ -13,6 +13,7 @@
 #include "storage/sqlite.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 namespace {
@@ -637,7 +638,7 @@ TEST_F(StoreTest, ApproveRefusesATakenHostnameAndNamesTheHolder) {
   ExpectFailure(m.status(), Status::Code::kInvalidArgument, "hostname_taken");
   EXPECT_NE(m.status().message().find("'node-x'"), std::string::npos) << m.status().message();
   EXPECT_NE(m.status().message().find("enrolled machine"), std::string::npos) << m.status().message();
-  EXPECT_NE(m.status().message().find(Hex(holder.ek_hash).substr(0, 16)), std::string::npos);
+  EXPECT_NE(m.status().message().find(hex::Encode(holder.ek_hash).substr(0, 16)), std::string::npos);
   // Nothing changed: still pending under its old name, no audit row.
   EXPECT_EQ(store_->GetMachine("pending-2")->state, MachineState::kPending);
   EXPECT_EQ(AuditCount(), before);

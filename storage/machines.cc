@@ -12,6 +12,7 @@
 #include "storage/sql_store.h"
 #include "storage/trust.h"
 #include "storage/validation.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 
@@ -211,7 +212,7 @@ Result<Machine> SqlStore::DeleteMachine(const std::string& hostname, const Actor
       // The row is written first: it names the machine that is about to go.
       WriteAudit(c, actor, now,
                  {"machine_deleted", &m, m.state, std::nullopt,
-                  json{{"ek_hash", Hex(m.ek_hash)}, {"state", std::string(StateName(m.state))}}});
+                  json{{"ek_hash", hex::Encode(m.ek_hash)}, {"state", std::string(StateName(m.state))}}});
       {
         // SECURITY: the certificates stay as history, but SQLite may hand
         // this id to the next machine enrolled (machines.id is no
@@ -244,7 +245,7 @@ Result<Machine> SqlStore::RenameMachine(const std::string& hostname, const std::
         Fail(Status::InvalidArgument(
             "hostname_taken", "'" + new_hostname + "' is already the hostname of a " +
                                   std::string(StateName(holder->state)) + " machine (ek " +
-                                  Hex(holder->ek_hash).substr(0, 16) + "); pick another name, or `rackgatectl delete " +
+                                  hex::Encode(holder->ek_hash).substr(0, 16) + "); pick another name, or `rackgatectl delete " +
                                   new_hostname + "` first"));
       }
       {

@@ -9,6 +9,7 @@
 #include "storage/rows.h"
 #include "storage/store.h"
 #include "storage/store_test_fixture.h"
+#include "base/hex.h"
 
 namespace rackgate::storage {
 namespace {
@@ -201,7 +202,7 @@ TEST_F(StoreTest, DeleteFreesTheEkAndTheHostnameAndKeepsHistory) {
   EXPECT_EQ(rows.back().from_state, "enrolled");
   EXPECT_FALSE(rows.back().to_state.has_value());
   EXPECT_EQ(rows.back().why, "hostname typo");
-  EXPECT_EQ(rows.back().detail_json, "{\"ek_hash\":\"" + Hex(typo.ek_hash) + "\",\"state\":\"enrolled\"}");
+  EXPECT_EQ(rows.back().detail_json, "{\"ek_hash\":\"" + hex::Encode(typo.ek_hash) + "\",\"state\":\"enrolled\"}");
   // The same EK under the corrected hostname, and the old hostname, are free.
   Machine fixed = Enroll("node-1", "tpm-1");
   EXPECT_EQ(fixed.ek_hash, typo.ek_hash);
@@ -289,7 +290,7 @@ TEST_F(StoreTest, RenameRefusalsChangeNothing) {
   const size_t before = AuditCount();
   auto taken = store_->RenameMachine("node-y", "node-x", Op(), 500);
   ExpectFailure(taken.status(), Status::Code::kInvalidArgument, "hostname_taken");
-  EXPECT_NE(taken.status().message().find(Hex(holder.ek_hash).substr(0, 16)), std::string::npos);
+  EXPECT_NE(taken.status().message().find(hex::Encode(holder.ek_hash).substr(0, 16)), std::string::npos);
   EXPECT_NE(taken.status().message().find("rackgatectl delete node-x"), std::string::npos) << taken.status().message();
   ExpectFailure(store_->RenameMachine("node-y", "Node_Y", Op(), 500).status(), Status::Code::kInvalidArgument,
                 "hostname_invalid");

@@ -1,23 +1,13 @@
 // Row mappers: typed values to and from the schema's columns, and the
 // lookups that every concern shares.
 #include "storage/rows.h"
+#include "base/hex.h"
 
 #include <utility>
 
 namespace rackgate::storage {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-std::string Hex(const Bytes& b) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(b.size() * 2);
-  for (uint8_t c : b) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
-}
 
 Machine ReadMachine(const Stmt& s) {
   Machine m;

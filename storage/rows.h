@@ -25,8 +25,6 @@ using json = nlohmann::json;
 
 // Compact JSON; invalid UTF-8 is replaced rather than thrown on.
 std::string Dump(const json& j);
-// Lower-case hex, for hashes in audit details.
-std::string Hex(const Bytes& b);
 // A stored JSON list of strings (written by storage); anything else reads
 // as empty.
 std::vector<std::string> StringList(const std::string& json_text);

@@ -145,9 +145,9 @@ void CheckEnrollment(const Enrollment& e) {
   }
   // An EK public area, an EK certificate, or both: the identity (ek_hash)
   // is the same key either way.
-  CheckSize("ek_public", e.ek_public.size(), e.ek_certificate ? 0 : 1, kMaxEkPublic);
+  CheckSize("ek_public", e.ek_public.size(), e.ek_certificate ? 0 : 1, kMaxTpm2bPublic);
   CheckSize("ek_hash", e.ek_hash.size(), 1, kMaxHash);
-  if (e.ek_certificate) CheckSize("ek_certificate", e.ek_certificate->size(), 1, kMaxEkCertificate);
+  if (e.ek_certificate) CheckSize("ek_certificate", e.ek_certificate->size(), 1, kMaxCertificate);
   CheckSize("tpm_manufacturer", e.tpm_manufacturer.size(), 0, kMaxFact);
   CheckSize("tpm_model", e.tpm_model.size(), 0, kMaxFact);
   CheckSize("tpm_version", e.tpm_version.size(), 0, kMaxFact);

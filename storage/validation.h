@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/size_limits.h"
 #include "storage/types.h"
 
 namespace rackgate::storage {
@@ -20,14 +21,15 @@ namespace rackgate::storage {
 // Size limits on what the caller stores. Generous against what a TPM, an EK
 // certificate or a policy really needs; they only keep a runaway caller from
 // filling the disk.
-inline constexpr size_t kMaxEkPublic = 4096;
-inline constexpr size_t kMaxHash = 64;
-inline constexpr size_t kMaxEkCertificate = 16 * 1024;
+// What a machine sends is bounded by the protocol's own limits (base/size_limits.h).
+using limits::kMaxCertificate;
+using limits::kMaxHash;
+using limits::kMaxSessionId;
+using limits::kMaxTpm2bPublic;
 inline constexpr size_t kMaxFact = 256;
 inline constexpr size_t kMaxAddresses = 64;
 inline constexpr size_t kMaxAddressValue = 253;
 inline constexpr size_t kMaxJson = 1024 * 1024;
-inline constexpr size_t kMaxSessionId = 128;
 inline constexpr size_t kMaxTpmBlob = 4096;
 inline constexpr size_t kMaxPcrSelection = 1024;
 inline constexpr size_t kMaxActor = 256;

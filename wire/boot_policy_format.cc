@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::wire {
 
@@ -27,7 +28,7 @@ using attest::PolicyDigest;
 constexpr size_t kPemLineChars = 64;
 
 std::string DigestText(uint16_t alg, const Bytes& value) {
-  return HashAlgName(alg) + ":" + HexEncode(value);
+  return HashAlgName(alg) + ":" + hex::Encode(value);
 }
 
 // A set of strings as a sorted JSON array.
@@ -80,7 +81,7 @@ std::string FormatBootPolicyJson(const attest::BootPolicy& p) {
   for (auto bank = p.pcrs.rbegin(); bank != p.pcrs.rend(); ++bank) {
     if (bank->second.empty()) continue;
     ojson values = ojson::object();
-    for (const auto& [pcr, value] : bank->second) values[std::to_string(pcr)] = HexEncode(value);
+    for (const auto& [pcr, value] : bank->second) values[std::to_string(pcr)] = hex::Encode(value);
     pcrs[HashAlgName(bank->first)] = std::move(values);
   }
   if (!pcrs.empty()) doc["pcrs"] = std::move(pcrs);

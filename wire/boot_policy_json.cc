@@ -14,6 +14,7 @@
 #include "attest/pcr_signature.h"
 #include "wire/codec.h"
 #include "wire/json_depth.h"
+#include "base/hex.h"
 
 namespace rackgate::wire {
 
@@ -132,7 +133,7 @@ uint32_t PcrIndex(const std::string& text, const std::string& where) {
 }
 
 Bytes DigestValue(const std::string& hex, uint16_t alg, const std::string& where) {
-  auto v = HexDecode(hex, kMaxPolicyStringSize);
+  auto v = hex::Decode(hex, kMaxPolicyStringSize);
   if (!v) Fail(where, "not hex");
   if (v->size() != DigestSize(alg)) {
     Fail(where, std::to_string(v->size()) + " bytes, but " + HashAlgName(alg) + " has " +
@@ -385,7 +386,7 @@ std::string FormatPcrValuesJson(const PcrValues& pcrs) {
     for (const auto& [pcr, value] : bank->second) {
       if (!first) out += ", ";
       first = false;
-      out += "\"" + std::to_string(pcr) + "\": \"" + HexEncode(value) + "\"";
+      out += "\"" + std::to_string(pcr) + "\": \"" + hex::Encode(value) + "\"";
     }
     out += "}";
   }

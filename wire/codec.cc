@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include "attest/ek_identity.h"
+#include "base/hex.h"
 
 namespace rackgate::wire {
 
@@ -53,25 +54,6 @@ std::string Base64UrlEncode(std::span<const uint8_t> data) {
     if (c == '/') c = '_';
   }
   return s;
-}
-
-std::string HexEncode(std::span<const uint8_t> data) { return attest::HexString(data); }
-
-std::optional<std::vector<uint8_t>> HexDecode(std::string_view text, size_t max_bytes) {
-  if (text.size() % 2 != 0 || text.size() / 2 > max_bytes) return std::nullopt;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::vector<uint8_t> out(text.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
-  }
-  return out;
 }
 
 }  // namespace rackgate::wire

@@ -1,6 +1,7 @@
 // Text encodings of binary fields on the wire: standard base64 for TPM
-// structures, base64url for tokens, hex for nonces and secrets. Decoders are
-// strict (no whitespace, canonical padding) and bounded.
+// structures, base64url for tokens (hex, for nonces and digests, is base/hex.h,
+// the one hex codec). Decoders are strict (no whitespace, canonical padding)
+// and bounded.
 #ifndef RACKGATE_WIRE_CODEC_H_
 #define RACKGATE_WIRE_CODEC_H_
 
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+
 namespace rackgate::wire {
 
 std::string Base64Encode(std::span<const uint8_t> data);
@@ -18,10 +20,6 @@ std::string Base64Encode(std::span<const uint8_t> data);
 std::optional<std::vector<uint8_t>> Base64Decode(std::string_view text, size_t max_bytes);
 // RFC 4648 §5 without padding.
 std::string Base64UrlEncode(std::span<const uint8_t> data);
-
-std::string HexEncode(std::span<const uint8_t> data);
-// nullopt unless an even number of hex digits (either case) of at most max_bytes.
-std::optional<std::vector<uint8_t>> HexDecode(std::string_view text, size_t max_bytes);
 
 }  // namespace rackgate::wire
 

@@ -1,4 +1,5 @@
 #include "wire/codec.h"
+#include "base/hex.h"
 
 #include <gtest/gtest.h>
 
@@ -32,11 +33,11 @@ TEST(Base64Url, NoPaddingNoPlusSlash) {
 }
 
 TEST(Hex, DecodeStrict) {
-  EXPECT_EQ(*HexDecode("00aAfF", 3), (std::vector<uint8_t>{0, 0xaa, 0xff}));
-  EXPECT_FALSE(HexDecode("0", 3).has_value());
-  EXPECT_FALSE(HexDecode("0g", 3).has_value());
-  EXPECT_FALSE(HexDecode("00112233", 3).has_value());
-  EXPECT_EQ(HexEncode(std::vector<uint8_t>{0xab, 1}), "ab01");
+  EXPECT_EQ(*hex::Decode("00aAfF", 3), (std::vector<uint8_t>{0, 0xaa, 0xff}));
+  EXPECT_FALSE(hex::Decode("0", 3).has_value());
+  EXPECT_FALSE(hex::Decode("0g", 3).has_value());
+  EXPECT_FALSE(hex::Decode("00112233", 3).has_value());
+  EXPECT_EQ(hex::Encode(std::vector<uint8_t>{0xab, 1}), "ab01");
 }
 
 // The agent's former codec tests (agent/encoding_test.cc): the agent now
@@ -79,12 +80,12 @@ TEST(Base64, RefusesMoreThanTheLimitBeforeDecoding) {
 }
 
 TEST(Hex, DecodesEitherCaseAndRefusesTheRest) {
-  auto d = HexDecode("00ffAb", 3);
+  auto d = hex::Decode("00ffAb", 3);
   ASSERT_TRUE(d);
   EXPECT_EQ(*d, (std::vector<uint8_t>{0x00, 0xff, 0xab}));
-  EXPECT_TRUE(HexDecode("", 0).has_value());
-  for (const char* bad : {"0", "0g", "00:11", " 00", "0x00"}) EXPECT_FALSE(HexDecode(bad, 10).has_value()) << bad;
-  EXPECT_FALSE(HexDecode("0011", 1).has_value());
+  EXPECT_TRUE(hex::Decode("", 0).has_value());
+  for (const char* bad : {"0", "0g", "00:11", " 00", "0x00"}) EXPECT_FALSE(hex::Decode(bad, 10).has_value()) << bad;
+  EXPECT_FALSE(hex::Decode("0011", 1).has_value());
 }
 
 }  // namespace

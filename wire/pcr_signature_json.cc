@@ -12,6 +12,7 @@
 #include "attest/tpm.h"
 #include "wire/codec.h"
 #include "wire/json_depth.h"
+#include "base/hex.h"
 
 namespace rackgate::wire {
 
@@ -37,7 +38,7 @@ attest::Bytes HexField(const json& entry, const char* name, size_t size, const s
   if (!entry.contains(name)) Fail(where, std::string("missing \"") + name + "\"");
   const json& v = entry.at(name);
   if (!v.is_string()) Fail(w, "must be a string");
-  auto bytes = HexDecode(v.get<std::string>(), size);
+  auto bytes = hex::Decode(v.get<std::string>(), size);
   if (!bytes || bytes->size() != size) Fail(w, "must be " + std::to_string(2 * size) + " hex digits");
   return *std::move(bytes);
 }

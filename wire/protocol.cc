@@ -8,6 +8,7 @@
 
 #include "attest/boot_facts.h"
 #include "wire/codec.h"
+#include "base/hex.h"
 
 namespace rackgate::wire {
 
@@ -61,7 +62,7 @@ Result<Bytes> HexField(const json& doc, const char* field, size_t max) {
   if (!doc.contains(field)) return Missing(field);
   const json& v = doc.at(field);
   if (!v.is_string()) return Invalid(field, "expected a hex string");
-  auto b = HexDecode(v.get_ref<const std::string&>(), max);
+  auto b = hex::Decode(v.get_ref<const std::string&>(), max);
   if (!b || b->empty()) return Invalid(field, "not hex of 1.." + std::to_string(max) + " bytes");
   return std::move(*b);
 }
@@ -93,7 +94,7 @@ json PcrsToJson(const attest::PcrValues& pcrs) {
   json out = json::object();
   for (const auto& [alg, bank] : pcrs) {
     json values = json::object();
-    for (const auto& [pcr, value] : bank) values[std::to_string(pcr)] = HexEncode(value);
+    for (const auto& [pcr, value] : bank) values[std::to_string(pcr)] = hex::Encode(value);
     out[attest::HashAlgName(alg)] = values;
   }
   return out;
@@ -114,7 +115,7 @@ Result<attest::PcrValues> PcrsFromJson(const json& v) {
         return Invalid("pcrs." + bank_name, "bad PCR index '" + index + "'");
       }
       const size_t size = attest::DigestSize(alg);
-      auto digest = value.is_string() ? HexDecode(value.get_ref<const std::string&>(), size)
+      auto digest = value.is_string() ? hex::Decode(value.get_ref<const std::string&>(), size)
                                       : std::nullopt;
       if (!digest || digest->size() != size) {
         return Invalid("pcrs." + bank_name + "." + index, "expected " + std::to_string(size) + " bytes of hex");
@@ -174,7 +175,7 @@ Result<ChallengeRequest> ParseChallengeRequest(std::string_view body) { return D
 
 std::string EncodeChallenge(const Challenge& c) {
   json body = {{"session", c.session},
-               {"nonce", HexEncode(c.nonce)},
+               {"nonce", hex::Encode(c.nonce)},
                {"pcr_selection", attest::FormatPcrSelectionList(c.pcr_selection)},
                {"credential", Base64Encode(c.credential)},
                {"expires_in", c.expires_in}};
@@ -194,7 +195,7 @@ Result<Challenge> DecodeChallenge(std::string_view body) {
   if (!selection) return Missing("pcr_selection");
   auto credential = Str(*doc, "credential", kMaxCredential * 2);
   if (!credential) return Missing("credential");
-  auto n = HexDecode(*nonce, kMaxNonce);
+  auto n = hex::Decode(*nonce, kMaxNonce);
   if (!n || n->empty()) return Invalid("nonce", "not hex of 1.." + std::to_string(kMaxNonce) + " bytes");
   c.nonce = std::move(*n);
   auto sel = attest::ParsePcrSelectionList(*selection);
@@ -211,7 +212,7 @@ Result<Challenge> DecodeChallenge(std::string_view body) {
 
 std::string EncodeEvidenceRequest(const EvidenceRequest& r) {
   json body = {{"session", r.session},
-               {"secret", HexEncode(r.secret)},
+               {"secret", hex::Encode(r.secret)},
                {"quote", Base64Encode(r.quote)},
                {"signature", Base64Encode(r.signature)},
                {"pcrs", PcrsToJson(r.pcrs)}};

@@ -14,20 +14,21 @@
 #include <vector>
 
 #include "attest/tpm.h"
+#include "base/size_limits.h"
 #include "base/status.h"
 
 namespace rackgate::wire {
 
 using attest::Bytes;
 
-// Bounds on decoded fields.
-inline constexpr size_t kMaxTpm2bPublic = 1024;
-inline constexpr size_t kMaxCertificate = 16 * 1024;
+// Bounds on decoded fields; those the store keeps too come from base/size_limits.h.
+using limits::kMaxCertificate;
+using limits::kMaxSessionId;
+using limits::kMaxTpm2bPublic;
 inline constexpr size_t kMaxIntermediates = 4;
 inline constexpr size_t kMaxAttest = 2048;
 inline constexpr size_t kMaxSignature = 1024;
 inline constexpr size_t kMaxSecret = 64;
-inline constexpr size_t kMaxSessionId = 64;
 inline constexpr size_t kMaxEventLog = 16 << 20;
 inline constexpr size_t kMaxPcrSignatureField = 64 << 10;  // compact JSON
 inline constexpr size_t kMaxNonce = 64;          // TPM2B_DATA

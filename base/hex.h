@@ -1,0 +1,26 @@
+// Hex, the one codec: lower-case to text, either case back, bounded. Used for
+// digests, names, nonces and EK identities on the wire, in the store, in logs.
+#ifndef RACKGATE_BASE_HEX_H_
+#define RACKGATE_BASE_HEX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rackgate::hex {
+
+// Lower-case hex of `data`: two characters per byte.
+std::string Encode(std::span<const uint8_t> data);
+
+// The bytes of `text`, or nullopt unless it is an even number of hex digits
+// (either case) of at most max_bytes bytes. Untrusted text is bounded before
+// anything is allocated.
+std::optional<std::vector<uint8_t>> Decode(std::string_view text, size_t max_bytes);
+
+}  // namespace rackgate::hex
+
+#endif  // RACKGATE_BASE_HEX_H_

@@ -1,0 +1,50 @@
+// The one hex codec: round trip, case, bounds, malformed input.
+#include "base/hex.h"
+
+#include <gtest/gtest.h>
+
+namespace rackgate::hex {
+namespace {
+
+std::vector<uint8_t> B(std::initializer_list<uint8_t> v) { return v; }
+
+TEST(Hex, EncodesLowerCase) {
+  EXPECT_EQ(Encode(B({})), "");
+  EXPECT_EQ(Encode(B({0x00, 0x0f, 0xa5, 0xff})), "000fa5ff");
+}
+
+TEST(Hex, DecodesEitherCase) {
+  EXPECT_EQ(Decode("000fA5Ff", 4), B({0x00, 0x0f, 0xa5, 0xff}));
+  EXPECT_EQ(Decode("", 0), B({}));
+}
+
+TEST(Hex, RoundTripsEveryByte) {
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(Decode(Encode(all), all.size()), all);
+}
+
+TEST(Hex, RefusesOddLengthBadDigitsAndTooMuch) {
+  EXPECT_EQ(Decode("abc", 8), std::nullopt);
+  EXPECT_EQ(Decode("zz", 8), std::nullopt);
+  EXPECT_EQ(Decode("0g", 8), std::nullopt);
+  EXPECT_EQ(Decode(" 00", 8), std::nullopt);
+  EXPECT_EQ(Decode("0011", 1), std::nullopt);
+  EXPECT_TRUE(Decode("0011", 2).has_value());
+}
+
+TEST(Hex, TruncationNeverDecodesAPrefixAsWhole) {
+  const std::string full = "00112233445566778899aabbccddeeff";
+  for (size_t n = 0; n < full.size(); ++n) {
+    auto d = Decode(full.substr(0, n), 16);
+    if (n % 2 == 1) {
+      EXPECT_EQ(d, std::nullopt) << n;
+    } else {
+      ASSERT_TRUE(d.has_value()) << n;
+      EXPECT_EQ(d->size(), n / 2);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rackgate::hex

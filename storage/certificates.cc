@@ -41,20 +41,6 @@ Result<Machine> SqlStore::RecordConfigServed(int64_t machine_id, const std::stri
 
 namespace {
 
-// The checks every recorded certificate passes, whether first or renewed.
-Status CheckCertificate(const IssuedCertificate& cert) {
-  CheckSize("serial", cert.serial.size(), 1, 64);
-  CheckSize("subject", cert.subject.size(), 1, 1024);
-  CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
-  for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
-  CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
-  CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
-  if (cert.kind != kCertClient && cert.kind != kCertServing) {
-    return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
-  }
-  return Status::Ok();
-}
-
 // Inserts `cert` for machine `m` in the machine's current epoch, so that a
 // reset or an EK replacement ends its renewals.
 void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate& cert, int64_t now) {

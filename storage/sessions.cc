@@ -11,18 +11,7 @@ namespace rackgate::storage {
 
 Status SqlStore::CreateSession(const Session& session) {
   return Guard([&]() -> Status {
-    CheckSize("session id", session.id.size(), 1, kMaxSessionId);
-    if (!IsPrintableAscii(session.id)) {
-      return Status::InvalidArgument("field_invalid", "a session id is printable ASCII");
-    }
-    CheckSize("nonce", session.nonce.size(), 1, kMaxHash);
-    CheckSize("secret_hash", session.secret_hash.size(), 1, kMaxHash);
-    CheckSize("ak_public", session.ak_public.size(), 1, kMaxTpmBlob);
-    CheckSize("ak_name", session.ak_name.size(), 1, kMaxTpmBlob);
-    CheckSize("pcr_selection", session.pcr_selection.size(), 0, kMaxPcrSelection);
-    if (session.expires_at < session.created_at) {
-      return Status::InvalidArgument("field_invalid", "a session expires after it is created");
-    }
+    if (Status s = CheckSession(session); !s.ok()) return s;
     db_->Write([&](Connection& c) {
       {
         Stmt s = c.Prepare("SELECT 1 FROM machines WHERE id = ?1");

@@ -164,4 +164,33 @@ void CheckRecord(const AttestationRecord& r) {
   CheckSize("pcrs_json", r.pcrs_json.size(), 0, kMaxJson);
 }
 
+Status CheckCertificate(const IssuedCertificate& cert) {
+  CheckSize("serial", cert.serial.size(), 1, 64);
+  CheckSize("subject", cert.subject.size(), 1, 1024);
+  CheckSize("sans", cert.sans.size(), 0, kMaxAddresses);
+  for (const auto& san : cert.sans) CheckSize("sans[]", san.size(), 1, kMaxAddressValue);
+  CheckSize("public_key_sha256", cert.public_key_sha256.size(), 1, kMaxHash);
+  CheckSize("certificate_pem", cert.certificate_pem.size(), 0, 64 * 1024);
+  if (cert.kind != kCertClient && cert.kind != kCertServing) {
+    return Status::InvalidArgument("field_invalid", "a certificate is client or serving");
+  }
+  return Status::Ok();
+}
+
+Status CheckSession(const Session& session) {
+  CheckSize("session id", session.id.size(), 1, kMaxSessionId);
+  if (!IsPrintableAscii(session.id)) {
+    return Status::InvalidArgument("field_invalid", "a session id is printable ASCII");
+  }
+  CheckSize("nonce", session.nonce.size(), 1, kMaxHash);
+  CheckSize("secret_hash", session.secret_hash.size(), 1, kMaxHash);
+  CheckSize("ak_public", session.ak_public.size(), 1, kMaxTpmBlob);
+  CheckSize("ak_name", session.ak_name.size(), 1, kMaxTpmBlob);
+  CheckSize("pcr_selection", session.pcr_selection.size(), 0, kMaxPcrSelection);
+  if (session.expires_at < session.created_at) {
+    return Status::InvalidArgument("field_invalid", "a session expires after it is created");
+  }
+  return Status::Ok();
+}
+
 }  // namespace rackgate::storage

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/size_limits.h"
+#include "base/status.h"
 #include "storage/types.h"
 
 namespace rackgate::storage {
@@ -36,6 +37,12 @@ inline constexpr size_t kMaxActor = 256;
 inline constexpr size_t kMaxWhy = 4096;
 inline constexpr size_t kMaxReasons = 256;
 inline constexpr size_t kMaxReason = 256;
+
+// The checks every recorded certificate passes, whether first or renewed:
+// field_invalid (thrown by CheckSize, returned for a kind).
+Status CheckCertificate(const IssuedCertificate& cert);
+// The checks on a new session: field_invalid.
+Status CheckSession(const Session& session);
 
 // field_invalid unless min <= size <= max.
 void CheckSize(const char* field, size_t size, size_t min, size_t max);

@@ -36,7 +36,7 @@ Status TemplateRefusal(const Status& s, const std::string& context) {
 
 }  // namespace
 
-PoolService::PoolService(storage::Store* store, IgnitionService* ignition, Clock clock)
+PoolService::PoolService(storage::InventoryStore* store, IgnitionService* ignition, Clock clock)
     : store_(store), ignition_(ignition), clock_(std::move(clock)) {}
 
 Result<PoolPut> PoolService::Put(const std::string& name, const wire::PoolPutRequest& request,

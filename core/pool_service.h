@@ -39,7 +39,7 @@ class PoolService {
  public:
   using Clock = std::function<int64_t()>;
   // BORROWED: store and ignition outlive the service.
-  PoolService(storage::Store* store, IgnitionService* ignition, Clock clock);
+  PoolService(storage::InventoryStore* store, IgnitionService* ignition, Clock clock);
 
   // PUT /v1/admin/pools/{name}. Refusals, before anything is stored:
   // settings_invalid (the settings), a boot policy parser's reason (the
@@ -72,7 +72,7 @@ class PoolService {
   // The pool as shown, with its valid tokens (by age).
   wire::PoolView View(const storage::Pool& pool);
 
-  storage::Store* store_;
+  storage::InventoryStore* store_;
   IgnitionService* ignition_;
   Clock clock_;
 };

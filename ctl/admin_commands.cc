@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
 #include "wire/admin_pools.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
@@ -1013,17 +1014,18 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
     auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
     if (!r.ok()) return code;
     if (args->Has("json")) return PrintJson(*r), kExitOk;
+    auto csrs = DecodeAnswer(*r, wire::DecodeCsrList, &code);
+    if (!csrs.ok()) return code;
     Table table({"ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM", "STATE"});
-    for (const json& c : r->value("csrs", json::array())) {
-      const int64_t age = c.value("age_seconds", int64_t{0});
+    for (const wire::CsrView& c : *csrs) {
+      const int64_t age = c.age_seconds;
       const std::string age_text = age < 120 ? std::to_string(age) + "s"
                                    : age < 7200 ? std::to_string(age / 60) + "m"
                                                 : std::to_string(age / 3600) + "h";
-      std::string state = Str(c, "state");
-      if (c.contains("deny_reason")) state += ": " + Str(c, "deny_reason");
-      table.Add({std::to_string(c.value("id", int64_t{0})), Str(c, "hostname"), Str(c, "kind"),
-                 Str(c, "public_key_sha256").substr(0, 16), age_text, c.value("tpm_resident", false) ? "yes" : "no",
-                 state});
+      std::string state = c.state;
+      if (!c.deny_reason.empty()) state += ": " + c.deny_reason;
+      table.Add({std::to_string(c.id), c.hostname, c.kind, c.public_key_sha256.substr(0, 16), age_text,
+                 c.tpm_resident ? "yes" : "no", state});
     }
     table.Print();
     return kExitOk;
@@ -1036,12 +1038,15 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   if (sub == "deny" && args->Get("reason").value_or("").empty()) {
     return UsageError(help, "deny needs --reason TEXT (the machine is told it)");
   }
-  json body = {{"reason", args->Get("reason").value_or("")}};
-  auto r = Send(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, body, &code);
+  const wire::CsrDecisionRequest decision{args->Get("reason").value_or("")};
+  auto r = SendText(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, wire::EncodeCsrDecisionRequest(decision),
+                    &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto decided = DecodeAnswer(*r, wire::DecodeCsrView, &code);
+  if (!decided.ok()) return code;
   std::printf("csr %s %s (%s, %s): %s\n", id.c_str(), sub == "approve" ? "approved" : "denied",
-              Str(*r, "hostname").c_str(), Str(*r, "kind").c_str(), Str(*r, "state").c_str());
+              decided->hostname.c_str(), decided->kind.c_str(), decided->state.c_str());
   return kExitOk;
 }
 

@@ -22,6 +22,7 @@
 #include "core/secrets.h"
 #include "daemon/status_http.h"
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
 #include "wire/admin_pools.h"
 #include "wire/protocol.h"
 #include "base/hex.h"
@@ -105,6 +106,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       ignition_(ignition),
       policies_(store, [attestation] { return attestation->Now(); }),
       pools_(store, ignition, [attestation] { return attestation->Now(); }),
+      csr_approvals_(store, [attestation] { return attestation->Now(); }),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -704,26 +706,6 @@ Result<storage::ApprovalChanges> ApprovalChangesFromJson(const json& j) {
   return ch;
 }
 
-json CsrRequestJson(const storage::CsrApprovalRequest& r, int64_t now) {
-  json j = {{"id", r.id},
-            {"hostname", r.hostname},
-            {"kind", r.kind},
-            {"public_key_sha256", hex::Encode(r.public_key_sha256)},
-            {"usages", r.usages},
-            {"tpm_resident", r.tpm_resident},
-            {"state", r.state},
-            {"created_at", r.created_at},
-            {"age_seconds", std::max<int64_t>(0, now - r.created_at)},
-            {"current", r.current},
-            {"csr", r.csr_pem}};
-  if (r.decided_at) {
-    j["decided_at"] = *r.decided_at;
-    j["decided_by"] = r.decided_by;
-  }
-  if (!r.deny_reason.empty()) j["deny_reason"] = r.deny_reason;
-  return j;
-}
-
 }  // namespace
 
 Result<Response> AdminApi::ApproveMachine(const Request& request) {
@@ -748,42 +730,25 @@ Result<Response> AdminApi::ApproveMachine(const Request& request) {
   return Response::Json(200, MachineJson(*m).dump());
 }
 
+// GET /v1/admin/csrs[?all=1][&limit=N].
 Result<Response> AdminApi::Csrs(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
   const bool all = request.query.count("all") != 0 && request.query.at("all") != "0";
-  auto list = store_->ListCsrRequests(all, static_cast<int>(QueryInt(request, "limit", 1000)));
+  auto list = csr_approvals_.List(all, static_cast<int>(QueryInt(request, "limit", 1000)));
   if (!list.ok()) return list.status();
-  const int64_t now = attestation_->Now();
-  json out = json::array();
-  for (const auto& r : *list) out.push_back(CsrRequestJson(r, now));
-  return Response::Json(200, json{{"csrs", out}}.dump());
+  return Response::Json(200, wire::EncodeCsrList(*list));
 }
 
+// POST /v1/admin/csrs/{id}/approve|deny.
 Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  const std::string& id_text = request.path_params.at("id");
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
-    return Status::InvalidArgument("field_invalid", "a CSR id is a positive number");
-  }
-  std::string reason;
-  if (!request.body.empty()) {
-    auto body = AdminBody(request);
-    if (!body.ok()) return body.status();
-    reason = Str(*body, "reason");
-  }
-  if (!approve && reason.empty()) {
-    return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
-  }
-  a.why = reason.empty() ? "by " + a.name : reason;
-  auto r = store_->DecideCsrRequest(id, approve, reason, a, attestation_->Now());
-  if (!r.ok()) return r.status();
-  Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
-  return Response::Json(200, CsrRequestJson(*r, attestation_->Now()).dump());
+  auto decision = wire::DecodeCsrDecisionRequest(request.body);
+  if (!decision.ok()) return decision.status();
+  auto decided = csr_approvals_.Decide(request.path_params.at("id"), approve, decision->reason, *actor);
+  if (!decided.ok()) return decided.status();
+  return Response::Json(200, wire::EncodeCsrView(*decided));
 }
 
 // --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) -------

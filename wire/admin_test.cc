@@ -1,8 +1,9 @@
-// Tests of the admin API's pool bodies: round trips, every truncation, and
+// Tests of the admin API's bodies (pools, certificates, CSRs): round trips, every truncation, and
 // malformed fields.
 #include "wire/admin_pools.h"
 
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
 
 #include <gtest/gtest.h>
 
@@ -178,6 +179,87 @@ TEST(CertificateList, RoundTripsAndTruncation) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
   }
+}
+
+CsrView SomeCsr() {
+  CsrView c;
+  c.id = 7;
+  c.hostname = "node-1";
+  c.kind = "client";
+  c.public_key_sha256 = std::string(64, 'b');
+  c.usages = {"client auth", "digital signature"};
+  c.tpm_resident = true;
+  c.state = "denied";
+  c.created_at = 1800000000;
+  c.age_seconds = 90;
+  c.current = false;
+  c.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----\n-----END CERTIFICATE REQUEST-----\n";
+  c.decided_at = 1800000050;
+  c.decided_by = "operator";
+  c.deny_reason = "unknown rack";
+  return c;
+}
+
+TEST(CsrView, RoundTripsAndTruncation) {
+  for (const CsrView& c : {SomeCsr(), CsrView{}}) {
+    const std::string body = EncodeCsrView(c);
+    auto back = DecodeCsrView(body);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, c);
+    ExpectEveryPrefixRefused(body, DecodeCsrView);
+  }
+  // Undecided: no decided_at, decided_by or deny_reason on the wire.
+  EXPECT_EQ(EncodeCsrView(CsrView{}),
+            R"({"age_seconds":0,"created_at":0,"csr":"","current":true,"hostname":"","id":0,"kind":"",)"
+            R"("public_key_sha256":"","state":"","tpm_resident":false,"usages":[]})");
+}
+
+TEST(CsrView, RefusesMalformedFields) {
+  for (const char* body : {R"({"id":"7"})", R"({"hostname":1})", R"({"usages":"client auth"})",
+                           R"({"usages":[1]})", R"({"tpm_resident":"yes"})", R"({"current":1})",
+                           R"({"decided_at":"x"})", R"({"deny_reason":false})", R"({"id":18446744073709551615})"}) {
+    auto r = DecodeCsrView(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << body;
+  }
+  EXPECT_TRUE(DecodeCsrView(R"({"id":7,"later":1})").ok());
+}
+
+TEST(CsrList, RoundTripsAndTruncation) {
+  const std::vector<CsrView> csrs = {SomeCsr(), CsrView{}};
+  const std::string body = EncodeCsrList(csrs);
+  auto back = DecodeCsrList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, csrs);
+  ExpectEveryPrefixRefused(body, DecodeCsrList);
+  EXPECT_EQ(EncodeCsrList({}), R"({"csrs":[]})");
+  for (const char* bad : {R"({"csrs":{}})", R"({"csrs":[1]})", R"({"csrs":[{"state":2}]})"}) {
+    auto r = DecodeCsrList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+}
+
+TEST(CsrDecisionRequest, RoundTripsAndRefuses) {
+  const CsrDecisionRequest r{"unknown rack"};
+  const std::string body = EncodeCsrDecisionRequest(r);
+  auto back = DecodeCsrDecisionRequest(body);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, r);
+  // An empty body is a decision without a reason; any other prefix is refused.
+  auto empty = DecodeCsrDecisionRequest("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->reason, "");
+  for (size_t n = 1; n < body.size(); ++n) {
+    auto t = DecodeCsrDecisionRequest(std::string_view(body).substr(0, n));
+    ASSERT_FALSE(t.ok()) << n;
+    EXPECT_EQ(t.status().reason(), "bad_json") << n;
+  }
+  auto bad = DecodeCsrDecisionRequest(R"({"reason":5})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().reason(), "field_invalid");
+  EXPECT_EQ(DecodeCsrDecisionRequest("[]").status().reason(), "bad_json");
+  EXPECT_EQ(DecodeCsrDecisionRequest(std::string(100, '[') + std::string(100, ']')).status().reason(), "bad_json");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 #include "wire/admin_pools.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
@@ -862,13 +863,12 @@ constexpr char kEventsHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 // One delivery's state in a few words.
-std::string DeliveryState(const json& d) {
-  std::string out = Str(d, "webhook") + ": ";
-  const std::string attempts = d.contains("attempts") ? d.at("attempts").dump() : "?";
-  if (d.contains("delivered_at")) return out + "delivered " + FormatTime(d, "delivered_at") + " (attempts " + attempts + ")";
-  out += "pending, attempts " + attempts + ", next " + FormatTime(d, "next_attempt_at");
-  const std::string err = Str(d, "last_error", "");
-  if (!err.empty()) out += ", last error: " + err;
+std::string DeliveryState(const wire::EventDeliveryView& d) {
+  std::string out = d.webhook + ": ";
+  const std::string attempts = std::to_string(d.attempts);
+  if (d.delivered_at) return out + "delivered " + FormatUnixTime(*d.delivered_at) + " (attempts " + attempts + ")";
+  out += "pending, attempts " + attempts + ", next " + FormatUnixTime(d.next_attempt_at);
+  if (!d.last_error.empty()) out += ", last error: " + d.last_error;
   return out;
 }
 
@@ -886,15 +886,13 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto events = DecodeAnswer(*r, wire::DecodeEventList, &code);
+  if (!events.ok()) return code;
   Table table({"ID", "TIME", "TYPE", "MACHINE", "DELIVERIES"});
-  if (r->contains("events") && r->at("events").is_array()) {
-    for (const json& e : r->at("events")) {
-      const json machine = e.contains("machine") ? e.at("machine") : json::object();
-      const json deliveries = e.contains("deliveries") ? e.at("deliveries") : json::array();
-      table.Add({e.contains("id") ? e.at("id").dump() : "?", FormatTime(e, "at"), Str(e, "type"),
-                 Str(machine, "hostname"), deliveries.empty() ? "(no webhook)" : DeliveryState(deliveries.at(0))});
-      for (size_t i = 1; i < deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(deliveries.at(i))});
-    }
+  for (const wire::EventView& e : *events) {
+    table.Add({std::to_string(e.id), FormatUnixTime(e.at), e.type, e.hostname,
+               e.deliveries.empty() ? "(no webhook)" : DeliveryState(e.deliveries.front())});
+    for (size_t i = 1; i < e.deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(e.deliveries[i])});
   }
   table.Print();
   return kExitOk;

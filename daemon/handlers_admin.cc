@@ -16,13 +16,13 @@
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "base/log.h"
-#include "core/events.h"
 #include "core/policy_proposal.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 #include "wire/admin_pools.h"
 #include "wire/protocol.h"
 #include "base/hex.h"
@@ -107,6 +107,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       policies_(store, [attestation] { return attestation->Now(); }),
       pools_(store, ignition, [attestation] { return attestation->Now(); }),
       csr_approvals_(store, [attestation] { return attestation->Now(); }),
+      events_(store),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -645,33 +646,13 @@ Result<Response> AdminApi::GetPools(const Request& request) {
 
 // --- Webhook events (docs/events.md) -----------------------------------------
 
-// GET /v1/admin/events?pending=1&limit=N: the newest events, each with its
-// deliveries' state. Bodies as webhooks receive them, plus the deliveries.
+// GET /v1/admin/events?pending=1&limit=N.
 Result<Response> AdminApi::Events(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  storage::EventFilter filter;
-  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
-  filter.pending_only = QueryInt(request, "pending", 0) != 0;
-  auto events = store_->ListEvents(filter);
+  auto events = events_.List(QueryInt(request, "limit", 100), QueryInt(request, "pending", 0) != 0);
   if (!events.ok()) return events.status();
-  json out = json::array();
-  for (const storage::Event& e : *events) {
-    json j = json::parse(core::EventBody(e));
-    json deliveries = json::array();
-    for (const storage::EventDelivery& d : e.deliveries) {
-      json dj = {{"webhook", d.webhook}, {"attempts", d.attempts}, {"last_error", d.last_error}};
-      if (d.delivered_at) {
-        dj["delivered_at"] = *d.delivered_at;
-      } else {
-        dj["next_attempt_at"] = d.next_attempt_at;
-      }
-      deliveries.push_back(std::move(dj));
-    }
-    j["deliveries"] = std::move(deliveries);
-    out.push_back(std::move(j));
-  }
-  return Response::Json(200, json{{"events", out}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  return Response::Json(200, wire::EncodeEventList(*events));
 }
 
 // --- Manual CSR approval and discovery -----------------------------------------

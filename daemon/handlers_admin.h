@@ -14,6 +14,7 @@
 
 #include "core/attestation.h"
 #include "core/csr_approval_service.h"
+#include "core/event_service.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
@@ -80,6 +81,7 @@ class AdminApi {
   core::PolicyService policies_;
   core::PoolService pools_;
   core::CsrApprovalService csr_approvals_;
+  core::EventService events_;
   std::optional<gid_t> admin_gid_;
 };
 

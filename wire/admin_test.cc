@@ -1,9 +1,10 @@
-// Tests of the admin API's bodies (pools, certificates, CSRs): round trips, every truncation, and
+// Tests of the admin API's bodies (pools, certificates, CSRs, events): round trips, every truncation, and
 // malformed fields.
 #include "wire/admin_pools.h"
 
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 
 #include <gtest/gtest.h>
 
@@ -260,6 +261,57 @@ TEST(CsrDecisionRequest, RoundTripsAndRefuses) {
   EXPECT_EQ(bad.status().reason(), "field_invalid");
   EXPECT_EQ(DecodeCsrDecisionRequest("[]").status().reason(), "bad_json");
   EXPECT_EQ(DecodeCsrDecisionRequest(std::string(100, '[') + std::string(100, ']')).status().reason(), "bad_json");
+}
+
+TEST(EventList, RoundTripsAndTruncation) {
+  EventView e;
+  e.id = 42;
+  e.type = "machine_revoked";
+  e.at = 1700000000;
+  e.hostname = "node-7";
+  e.pool = "workers";
+  e.detail_json = R"({"actor":"alice","serial":"0a","why":"disk stolen"})";
+  e.deliveries = {{"https://a.example/hook", 2, 1700000100, 0, ""},
+                  {"https://b.example/hook", 3, std::nullopt, 1700000200, "HTTP 500"}};
+  const std::vector<EventView> events = {e, EventView{}};
+  const std::string body = EncodeEventList(events);
+  auto back = DecodeEventList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, events);
+  ExpectEveryPrefixRefused(body, DecodeEventList);
+  // The webhook body plus the deliveries: a delivered one has no next attempt.
+  EXPECT_EQ(EncodeEventList({e}),
+            R"({"events":[{"at":1700000000,"deliveries":[{"attempts":2,"delivered_at":1700000100,"last_error":"",)"
+            R"("webhook":"https://a.example/hook"},{"attempts":3,"last_error":"HTTP 500","next_attempt_at":1700000200,)"
+            R"("webhook":"https://b.example/hook"}],"detail":{"actor":"alice","serial":"0a","why":"disk stolen"},)"
+            R"("id":42,"machine":{"hostname":"node-7","pool":"workers"},"type":"machine_revoked"}]})");
+  EXPECT_EQ(EncodeEventList({}), R"({"events":[]})");
+}
+
+TEST(EventList, EncodesWhatCannotGoOutAsIs) {
+  EventView e;
+  e.detail_json = "[1,2]";  // not an object: {}
+  e.hostname = "node-\xff";   // invalid UTF-8: replaced, not thrown
+  std::string body;
+  ASSERT_NO_THROW(body = EncodeEventList({e}));
+  auto back = DecodeEventList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->front().detail_json, "{}");
+  EXPECT_EQ(back->front().hostname, "node-\xef\xbf\xbd");
+}
+
+TEST(EventList, RefusesMalformedFields) {
+  for (const char* bad : {R"({"events":{}})", R"({"events":[1]})", R"({"events":[{"id":"42"}]})",
+                          R"({"events":[{"machine":"node-1"}]})", R"({"events":[{"machine":{"hostname":1}}]})",
+                          R"({"events":[{"detail":[]}]})", R"({"events":[{"deliveries":{}}]})",
+                          R"({"events":[{"deliveries":[1]}]})", R"({"events":[{"deliveries":[{"attempts":"2"}]}]})",
+                          R"({"events":[{"deliveries":[{"delivered_at":true}]}]})",
+                          R"({"events":[{"deliveries":[{"webhook":null,"last_error":5}]}]})"}) {
+    auto r = DecodeEventList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+  EXPECT_TRUE(DecodeEventList(R"({"events":[{"id":1,"later":true}]})").ok());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
@@ -422,13 +423,12 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto entries = DecodeAnswer(*r, wire::DecodeAuditList, &code);
+  if (!entries.ok()) return code;
   Table table({"TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY"});
-  if (r->contains("entries") && r->at("entries").is_array()) {
-    for (const json& e : r->at("entries")) {
-      std::string states = Str(e, "from_state", "") + (e.contains("to_state") ? " -> " + Str(e, "to_state") : "");
-      table.Add({FormatTime(e, "at"), Str(e, "actor"), Str(e, "action"), Str(e, "hostname"),
-                 states.empty() ? "-" : states, Str(e, "why", "")});
-    }
+  for (const wire::AuditEntryView& e : *entries) {
+    const std::string states = e.from_state.value_or("") + (e.to_state ? " -> " + *e.to_state : "");
+    table.Add({FormatUnixTime(e.at), e.actor, e.action, e.hostname, states.empty() ? "-" : states, e.why});
   }
   table.Print();
   return kExitOk;

@@ -20,6 +20,7 @@
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
@@ -108,6 +109,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       pools_(store, ignition, [attestation] { return attestation->Now(); }),
       csr_approvals_(store, [attestation] { return attestation->Now(); }),
       events_(store),
+      audit_(store),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -513,26 +515,15 @@ Result<Response> AdminApi::Action(const Request& request, const std::string& ver
   return Response::Json(200, MachineJson(*m).dump());
 }
 
+// GET /v1/admin/audit?hostname=H&limit=N&since=ID.
 Result<Response> AdminApi::Audit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  storage::AuditFilter filter;
-  if (auto it = request.query.find("hostname"); it != request.query.end()) filter.hostname = it->second;
-  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
-  filter.since_id = QueryInt(request, "since", 0);
-  auto entries = store_->ListAudit(filter);
+  std::optional<std::string> hostname;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
+  auto entries = audit_.List(hostname, QueryInt(request, "limit", 100), QueryInt(request, "since", 0));
   if (!entries.ok()) return entries.status();
-  json out = json::array();
-  for (const auto& e : *entries) {
-    json j = {{"id", e.id}, {"at", e.at}, {"actor", e.actor}, {"action", e.action},
-              {"hostname", e.hostname}, {"why", e.why}};
-    if (e.from_state) j["from_state"] = *e.from_state;
-    if (e.to_state) j["to_state"] = *e.to_state;
-    json detail = json::parse(e.detail_json, nullptr, false);
-    if (!detail.is_discarded()) j["detail"] = detail;
-    out.push_back(std::move(j));
-  }
-  return Response::Json(200, json{{"entries", out}}.dump());
+  return Response::Json(200, wire::EncodeAuditList(*entries));
 }
 
 Result<Response> AdminApi::StatusReport(const Request& request) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/attestation.h"
+#include "core/audit_service.h"
 #include "core/csr_approval_service.h"
 #include "core/event_service.h"
 #include "daemon/http.h"
@@ -82,6 +83,7 @@ class AdminApi {
   core::PoolService pools_;
   core::CsrApprovalService csr_approvals_;
   core::EventService events_;
+  core::AuditService audit_;
   std::optional<gid_t> admin_gid_;
 };
 

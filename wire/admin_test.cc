@@ -1,7 +1,8 @@
-// Tests of the admin API's bodies (pools, certificates, CSRs, events): round trips, every truncation, and
+// Tests of the admin API's bodies (pools, certificates, CSRs, events, audit): round trips, every truncation, and
 // malformed fields.
 #include "wire/admin_pools.h"
 
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
@@ -312,6 +313,37 @@ TEST(EventList, RefusesMalformedFields) {
     EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
   }
   EXPECT_TRUE(DecodeEventList(R"({"events":[{"id":1,"later":true}]})").ok());
+}
+
+TEST(AuditList, RoundTripsAndTruncation) {
+  const AuditEntryView revoked{7, 1800000000, "alice", "revoke", "node-1", "disk stolen",
+                               "enrolled", "revoked", R"({"ek_hash":"ab"})"};
+  const std::vector<AuditEntryView> entries = {revoked, AuditEntryView{}};
+  const std::string body = EncodeAuditList(entries);
+  auto back = DecodeAuditList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, entries);
+  ExpectEveryPrefixRefused(body, DecodeAuditList);
+  EXPECT_EQ(EncodeAuditList({revoked}),
+            R"({"entries":[{"action":"revoke","actor":"alice","at":1800000000,"detail":{"ek_hash":"ab"},)"
+            R"("from_state":"enrolled","hostname":"node-1","id":7,"to_state":"revoked","why":"disk stolen"}]})");
+  // A stored detail that is no JSON is left out.
+  AuditEntryView bad = revoked;
+  bad.detail_json = "{not json";
+  auto without = DecodeAuditList(EncodeAuditList({bad}));
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->front().detail_json.has_value());
+}
+
+TEST(AuditList, RefusesMalformedFields) {
+  for (const char* bad : {R"({"entries":{}})", R"({"entries":[1]})", R"({"entries":[{"id":"7"}]})",
+                          R"({"entries":[{"at":1.5}]})", R"({"entries":[{"actor":1}]})",
+                          R"({"entries":[{"to_state":false}]})", R"({"entries":[{"why":[]}]})"}) {
+    auto r = DecodeAuditList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+  EXPECT_TRUE(DecodeAuditList(R"({"entries":[{"id":1,"later":true}]})").ok());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The audit log as the admin API lists it (docs/audit.md, `rackgatectl
 // audit`): the newest rows, or the rows after one (following the log), of
-// every machine or of one. The admin API calls this; the handler only
+// every machine or of one; and its hash chain verified, optionally against
+// an anchor kept outside. The admin API calls these; the handler only
 // decodes and encodes.
 //
 // Thread safety: as the store's; no state of its own.
@@ -21,6 +22,13 @@ namespace rackgate::core {
 // The most rows one list answers.
 inline constexpr int64_t kMaxAuditList = 10000;
 
+// The chain's verdict: the report, and for a broken chain the operator's
+// message (which row, what is wrong).
+struct AuditVerdict {
+  wire::AuditChainView report;
+  std::string message;
+};
+
 class AuditService {
  public:
   // BORROWED: store outlives the service.
@@ -32,6 +40,13 @@ class AuditService {
   // Refusals: the store's only.
   Result<std::vector<wire::AuditEntryView>> List(const std::optional<std::string>& hostname, int64_t limit,
                                                  int64_t since_id);
+
+  // GET /v1/admin/audit/verify[?anchor=ID:HASH]: the whole chain walked in
+  // one snapshot; a broken chain is a verdict (report.intact false, logged
+  // as an error with `actor`'s name), not a refusal. Refusals: field_invalid
+  // (kInvalidArgument) when `anchor` is not ID:HASH with ID a positive
+  // number; then the store's.
+  Result<AuditVerdict> Verify(const std::optional<std::string>& anchor, const storage::Actor& actor);
 
  private:
   storage::AuditStore* store_;

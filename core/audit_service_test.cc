@@ -1,11 +1,14 @@
-// The admin API's audit list (core/audit_service.h) on every store: the
-// rows as shown, ascending, the hostname filter, following the log, the
-// limit's clamp.
+// The admin API's audit log (core/audit_service.h). The list on every
+// store: the rows as shown, ascending, the hostname filter, following the
+// log, the limit's clamp. The chain's verification on the real backends
+// (the fake keeps no chain: its refusal is passed on): intact, anchored,
+// broken by an anchor, and every malformed anchor.
 #include "core/audit_service.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/testing/core_fixture.h"
@@ -81,6 +84,69 @@ TEST_P(AuditServiceTest, ClampsTheLimit) {
 }
 
 RACKGATE_ON_EVERY_STORE(AuditServiceTest);
+
+class AuditVerifyTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    CoreTest::SetUp();
+    if (skip_) return;
+    Enroll(machine_, "node-1");
+    auto rows = store_->ListAudit({});
+    ASSERT_TRUE(rows.ok() && !rows->empty());
+    first_ = rows->front();
+  }
+  Result<AuditVerdict> Verify(const std::optional<std::string>& anchor) {
+    return AuditService(store_.get()).Verify(anchor, storage::Actor{"operator", ""});
+  }
+  SoftMachine machine_;
+  storage::AuditEntry first_;
+};
+
+TEST_F(AuditVerifyTest, IntactWithAndWithoutAnAnchor) {
+  auto plain = Verify(std::nullopt);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain->report.intact);
+  EXPECT_GE(plain->report.rows, 1);
+  EXPECT_GE(plain->report.head_id, first_.id);
+  EXPECT_EQ(plain->report.head_hash.size(), 64u);
+  EXPECT_EQ(plain->report.bad_row_id, 0);
+  EXPECT_EQ(plain->message, "");
+
+  auto anchored = Verify(std::to_string(first_.id) + ":" + first_.hash);
+  ASSERT_TRUE(anchored.ok()) << anchored.status().ToString();
+  EXPECT_TRUE(anchored->report.intact);
+}
+
+TEST_F(AuditVerifyTest, AWrongOrMissingAnchorIsABrokenChainNotARefusal) {
+  auto wrong = Verify(std::to_string(first_.id) + ":" + std::string(64, '0'));
+  ASSERT_TRUE(wrong.ok()) << wrong.status().ToString();
+  EXPECT_FALSE(wrong->report.intact);
+  EXPECT_EQ(wrong->report.problem, "anchor_mismatch");
+  EXPECT_EQ(wrong->report.bad_row_id, first_.id);
+  EXPECT_FALSE(wrong->message.empty());
+
+  auto missing = Verify("999999:" + first_.hash);
+  ASSERT_TRUE(missing.ok()) << missing.status().ToString();
+  EXPECT_FALSE(missing->report.intact);
+  EXPECT_EQ(missing->report.problem, "anchor_missing");
+}
+
+TEST_F(AuditVerifyTest, RefusesAMalformedAnchor) {
+  for (const char* anchor : {"", "5", "abc:aa", "0:aa", "-1:aa", "5x:aa", "99999999999999999999:aa", ":aa"}) {
+    auto r = Verify(std::string(anchor));
+    EXPECT_EQ(ReasonOf(r), "field_invalid") << anchor;
+  }
+}
+
+class AuditVerifyOnFakeTest : public CoreTest {
+ protected:
+  AuditVerifyOnFakeTest() : CoreTest(StoreBackend::kFake) {}
+};
+
+TEST_F(AuditVerifyOnFakeTest, PassesTheStoresRefusalOn) {
+  auto r = AuditService(store_.get()).Verify(std::nullopt, storage::Actor{"operator", ""});
+  EXPECT_EQ(ReasonOf(r), "fake_unsupported");
+}
 
 }  // namespace
 }  // namespace rackgate::core::testing

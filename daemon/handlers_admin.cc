@@ -763,40 +763,18 @@ Result<Response> AdminApi::RenameMachine(const Request& request) {
   return Response::Json(200, out.dump());
 }
 
+// GET /v1/admin/audit/verify[?anchor=ID:HASH]: 200 with the report, or
+// 409 audit_chain_broken with the report beside the refusal.
 Result<Response> AdminApi::VerifyAudit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  // ?anchor=ID:HASH, a row's hash kept outside (docs/audit.md).
-  std::optional<storage::AuditAnchor> anchor;
-  if (auto it = request.query.find("anchor"); it != request.query.end()) {
-    const std::string& text = it->second;
-    const size_t colon = text.find(':');
-    storage::AuditAnchor a;
-    const char* end = text.data() + (colon == std::string::npos ? text.size() : colon);
-    auto [p, ec] = std::from_chars(text.data(), end, a.id);
-    if (colon == std::string::npos || ec != std::errc() || p != end || a.id < 1) {
-      return Status::InvalidArgument("field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
-    }
-    a.hash = text.substr(colon + 1);
-    anchor = std::move(a);
-  }
-  auto report = store_->VerifyAuditChain(anchor);
-  if (!report.ok()) return report.status();
-  json out = {{"intact", report->intact}, {"rows", report->rows}, {"head_id", report->head_id},
-              {"head_hash", report->head_hash}};
-  if (report->intact) return Response::Json(200, out.dump());
-  out["bad_row_id"] = report->bad_row_id;
-  out["problem"] = report->problem;
-  Log()->error("audit verify by {}: the audit chain is broken: {}", actor->name,
-               report->message);
-  // The refusal's usual shape ({"error": ...}) plus the report.
-  const Status broken = Status::Corruption("audit_chain_broken", report->message);
-  Response r = AdminErrorResponse(broken);
-  json doc = json::parse(r.body, nullptr, false);
-  if (doc.is_object()) {
-    doc["report"] = out;
-    r.body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
+  std::optional<std::string> anchor;
+  if (auto it = request.query.find("anchor"); it != request.query.end()) anchor = it->second;
+  auto verdict = audit_.Verify(anchor, *actor);
+  if (!verdict.ok()) return verdict.status();
+  if (verdict->report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict->report));
+  Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict->message));
+  r.body = wire::AddAuditChainReport(r.body, verdict->report);
   return r;
 }
 

@@ -1,4 +1,4 @@
-// Encoder and decoder of the admin API's audit list.
+// Encoders and decoders of the admin API's audit bodies.
 #include "wire/admin_audit.h"
 
 #include <nlohmann/json.hpp>
@@ -33,7 +33,43 @@ Result<AuditEntryView> EntryFromJson(const json& j) {
   return e;
 }
 
+json ChainJson(const AuditChainView& r) {
+  json out = {{"intact", r.intact}, {"rows", r.rows}, {"head_id", r.head_id}, {"head_hash", r.head_hash}};
+  if (!r.intact) {
+    out["bad_row_id"] = r.bad_row_id;
+    out["problem"] = r.problem;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string EncodeAuditChain(const AuditChainView& report) { return ChainJson(report).dump(); }
+
+Result<AuditChainView> DecodeAuditChain(std::string_view body) {
+  auto doc = admin_json::ParseObject(body);
+  if (!doc.ok()) return doc.status();
+  auto intact = admin_json::Bool(*doc, "intact");
+  auto rows = admin_json::Int(*doc, "rows");
+  auto head_id = admin_json::Int(*doc, "head_id");
+  auto head_hash = admin_json::String(*doc, "head_hash");
+  auto bad_row_id = admin_json::Int(*doc, "bad_row_id");
+  auto problem = admin_json::String(*doc, "problem");
+  if (Status s = admin_json::FirstError({intact.status(), rows.status(), head_id.status(), head_hash.status(),
+                                         bad_row_id.status(), problem.status()});
+      !s.ok()) {
+    return s;
+  }
+  return AuditChainView{intact->value_or(true),  rows->value_or(0),       head_id->value_or(0),
+                        head_hash->value_or(""), bad_row_id->value_or(0), problem->value_or("")};
+}
+
+std::string AddAuditChainReport(std::string_view refusal_body, const AuditChainView& report) {
+  json doc = json::parse(refusal_body, nullptr, false);
+  if (!doc.is_object()) return std::string(refusal_body);
+  doc["report"] = ChainJson(report);
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string EncodeAuditList(const std::vector<AuditEntryView>& entries) {
   json out = json::array();

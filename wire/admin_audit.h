@@ -1,7 +1,7 @@
-// The admin API's audit list (GET /v1/admin/audit; docs/audit.md,
-// docs/operations.md) as a typed value with an encoder and a decoder, for
-// rackgated and `rackgatectl audit`. Decoding fails as wire/admin_pools.h
-// says.
+// The admin API's audit bodies (docs/audit.md, docs/operations.md) as
+// typed values with an encoder and a decoder: the list (GET
+// /v1/admin/audit, `rackgatectl audit`) and the chain's report (GET
+// /v1/admin/audit/verify). Decoding fails as wire/admin_pools.h says.
 #ifndef RACKGATE_WIRE_ADMIN_AUDIT_H_
 #define RACKGATE_WIRE_ADMIN_AUDIT_H_
 
@@ -34,6 +34,27 @@ struct AuditEntryView {
 // {"entries": [...]}, in the order given.
 std::string EncodeAuditList(const std::vector<AuditEntryView>& entries);
 Result<std::vector<AuditEntryView>> DecodeAuditList(std::string_view body);
+
+// The audit chain's report (GET /v1/admin/audit/verify): {"intact",
+// "rows", "head_id", "head_hash"}, and for a broken chain "bad_row_id" and
+// "problem" too (storage's AuditChainReport says what each means).
+struct AuditChainView {
+  bool intact = true;
+  int64_t rows = 0;
+  int64_t head_id = 0;
+  std::string head_hash;
+  int64_t bad_row_id = 0;  // with problem, only when not intact
+  std::string problem;
+  bool operator==(const AuditChainView&) const = default;
+};
+std::string EncodeAuditChain(const AuditChainView& report);
+Result<AuditChainView> DecodeAuditChain(std::string_view body);
+
+// A broken chain is refused (audit_chain_broken) with the report beside the
+// refusal: `refusal_body` ({"error": ...}, the daemon's reason table's)
+// with "report" added. A refusal body that is no JSON object is returned
+// as given.
+std::string AddAuditChainReport(std::string_view refusal_body, const AuditChainView& report);
 
 }  // namespace rackgate::wire
 

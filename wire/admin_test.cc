@@ -346,5 +346,33 @@ TEST(AuditList, RefusesMalformedFields) {
   EXPECT_TRUE(DecodeAuditList(R"({"entries":[{"id":1,"later":true}]})").ok());
 }
 
+TEST(AuditChain, RoundTripsAndTruncation) {
+  const AuditChainView intact{true, 12, 12, std::string(64, 'a'), 0, ""};
+  const AuditChainView broken{false, 4, 4, std::string(64, 'b'), 5, "hash_mismatch"};
+  for (const AuditChainView& r : {intact, broken}) {
+    const std::string body = EncodeAuditChain(r);
+    auto back = DecodeAuditChain(body);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, r);
+    ExpectEveryPrefixRefused(body, DecodeAuditChain);
+  }
+  // An intact chain's report names no bad row.
+  EXPECT_EQ(EncodeAuditChain({true, 0, 0, "g", 0, ""}), R"({"head_hash":"g","head_id":0,"intact":true,"rows":0})");
+  for (const char* bad : {R"({"intact":"yes"})", R"({"rows":"4"})", R"({"head_hash":1})", R"({"bad_row_id":1.5})",
+                          R"({"problem":[]})"}) {
+    auto r = DecodeAuditChain(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+}
+
+TEST(AuditChain, AddsTheReportBesideARefusal) {
+  const AuditChainView broken{false, 4, 4, "h", 5, "hash_mismatch"};
+  EXPECT_EQ(AddAuditChainReport(R"({"error":{"reason":"audit_chain_broken"}})", broken),
+            R"({"error":{"reason":"audit_chain_broken"},"report":{"bad_row_id":5,"head_hash":"h","head_id":4,)"
+            R"("intact":false,"problem":"hash_mismatch","rows":4}})");
+  EXPECT_EQ(AddAuditChainReport("not json", broken), "not json");
+}
+
 }  // namespace
 }  // namespace rackgate::wire

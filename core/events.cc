@@ -17,11 +17,24 @@ bool IsEventType(std::string_view type) {
   return std::find(std::begin(kEventTypes), std::end(kEventTypes), type) != std::end(kEventTypes);
 }
 
-std::string EventBody(const storage::Event& event) {
+namespace {
+
+json Detail(const storage::Event& event) {
   json detail = json::parse(event.detail_json, nullptr, false);
   if (!detail.is_object()) detail = json::object();
   if (!event.actor.empty() && !detail.contains("actor")) detail["actor"] = event.actor;
   if (!event.why.empty() && !detail.contains("why")) detail["why"] = event.why;
+  return detail;
+}
+
+}  // namespace
+
+std::string EventDetailJson(const storage::Event& event) {
+  return Detail(event).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string EventBody(const storage::Event& event) {
+  json detail = Detail(event);
   json body = {{"id", event.id},
                {"type", event.type},
                {"at", event.at},

@@ -36,6 +36,8 @@ inline constexpr size_t kMinWebhookSecretBytes = 32;
 // detail never holds one (storage/store.h). A stored detail that is not a
 // JSON object becomes {}.
 std::string EventBody(const storage::Event& event);
+// The body's "detail" alone, as compact JSON text.
+std::string EventDetailJson(const storage::Event& event);
 
 // Lower-case hex of HMAC-SHA256(key, message).
 std::string HmacSha256Hex(std::string_view key, std::string_view message);

@@ -14,7 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 #include "wire/admin_pools.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
@@ -420,13 +423,12 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto entries = DecodeAnswer(*r, wire::DecodeAuditList, &code);
+  if (!entries.ok()) return code;
   Table table({"TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY"});
-  if (r->contains("entries") && r->at("entries").is_array()) {
-    for (const json& e : r->at("entries")) {
-      std::string states = Str(e, "from_state", "") + (e.contains("to_state") ? " -> " + Str(e, "to_state") : "");
-      table.Add({FormatTime(e, "at"), Str(e, "actor"), Str(e, "action"), Str(e, "hostname"),
-                 states.empty() ? "-" : states, Str(e, "why", "")});
-    }
+  for (const wire::AuditEntryView& e : *entries) {
+    const std::string states = e.from_state.value_or("") + (e.to_state ? " -> " + *e.to_state : "");
+    table.Add({FormatUnixTime(e.at), e.actor, e.action, e.hostname, states.empty() ? "-" : states, e.why});
   }
   table.Print();
   return kExitOk;
@@ -861,13 +863,12 @@ constexpr char kEventsHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 // One delivery's state in a few words.
-std::string DeliveryState(const json& d) {
-  std::string out = Str(d, "webhook") + ": ";
-  const std::string attempts = d.contains("attempts") ? d.at("attempts").dump() : "?";
-  if (d.contains("delivered_at")) return out + "delivered " + FormatTime(d, "delivered_at") + " (attempts " + attempts + ")";
-  out += "pending, attempts " + attempts + ", next " + FormatTime(d, "next_attempt_at");
-  const std::string err = Str(d, "last_error", "");
-  if (!err.empty()) out += ", last error: " + err;
+std::string DeliveryState(const wire::EventDeliveryView& d) {
+  std::string out = d.webhook + ": ";
+  const std::string attempts = std::to_string(d.attempts);
+  if (d.delivered_at) return out + "delivered " + FormatUnixTime(*d.delivered_at) + " (attempts " + attempts + ")";
+  out += "pending, attempts " + attempts + ", next " + FormatUnixTime(d.next_attempt_at);
+  if (!d.last_error.empty()) out += ", last error: " + d.last_error;
   return out;
 }
 
@@ -885,15 +886,13 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto events = DecodeAnswer(*r, wire::DecodeEventList, &code);
+  if (!events.ok()) return code;
   Table table({"ID", "TIME", "TYPE", "MACHINE", "DELIVERIES"});
-  if (r->contains("events") && r->at("events").is_array()) {
-    for (const json& e : r->at("events")) {
-      const json machine = e.contains("machine") ? e.at("machine") : json::object();
-      const json deliveries = e.contains("deliveries") ? e.at("deliveries") : json::array();
-      table.Add({e.contains("id") ? e.at("id").dump() : "?", FormatTime(e, "at"), Str(e, "type"),
-                 Str(machine, "hostname"), deliveries.empty() ? "(no webhook)" : DeliveryState(deliveries.at(0))});
-      for (size_t i = 1; i < deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(deliveries.at(i))});
-    }
+  for (const wire::EventView& e : *events) {
+    table.Add({std::to_string(e.id), FormatUnixTime(e.at), e.type, e.hostname,
+               e.deliveries.empty() ? "(no webhook)" : DeliveryState(e.deliveries.front())});
+    for (size_t i = 1; i < e.deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(e.deliveries[i])});
   }
   table.Print();
   return kExitOk;
@@ -1013,17 +1012,18 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
     auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
     if (!r.ok()) return code;
     if (args->Has("json")) return PrintJson(*r), kExitOk;
+    auto csrs = DecodeAnswer(*r, wire::DecodeCsrList, &code);
+    if (!csrs.ok()) return code;
     Table table({"ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM", "STATE"});
-    for (const json& c : r->value("csrs", json::array())) {
-      const int64_t age = c.value("age_seconds", int64_t{0});
+    for (const wire::CsrView& c : *csrs) {
+      const int64_t age = c.age_seconds;
       const std::string age_text = age < 120 ? std::to_string(age) + "s"
                                    : age < 7200 ? std::to_string(age / 60) + "m"
                                                 : std::to_string(age / 3600) + "h";
-      std::string state = Str(c, "state");
-      if (c.contains("deny_reason")) state += ": " + Str(c, "deny_reason");
-      table.Add({std::to_string(c.value("id", int64_t{0})), Str(c, "hostname"), Str(c, "kind"),
-                 Str(c, "public_key_sha256").substr(0, 16), age_text, c.value("tpm_resident", false) ? "yes" : "no",
-                 state});
+      std::string state = c.state;
+      if (!c.deny_reason.empty()) state += ": " + c.deny_reason;
+      table.Add({std::to_string(c.id), c.hostname, c.kind, c.public_key_sha256.substr(0, 16), age_text,
+                 c.tpm_resident ? "yes" : "no", state});
     }
     table.Print();
     return kExitOk;
@@ -1036,12 +1036,15 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   if (sub == "deny" && args->Get("reason").value_or("").empty()) {
     return UsageError(help, "deny needs --reason TEXT (the machine is told it)");
   }
-  json body = {{"reason", args->Get("reason").value_or("")}};
-  auto r = Send(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, body, &code);
+  const wire::CsrDecisionRequest decision{args->Get("reason").value_or("")};
+  auto r = SendText(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, wire::EncodeCsrDecisionRequest(decision),
+                    &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto decided = DecodeAnswer(*r, wire::DecodeCsrView, &code);
+  if (!decided.ok()) return code;
   std::printf("csr %s %s (%s, %s): %s\n", id.c_str(), sub == "approve" ? "approved" : "denied",
-              Str(*r, "hostname").c_str(), Str(*r, "kind").c_str(), Str(*r, "state").c_str());
+              decided->hostname.c_str(), decided->kind.c_str(), decided->state.c_str());
   return kExitOk;
 }
 

@@ -16,12 +16,14 @@
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "base/log.h"
-#include "core/events.h"
 #include "core/policy_proposal.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "daemon/status_http.h"
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 #include "wire/admin_pools.h"
 #include "wire/protocol.h"
 #include "base/hex.h"
@@ -105,6 +107,9 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       ignition_(ignition),
       policies_(store, [attestation] { return attestation->Now(); }),
       pools_(store, ignition, [attestation] { return attestation->Now(); }),
+      csr_approvals_(store, [attestation] { return attestation->Now(); }),
+      events_(store),
+      audit_(store),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -510,26 +515,15 @@ Result<Response> AdminApi::Action(const Request& request, const std::string& ver
   return Response::Json(200, MachineJson(*m).dump());
 }
 
+// GET /v1/admin/audit?hostname=H&limit=N&since=ID.
 Result<Response> AdminApi::Audit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  storage::AuditFilter filter;
-  if (auto it = request.query.find("hostname"); it != request.query.end()) filter.hostname = it->second;
-  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
-  filter.since_id = QueryInt(request, "since", 0);
-  auto entries = store_->ListAudit(filter);
+  std::optional<std::string> hostname;
+  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
+  auto entries = audit_.List(hostname, QueryInt(request, "limit", 100), QueryInt(request, "since", 0));
   if (!entries.ok()) return entries.status();
-  json out = json::array();
-  for (const auto& e : *entries) {
-    json j = {{"id", e.id}, {"at", e.at}, {"actor", e.actor}, {"action", e.action},
-              {"hostname", e.hostname}, {"why", e.why}};
-    if (e.from_state) j["from_state"] = *e.from_state;
-    if (e.to_state) j["to_state"] = *e.to_state;
-    json detail = json::parse(e.detail_json, nullptr, false);
-    if (!detail.is_discarded()) j["detail"] = detail;
-    out.push_back(std::move(j));
-  }
-  return Response::Json(200, json{{"entries", out}}.dump());
+  return Response::Json(200, wire::EncodeAuditList(*entries));
 }
 
 Result<Response> AdminApi::StatusReport(const Request& request) {
@@ -643,33 +637,13 @@ Result<Response> AdminApi::GetPools(const Request& request) {
 
 // --- Webhook events (docs/events.md) -----------------------------------------
 
-// GET /v1/admin/events?pending=1&limit=N: the newest events, each with its
-// deliveries' state. Bodies as webhooks receive them, plus the deliveries.
+// GET /v1/admin/events?pending=1&limit=N.
 Result<Response> AdminApi::Events(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  storage::EventFilter filter;
-  filter.limit = static_cast<int>(std::clamp<int64_t>(QueryInt(request, "limit", 100), 1, 10000));
-  filter.pending_only = QueryInt(request, "pending", 0) != 0;
-  auto events = store_->ListEvents(filter);
+  auto events = events_.List(QueryInt(request, "limit", 100), QueryInt(request, "pending", 0) != 0);
   if (!events.ok()) return events.status();
-  json out = json::array();
-  for (const storage::Event& e : *events) {
-    json j = json::parse(core::EventBody(e));
-    json deliveries = json::array();
-    for (const storage::EventDelivery& d : e.deliveries) {
-      json dj = {{"webhook", d.webhook}, {"attempts", d.attempts}, {"last_error", d.last_error}};
-      if (d.delivered_at) {
-        dj["delivered_at"] = *d.delivered_at;
-      } else {
-        dj["next_attempt_at"] = d.next_attempt_at;
-      }
-      deliveries.push_back(std::move(dj));
-    }
-    j["deliveries"] = std::move(deliveries);
-    out.push_back(std::move(j));
-  }
-  return Response::Json(200, json{{"events", out}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  return Response::Json(200, wire::EncodeEventList(*events));
 }
 
 // --- Manual CSR approval and discovery -----------------------------------------
@@ -704,26 +678,6 @@ Result<storage::ApprovalChanges> ApprovalChangesFromJson(const json& j) {
   return ch;
 }
 
-json CsrRequestJson(const storage::CsrApprovalRequest& r, int64_t now) {
-  json j = {{"id", r.id},
-            {"hostname", r.hostname},
-            {"kind", r.kind},
-            {"public_key_sha256", hex::Encode(r.public_key_sha256)},
-            {"usages", r.usages},
-            {"tpm_resident", r.tpm_resident},
-            {"state", r.state},
-            {"created_at", r.created_at},
-            {"age_seconds", std::max<int64_t>(0, now - r.created_at)},
-            {"current", r.current},
-            {"csr", r.csr_pem}};
-  if (r.decided_at) {
-    j["decided_at"] = *r.decided_at;
-    j["decided_by"] = r.decided_by;
-  }
-  if (!r.deny_reason.empty()) j["deny_reason"] = r.deny_reason;
-  return j;
-}
-
 }  // namespace
 
 Result<Response> AdminApi::ApproveMachine(const Request& request) {
@@ -748,42 +702,25 @@ Result<Response> AdminApi::ApproveMachine(const Request& request) {
   return Response::Json(200, MachineJson(*m).dump());
 }
 
+// GET /v1/admin/csrs[?all=1][&limit=N].
 Result<Response> AdminApi::Csrs(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
   const bool all = request.query.count("all") != 0 && request.query.at("all") != "0";
-  auto list = store_->ListCsrRequests(all, static_cast<int>(QueryInt(request, "limit", 1000)));
+  auto list = csr_approvals_.List(all, static_cast<int>(QueryInt(request, "limit", 1000)));
   if (!list.ok()) return list.status();
-  const int64_t now = attestation_->Now();
-  json out = json::array();
-  for (const auto& r : *list) out.push_back(CsrRequestJson(r, now));
-  return Response::Json(200, json{{"csrs", out}}.dump());
+  return Response::Json(200, wire::EncodeCsrList(*list));
 }
 
+// POST /v1/admin/csrs/{id}/approve|deny.
 Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  const std::string& id_text = request.path_params.at("id");
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
-    return Status::InvalidArgument("field_invalid", "a CSR id is a positive number");
-  }
-  std::string reason;
-  if (!request.body.empty()) {
-    auto body = AdminBody(request);
-    if (!body.ok()) return body.status();
-    reason = Str(*body, "reason");
-  }
-  if (!approve && reason.empty()) {
-    return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
-  }
-  a.why = reason.empty() ? "by " + a.name : reason;
-  auto r = store_->DecideCsrRequest(id, approve, reason, a, attestation_->Now());
-  if (!r.ok()) return r.status();
-  Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
-  return Response::Json(200, CsrRequestJson(*r, attestation_->Now()).dump());
+  auto decision = wire::DecodeCsrDecisionRequest(request.body);
+  if (!decision.ok()) return decision.status();
+  auto decided = csr_approvals_.Decide(request.path_params.at("id"), approve, decision->reason, *actor);
+  if (!decided.ok()) return decided.status();
+  return Response::Json(200, wire::EncodeCsrView(*decided));
 }
 
 // --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) -------
@@ -826,40 +763,18 @@ Result<Response> AdminApi::RenameMachine(const Request& request) {
   return Response::Json(200, out.dump());
 }
 
+// GET /v1/admin/audit/verify[?anchor=ID:HASH]: 200 with the report, or
+// 409 audit_chain_broken with the report beside the refusal.
 Result<Response> AdminApi::VerifyAudit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  // ?anchor=ID:HASH, a row's hash kept outside (docs/audit.md).
-  std::optional<storage::AuditAnchor> anchor;
-  if (auto it = request.query.find("anchor"); it != request.query.end()) {
-    const std::string& text = it->second;
-    const size_t colon = text.find(':');
-    storage::AuditAnchor a;
-    const char* end = text.data() + (colon == std::string::npos ? text.size() : colon);
-    auto [p, ec] = std::from_chars(text.data(), end, a.id);
-    if (colon == std::string::npos || ec != std::errc() || p != end || a.id < 1) {
-      return Status::InvalidArgument("field_invalid", "anchor must be ID:HASH (a row id and its 64 hex digit hash)");
-    }
-    a.hash = text.substr(colon + 1);
-    anchor = std::move(a);
-  }
-  auto report = store_->VerifyAuditChain(anchor);
-  if (!report.ok()) return report.status();
-  json out = {{"intact", report->intact}, {"rows", report->rows}, {"head_id", report->head_id},
-              {"head_hash", report->head_hash}};
-  if (report->intact) return Response::Json(200, out.dump());
-  out["bad_row_id"] = report->bad_row_id;
-  out["problem"] = report->problem;
-  Log()->error("audit verify by {}: the audit chain is broken: {}", actor->name,
-               report->message);
-  // The refusal's usual shape ({"error": ...}) plus the report.
-  const Status broken = Status::Corruption("audit_chain_broken", report->message);
-  Response r = AdminErrorResponse(broken);
-  json doc = json::parse(r.body, nullptr, false);
-  if (doc.is_object()) {
-    doc["report"] = out;
-    r.body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
+  std::optional<std::string> anchor;
+  if (auto it = request.query.find("anchor"); it != request.query.end()) anchor = it->second;
+  auto verdict = audit_.Verify(anchor, *actor);
+  if (!verdict.ok()) return verdict.status();
+  if (verdict->report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict->report));
+  Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict->message));
+  r.body = wire::AddAuditChainReport(r.body, verdict->report);
   return r;
 }
 

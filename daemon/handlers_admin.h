@@ -13,6 +13,9 @@
 #include <string>
 
 #include "core/attestation.h"
+#include "core/audit_service.h"
+#include "core/csr_approval_service.h"
+#include "core/event_service.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
@@ -78,6 +81,9 @@ class AdminApi {
   core::IgnitionService* ignition_;
   core::PolicyService policies_;
   core::PoolService pools_;
+  core::CsrApprovalService csr_approvals_;
+  core::EventService events_;
+  core::AuditService audit_;
   std::optional<gid_t> admin_gid_;
 };
 

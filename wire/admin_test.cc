@@ -1,8 +1,11 @@
-// Tests of the admin API's pool bodies: round trips, every truncation, and
+// Tests of the admin API's bodies (pools, certificates, CSRs, events, audit): round trips, every truncation, and
 // malformed fields.
 #include "wire/admin_pools.h"
 
+#include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
+#include "wire/admin_csrs.h"
+#include "wire/admin_events.h"
 
 #include <gtest/gtest.h>
 
@@ -178,6 +181,197 @@ TEST(CertificateList, RoundTripsAndTruncation) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
   }
+}
+
+CsrView SomeCsr() {
+  CsrView c;
+  c.id = 7;
+  c.hostname = "node-1";
+  c.kind = "client";
+  c.public_key_sha256 = std::string(64, 'b');
+  c.usages = {"client auth", "digital signature"};
+  c.tpm_resident = true;
+  c.state = "denied";
+  c.created_at = 1800000000;
+  c.age_seconds = 90;
+  c.current = false;
+  c.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----\n-----END CERTIFICATE REQUEST-----\n";
+  c.decided_at = 1800000050;
+  c.decided_by = "operator";
+  c.deny_reason = "unknown rack";
+  return c;
+}
+
+TEST(CsrView, RoundTripsAndTruncation) {
+  for (const CsrView& c : {SomeCsr(), CsrView{}}) {
+    const std::string body = EncodeCsrView(c);
+    auto back = DecodeCsrView(body);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, c);
+    ExpectEveryPrefixRefused(body, DecodeCsrView);
+  }
+  // Undecided: no decided_at, decided_by or deny_reason on the wire.
+  EXPECT_EQ(EncodeCsrView(CsrView{}),
+            R"({"age_seconds":0,"created_at":0,"csr":"","current":true,"hostname":"","id":0,"kind":"",)"
+            R"("public_key_sha256":"","state":"","tpm_resident":false,"usages":[]})");
+}
+
+TEST(CsrView, RefusesMalformedFields) {
+  for (const char* body : {R"({"id":"7"})", R"({"hostname":1})", R"({"usages":"client auth"})",
+                           R"({"usages":[1]})", R"({"tpm_resident":"yes"})", R"({"current":1})",
+                           R"({"decided_at":"x"})", R"({"deny_reason":false})", R"({"id":18446744073709551615})"}) {
+    auto r = DecodeCsrView(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << body;
+  }
+  EXPECT_TRUE(DecodeCsrView(R"({"id":7,"later":1})").ok());
+}
+
+TEST(CsrList, RoundTripsAndTruncation) {
+  const std::vector<CsrView> csrs = {SomeCsr(), CsrView{}};
+  const std::string body = EncodeCsrList(csrs);
+  auto back = DecodeCsrList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, csrs);
+  ExpectEveryPrefixRefused(body, DecodeCsrList);
+  EXPECT_EQ(EncodeCsrList({}), R"({"csrs":[]})");
+  for (const char* bad : {R"({"csrs":{}})", R"({"csrs":[1]})", R"({"csrs":[{"state":2}]})"}) {
+    auto r = DecodeCsrList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+}
+
+TEST(CsrDecisionRequest, RoundTripsAndRefuses) {
+  const CsrDecisionRequest r{"unknown rack"};
+  const std::string body = EncodeCsrDecisionRequest(r);
+  auto back = DecodeCsrDecisionRequest(body);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, r);
+  // An empty body is a decision without a reason; any other prefix is refused.
+  auto empty = DecodeCsrDecisionRequest("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->reason, "");
+  for (size_t n = 1; n < body.size(); ++n) {
+    auto t = DecodeCsrDecisionRequest(std::string_view(body).substr(0, n));
+    ASSERT_FALSE(t.ok()) << n;
+    EXPECT_EQ(t.status().reason(), "bad_json") << n;
+  }
+  auto bad = DecodeCsrDecisionRequest(R"({"reason":5})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().reason(), "field_invalid");
+  EXPECT_EQ(DecodeCsrDecisionRequest("[]").status().reason(), "bad_json");
+  EXPECT_EQ(DecodeCsrDecisionRequest(std::string(100, '[') + std::string(100, ']')).status().reason(), "bad_json");
+}
+
+TEST(EventList, RoundTripsAndTruncation) {
+  EventView e;
+  e.id = 42;
+  e.type = "machine_revoked";
+  e.at = 1700000000;
+  e.hostname = "node-7";
+  e.pool = "workers";
+  e.detail_json = R"({"actor":"alice","serial":"0a","why":"disk stolen"})";
+  e.deliveries = {{"https://a.example/hook", 2, 1700000100, 0, ""},
+                  {"https://b.example/hook", 3, std::nullopt, 1700000200, "HTTP 500"}};
+  const std::vector<EventView> events = {e, EventView{}};
+  const std::string body = EncodeEventList(events);
+  auto back = DecodeEventList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, events);
+  ExpectEveryPrefixRefused(body, DecodeEventList);
+  // The webhook body plus the deliveries: a delivered one has no next attempt.
+  EXPECT_EQ(EncodeEventList({e}),
+            R"({"events":[{"at":1700000000,"deliveries":[{"attempts":2,"delivered_at":1700000100,"last_error":"",)"
+            R"("webhook":"https://a.example/hook"},{"attempts":3,"last_error":"HTTP 500","next_attempt_at":1700000200,)"
+            R"("webhook":"https://b.example/hook"}],"detail":{"actor":"alice","serial":"0a","why":"disk stolen"},)"
+            R"("id":42,"machine":{"hostname":"node-7","pool":"workers"},"type":"machine_revoked"}]})");
+  EXPECT_EQ(EncodeEventList({}), R"({"events":[]})");
+}
+
+TEST(EventList, EncodesWhatCannotGoOutAsIs) {
+  EventView e;
+  e.detail_json = "[1,2]";  // not an object: {}
+  e.hostname = "node-\xff";   // invalid UTF-8: replaced, not thrown
+  std::string body;
+  ASSERT_NO_THROW(body = EncodeEventList({e}));
+  auto back = DecodeEventList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->front().detail_json, "{}");
+  EXPECT_EQ(back->front().hostname, "node-\xef\xbf\xbd");
+}
+
+TEST(EventList, RefusesMalformedFields) {
+  for (const char* bad : {R"({"events":{}})", R"({"events":[1]})", R"({"events":[{"id":"42"}]})",
+                          R"({"events":[{"machine":"node-1"}]})", R"({"events":[{"machine":{"hostname":1}}]})",
+                          R"({"events":[{"detail":[]}]})", R"({"events":[{"deliveries":{}}]})",
+                          R"({"events":[{"deliveries":[1]}]})", R"({"events":[{"deliveries":[{"attempts":"2"}]}]})",
+                          R"({"events":[{"deliveries":[{"delivered_at":true}]}]})",
+                          R"({"events":[{"deliveries":[{"webhook":null,"last_error":5}]}]})"}) {
+    auto r = DecodeEventList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+  EXPECT_TRUE(DecodeEventList(R"({"events":[{"id":1,"later":true}]})").ok());
+}
+
+TEST(AuditList, RoundTripsAndTruncation) {
+  const AuditEntryView revoked{7, 1800000000, "alice", "revoke", "node-1", "disk stolen",
+                               "enrolled", "revoked", R"({"ek_hash":"ab"})"};
+  const std::vector<AuditEntryView> entries = {revoked, AuditEntryView{}};
+  const std::string body = EncodeAuditList(entries);
+  auto back = DecodeAuditList(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, entries);
+  ExpectEveryPrefixRefused(body, DecodeAuditList);
+  EXPECT_EQ(EncodeAuditList({revoked}),
+            R"({"entries":[{"action":"revoke","actor":"alice","at":1800000000,"detail":{"ek_hash":"ab"},)"
+            R"("from_state":"enrolled","hostname":"node-1","id":7,"to_state":"revoked","why":"disk stolen"}]})");
+  // A stored detail that is no JSON is left out.
+  AuditEntryView bad = revoked;
+  bad.detail_json = "{not json";
+  auto without = DecodeAuditList(EncodeAuditList({bad}));
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->front().detail_json.has_value());
+}
+
+TEST(AuditList, RefusesMalformedFields) {
+  for (const char* bad : {R"({"entries":{}})", R"({"entries":[1]})", R"({"entries":[{"id":"7"}]})",
+                          R"({"entries":[{"at":1.5}]})", R"({"entries":[{"actor":1}]})",
+                          R"({"entries":[{"to_state":false}]})", R"({"entries":[{"why":[]}]})"}) {
+    auto r = DecodeAuditList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+  EXPECT_TRUE(DecodeAuditList(R"({"entries":[{"id":1,"later":true}]})").ok());
+}
+
+TEST(AuditChain, RoundTripsAndTruncation) {
+  const AuditChainView intact{true, 12, 12, std::string(64, 'a'), 0, ""};
+  const AuditChainView broken{false, 4, 4, std::string(64, 'b'), 5, "hash_mismatch"};
+  for (const AuditChainView& r : {intact, broken}) {
+    const std::string body = EncodeAuditChain(r);
+    auto back = DecodeAuditChain(body);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, r);
+    ExpectEveryPrefixRefused(body, DecodeAuditChain);
+  }
+  // An intact chain's report names no bad row.
+  EXPECT_EQ(EncodeAuditChain({true, 0, 0, "g", 0, ""}), R"({"head_hash":"g","head_id":0,"intact":true,"rows":0})");
+  for (const char* bad : {R"({"intact":"yes"})", R"({"rows":"4"})", R"({"head_hash":1})", R"({"bad_row_id":1.5})",
+                          R"({"problem":[]})"}) {
+    auto r = DecodeAuditChain(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+}
+
+TEST(AuditChain, AddsTheReportBesideARefusal) {
+  const AuditChainView broken{false, 4, 4, "h", 5, "hash_mismatch"};
+  EXPECT_EQ(AddAuditChainReport(R"({"error":{"reason":"audit_chain_broken"}})", broken),
+            R"({"error":{"reason":"audit_chain_broken"},"report":{"bad_row_id":5,"head_hash":"h","head_id":4,)"
+            R"("intact":false,"problem":"hash_mismatch","rows":4}})");
+  EXPECT_EQ(AddAuditChainReport("not json", broken), "not json");
 }
 
 }  // namespace

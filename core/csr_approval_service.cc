@@ -1,0 +1,76 @@
+// The operator's side of manual CSR approval: list, approve, deny.
+#include "core/csr_approval_service.h"
+
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <utility>
+
+#include "base/hex.h"
+#include "base/log.h"
+
+namespace rackgate::core {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("admin");
+  return log;
+}
+
+}  // namespace
+
+CsrApprovalService::CsrApprovalService(storage::CsrStore* store, Clock clock)
+    : store_(store), clock_(std::move(clock)) {}
+
+wire::CsrView CsrApprovalService::View(const storage::CsrApprovalRequest& r, int64_t now) const {
+  wire::CsrView c;
+  c.id = r.id;
+  c.hostname = r.hostname;
+  c.kind = r.kind;
+  c.public_key_sha256 = hex::Encode(r.public_key_sha256);
+  c.usages = r.usages;
+  c.tpm_resident = r.tpm_resident;
+  c.state = r.state;
+  c.created_at = r.created_at;
+  c.age_seconds = std::max<int64_t>(0, now - r.created_at);
+  c.current = r.current;
+  c.csr_pem = r.csr_pem;
+  if (r.decided_at) {
+    c.decided_at = *r.decided_at;
+    c.decided_by = r.decided_by;
+  }
+  c.deny_reason = r.deny_reason;
+  return c;
+}
+
+Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int limit) {
+  auto list = store_->ListCsrRequests(all, limit);
+  if (!list.ok()) return list.status();
+  const int64_t now = clock_();
+  std::vector<wire::CsrView> out;
+  out.reserve(list->size());
+  for (const auto& r : *list) out.push_back(View(r, now));
+  return out;
+}
+
+Result<wire::CsrView> CsrApprovalService::Decide(std::string_view id_text, bool approve, const std::string& reason,
+                                                 const storage::Actor& actor) {
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
+    return Status::InvalidArgument("field_invalid", "a CSR id is a positive number");
+  }
+  // The machine is told why it was refused, so a denial must say it.
+  if (!approve && reason.empty()) {
+    return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
+  }
+  storage::Actor a = actor;
+  a.why = reason.empty() ? "by " + a.name : reason;
+  auto r = store_->DecideCsrRequest(id, approve, reason, a, clock_());
+  if (!r.ok()) return r.status();
+  Log()->info("{} {} CSR {} of {} ({})", a.name, approve ? "approved" : "denied", id, r->hostname, a.why);
+  return View(*r, clock_());
+}
+
+}  // namespace rackgate::core

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "ctl/admin_client.h"
+#include "ctl/offline.h"
 
 namespace rackgate::ctl {
 
@@ -55,6 +57,15 @@ std::optional<CommandLine> ParseCommandLine(int argc, char** argv) {
   line.args.insert(line.args.end(), after_dashes.begin(), after_dashes.end());
   line.args.push_back(nullptr);
   return line;
+}
+
+int RunMain(int (*dispatch)(int, char**), int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rackgatectl: internal error: %s\n", e.what());
+    return kExitUnusable;
+  }
 }
 
 }  // namespace rackgate::ctl

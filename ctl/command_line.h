@@ -1,5 +1,5 @@
 // rackgatectl's global flags (--socket, --json, --help, --version), taken from
-// anywhere on the line, the same way by rackgatectl and rackgatectl-offline,
+// anywhere on the line, the same way by rackgatectl and rackgatectl-state,
 // which is handed rackgatectl's own argv (docs/cli.md).
 #ifndef RACKGATE_CTL_COMMAND_LINE_H_
 #define RACKGATE_CTL_COMMAND_LINE_H_
@@ -30,6 +30,11 @@ struct CommandLine {
 // On a usage error (--socket without a value) prints it on stderr and returns
 // nullopt: the caller exits kExitUnusable.
 std::optional<CommandLine> ParseCommandLine(int argc, char** argv);
+
+// Both binaries' main: runs `dispatch`, and lets nothing escape as an
+// exception: a bug or resource exhaustion becomes "rackgatectl: internal
+// error: ..." on stderr and exit kExitUnusable, never an abort with a core dump.
+int RunMain(int (*dispatch)(int, char**), int argc, char** argv);
 
 }  // namespace rackgate::ctl
 

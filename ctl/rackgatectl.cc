@@ -359,13 +359,4 @@ int Dispatch(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // Nothing may escape main as an exception: a bug or resource exhaustion
-  // becomes a clear message and exit 2, never an abort with a core dump.
-  try {
-    return Dispatch(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rackgatectl: internal error: %s\n", e.what());
-    return rackgate::ctl::kExitUnusable;
-  }
-}
+int main(int argc, char** argv) { return rackgate::ctl::RunMain(Dispatch, argc, argv); }

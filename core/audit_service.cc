@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "base/log.h"
 
 namespace rackgate::core {
@@ -64,6 +66,16 @@ Result<AuditVerdict> AuditService::Verify(const std::optional<std::string>& anch
     Log()->error("audit verify by {}: the audit chain is broken: {}", actor.name, report->message);
   }
   return v;
+}
+
+Status AuditService::RecordAdminRefusal(const AdminRefusalRecord& r, int64_t now) {
+  nlohmann::json detail = {{"method", r.method}, {"route", r.route}, {"reason", r.reason}, {"user", r.user}};
+  if (r.uid) detail["uid"] = *r.uid;
+  // A named hostname is kept bounded; the store links the row to the machine
+  // when it knows it.
+  const std::string named = r.hostname.size() <= 253 ? r.hostname : "";
+  return store_->AuditAdminRefusal(named, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                                   {r.user, "refused: " + r.reason}, now);
 }
 
 }  // namespace rackgate::core

@@ -29,6 +29,18 @@ struct AuditVerdict {
   std::string message;
 };
 
+// A refused admin request, as the audit keeps it (docs/audit.md,
+// admin_refused): the server's own words (method, route pattern, reason
+// code), who asked, and the hostname the request named.
+struct AdminRefusalRecord {
+  std::string method;
+  std::string route;
+  std::string reason;
+  std::string user;
+  std::optional<uint32_t> uid;
+  std::string hostname;  // "" when none; one over 253 bytes is not kept
+};
+
 class AuditService {
  public:
   // BORROWED: store outlives the service.
@@ -47,6 +59,11 @@ class AuditService {
   // (kInvalidArgument) when `anchor` is not ID:HASH with ID a positive
   // number; then the store's.
   Result<AuditVerdict> Verify(const std::optional<std::string>& anchor, const storage::Actor& actor);
+
+  // One admin_refused row for `r`, linked to the machine its hostname names
+  // when there is one; the actor is the user, the why "refused: <reason>".
+  // Refusals: the store's only.
+  Status RecordAdminRefusal(const AdminRefusalRecord& r, int64_t now);
 
  private:
   storage::AuditStore* store_;

@@ -38,6 +38,8 @@
 #include "daemon/notify.h"
 #include "daemon/observability.h"
 #include "daemon/webhooks.h"
+#include "core/fleet_counts.h"
+#include "core/webhook_outbox.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -282,59 +284,27 @@ HttpServerOptions ServerOptionsFrom(const Config& c, Metrics* metrics) {
 }
 
 // GET /readyz: whether the database answers.
-Handler ReadyzHandler(storage::Store* db, Metrics* metrics) {
-  return [db, metrics](const Request&) {
-    auto counts = db->CountByState();
+Handler ReadyzHandler(core::FleetCounter* fleet, Metrics* metrics) {
+  return [fleet, metrics](const Request&) {
+    const Status answers = fleet->DatabaseAnswers();
     // fleet: rackgate_db_up says the same to a scraper (docs/ha.md).
     metrics->GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
-                      counts.ok() ? 1 : 0);
-    if (counts.ok()) return Response::Text(200, "ready\n");
+                      answers.ok() ? 1 : 0);
+    if (answers.ok()) return Response::Text(200, "ready\n");
     metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    Log()->warn("readyz: the database does not answer: {}", counts.status().ToString());
+    Log()->warn("readyz: the database does not answer: {}", answers.ToString());
     return Response::Error(503, "db_unavailable", "the database does not answer", 5);
   };
 }
 
 // GET /metrics: the registry, with the gauges counted at scrape time.
-Handler ScrapeHandler(storage::Store* db, Metrics* metrics, AttestationService* attestation,
+Handler ScrapeHandler(core::FleetCounter* fleet, Metrics* metrics, AttestationService* attestation,
                       const ExpiryFiles& expiry) {
-  return [db, metrics, attestation, expiry](const Request&) {
-    CollectScrapeMetrics(metrics, db, expiry);
+  return [fleet, metrics, attestation, expiry](const Request&) {
+    CollectScrapeMetrics(metrics, fleet, expiry, Now());
     metrics->GaugeSet("rackgate_unknown_eks",
                      "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).", {},
                      static_cast<double>(attestation->unknown_eks().SeenSince(Now() - 3600).size()));
-    // Counted at scrape time: a running sum would drift with every session
-    // that expires unused.
-    auto open = db->CountOpenSessions(Now());
-    // fleet: whether the database answers, for an alert on each appliance.
-    metrics->GaugeSet("rackgate_db_up", "1 when the database answered the last check, 0 when it did not.", {},
-                     open.ok() ? 1 : 0);
-    if (open.ok()) {
-      metrics->GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
-                       static_cast<double>(*open));
-    } else {
-      metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    }
-    // Trust (docs/trust.md): counted at scrape time, like the sessions.
-    if (auto untrusted = db->CountUntrusted(); untrusted.ok()) {
-      metrics->GaugeSet("rackgate_machines_untrusted",
-                       "Machines whose latest attestation failed or whose last good one is too old.", {},
-                       static_cast<double>(*untrusted));
-    } else {
-      metrics->CounterInc("rackgate_db_errors_total", "Database errors.", {});
-    }
-    {
-      // The store counts since Open; the counters move by what is new.
-      static std::mutex mu;
-      static storage::Store::WriteStats seen;
-      std::lock_guard<std::mutex> lock(mu);
-      const storage::Store::WriteStats now = db->GetWriteStats();
-      metrics->CounterInc("rackgate_db_commits_total", "Write transactions committed, each with a group of writes.",
-                         {}, static_cast<double>(now.commits - seen.commits));
-      metrics->CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
-                         static_cast<double>(now.writes - seen.writes));
-      seen = now;
-    }
     return Response::Text(200, metrics->Render(), kMetricsContentType);
   };
 }
@@ -494,14 +464,15 @@ int Run(const std::string& config_path, bool check_only) {
 
   HttpServerOptions o = ServerOptionsFrom(*config, &metrics);
   storage::Store* db = store->get();
+  core::FleetCounter fleet(db, db);
   handlers.Register(&o.router);
   o.router.Add("GET", "/healthz", [](const Request&) { return Response::Text(200, "ok\n"); });
-  o.router.Add("GET", "/readyz", ReadyzHandler(db, &metrics));
+  o.router.Add("GET", "/readyz", ReadyzHandler(&fleet, &metrics));
   // Observability (docs/observability.md): /metrics on the machines' port
   // (metrics.public, the default) and/or on its own plain-HTTP listener.
   const ExpiryFiles expiry{config->tls_certificate_path(), config->ca_certificate_path(),
                            config->cluster_ca_certificate_path()};
-  Handler scrape = ScrapeHandler(db, &metrics, &attestation, expiry);
+  Handler scrape = ScrapeHandler(&fleet, &metrics, &attestation, expiry);
   if (config->metrics.public_port) o.router.Add("GET", "/metrics", scrape);
   if (!config->metrics.listen_address.empty()) {
     o.metrics_address = config->metrics.listen_address;
@@ -510,7 +481,8 @@ int Run(const std::string& config_path, bool check_only) {
   } else if (!config->metrics.public_port) {
     Log()->warn("metrics.public is false and metrics.listen is empty: /metrics is served nowhere");
   }
-  AdminRefusalLog refusals(db, &metrics, config->metrics.audited_refusals_per_minute);
+  core::AuditService refusal_audit(db);
+  AdminRefusalLog refusals(&refusal_audit, &metrics, config->metrics.audited_refusals_per_minute);
   o.on_admin_refusal = [&refusals](const AdminRefusal& r) { refusals.Record(r, Now()); };
   admin.Register(&o.admin_router);
 
@@ -523,7 +495,8 @@ int Run(const std::string& config_path, bool check_only) {
   ::signal(SIGPIPE, SIG_IGN);
 
   // Webhooks: the dispatcher's thread sends what the store's triggers queue.
-  auto webhooks = WebhookDispatcher::Start(store->get(), std::move(start.webhooks), {}, &metrics);
+  core::WebhookOutbox outbox(store->get(), core::RetrySchedule{});
+  auto webhooks = WebhookDispatcher::Start(&outbox, std::move(start.webhooks), {}, &metrics);
   if (!webhooks.ok()) {
     Log()->critical("webhooks: {}", webhooks.status().ToString());
     return 1;
@@ -535,7 +508,7 @@ int Run(const std::string& config_path, bool check_only) {
     return 1;
   }
   notifier.Ready("serving on port " + std::to_string((*server)->port()));
-  notifier.StartWatchdog([db] { return db->CountByState().ok(); });
+  notifier.StartWatchdog([&fleet] { return fleet.DatabaseAnswers().ok(); });
   Log()->info("rackgated {} serving on port {}, admin socket {}", RACKGATE_VERSION, (*server)->port(),
               config->admin_socket);
   if ((*server)->metrics_port() != 0) {

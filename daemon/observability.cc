@@ -14,7 +14,6 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/log.h"
@@ -29,6 +28,7 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
+constexpr char kDbUpHelp[] = "1 when the database answered the last check, 0 when it did not.";
 constexpr char kMachinesHelp[] = "Machines by state (docs/lifecycle.md), counted at scrape time.";
 constexpr char kExpiryHelp[] =
     "notAfter of the serving certificate, the appliance CA and the cluster CA (unix seconds).";
@@ -99,8 +99,8 @@ void CollectProcess(Metrics* m) {
 
 void DeclareApplianceMetrics(Metrics* m, const std::string& version) {
   m->GaugeSet("rackgate_build_info", "Always 1; the version rackgated was built from.", {{"version", version}}, 1);
-  for (storage::MachineState s : storage::kAllMachineStates) {
-    m->Touch("rackgate_machines", kMachinesHelp, MetricType::kGauge, {{"state", std::string(storage::StateName(s))}});
+  for (const std::string& state : core::MachineStateNames()) {
+    m->Touch("rackgate_machines", kMachinesHelp, MetricType::kGauge, {{"state", state}});
   }
   m->Touch("rackgate_machines_untrusted",
            "Machines whose latest attestation failed or whose last good one is too old.", MetricType::kGauge, {});
@@ -156,25 +156,43 @@ std::optional<int64_t> CertificateNotAfter(const std::string& pem_path) {
   return static_cast<int64_t>(timegm(&t));
 }
 
-void CollectScrapeMetrics(Metrics* m, storage::Store* store, const ExpiryFiles& files) {
-  if (auto counts = store->CountByState(); counts.ok()) {
-    for (const auto& [state, n] : *counts) {
+void CollectScrapeMetrics(Metrics* m, core::FleetCounter* fleet, const ExpiryFiles& files, int64_t now) {
+  const core::FleetCounts c = fleet->Count(now);
+  if (c.failed_reads > 0) m->CounterInc("rackgate_db_errors_total", "Database errors.", {}, c.failed_reads);
+  if (c.machines_by_state) {
+    for (const auto& [state, n] : *c.machines_by_state) {
       m->GaugeSet("rackgate_machines", kMachinesHelp, {{"state", state}}, static_cast<double>(n));
     }
-  } else {
-    m->CounterInc("rackgate_db_errors_total", "Database errors.", {});
   }
   // docs/policy.md, "Observe": 1 for a pool whose boot policy is observed,
   // not enforced; an alert on it catches a pool left observing.
-  if (auto pools = store->ListPools(); pools.ok()) {
-    for (const auto& p : *pools) {
+  if (c.pools_observing) {
+    for (const auto& [pool, observing] : *c.pools_observing) {
       m->GaugeSet("rackgate_pool_boot_policy_observing",
                   "1 when the pool observes its boot policy (evaluated and recorded, NOT enforced), else 0.",
-                  {{"pool", p.name}}, p.boot_policy_mode == storage::kPolicyModeObserve ? 1 : 0);
+                  {{"pool", pool}}, observing ? 1 : 0);
     }
-  } else {
-    m->CounterInc("rackgate_db_errors_total", "Database errors.", {});
   }
+  // Counted at scrape time: a running sum would drift with every session
+  // that expires unused. fleet: whether the database answers, for an alert
+  // on each appliance (docs/ha.md).
+  m->GaugeSet("rackgate_db_up", kDbUpHelp, {}, c.sessions_in_flight ? 1 : 0);
+  if (c.sessions_in_flight) {
+    m->GaugeSet("rackgate_sessions_in_flight", "Sessions issued and neither used nor expired.", {},
+                static_cast<double>(*c.sessions_in_flight));
+  }
+  // Trust (docs/trust.md).
+  if (c.machines_untrusted) {
+    m->GaugeSet("rackgate_machines_untrusted",
+                "Machines whose latest attestation failed or whose last good one is too old.", {},
+                static_cast<double>(*c.machines_untrusted));
+  }
+  // The store counts since Open; the counters move by what is new.
+  const core::WriteDelta w = fleet->TakeWriteDelta();
+  m->CounterInc("rackgate_db_commits_total", "Write transactions committed, each with a group of writes.", {},
+                static_cast<double>(w.commits));
+  m->CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
+                static_cast<double>(w.writes));
   const std::pair<const char*, const std::string*> certs[] = {
       {"serving", &files.serving_certificate}, {"appliance_ca", &files.appliance_ca}, {"cluster_ca", &files.cluster_ca}};
   for (const auto& [name, path] : certs) {
@@ -186,8 +204,8 @@ void CollectScrapeMetrics(Metrics* m, storage::Store* store, const ExpiryFiles& 
   CollectProcess(m);
 }
 
-AdminRefusalLog::AdminRefusalLog(storage::Store* store, Metrics* metrics, int per_minute)
-    : store_(store), metrics_(metrics), per_minute_(per_minute) {}
+AdminRefusalLog::AdminRefusalLog(core::AuditService* audit, Metrics* metrics, int per_minute)
+    : audit_(audit), metrics_(metrics), per_minute_(per_minute) {}
 
 void AdminRefusalLog::Record(const AdminRefusal& r, int64_t now) {
   const std::string uid = r.peer ? std::to_string(r.peer->uid) : "";
@@ -230,15 +248,9 @@ void AdminRefusalLog::Record(const AdminRefusal& r, int64_t now) {
     metrics_->CounterInc("rackgate_admin_refusals_unaudited_total", kUnauditedHelp, {});
     return;
   }
-  nlohmann::json detail = {{"method", r.method}, {"route", r.route}, {"reason", reason}, {"user", user}};
-  if (r.peer) detail["uid"] = r.peer->uid;
-  // A named hostname is kept bounded; the store links the row to the machine
-  // when it knows it.
-  const std::string named = hostname.size() <= 253 ? hostname : "";
-  if (Status s = store_->AuditAdminRefusal(
-          named, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {user, "refused: " + reason},
-          now);
-      !s.ok()) {
+  core::AdminRefusalRecord record{r.method, r.route, reason, user, std::nullopt, hostname};
+  if (r.peer) record.uid = r.peer->uid;
+  if (Status s = audit_->RecordAdminRefusal(record, now); !s.ok()) {
     metrics_->CounterInc("rackgate_db_errors_total", "Database errors.", {});
     Log()->warn("admin refusal not audited: {}", s.ToString());
   }

@@ -11,7 +11,8 @@
 
 #include "base/metrics.h"
 #include "daemon/http_server.h"
-#include "storage/store.h"
+#include "core/audit_service.h"
+#include "core/fleet_counts.h"
 
 namespace rackgate::daemon {
 
@@ -26,11 +27,12 @@ struct ExpiryFiles {
   std::string cluster_ca;
 };
 
-// Sets the gauges counted at scrape time: machines by state, the
-// certificates' expiry, the process's CPU, memory, descriptors and start.
-// A store error counts rackgate_db_errors_total; a missing certificate (no
-// cluster CA yet) leaves its gauge out.
-void CollectScrapeMetrics(Metrics* metrics, storage::Store* store, const ExpiryFiles& files);
+// Sets the gauges counted at scrape time: machines by state and untrusted,
+// observing pools, sessions in flight, whether the database answers, the
+// write counters, the certificates' expiry, the process's CPU, memory,
+// descriptors and start. A store error counts rackgate_db_errors_total; a
+// missing certificate (no cluster CA yet) leaves its gauge out.
+void CollectScrapeMetrics(Metrics* metrics, core::FleetCounter* fleet, const ExpiryFiles& files, int64_t now);
 
 // A certificate file's notAfter (unix seconds); nullopt when unreadable.
 std::optional<int64_t> CertificateNotAfter(const std::string& pem_path);
@@ -42,12 +44,12 @@ std::optional<int64_t> CertificateNotAfter(const std::string& pem_path);
 // when the next minute starts. Thread-safe.
 class AdminRefusalLog {
  public:
-  // BORROWED: store and metrics outlive it.
-  AdminRefusalLog(storage::Store* store, Metrics* metrics, int per_minute);
+  // BORROWED: audit and metrics outlive it.
+  AdminRefusalLog(core::AuditService* audit, Metrics* metrics, int per_minute);
   void Record(const AdminRefusal& refusal, int64_t now);
 
  private:
-  storage::Store* store_;
+  core::AuditService* audit_;
   Metrics* metrics_;
   int per_minute_;
   std::mutex mu_;

@@ -41,9 +41,14 @@ TEST(Observability, ScrapeCountsMachinesAndReadsExpiry) {
   auto store = storage::testing::OpenTestStore(dir + "/db");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Metrics m;
-  CollectScrapeMetrics(&m, store->get(), {dir + "/missing.crt", dir + "/missing-ca.crt", ""});
+  core::FleetCounter fleet(store->get(), store->get());
+  CollectScrapeMetrics(&m, &fleet, {dir + "/missing.crt", dir + "/missing-ca.crt", ""}, 1800000000);
   const std::string text = m.Render();
   EXPECT_NE(text.find("rackgate_machines{state=\"joined\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rackgate_machines_untrusted 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rackgate_sessions_in_flight 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rackgate_db_up 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rackgate_db_errors_total"), std::string::npos) << text;
   // No certificate files: no expiry series, and no error.
   EXPECT_EQ(text.find("rackgate_certificate_expiry_timestamp_seconds{"), std::string::npos) << text;
   EXPECT_FALSE(CertificateNotAfter(dir + "/missing.crt").has_value());
@@ -64,7 +69,8 @@ TEST(Observability, ObservingPoolsAreAGaugeOfTheirOwn) {
   observe.mode = storage::kPolicyModeObserve;
   ASSERT_TRUE((*store)->SetPoolBootPolicy(observe, op, 2).ok());
   Metrics m;
-  CollectScrapeMetrics(&m, store->get(), {dir + "/missing.crt", dir + "/missing-ca.crt", ""});
+  core::FleetCounter fleet(store->get(), store->get());
+  CollectScrapeMetrics(&m, &fleet, {dir + "/missing.crt", dir + "/missing-ca.crt", ""}, 3);
   const std::string text = m.Render();
   EXPECT_NE(text.find("rackgate_pool_boot_policy_observing{pool=\"observed\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rackgate_pool_boot_policy_observing{pool=\"enforced\"} 0\n"), std::string::npos) << text;
@@ -76,7 +82,8 @@ TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
   auto store = storage::testing::OpenTestStore(dir + "/db");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Metrics m;
-  AdminRefusalLog log(store->get(), &m, 3);
+  core::AuditService audit(store->get());
+  AdminRefusalLog log(&audit, &m, 3);
   AdminRefusal r;
   r.method = "POST";
   r.route = "/v1/admin/machines/{hostname}/revoke";

@@ -17,7 +17,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/events.h"
-#include "storage/store.h"
+#include "core/webhook_outbox.h"
 
 namespace rackgate::daemon {
 
@@ -96,10 +96,7 @@ std::string WebhookLogName(const std::string& url) {
 struct InFlight {
   EasyPtr easy;
   SlistPtr headers;
-  std::string body;
-  int64_t event_id = 0;
-  std::string webhook;
-  int64_t attempts = 0;  // before this one
+  core::OutboundDelivery delivery;
   char error[CURL_ERROR_SIZE] = {};
 };
 
@@ -107,13 +104,10 @@ namespace {
 
 // A delivery of `d` to `endpoint`, ready to add to the multi handle: its
 // body, signed headers and transfer options. nullptr when curl has no handle.
-std::unique_ptr<InFlight> NewDelivery(const storage::DueDelivery& d, const WebhookEndpoint& endpoint,
+std::unique_ptr<InFlight> NewDelivery(core::OutboundDelivery d, const WebhookEndpoint& endpoint,
                                       const WebhookDispatcherOptions& options) {
   auto f = std::make_unique<InFlight>();
-  f->event_id = d.event.id;
-  f->webhook = d.delivery.webhook;
-  f->attempts = d.delivery.attempts;
-  f->body = core::EventBody(d.event);
+  f->delivery = std::move(d);
   f->easy.reset(curl_easy_init());
   if (!f->easy) return nullptr;
   const int64_t ts = NowSeconds();
@@ -123,15 +117,15 @@ std::unique_ptr<InFlight> NewDelivery(const storage::DueDelivery& d, const Webho
     if (next != nullptr) h = next;
   };
   add("Content-Type: application/json");
-  add(std::string(core::kHeaderEvent) + ": " + d.event.type);
-  add(std::string(core::kHeaderDelivery) + ": " + std::to_string(d.event.id) + "." +
-      std::to_string(d.delivery.attempts + 1));
+  const core::OutboundDelivery& o = f->delivery;
+  add(std::string(core::kHeaderEvent) + ": " + o.event_type);
+  add(std::string(core::kHeaderDelivery) + ": " + std::to_string(o.event_id) + "." + std::to_string(o.attempts + 1));
   add(std::string(core::kHeaderTimestamp) + ": " + std::to_string(ts));
-  add(std::string(core::kHeaderSignature) + ": " + core::SignatureHeader(endpoint.secret, ts, f->body));
+  add(std::string(core::kHeaderSignature) + ": " + core::SignatureHeader(endpoint.secret, ts, o.body));
   add("Expect:");  // no 100-continue round trip for a small body
   f->headers.reset(h);
   CURL* e = f->easy.get();
-  curl_easy_setopt(e, CURLOPT_URL, f->webhook.c_str());
+  curl_easy_setopt(e, CURLOPT_URL, o.webhook.c_str());
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is a failure, not a new target
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -141,8 +135,8 @@ std::unique_ptr<InFlight> NewDelivery(const storage::DueDelivery& d, const Webho
   curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!endpoint.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, endpoint.ca_file.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers.get());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, f->body.c_str());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(f->body.size()));
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, o.body.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(o.body.size()));
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, DiscardBody);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->error);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "rackgated-webhooks");
@@ -152,7 +146,7 @@ std::unique_ptr<InFlight> NewDelivery(const storage::DueDelivery& d, const Webho
 }  // namespace
 
 struct WebhookDispatcher::State {
-  storage::Store* store = nullptr;
+  core::WebhookOutbox* outbox = nullptr;
   Metrics* metrics = nullptr;
   WebhookDispatcherOptions options;
   std::map<std::string, WebhookEndpoint> endpoints;  // by URL
@@ -164,7 +158,7 @@ struct WebhookDispatcher::State {
 
 WebhookDispatcher::WebhookDispatcher(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<WebhookDispatcher>> WebhookDispatcher::Start(storage::Store* store,
+Result<std::unique_ptr<WebhookDispatcher>> WebhookDispatcher::Start(core::WebhookOutbox* outbox,
                                                                     std::vector<WebhookEndpoint> endpoints,
                                                                     const WebhookDispatcherOptions& options,
                                                                     Metrics* metrics) {
@@ -174,17 +168,17 @@ Result<std::unique_ptr<WebhookDispatcher>> WebhookDispatcher::Start(storage::Sto
     return Status::IoError("webhooks_unavailable", "curl_global_init failed");
   }
   auto state = std::make_unique<State>();
-  state->store = store;
+  state->outbox = outbox;
   state->metrics = metrics;
   state->options = options;
   state->options.max_in_flight = std::max(1, options.max_in_flight);
-  std::vector<storage::WebhookTarget> targets;
+  std::vector<core::WebhookSubscription> subscriptions;
   for (WebhookEndpoint& e : endpoints) {
-    targets.push_back({e.url, e.events});
+    subscriptions.push_back({e.url, e.events});
     std::string url = e.url;
     state->endpoints.emplace(std::move(url), std::move(e));
   }
-  auto dropped = store->SyncWebhooks(targets, NowSeconds());
+  auto dropped = outbox->Subscribe(subscriptions, NowSeconds());
   if (!dropped.ok()) return dropped.status().Annotate("webhooks");
   if (*dropped > 0) {
     Log()->warn("{} undelivered webhook deliveries dropped with webhooks no longer configured", *dropped);
@@ -223,7 +217,7 @@ void WebhookDispatcher::FetchDue(bool* store_failing) {
   // fleet (docs/ha.md): claimed, not just read, so that two appliances
   // on one database never send the same delivery at once; the lease
   // outlasts one whole exchange.
-  auto due = s.store->ClaimDueDeliveries(NowSeconds(), room, ClaimLeaseSeconds(s.options));
+  auto due = s.outbox->Claim(NowSeconds(), room, ClaimLeaseSeconds(s.options));
   if (!due.ok()) {
     if (!*store_failing) Log()->warn("cannot read the event queue: {}", due.status().ToString());
     *store_failing = true;
@@ -231,18 +225,18 @@ void WebhookDispatcher::FetchDue(bool* store_failing) {
   }
   *store_failing = false;
   std::set<std::pair<int64_t, std::string>> busy;
-  for (const auto& [easy, f] : s.in_flight) busy.emplace(f->event_id, f->webhook);
+  for (const auto& [easy, f] : s.in_flight) busy.emplace(f->delivery.event_id, f->delivery.webhook);
   int added = 0;
-  for (storage::DueDelivery& d : *due) {
+  for (core::OutboundDelivery& d : *due) {
     if (added >= room) break;
-    if (busy.count({d.event.id, d.delivery.webhook})) continue;
-    auto ep = s.endpoints.find(d.delivery.webhook);
-    if (ep == s.endpoints.end()) continue;  // SyncWebhooks removed it; cannot happen after Start
-    auto f = NewDelivery(d, ep->second, s.options);
+    if (busy.count({d.event_id, d.webhook})) continue;
+    auto ep = s.endpoints.find(d.webhook);
+    if (ep == s.endpoints.end()) continue;  // Subscribe removed it; cannot happen after Start
+    busy.emplace(d.event_id, d.webhook);
+    auto f = NewDelivery(std::move(d), ep->second, s.options);
     if (!f) return;
     CURL* e = f->easy.get();
     if (curl_multi_add_handle(s.multi.get(), e) != CURLM_OK) return;
-    busy.emplace(f->event_id, f->webhook);
     s.in_flight.emplace(e, std::move(f));
     ++added;
   }
@@ -270,26 +264,24 @@ bool WebhookDispatcher::ReapFinished() {
       error = result != CURLE_OK ? std::string(curl_easy_strerror(result)) + (f->error[0] ? ": " : "") + f->error
                                  : "HTTP " + std::to_string(code);
     }
-    const int64_t now = NowSeconds();
+    const core::OutboundDelivery& d = f->delivery;
     const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(s.rng);
-    const int64_t delay =
-        core::RetryDelaySeconds(f->attempts + 1, jitter, s.options.retry_base_seconds, s.options.retry_cap_seconds);
-    Status st = s.store->RecordDeliveryAttempt(f->event_id, f->webhook, delivered, now + delay, error, now);
-    if (!st.ok()) {
+    auto delay = s.outbox->Record(d, delivered, error, jitter, NowSeconds());
+    if (!delay.ok()) {
       // Not recorded: the delivery stays due and is sent again (at least
       // once), which receivers must tolerate anyway.
-      Log()->warn("event {}: cannot record the delivery to {}: {}", f->event_id, WebhookLogName(f->webhook),
-                  st.ToString());
+      Log()->warn("event {}: cannot record the delivery to {}: {}", d.event_id, WebhookLogName(d.webhook),
+                  delay.status().ToString());
     }
     if (s.metrics != nullptr) {
       s.metrics->CounterInc("rackgate_webhook_deliveries_total", kDeliveriesHelp,
                             {{"result", delivered ? "delivered" : "failed"}});
     }
     if (delivered) {
-      Log()->debug("event {} delivered to {} (HTTP {})", f->event_id, WebhookLogName(f->webhook), code);
+      Log()->debug("event {} delivered to {} (HTTP {})", d.event_id, WebhookLogName(d.webhook), code);
     } else {
-      Log()->warn("event {} to {}: attempt {} failed ({}), next in {} s", f->event_id, WebhookLogName(f->webhook),
-                  f->attempts + 1, error, delay);
+      Log()->warn("event {} to {}: attempt {} failed ({}), next in {} s", d.event_id, WebhookLogName(d.webhook),
+                  d.attempts + 1, error, delay.ok() ? *delay : 0);
     }
   }
   return any;
@@ -297,7 +289,7 @@ bool WebhookDispatcher::ReapFinished() {
 
 void WebhookDispatcher::PurgeExpired() {
   State& s = *state_;
-  auto purged = s.store->PurgeEvents(NowSeconds() - s.options.retention_seconds, s.options.max_events);
+  auto purged = s.outbox->Purge(NowSeconds() - s.options.retention_seconds, s.options.max_events);
   if (!purged.ok()) {
     Log()->warn("event purge failed: {}", purged.status().ToString());
   } else if (*purged > 0) {
@@ -323,7 +315,7 @@ void WebhookDispatcher::Run() {
     if (ReapFinished()) FetchDue(&store_failing);  // a slot freed: fill it without waiting a poll
     if (now >= next_gauge && s.metrics != nullptr) {
       next_gauge = now + std::chrono::seconds(5);
-      if (auto depth = s.store->CountPendingDeliveries(); depth.ok()) {
+      if (auto depth = s.outbox->Pending(); depth.ok()) {
         s.metrics->GaugeSet("rackgate_webhook_queue_depth", kQueueHelp, {}, static_cast<double>(*depth));
       }
     }

@@ -1,5 +1,5 @@
 // Webhook delivery (docs/events.md): a background thread of rackgated that
-// POSTs queued events (storage's event_deliveries) to the configured URLs
+// POSTs queued events (core/webhook_outbox.h) to the configured URLs
 // with libcurl, signs them (core/events.h), records each attempt, retries
 // with capped exponential backoff and jitter, and purges old events. It never
 // runs on a request thread: a slow or dead receiver delays only its own
@@ -19,8 +19,8 @@
 
 namespace rackgate {
 class Metrics;
-namespace storage {
-class Store;
+namespace core {
+class WebhookOutbox;
 }
 }  // namespace rackgate
 
@@ -50,25 +50,24 @@ struct WebhookDispatcherOptions {
   int connect_timeout_ms = 5000;
   int request_timeout_ms = 10000;  // the whole exchange
   int poll_interval_ms = 1000;     // how often the queue is read
-  int64_t retry_base_seconds = 5;
-  int64_t retry_cap_seconds = 3600;
   int64_t retention_seconds = 14 * 86400;  // events older than this are purged
   int64_t max_events = 100000;             // and only the newest this many kept
   int purge_interval_seconds = 3600;
 };
 
 // fleet: how long a claimed delivery stays this dispatcher's
-// (Store::ClaimDueDeliveries): one whole exchange and a margin. A
+// (core::WebhookOutbox::Claim): one whole exchange and a margin. A
 // dispatcher that dies mid-send leaves it to another after this.
 int64_t ClaimLeaseSeconds(const WebhookDispatcherOptions& options);
 
 class WebhookDispatcher {
  public:
-  // Makes the store's webhooks `endpoints` (Store::SyncWebhooks, logging the
-  // undelivered deliveries a removed webhook drops) and starts the thread.
-  // Runs with no endpoints too: events are still purged and counted.
-  // BORROWED: store and metrics outlive the dispatcher.
-  static Result<std::unique_ptr<WebhookDispatcher>> Start(storage::Store* store,
+  // Subscribes the outbox's webhooks to `endpoints` (logging the undelivered
+  // deliveries a removed webhook drops; the retry schedule is the outbox's)
+  // and starts the thread. Runs with no endpoints too: events are still
+  // purged and counted.
+  // BORROWED: outbox and metrics outlive the dispatcher.
+  static Result<std::unique_ptr<WebhookDispatcher>> Start(core::WebhookOutbox* outbox,
                                                           std::vector<WebhookEndpoint> endpoints,
                                                           const WebhookDispatcherOptions& options, Metrics* metrics);
 

@@ -22,6 +22,7 @@
 
 #include "base/metrics.h"
 #include "core/events.h"
+#include "core/webhook_outbox.h"
 #include "storage/store.h"
 #include "storage/testing/test_store.h"
 
@@ -121,6 +122,8 @@ class WebhooksTest : public ::testing::Test {
     auto s = storage::testing::OpenTestStore(dir_ + "/db");
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
+    // Fast retries: one second, then two.
+    outbox_ = std::make_unique<core::WebhookOutbox>(store_.get(), core::RetrySchedule{1, 2});
     ASSERT_TRUE(store_->PutPool(storage::Pool{"workers"}, op_, 1).ok());
     storage::Enrollment e;
     e.hostname = "node-1";
@@ -134,6 +137,7 @@ class WebhooksTest : public ::testing::Test {
     std::ofstream(secret_file_) << kSecret << "\n";
   }
   void TearDown() override {
+    outbox_.reset();
     store_.reset();
     fs::remove_all(dir_);
   }
@@ -147,8 +151,6 @@ class WebhooksTest : public ::testing::Test {
   static WebhookDispatcherOptions Fast() {
     WebhookDispatcherOptions o;
     o.poll_interval_ms = 100;
-    o.retry_base_seconds = 1;
-    o.retry_cap_seconds = 2;
     o.connect_timeout_ms = 1000;
     o.request_timeout_ms = 2000;
     return o;
@@ -161,6 +163,7 @@ class WebhooksTest : public ::testing::Test {
 
   std::string dir_, secret_file_;
   std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<core::WebhookOutbox> outbox_;
   storage::Actor op_{"uid:0(root)", "test"};
   int64_t machine_id_ = 0;
 };
@@ -184,7 +187,7 @@ TEST_F(WebhooksTest, A500IsRetriedAfterItsBackoffThenDelivered) {
   Receiver receiver(/*fail_first=*/1);
   ASSERT_NE(receiver.port(), 0);
   Metrics metrics;
-  auto d = WebhookDispatcher::Start(store_.get(), {Endpoint(receiver.port())}, Fast(), &metrics);
+  auto d = WebhookDispatcher::Start(outbox_.get(), {Endpoint(receiver.port())}, Fast(), &metrics);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_TRUE(store_->AuditMachineEvent(machine_id_, "untrusted", R"({"reason":"pcr_changed"})", op_, Now()).ok());
 
@@ -231,7 +234,7 @@ TEST_F(WebhooksTest, ADeadReceiverKeepsTheDeliveryQueued) {
     Receiver gone(0);
     port = gone.port();
   }  // closed: connections are refused
-  auto d = WebhookDispatcher::Start(store_.get(), {Endpoint(port)}, Fast(), nullptr);
+  auto d = WebhookDispatcher::Start(outbox_.get(), {Endpoint(port)}, Fast(), nullptr);
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE(store_->Revoke("node-1", op_, Now()).ok());
   storage::Event e;

@@ -205,9 +205,7 @@ Status SqlStore::AuditMachineEvent(int64_t machine_id, const std::string& action
   return Guard([&]() -> Status {
     CheckActor(actor);
     CheckSize("action", action.size(), 1, 64);
-    CheckSize("detail_json", detail_json.size(), 2, 64 * 1024);
-    json detail = json::parse(detail_json, nullptr, false);
-    if (!detail.is_object()) return Status::InvalidArgument("field_invalid", "detail_json must be a JSON object");
+    const json detail = DetailObject("detail_json", detail_json);
     db_->Write([&](Connection& c) {
       Machine m = MustMachineById(c, machine_id);
       WriteAudit(c, actor, now, {action, &m, m.state, m.state, detail});
@@ -221,9 +219,7 @@ Status SqlStore::AuditAdminRefusal(const std::string& hostname, const std::strin
                                       const Actor& actor, int64_t now) {
   return Guard([&]() -> Status {
     CheckActor(actor);
-    CheckSize("detail_json", detail_json.size(), 2, 64 * 1024);
-    json detail = json::parse(detail_json, nullptr, false);
-    if (!detail.is_object()) return Status::InvalidArgument("field_invalid", "detail_json must be a JSON object");
+    const json detail = DetailObject("detail_json", detail_json);
     db_->Write([&](Connection& c) {
       std::optional<Machine> m;
       if (!hostname.empty() && hostname.size() <= 253) m = MachineByHostname(c, hostname);

@@ -37,9 +37,8 @@ Event ReadEvent(const Stmt& s) {
   // A refused attestation's detail is made here, from the columns its
   // trigger copied (schema.cc says why not in SQL).
   if (std::optional<int64_t> attestation_id = s.OptInt(9)) {
-    json reasons = json::parse(s.Text(11), nullptr, false);
-    if (!reasons.is_array()) reasons = json::array();
-    e.detail_json = Dump(json{{"attestation_id", *attestation_id}, {"reason", s.Text(10)}, {"reasons", reasons}});
+    e.detail_json =
+        Dump(json{{"attestation_id", *attestation_id}, {"reason", s.Text(10)}, {"reasons", StringList(s.Text(11))}});
   }
   return e;
 }

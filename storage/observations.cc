@@ -54,11 +54,7 @@ Result<Pool> SqlStore::SetPoolBootPolicy(const PoolPolicyChange& change, const A
       return Status::InvalidArgument("field_invalid", "a pool's boot policy mode is enforce or observe");
     }
     if (change.boot_policy_json) CheckOptJson("boot_policy_json", *change.boot_policy_json);
-    CheckSize("audit detail", change.audit_detail_json.size(), 2, kMaxJson);
-    json extra = json::parse(change.audit_detail_json, nullptr, false);
-    if (extra.is_discarded() || !extra.is_object()) {
-      return Status::InvalidArgument("field_invalid", "a policy change's audit detail is a JSON object");
-    }
+    const json extra = DetailObject("a policy change's audit detail", change.audit_detail_json, kMaxJson);
     return db_->Write([&](Connection& c) -> Pool {
       std::optional<Pool> old = LoadPool(c, change.pool);
       if (!old) Fail(Status::NotFound("pool_unknown", "no pool named '" + change.pool + "'"));

@@ -2,6 +2,7 @@
 // lookups that every concern shares.
 #include "storage/rows.h"
 #include "base/hex.h"
+#include "storage/validation.h"
 
 #include <utility>
 
@@ -153,6 +154,15 @@ std::vector<std::string> StringList(const std::string& json_text) {
     if (x.is_string()) out.push_back(x.get<std::string>());
   }
   return out;
+}
+
+json DetailObject(const char* what, const std::string& json_text, size_t max_bytes) {
+  CheckSize(what, json_text.size(), 2, max_bytes);
+  json detail = json::parse(json_text, nullptr, false);
+  if (detail.is_discarded() || !detail.is_object()) {
+    Fail(Status::InvalidArgument("field_invalid", std::string(what) + " must be a JSON object"));
+  }
+  return detail;
 }
 
 AttestationRecord ReadAttestation(const Stmt& s) {

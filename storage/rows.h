@@ -28,6 +28,12 @@ std::string Dump(const json& j);
 // A stored JSON list of strings (written by storage); anything else reads
 // as empty.
 std::vector<std::string> StringList(const std::string& json_text);
+// An audit row's detail as the caller gave it (a core service's compact
+// JSON object text), to which storage adds its own fields. Storage reads
+// no other JSON than its own columns and this (docs/storage.md). Throws
+// field_invalid (kInvalidArgument) naming `what` when the text is not a
+// JSON object of 2 .. `max_bytes`.
+json DetailObject(const char* what, const std::string& json_text, size_t max_bytes = 64 * 1024);
 
 // --- machines and addresses ---------------------------------------------------
 

@@ -25,6 +25,7 @@
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
 #include "wire/admin_pools.h"
+#include "wire/admin_status.h"
 #include "wire/protocol.h"
 #include "base/hex.h"
 
@@ -110,6 +111,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       csr_approvals_(store, [attestation] { return attestation->Now(); }),
       events_(store),
       audit_(store),
+      status_({store, store, store}, attestation),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -526,53 +528,13 @@ Result<Response> AdminApi::Audit(const Request& request) {
   return Response::Json(200, wire::EncodeAuditList(*entries));
 }
 
+// GET /v1/admin/status.
 Result<Response> AdminApi::StatusReport(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto counts = store_->CountByState();
-  if (!counts.ok()) return counts.status();
-  auto failures = store_->RecentFailures(20);
-  if (!failures.ok()) return failures.status();
-  json f = json::array();
-  for (const auto& r : *failures) {
-    f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
-  }
-  json out = {{"machines_by_state", *counts}, {"recent_failures", f}};
-  // Trust (docs/trust.md).
-  auto untrusted = store_->CountUntrusted();
-  if (!untrusted.ok()) return untrusted.status();
-  out["machines_untrusted"] = *untrusted;
-  // Pools whose boot policy is observed, not enforced (docs/policy.md): an
-  // operator must never take one for an enforcing pool.
-  auto pools = store_->ListPools();
-  if (!pools.ok()) return pools.status();
-  json observing = json::array();
-  for (const auto& p : *pools) {
-    if (p.boot_policy_mode == storage::kPolicyModeObserve) observing.push_back(p.name);
-  }
-  out["pools_observing_boot_policy"] = std::move(observing);
-  // Observability (docs/observability.md): unknown EKs that knocked in the
-  // last hour, from the attestation service's bounded table.
-  json knocking = json::array();
-  for (const core::UnknownEk& e : attestation_->unknown_eks().SeenSince(attestation_->Now() - 3600)) {
-    json k = {{"ek_hash", e.ek_hash}, {"first_seen", e.first_seen}, {"last_seen", e.last_seen},
-              {"count", e.count},     {"address", e.address},       {"reason", e.reason}};
-    if (!e.cert_issuer.empty()) k["ek_certificate_issuer"] = e.cert_issuer;
-    if (!e.cert_subject.empty()) k["ek_certificate_subject"] = e.cert_subject;
-    knocking.push_back(std::move(k));
-  }
-  out["unknown_eks"] = std::move(knocking);
-  // Trust (docs/trust.md): evidence refused before its sender proved it holds
-  // the machine's TPM, per machine, in the last hour (this appliance's
-  // bounded table; the machines' trust is unchanged by them).
-  json anonymous = json::array();
-  for (const core::AnonymousRefusals& a : attestation_->anonymous_refusals().SeenSince(attestation_->Now() - 3600)) {
-    anonymous.push_back({{"hostname", a.hostname},     {"count", a.count},     {"first_seen", a.first_seen},
-                         {"last_seen", a.last_seen},   {"address", a.address}, {"reason", a.reason}});
-  }
-  out["anonymous_refusals"] = std::move(anonymous);
-  out["anonymous_refusals_total"] = attestation_->anonymous_refusals().total();
-  return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+  auto status = status_.Report();
+  if (!status.ok()) return status.status();
+  return Response::Json(200, wire::EncodeStatusView(*status));
 }
 
 // PUT /v1/admin/pools/{name} (docs/ignition.md): decoded, put by the core,

@@ -20,6 +20,7 @@
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
 #include "core/pool_service.h"
+#include "core/status_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -84,6 +85,7 @@ class AdminApi {
   core::CsrApprovalService csr_approvals_;
   core::EventService events_;
   core::AuditService audit_;
+  core::StatusService status_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -29,6 +29,10 @@ struct AuditVerdict {
   std::string message;
 };
 
+// A walk of the chain as the admin API (and rackgatectl-state's offline
+// `audit verify --database`) reports it.
+wire::AuditChainView AuditChainViewOf(const storage::AuditChainReport& report);
+
 class AuditService {
  public:
   // BORROWED: store outlives the service.

@@ -19,6 +19,7 @@
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
 #include "wire/admin_pools.h"
+#include "wire/admin_query.h"
 #include "wire/admin_status.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
@@ -418,10 +419,9 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kAuditHelp);
   auto limit = args->GetInt("limit", 50, 1, 10000);
   if (!limit.ok()) return UsageError(kAuditHelp, limit.status().message());
-  std::string path = "/v1/admin/audit?limit=" + std::to_string(*limit);
-  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  const wire::AuditQuery query{args->Get("hostname"), *limit, 0};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/audit" + wire::EncodeAuditQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto entries = DecodeAnswer(*r, wire::DecodeAuditList, &code);
@@ -756,10 +756,9 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kHelp);
   auto limit = args->GetInt("limit", 1000, 1, 100000);
   if (!limit.ok()) return UsageError(kHelp, limit.status().message());
-  std::string path = "/v1/admin/certificates?limit=" + std::to_string(*limit);
-  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  const wire::CertificateQuery query{args->Get("hostname"), *limit};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/certificates" + wire::EncodeCertificateQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto certs = DecodeAnswer(*r, wire::DecodeCertificateList, &code);
@@ -864,10 +863,9 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kEventsHelp);
   auto limit = args->GetInt("limit", 50, 1, 10000);
   if (!limit.ok()) return UsageError(kEventsHelp, limit.status().message());
-  std::string path = "/v1/admin/events?limit=" + std::to_string(*limit);
-  if (args->Has("pending")) path += "&pending=1";
+  const wire::EventQuery query{*limit, args->Has("pending")};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/events" + wire::EncodeEventQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto events = DecodeAnswer(*r, wire::DecodeEventList, &code);
@@ -993,7 +991,9 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(help);
   int code = kExitOk;
   if (sub == "list") {
-    auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
+    wire::CsrQuery query;
+    query.all = args->Has("all");
+    auto r = Send(socket, "GET", "/v1/admin/csrs" + wire::EncodeCsrQuery(query), nullptr, &code);
     if (!r.ok()) return code;
     if (args->Has("json")) return PrintJson(*r), kExitOk;
     auto csrs = DecodeAnswer(*r, wire::DecodeCsrList, &code);

@@ -14,6 +14,7 @@
 
 #include "core/attestation.h"
 #include "core/audit_service.h"
+#include "core/certificate_service.h"
 #include "core/csr_approval_service.h"
 #include "core/event_service.h"
 #include "daemon/http.h"
@@ -86,6 +87,7 @@ class AdminApi {
   core::EventService events_;
   core::AuditService audit_;
   core::StatusService status_;
+  core::CertificateService certificates_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -21,6 +21,15 @@ std::shared_ptr<spdlog::logger> Log() {
 
 }  // namespace
 
+wire::AuditChainView AuditChainViewOf(const storage::AuditChainReport& r) {
+  wire::AuditChainView v{r.intact, r.rows, r.head_id, r.head_hash, 0, ""};
+  if (!r.intact) {
+    v.bad_row_id = r.bad_row_id;
+    v.problem = r.problem;
+  }
+  return v;
+}
+
 AuditService::AuditService(storage::AuditStore* store) : store_(store) {}
 
 Result<std::vector<wire::AuditEntryView>> AuditService::List(const std::optional<std::string>& hostname,
@@ -58,10 +67,8 @@ Result<AuditVerdict> AuditService::Verify(const std::optional<std::string>& anch
   }
   auto report = store_->VerifyAuditChain(anchor);
   if (!report.ok()) return report.status();
-  AuditVerdict v{{report->intact, report->rows, report->head_id, report->head_hash, 0, ""}, ""};
+  AuditVerdict v{AuditChainViewOf(*report), ""};
   if (!report->intact) {
-    v.report.bad_row_id = report->bad_row_id;
-    v.report.problem = report->problem;
     v.message = report->message;
     Log()->error("audit verify by {}: the audit chain is broken: {}", actor.name, report->message);
   }

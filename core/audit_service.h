@@ -41,6 +41,10 @@ struct AdminRefusalRecord {
   std::string hostname;  // "" when none; one over 253 bytes is not kept
 };
 
+// A walk of the chain as the admin API (and rackgatectl-state's offline
+// `audit verify --database`) reports it.
+wire::AuditChainView AuditChainViewOf(const storage::AuditChainReport& report);
+
 class AuditService {
  public:
   // BORROWED: store outlives the service.

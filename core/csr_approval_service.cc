@@ -44,8 +44,8 @@ wire::CsrView CsrApprovalService::View(const storage::CsrApprovalRequest& r, int
   return c;
 }
 
-Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int limit) {
-  auto list = store_->ListCsrRequests(all, limit);
+Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int64_t limit) {
+  auto list = store_->ListCsrRequests(all, static_cast<int>(std::clamp<int64_t>(limit, 1, kMaxCsrList)));
   if (!list.ok()) return list.status();
   const int64_t now = clock_();
   std::vector<wire::CsrView> out;

@@ -19,6 +19,9 @@
 
 namespace rackgate::core {
 
+// The most CSRs one list answers.
+inline constexpr int64_t kMaxCsrList = 100000;
+
 class CsrApprovalService {
  public:
   using Clock = std::function<int64_t()>;
@@ -26,9 +29,9 @@ class CsrApprovalService {
   CsrApprovalService(storage::CsrStore* store, Clock clock);
 
   // GET /v1/admin/csrs: the waiting requests of current epochs, oldest
-  // first; `all`: every request, newest first. At most `limit`. The
-  // store's refusals.
-  Result<std::vector<wire::CsrView>> List(bool all, int limit);
+  // first; `all`: every request, newest first. At most `limit` (clamped to
+  // 1 .. kMaxCsrList). The store's refusals.
+  Result<std::vector<wire::CsrView>> List(bool all, int64_t limit);
 
   // POST /v1/admin/csrs/{id}/approve|deny: request `id` (its decimal text
   // from the path) approved, or denied with `reason`, which the machine is

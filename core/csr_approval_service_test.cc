@@ -71,6 +71,15 @@ TEST_P(CsrApprovalServiceTest, ListsWaitingThenEveryRequest) {
   auto one = service_->List(true, 1);
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->size(), 1u);
+  // The limit is clamped: below 1 is 1, an int64 never wraps into an int.
+  for (int64_t limit : {int64_t{0}, int64_t{-1}}) {
+    auto clamped = service_->List(true, limit);
+    ASSERT_TRUE(clamped.ok());
+    EXPECT_EQ(clamped->size(), 1u) << limit;
+  }
+  auto most = service_->List(true, (int64_t{1} << 32) + 1);
+  ASSERT_TRUE(most.ok());
+  EXPECT_EQ(most->size(), 2u);
 }
 
 TEST_P(CsrApprovalServiceTest, ApprovesAndDenies) {

@@ -304,8 +304,8 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   PolicyService policies(store_.get(), [this] { return now_; });
   const storage::Actor op{"uid:0(root)", ""};
 
-  EXPECT_EQ(ReasonOf(policies.Accept("workers", std::nullopt, false, op)), "nothing_observed");
-  ASSERT_TRUE(policies.SetMode("workers", storage::kPolicyModeObserve, op).ok());
+  EXPECT_EQ(ReasonOf(policies.Accept("workers", {}, op)), "nothing_observed");
+  ASSERT_TRUE(policies.SetMode("workers", {storage::kPolicyModeObserve, ""}, op).ok());
   for (const SoftMachine* m : {&a, &b, &odd}) EXPECT_EQ(ReasonOf(Try(*m)), "boot_policy_observing");
 
   auto report = policies.Propose("workers");
@@ -318,14 +318,15 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   EXPECT_FALSE(report->diff.had_current);
 
   // A pinned proposal that is no longer the current one is refused.
-  EXPECT_EQ(ReasonOf(policies.Accept("workers", std::string(64, '0'), false, op)), "proposal_changed");
+  EXPECT_EQ(ReasonOf(policies.Accept("workers", {std::string(64, '0'), false, ""}, op)), "proposal_changed");
   EXPECT_EQ(store_->GetPool("workers")->boot_policy_mode, storage::kPolicyModeObserve);
 
   const size_t audit_before = store_->ListAudit(storage::AuditFilter{})->size();
-  auto accepted = policies.Accept("workers", report->proposal_sha256, false, op);
+  auto accepted = policies.Accept("workers", {report->proposal_sha256, false, ""}, op);
   ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
-  EXPECT_EQ(accepted->pool.boot_policy_mode, storage::kPolicyModeEnforce);
-  EXPECT_EQ(accepted->pool.boot_policy_json, report->proposal.policy_json);
+  EXPECT_EQ(accepted->mode, storage::kPolicyModeEnforce);
+  const std::optional<std::string> stored_text = store_->GetPool("workers")->boot_policy_json;
+  EXPECT_EQ(stored_text, report->proposal.policy_json);
   storage::AuditFilter all;
   all.limit = 1000;
   auto audit = store_->ListAudit(all);
@@ -336,7 +337,7 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   // Issue 27, item 8: the two alike booted grub with one command line,
   // which the policy pins; the audit row has its digest (the one the
   // proposal shows) and never its text, nor has the log.
-  const nlohmann::json stored = nlohmann::json::parse(*accepted->pool.boot_policy_json);
+  const nlohmann::json stored = nlohmann::json::parse(*stored_text);
   ASSERT_TRUE(stored.contains("kernel_cmdline")) << stored.dump(2);
   const std::string cmdline = stored.at("kernel_cmdline").at("exact");
   ASSERT_NE(cmdline.find("vmlinuz"), std::string::npos) << cmdline;
@@ -375,16 +376,16 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
 TEST_F(ObserveTest, PutRefusesAMalformedPolicyAndModeIsStrict) {
   PolicyService policies(store_.get(), [this] { return now_; });
   const storage::Actor op{"uid:0(root)", ""};
-  EXPECT_EQ(ReasonOf(policies.Put("workers", std::string(R"({"version": 1, "require_secureboot": true})"), false, op)),
+  EXPECT_EQ(ReasonOf(policies.Put("workers", {std::string(R"({"version": 1, "require_secureboot": true})"), false, ""}, op)),
             "policy_malformed");
-  EXPECT_EQ(ReasonOf(policies.SetMode("workers", "audit", op)), "field_invalid");
-  EXPECT_EQ(ReasonOf(policies.SetMode("nosuch", storage::kPolicyModeObserve, op)), "pool_unknown");
-  auto put = policies.Put("workers", std::string(R"({"version": 1, "require_separators": true})"), true, op);
+  EXPECT_EQ(ReasonOf(policies.SetMode("workers", {"audit", ""}, op)), "field_invalid");
+  EXPECT_EQ(ReasonOf(policies.SetMode("nosuch", {storage::kPolicyModeObserve, ""}, op)), "pool_unknown");
+  auto put = policies.Put("workers", {std::string(R"({"version": 1, "require_separators": true})"), true, ""}, op);
   ASSERT_TRUE(put.ok()) << put.status().ToString();
-  EXPECT_EQ(put->pool.boot_policy_mode, storage::kPolicyModeObserve);
+  EXPECT_EQ(put->mode, storage::kPolicyModeObserve);
   bool separators = false;
   for (const auto& c : put->diff.changes) separators |= c.rule == "require_separators" && c.kind == "added";
-  EXPECT_TRUE(separators) << FormatPolicyDiffText(put->diff);
+  EXPECT_TRUE(separators) << put->diff_text;
 }
 
 }  // namespace

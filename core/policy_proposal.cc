@@ -610,55 +610,6 @@ Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots) { return Propose
 
 // --- Renderings --------------------------------------------------------------
 
-json ProposalToJson(const Proposal& p) {
-  json j = json::object();
-  j["summary"] = {{"machines", p.machines.size()},
-                  {"platforms", p.platforms.size()},
-                  {"odd", p.odd.size()},
-                  {"unusable", p.unusable.size()}};
-  j["policy"] = PolicyForDisplay(p.policy_json);
-  j["machines"] = p.machines;
-  j["platforms"] = json::array();
-  for (const PlatformGroup& g : p.platforms) {
-    j["platforms"].push_back({{"firmware", g.firmware},
-                              {"tpm_manufacturer", g.tpm_manufacturer},
-                              {"tpm_model", g.tpm_model},
-                              {"hostnames", g.hostnames}});
-  }
-  j["rules"] = json::array();
-  j["undecided"] = json::array();
-  for (const RuleOutcome& r : p.rules) {
-    json values = json::array();
-    for (const RuleValue& v : r.values) {
-      values.push_back({{"items", v.items}, {"hostnames", v.hostnames}});
-    }
-    j["rules"].push_back({{"rule", r.rule},
-                          {"decided", r.decided},
-                          {"proposed", r.proposed},
-                          {"agreeing", r.agreeing},
-                          {"values", std::move(values)}});
-    if (!r.decided) j["undecided"].push_back(r.rule);
-  }
-  j["odd"] = json::array();
-  for (const OddMachine& o : p.odd) {
-    json differences = json::array(), violations = json::array();
-    for (const Difference& d : o.differences) {
-      differences.push_back({{"rule", d.rule}, {"message", d.message}});
-    }
-    for (const attest::Violation& v : o.violations) {
-      violations.push_back({{"rule", v.rule}, {"reason", v.reason}, {"message", v.message}});
-    }
-    j["odd"].push_back({{"hostname", o.hostname},
-                        {"differences", std::move(differences)},
-                        {"violations", std::move(violations)}});
-  }
-  j["unusable"] = json::array();
-  for (const UnusableMachine& u : p.unusable) {
-    j["unusable"].push_back({{"hostname", u.hostname}, {"reason", u.reason}, {"message", u.message}});
-  }
-  return j;
-}
-
 std::string FormatProposalText(const Proposal& p) {
   auto count = [](size_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -802,15 +753,6 @@ std::string FormatPolicyDiffText(const PolicyDiff& diff) {
   }
   if (diff.changes.empty()) out += "(no change)\n";
   return out;
-}
-
-json PolicyDiffToJson(const PolicyDiff& diff) {
-  json changes = json::array();
-  for (const PolicyChange& c : diff.changes) {
-    changes.push_back(
-        {{"rule", c.rule}, {"kind", c.kind}, {"added", c.added}, {"removed", c.removed}});
-  }
-  return {{"had_current", diff.had_current}, {"note", diff.note}, {"changes", std::move(changes)}};
 }
 
 json PolicyForDisplay(const std::string& policy_text) {

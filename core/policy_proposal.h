@@ -104,21 +104,8 @@ struct Proposal {
 // policy is evaluated against every usable machine. No machines (or none
 // usable) proposes the empty policy. Throws only on resource exhaustion.
 Proposal ProposeBootPolicy(std::span<const ObservedBoot> boots);
-
-// {
-//   "summary": {"machines": N, "platforms": K, "odd": M, "unusable": U},
-//   "policy": {...PolicyForDisplay of the policy document...},
-//   "machines": ["host", ...],
-//   "platforms": [{"firmware": "..", "tpm_manufacturer": "..", "tpm_model": "..",
-//                  "hostnames": [..]}],
-//   "rules": [{"rule": "boot_applications.allowed", "decided": true, "proposed": true,
-//              "agreeing": [..], "values": [{"items": [..], "hostnames": [..]}]}],
-//   "undecided": ["rule", ...],
-//   "odd": [{"hostname": "..", "differences": [{"rule": "..", "message": ".."}],
-//            "violations": [{"rule": "..", "reason": "..", "message": ".."}]}],
-//   "unusable": [{"hostname": "..", "reason": "..", "message": ".."}]
-// }
-nlohmann::json ProposalToJson(const Proposal& proposal);
+// Its admin API form is wire::PolicyProposalView (core::ProposalViewOf,
+// core/policy_service.h).
 
 // For rackgatectl: a summary line ("N machines, K platforms, M odd"), the
 // odd machines by name with what differs and the rules they would break,
@@ -157,9 +144,6 @@ PolicyDiff DiffBootPolicies(const std::optional<std::string>& current_json,
 // One line per entry: "+ path value", "- path value"; "(no change)" when
 // none; the note first when set.
 std::string FormatPolicyDiffText(const PolicyDiff& diff);
-// {"had_current": bool, "note": "..", "changes": [{"rule", "kind", "added": [..],
-//  "removed": [..]}]}
-nlohmann::json PolicyDiffToJson(const PolicyDiff& diff);
 
 // A policy document as it may be shown (on a screen, in an answer's JSON):
 // the document with each kernel_cmdline value other than the required and

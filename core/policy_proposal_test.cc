@@ -15,7 +15,9 @@
 
 #include "attest/boot_facts.h"
 #include "attest/eventlog.h"
+#include "core/policy_service.h"
 #include "core/secrets.h"
+#include "wire/admin_policy.h"
 #include "wire/boot_policy_json.h"
 
 namespace rackgate::core {
@@ -24,6 +26,24 @@ namespace {
 namespace fs = std::filesystem;
 using attest::Bytes;
 using attest::kAlgSha256;
+
+// The proposal as the admin API answers it (core::ProposalViewOf, encoded
+// by wire/admin_policy.h), without the document itself (policy_text, which
+// only --output FILE gets): what may reach a screen.
+nlohmann::json ShownProposal(const Proposal& p) {
+  ProposalReport report;
+  report.proposal = p;
+  report.diff = DiffBootPolicies(std::nullopt, p.policy_json);
+  wire::PolicyProposalView v = ProposalViewOf(report);
+  v.policy_text.reset();
+  return nlohmann::json::parse(wire::EncodePolicyProposalView(v));
+}
+
+// A diff as the admin API answers it.
+nlohmann::json ShownDiff(const PolicyDiff& d) {
+  return nlohmann::json::parse(wire::EncodePolicyAppliedView({"p", "enforce", std::nullopt, PolicyDiffViewOf(d), ""}))
+      .at("diff");
+}
 
 // Three GCE logs: two Ubuntu 21.04 machines that booted different shims on
 // the same firmware, and a Fedora CoreOS one.
@@ -280,7 +300,7 @@ TEST(ProposeBootPolicy, KernelCmdlineExactNeverShownInDifferences) {
   // report, nor in the policy as the report shows it.
   const std::string text = FormatProposalText(p);
   EXPECT_EQ(text.find("console=ttyS0"), std::string::npos) << text;
-  const nlohmann::json j = ProposalToJson(p);
+  const nlohmann::json j = ShownProposal(p);
   EXPECT_EQ(j.dump().find("console=ttyS0"), std::string::npos) << j.dump(2);
   EXPECT_EQ(j.at("policy").at("kernel_cmdline").at("exact_sha256"),
             "sha256:" + Sha256Hex(" console=ttyS0 console=tty0 efi=debug "));
@@ -300,10 +320,10 @@ TEST(ProposeBootPolicy, KernelCmdlineExactNeverShownInDifferences) {
 
 // --- Renderings ------------------------------------------------------------------
 
-TEST(ProposalToJson, Shape) {
+TEST(ProposalViewOf, Shape) {
   const std::vector<ObservedBoot> boots = {Machine("a", kUbuntu), Machine("b", kUbuntu),
                                            Machine("c", kUbuntuOtherShim)};
-  const nlohmann::json j = ProposalToJson(ProposeBootPolicy(boots));
+  const nlohmann::json j = ShownProposal(ProposeBootPolicy(boots));
   EXPECT_EQ(j.at("summary").at("machines"), 3);
   EXPECT_EQ(j.at("summary").at("platforms"), 1);
   EXPECT_EQ(j.at("summary").at("odd"), 1);
@@ -368,7 +388,7 @@ TEST(DiffBootPolicies, DigestListEntriesAddedAndRemoved) {
   EXPECT_EQ(d.changes[1].kind, "removed");
   EXPECT_EQ(d.changes[2].rule, "require_separators");
   EXPECT_EQ(d.changes[2].kind, "added");  // false was no rule
-  const nlohmann::json j = PolicyDiffToJson(d);
+  const nlohmann::json j = ShownDiff(d);
   EXPECT_EQ(j.at("changes").at(0).at("added").at(0), "boot_applications.allowed sha256:" + kC);
 }
 
@@ -423,14 +443,14 @@ TEST(DiffBootPolicies, Issue27KernelCmdlineExactIsItsDigest) {
   EXPECT_NE(text.find("+ kernel_cmdline.required lockdown=\n"), std::string::npos) << text;
   EXPECT_NE(text.find("+ kernel_cmdline.forbidden init=\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
-  EXPECT_EQ(PolicyDiffToJson(d).dump().find("s3cret"), std::string::npos);
+  EXPECT_EQ(ShownDiff(d).dump().find("s3cret"), std::string::npos);
 
   // A changed command line: both digests, neither text.
   d = DiffBootPolicies(CmdlinePolicy(kSecretCmdline), CmdlinePolicy(kOtherCmdline));
   text = FormatPolicyDiffText(d);
   EXPECT_EQ(text, "- kernel_cmdline.exact " + secret + "\n+ kernel_cmdline.exact sha256:" +
                       Sha256Hex(kOtherCmdline) + "\n");
-  EXPECT_EQ(PolicyDiffToJson(d).dump().find("passphrase"), std::string::npos) << PolicyDiffToJson(d);
+  EXPECT_EQ(ShownDiff(d).dump().find("passphrase"), std::string::npos) << ShownDiff(d);
 
   // A current policy that does not parse is compared as plain JSON: its
   // command line, and whatever else kernel_cmdline holds, still by digest.

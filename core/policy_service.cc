@@ -46,9 +46,96 @@ nlohmann::json DiffForAudit(const PolicyDiff& diff) {
   return lines;
 }
 
+// The audit's why: the operator's reason, bounded, or what they did.
+std::string Why(const std::string& reason, const std::string& fallback) {
+  return reason.empty() ? fallback : reason.substr(0, 1024);
+}
+
+// A policy as it may be shown (PolicyForDisplay); nullopt when none.
+std::optional<std::string> Shown(const std::optional<std::string>& policy_json) {
+  if (!policy_json) return std::nullopt;
+  return PolicyForDisplay(*policy_json).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void AddProposalParts(const Proposal& p, wire::PolicyProposalView* v) {
+  v->machines = p.machines;
+  for (const PlatformGroup& g : p.platforms) {
+    v->platforms.push_back({g.firmware, g.tpm_manufacturer, g.tpm_model, g.hostnames});
+  }
+  for (const RuleOutcome& r : p.rules) {
+    wire::ProposalRuleView rule{r.rule, r.decided, r.proposed, r.agreeing, {}};
+    for (const RuleValue& value : r.values) rule.values.push_back({value.items, value.hostnames});
+    v->rules.push_back(std::move(rule));
+  }
+  for (const OddMachine& o : p.odd) {
+    wire::ProposalOddView odd{o.hostname, {}, {}};
+    for (const Difference& d : o.differences) odd.differences.push_back({d.rule, d.message});
+    for (const attest::Violation& x : o.violations) odd.violations.push_back({x.rule, x.reason, x.message});
+    v->odd.push_back(std::move(odd));
+  }
+  for (const UnusableMachine& u : p.unusable) v->unusable.push_back({u.hostname, u.reason, u.message});
+}
+
 }  // namespace
 
+wire::PolicyDiffView PolicyDiffViewOf(const PolicyDiff& diff) {
+  wire::PolicyDiffView v{diff.had_current, diff.note, {}};
+  for (const PolicyChange& c : diff.changes) v.changes.push_back({c.rule, c.kind, c.added, c.removed});
+  return v;
+}
+
+wire::PolicyProposalView ProposalViewOf(const ProposalReport& report) {
+  wire::PolicyProposalView v;
+  v.pool = report.pool.name;
+  v.mode = report.pool.boot_policy_mode;
+  v.observed = static_cast<int64_t>(report.observed);
+  v.proposal_sha256 = report.proposal_sha256;
+  v.policy_shown_json = *Shown(report.proposal.policy_json);
+  AddProposalParts(report.proposal, &v);
+  v.diff = PolicyDiffViewOf(report.diff);
+  // The CLI links no core: it prints these as they are.
+  v.text = FormatProposalText(report.proposal);
+  v.diff_text = FormatPolicyDiffText(report.diff);
+  v.policy_shown = FormatPolicyForDisplay(report.proposal.policy_json);
+  // The document itself, for `policy propose --output FILE` only: the CLI
+  // writes it to the operator's file and never prints it.
+  v.policy_text = report.proposal.policy_json;
+  return v;
+}
+
+wire::PolicyAppliedView AppliedViewOf(const PolicyApplied& a) {
+  return {a.pool.name, a.pool.boot_policy_mode, Shown(a.pool.boot_policy_json), PolicyDiffViewOf(a.diff),
+          FormatPolicyDiffText(a.diff)};
+}
+
 PolicyService::PolicyService(storage::PolicyStore* store, Clock clock) : store_(store), clock_(std::move(clock)) {}
+
+Result<wire::PolicyShowView> PolicyService::Show(const std::string& name) {
+  auto pool = LoadPool(store_, name);
+  if (!pool.ok()) return pool.status();
+  auto observed = store_->ListBootObservations(name);
+  if (!observed.ok()) return StoreBusy(observed.status());
+  wire::PolicyShowView v;
+  v.pool = name;
+  v.mode = pool->boot_policy_mode;
+  v.policy_shown_json = Shown(pool->boot_policy_json);
+  v.observed = static_cast<int64_t>(observed->size());
+  v.verdicts = {{"pass", 0}, {"fail", 0}, {"none", 0}};
+  for (const storage::BootObservation& o : *observed) {
+    ++v.verdicts[o.verdict];
+    v.machines.push_back({o.hostname, o.at, o.verdict, o.violations});
+  }
+  // The document itself, for `policy show --output FILE` only: the CLI
+  // writes it to the operator's file and never prints it.
+  v.policy_text = pool->boot_policy_json;
+  return v;
+}
+
+Result<wire::PolicyProposalView> PolicyService::ShowProposal(const std::string& name) {
+  auto report = Propose(name);
+  if (!report.ok()) return report.status();
+  return ProposalViewOf(*report);
+}
 
 Result<ProposalReport> PolicyService::Propose(const std::string& name) {
   auto pool = LoadPool(store_, name);
@@ -98,11 +185,12 @@ Result<PolicyApplied> PolicyService::Apply(const storage::Pool& pool, const std:
   return PolicyApplied{std::move(stored).value(), std::move(diff)};
 }
 
-Result<PolicyApplied> PolicyService::Accept(const std::string& name, const std::optional<std::string>& expect_sha256,
-                                            bool keep_observing, const storage::Actor& actor) {
+Result<wire::PolicyAppliedView> PolicyService::Accept(const std::string& name,
+                                                     const wire::PolicyAcceptRequest& request,
+                                                     const storage::Actor& actor) {
   auto report = Propose(name);
   if (!report.ok()) return report.status();
-  if (expect_sha256 && *expect_sha256 != report->proposal_sha256) {
+  if (request.proposal_sha256 && *request.proposal_sha256 != report->proposal_sha256) {
     return Status::Unsupported("proposal_changed",
                                "the proposal changed since you read it (machines were observed since): run "
                                "`rackgatectl policy propose --pool " + name + "` again and accept what it shows");
@@ -127,39 +215,50 @@ Result<PolicyApplied> PolicyService::Accept(const std::string& name, const std::
   nlohmann::json odd = nlohmann::json::array();
   for (const auto& m : report->proposal.odd) odd.push_back(m.hostname);
   detail["odd"] = odd;
-  return Apply(report->pool, report->proposal.policy_json, keep_observing, std::move(detail), actor);
+  storage::Actor a = actor;
+  a.why = Why(request.reason, "boot policy proposal accepted by an operator");
+  auto applied = Apply(report->pool, report->proposal.policy_json, request.keep_observing, std::move(detail), a);
+  if (!applied.ok()) return applied.status();
+  return AppliedViewOf(*applied);
 }
 
-Result<PolicyApplied> PolicyService::Put(const std::string& name, const std::optional<std::string>& policy_text,
-                                         bool keep_observing, const storage::Actor& actor) {
-  if (policy_text) {
-    if (auto parsed = wire::ParseBootPolicy(*policy_text); !parsed.ok()) return parsed.status();
+Result<wire::PolicyAppliedView> PolicyService::Put(const std::string& name, const wire::PolicyPutRequest& request,
+                                                  const storage::Actor& actor) {
+  const std::optional<std::string>& text = request.policy_text;
+  if (text) {
+    if (auto parsed = wire::ParseBootPolicy(*text); !parsed.ok()) return parsed.status();
   }
   auto pool = LoadPool(store_, name);
   if (!pool.ok()) return pool.status();
-  return Apply(*pool, policy_text, keep_observing, {{"source", policy_text ? "put" : "cleared"}}, actor);
+  storage::Actor a = actor;
+  a.why = Why(request.reason, text ? "boot policy put by an operator" : "boot policy cleared by an operator");
+  auto applied = Apply(*pool, text, request.keep_observing, {{"source", text ? "put" : "cleared"}}, a);
+  if (!applied.ok()) return applied.status();
+  return AppliedViewOf(*applied);
 }
 
-Result<storage::Pool> PolicyService::SetMode(const std::string& name, const std::string& mode,
-                                             const storage::Actor& actor) {
+Result<wire::PolicyModeView> PolicyService::SetMode(const std::string& name, const wire::PolicyModeRequest& request,
+                                                    const storage::Actor& actor) {
+  const std::string& mode = request.mode;
   if (mode != storage::kPolicyModeObserve && mode != storage::kPolicyModeEnforce) {
     return Status::InvalidArgument("field_invalid", "mode is observe or enforce");
   }
+  storage::Actor a = actor;
+  a.why = Why(request.reason, "boot policy mode set to " + mode + " by an operator");
   storage::PoolPolicyChange change;
   change.pool = name;
   change.mode = mode;
   change.audit_detail_json = nlohmann::json{{"source", "mode"}}.dump();
-  auto stored = store_->SetPoolBootPolicy(change, actor, clock_());
+  auto stored = store_->SetPoolBootPolicy(change, a, clock_());
   if (!stored.ok() && stored.status().code() == Status::Code::kIoError) return StoreBusy(stored.status());
-  if (stored.ok()) {
-    if (mode == storage::kPolicyModeObserve) {
-      Log()->warn("{} set pool {} to OBSERVE boot policy: the policy is evaluated and recorded, NOT ENFORCED",
-                  actor.name, name);
-    } else {
-      Log()->info("{} set pool {} to enforce its boot policy", actor.name, name);
-    }
+  if (!stored.ok()) return stored.status();
+  if (mode == storage::kPolicyModeObserve) {
+    Log()->warn("{} set pool {} to OBSERVE boot policy: the policy is evaluated and recorded, NOT ENFORCED",
+                a.name, name);
+  } else {
+    Log()->info("{} set pool {} to enforce its boot policy", a.name, name);
   }
-  return stored;
+  return wire::PolicyModeView{stored->name, stored->boot_policy_mode, Shown(stored->boot_policy_json)};
 }
 
 }  // namespace rackgate::core

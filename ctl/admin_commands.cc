@@ -19,6 +19,8 @@
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
 #include "wire/admin_pools.h"
+#include "wire/admin_query.h"
+#include "wire/admin_status.h"
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
 #include "ctl/args.h"
@@ -417,10 +419,9 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kAuditHelp);
   auto limit = args->GetInt("limit", 50, 1, 10000);
   if (!limit.ok()) return UsageError(kAuditHelp, limit.status().message());
-  std::string path = "/v1/admin/audit?limit=" + std::to_string(*limit);
-  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  const wire::AuditQuery query{args->Get("hostname"), *limit, 0};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/audit" + wire::EncodeAuditQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto entries = DecodeAnswer(*r, wire::DecodeAuditList, &code);
@@ -442,59 +443,42 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", "/v1/admin/status", nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto status = DecodeAnswer(*r, wire::DecodeStatusView, &code);
+  if (!status.ok()) return code;
   // First and loud: an observing pool must never be taken for an enforcing
   // one (docs/policy.md, "Observe").
-  if (r->contains("pools_observing_boot_policy") && r->at("pools_observing_boot_policy").is_array()) {
-    for (const auto& p : r->at("pools_observing_boot_policy")) {
-      if (!p.is_string()) continue;
-      std::printf("WARNING: pool %s is OBSERVING: its boot policy is NOT ENFORCED (rackgatectl policy show --pool %s)\n",
-                  p.get<std::string>().c_str(), p.get<std::string>().c_str());
-    }
+  for (const std::string& p : status->pools_observing_boot_policy) {
+    std::printf("WARNING: pool %s is OBSERVING: its boot policy is NOT ENFORCED (rackgatectl policy show --pool %s)\n",
+                p.c_str(), p.c_str());
   }
   std::printf("machines by state:\n");
-  if (r->contains("machines_by_state") && r->at("machines_by_state").is_object()) {
-    for (const auto& [state, n] : r->at("machines_by_state").items()) {
-      std::printf("  %-12s %s\n", state.c_str(), n.dump().c_str());
-    }
+  for (const auto& [state, n] : status->machines_by_state) {
+    std::printf("  %-12s %lld\n", state.c_str(), static_cast<long long>(n));
   }
   // Trust (docs/trust.md).
-  if (r->contains("machines_untrusted") && r->at("machines_untrusted").is_number_integer()) {
-    std::printf("untrusted machines: %s\n", r->at("machines_untrusted").dump().c_str());
-  }
+  std::printf("untrusted machines: %lld\n", static_cast<long long>(status->machines_untrusted));
   std::printf("recent attestation failures:\n");
-  if (r->contains("recent_failures") && r->at("recent_failures").is_array()) {
-    for (const json& f : r->at("recent_failures")) {
-      std::printf("  %-21s %-20s %s\n", FormatTime(f, "at").c_str(), Str(f, "hostname").c_str(),
-                  Str(f, "reason").c_str());
-    }
+  for (const wire::StatusFailureView& f : status->recent_failures) {
+    std::printf("  %-21s %-20s %s\n", FormatUnixTime(f.at).c_str(), f.hostname.c_str(), f.reason.c_str());
   }
   // Observability (docs/observability.md).
-  if (r->contains("unknown_eks") && r->at("unknown_eks").is_array()) {
-    const json& knocking = r->at("unknown_eks");
-    std::printf("unknown EKs knocking (last hour): %zu\n", knocking.size());
-    for (const json& k : knocking) {
-      const std::string hash = Str(k, "ek_hash");
-      std::printf("  %-16s  %-21s %-21s %5s  %-15s %s\n", hash.substr(0, 16).c_str(),
-                  FormatTime(k, "first_seen").c_str(), FormatTime(k, "last_seen").c_str(),
-                  k.contains("count") ? k.at("count").dump().c_str() : "", Str(k, "address").c_str(),
-                  Str(k, "reason").c_str());
-      const std::string issuer = Str(k, "ek_certificate_issuer");
-      if (!issuer.empty()) std::printf("    EK certificate issuer: %s\n", issuer.c_str());
-    }
-    if (!knocking.empty()) {
-      std::printf("  enroll them with `rackgatectl enroll` or `rackgatectl import` (the full hash is in --json)\n");
-    }
+  std::printf("unknown EKs knocking (last hour): %zu\n", status->unknown_eks.size());
+  for (const wire::UnknownEkView& k : status->unknown_eks) {
+    std::printf("  %-16s  %-21s %-21s %5llu  %-15s %s\n", k.ek_hash.substr(0, 16).c_str(),
+                FormatUnixTime(k.first_seen).c_str(), FormatUnixTime(k.last_seen).c_str(),
+                static_cast<unsigned long long>(k.count), k.address.c_str(), k.reason.c_str());
+    if (!k.ek_certificate_issuer.empty()) std::printf("    EK certificate issuer: %s\n", k.ek_certificate_issuer.c_str());
+  }
+  if (!status->unknown_eks.empty()) {
+    std::printf("  enroll them with `rackgatectl enroll` or `rackgatectl import` (the full hash is in --json)\n");
   }
   // Trust (docs/trust.md): refusals before proof of the TPM leave the
   // machine's trust alone; this is where an operator sees them.
-  if (r->contains("anonymous_refusals") && r->at("anonymous_refusals").is_array()) {
-    const json& anonymous = r->at("anonymous_refusals");
-    std::printf("refused before proof of the TPM (last hour; trust unchanged): %zu machines\n", anonymous.size());
-    for (const json& a : anonymous) {
-      std::printf("  %-21s %-20s %6s  %-15s %s\n", FormatTime(a, "last_seen").c_str(), Str(a, "hostname").c_str(),
-                  a.contains("count") ? a.at("count").dump().c_str() : "", Str(a, "address").c_str(),
-                  Str(a, "reason").c_str());
-    }
+  std::printf("refused before proof of the TPM (last hour; trust unchanged): %zu machines\n",
+              status->anonymous_refusals.size());
+  for (const wire::AnonymousRefusalView& a : status->anonymous_refusals) {
+    std::printf("  %-21s %-20s %6llu  %-15s %s\n", FormatUnixTime(a.last_seen).c_str(), a.hostname.c_str(),
+                static_cast<unsigned long long>(a.count), a.address.c_str(), a.reason.c_str());
   }
   return kExitOk;
 }
@@ -772,10 +756,9 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kHelp);
   auto limit = args->GetInt("limit", 1000, 1, 100000);
   if (!limit.ok()) return UsageError(kHelp, limit.status().message());
-  std::string path = "/v1/admin/certificates?limit=" + std::to_string(*limit);
-  if (auto h = args->Get("hostname")) path += "&hostname=" + *h;
+  const wire::CertificateQuery query{args->Get("hostname"), *limit};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/certificates" + wire::EncodeCertificateQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto certs = DecodeAnswer(*r, wire::DecodeCertificateList, &code);
@@ -880,10 +863,9 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kEventsHelp);
   auto limit = args->GetInt("limit", 50, 1, 10000);
   if (!limit.ok()) return UsageError(kEventsHelp, limit.status().message());
-  std::string path = "/v1/admin/events?limit=" + std::to_string(*limit);
-  if (args->Has("pending")) path += "&pending=1";
+  const wire::EventQuery query{*limit, args->Has("pending")};
   int code = kExitOk;
-  auto r = Send(socket, "GET", path, nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/events" + wire::EncodeEventQuery(query), nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto events = DecodeAnswer(*r, wire::DecodeEventList, &code);
@@ -1009,7 +991,9 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(help);
   int code = kExitOk;
   if (sub == "list") {
-    auto r = Send(socket, "GET", std::string("/v1/admin/csrs") + (args->Has("all") ? "?all=1" : ""), nullptr, &code);
+    wire::CsrQuery query;
+    query.all = args->Has("all");
+    auto r = Send(socket, "GET", "/v1/admin/csrs" + wire::EncodeCsrQuery(query), nullptr, &code);
     if (!r.ok()) return code;
     if (args->Has("json")) return PrintJson(*r), kExitOk;
     auto csrs = DecodeAnswer(*r, wire::DecodeCsrList, &code);

@@ -2,37 +2,38 @@
 #include "ctl/audit_commands.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "ctl/admin_client.h"
 #include "ctl/admin_util.h"
 #include "ctl/offline.h"
+#include "wire/admin_audit.h"
+#include "wire/admin_query.h"
 
 namespace rackgate::ctl {
-
-using nlohmann::json;
 
 int RunAuditVerify(const std::string& socket, const AuditVerifyRequest& request) {
   // Not Send: a broken chain is a 409 whose body carries the report, which
   // --json prints.
-  const auto& anchor = request.anchor;
-  const std::string route =
-      "/v1/admin/audit/verify" + (anchor ? "?anchor=" + std::to_string(anchor->id) + ":" + anchor->hash : "");
+  wire::AuditVerifyQuery query;
+  if (request.anchor) query.anchor = std::to_string(request.anchor->id) + ":" + request.anchor->hash;
+  const std::string route = "/v1/admin/audit/verify" + wire::EncodeAuditVerifyQuery(query);
   auto reply = AdminClient(socket).Call("GET", route);
   if (!reply.ok()) {
     std::fprintf(stderr, "rackgatectl: %s\n", reply.status().message().c_str());
     return kExitUnusable;
   }
-  json doc = json::parse(reply->body, nullptr, false);
-  if (reply->status == 200 && doc.is_object()) return ReportAuditChain(doc, "", request.json);
-  if (reply->status == 409 && doc.is_object() && doc.contains("report") && doc.contains("error")) {
-    json report = doc.at("report");
-    const std::string message = Str(doc.at("error"), "message");
-    report["message"] = message;
-    return ReportAuditChain(report, message, request.json);
+  int code = kExitOk;
+  if (reply->status == 200) {
+    auto report = wire::DecodeAuditChain(reply->body);
+    if (!report.ok()) return ReportMalformedAnswer(report.status(), &code), code;
+    return ReportAuditChain(*report, "", request.json);
+  }
+  if (reply->status == 409) {
+    if (auto refusal = wire::DecodeAuditChainRefusal(reply->body); refusal.ok()) {
+      return ReportAuditChain(refusal->report, refusal->message, request.json);
+    }
   }
   // Any other refusal, printed as Send prints it.
-  int code = kExitOk;
   (void)Send(socket, "GET", route, nullptr, &code);
   return code == kExitOk ? kExitUnusable : code;
 }

@@ -2,6 +2,7 @@
 #include "ctl/audit_verify.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
@@ -10,8 +11,6 @@
 namespace rackgate::ctl {
 
 namespace {
-
-using nlohmann::json;
 
 constexpr char kVerifyHelp[] =
     "Usage: rackgatectl audit verify [--database PATH] [--anchor ID:HASH] [--json]\n"
@@ -51,13 +50,11 @@ int ParseAuditVerify(int argc, char** argv, int first, AuditVerifyRequest* out) 
   return -1;
 }
 
-int ReportAuditChain(const json& report, const std::string& message, bool as_json) {
-  const bool intact = report.contains("intact") && report.at("intact").is_boolean() && report.at("intact").get<bool>();
-  if (as_json) PrintJson(report);
-  if (intact) {
+int ReportAuditChain(const wire::AuditChainView& report, const std::string& message, bool as_json) {
+  if (as_json) PrintJson(nlohmann::json::parse(wire::EncodeAuditChainVerdict(report, message)));
+  if (report.intact) {
     if (!as_json) {
-      std::printf("chain intact: %s rows, head %s\n", report.value("rows", json(0)).dump().c_str(),
-                  Str(report, "head_hash").c_str());
+      std::printf("chain intact: %lld rows, head %s\n", static_cast<long long>(report.rows), report.head_hash.c_str());
     }
     return kExitOk;
   }

@@ -5,9 +5,10 @@
 #define RACKGATE_CTL_AUDIT_VERIFY_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "wire/admin_audit.h"
 
 namespace rackgate::ctl {
 
@@ -26,10 +27,10 @@ struct AuditVerifyRequest {
 // exit code after printing the help or the usage error.
 int ParseAuditVerify(int argc, char** argv, int first, AuditVerifyRequest* out);
 
-// Prints the verdict of the chain report `report` ({"intact", "rows",
-// "head_hash", ...}, docs/audit.md) as text or JSON; `message` is the first
+// Prints the verdict on the chain's report as text or JSON
+// (wire::EncodeAuditChainVerdict, docs/audit.md); `message` is the first
 // bad row's problem. Returns 0 when intact, else 1 (audit_chain_broken).
-int ReportAuditChain(const nlohmann::json& report, const std::string& message, bool as_json);
+int ReportAuditChain(const wire::AuditChainView& report, const std::string& message, bool as_json);
 
 }  // namespace rackgate::ctl
 

@@ -12,6 +12,7 @@
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
+#include "wire/admin_policy.h"
 #include "wire/boot_policy_json.h"
 
 namespace rackgate::ctl {
@@ -146,25 +147,29 @@ int WritePolicyFile(const std::string& path, const std::string& policy) {
   return kExitOk;
 }
 
-void PrintModeBanner(const json& r) {
-  if (Str(r, "mode", "") == "observe") {
-    std::printf("pool %s: OBSERVING: boot policy evaluated and recorded, NOT ENFORCED\n", Str(r, "pool").c_str());
+void PrintModeBanner(const std::string& pool, const std::string& mode) {
+  if (mode == "observe") {
+    std::printf("pool %s: OBSERVING: boot policy evaluated and recorded, NOT ENFORCED\n", pool.c_str());
   } else {
-    std::printf("pool %s: enforcing its boot policy\n", Str(r, "pool").c_str());
+    std::printf("pool %s: enforcing its boot policy\n", pool.c_str());
   }
 }
 
-// accept and put: sends the change with the operator's --reason, prints
+// Prints a view the wire module encoded, as PrintJson prints an answer.
+void PrintEncoded(const std::string& encoded) { PrintJson(json::parse(encoded)); }
+
+// accept and put: sends the change (the operator's --reason in it), prints
 // the pool's mode and the diff (or the answer, with --json).
-int SendPolicyChange(const std::string& socket, const char* method, const std::string& path, json body,
+int SendPolicyChange(const std::string& socket, const char* method, const std::string& path, const std::string& body,
                      const Args& args) {
-  if (auto why = args.Get("reason")) body["reason"] = *why;
   int code = kExitOk;
-  auto r = Send(socket, method, path, body, &code);
+  auto r = SendText(socket, method, path, body, &code);
   if (!r.ok()) return code;
   if (args.Has("json")) return PrintJson(*r), kExitOk;
-  PrintModeBanner(*r);
-  std::printf("diff against the previous policy:\n%s", Str(*r, "diff_text", "").c_str());
+  auto applied = DecodeAnswer(*r, wire::DecodePolicyAppliedView, &code);
+  if (!applied.ok()) return code;
+  PrintModeBanner(applied->pool, applied->mode);
+  std::printf("diff against the previous policy:\n%s", applied->diff_text.c_str());
   return kExitOk;
 }
 
@@ -173,13 +178,15 @@ int Mode(const std::string& socket, int argc, char** argv, int first, const char
   if (!args.ok()) return UsageError(help, args.status().message());
   if (args->Has("help")) return PrintHelp(help);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(help, s.message());
-  json body = {{"mode", mode}};
-  if (auto why = args->Get("reason")) body["reason"] = *why;
+  const wire::PolicyModeRequest request{mode, args->Get("reason").value_or("")};
   int code = kExitOk;
-  auto r = Send(socket, "POST", PoolPath(*args->Get("pool"), "/mode"), body, &code);
+  auto r = SendText(socket, "POST", PoolPath(*args->Get("pool"), "/mode"), wire::EncodePolicyModeRequest(request),
+                    &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  PrintModeBanner(*r);
+  auto set = DecodeAnswer(*r, wire::DecodePolicyModeView, &code);
+  if (!set.ok()) return code;
+  PrintModeBanner(set->pool, set->mode);
   if (std::string(mode) == "observe") {
     std::printf("boot its machines, then `rackgatectl policy propose --pool %s`\n", args->Get("pool")->c_str());
   }
@@ -195,23 +202,26 @@ int Propose(const std::string& socket, int argc, char** argv, int first) {
   int code = kExitOk;
   auto r = Send(socket, "GET", PoolPath(pool, "/proposal"), nullptr, &code);
   if (!r.ok()) return code;
+  auto p = DecodeAnswer(*r, wire::DecodePolicyProposalView, &code);
+  if (!p.ok()) return code;
   if (auto out = args->Get("output")) {
-    if (int rc = WritePolicyFile(*out, Str(*r, "policy_text", "")); rc != kExitOk) return rc;
+    if (int rc = WritePolicyFile(*out, p->policy_text.value_or("")); rc != kExitOk) return rc;
   }
   // SECURITY: the document (policy_text) may hold a kernel command line,
   // which must not reach a screen: only the shown form is printed.
-  r->erase("policy_text");
+  p->policy_text.reset();
   if (args->Has("json")) {
-    for (const char* k : {"text", "diff_text", "policy_shown"}) r->erase(k);
-    return PrintJson(*r), kExitOk;
+    p->text.reset();
+    p->diff_text.reset();
+    p->policy_shown.reset();
+    return PrintEncoded(wire::EncodePolicyProposalView(*p)), kExitOk;
   }
-  PrintModeBanner(*r);
-  std::printf("%s", Str(*r, "text", "").c_str());
-  std::printf("\nproposed policy (sha256 %s):\n%s", Str(*r, "proposal_sha256").c_str(),
-              Str(*r, "policy_shown", "").c_str());
-  std::printf("\ndiff against the pool's current policy:\n%s", Str(*r, "diff_text", "").c_str());
+  PrintModeBanner(p->pool, p->mode);
+  std::printf("%s", p->text.value_or("").c_str());
+  std::printf("\nproposed policy (sha256 %s):\n%s", p->proposal_sha256.c_str(), p->policy_shown.value_or("").c_str());
+  std::printf("\ndiff against the pool's current policy:\n%s", p->diff_text.value_or("").c_str());
   std::printf("\naccept it with: rackgatectl policy accept --pool %s --proposal %s\n", pool.c_str(),
-              Str(*r, "proposal_sha256").c_str());
+              p->proposal_sha256.c_str());
   if (auto out = args->Get("output")) std::fprintf(stderr, "proposed policy written to %s\n", out->c_str());
   return kExitOk;
 }
@@ -221,9 +231,10 @@ int Accept(const std::string& socket, int argc, char** argv, int first) {
   if (!args.ok()) return UsageError(kAcceptHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kAcceptHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kAcceptHelp, s.message());
-  json body = {{"keep_observing", args->Has("keep-observing")}};
-  if (auto h = args->Get("proposal")) body["proposal_sha256"] = *h;
-  return SendPolicyChange(socket, "POST", PoolPath(*args->Get("pool"), "/accept"), std::move(body), *args);
+  const wire::PolicyAcceptRequest request{args->Get("proposal"), args->Has("keep-observing"),
+                                          args->Get("reason").value_or("")};
+  return SendPolicyChange(socket, "POST", PoolPath(*args->Get("pool"), "/accept"),
+                          wire::EncodePolicyAcceptRequest(request), *args);
 }
 
 int Put(const std::string& socket, int argc, char** argv, int first) {
@@ -232,25 +243,39 @@ int Put(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kPutHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kPutHelp, s.message());
   if (args->Has("policy") == args->Has("clear")) return UsageError(kPutHelp, "give --policy FILE or --clear");
-  json body = {{"keep_observing", args->Has("keep-observing")}};
+  wire::PolicyPutRequest request{std::nullopt, args->Has("keep-observing"), args->Get("reason").value_or("")};
   if (auto path = args->Get("policy")) {
     auto bytes = ReadFile(*path, wire::kMaxPolicySize + 1);
     if (!bytes.ok()) {
       std::fprintf(stderr, "rackgatectl: %s: %s\n", path->c_str(), bytes.status().message().c_str());
       return kExitUnusable;
     }
-    const std::string text(bytes->begin(), bytes->end());
+    std::string text(bytes->begin(), bytes->end());
     // Checked here, with the file's name: the operator fixes it before the
     // daemon ever sees it. The daemon checks it again.
     if (auto parsed = wire::ParseBootPolicy(text); !parsed.ok()) {
       std::fprintf(stderr, "rackgatectl: %s: %s\n", path->c_str(), parsed.status().message().c_str());
       return kExitUnusable;
     }
-    body["policy"] = text;
-  } else {
-    body["policy"] = nullptr;
+    request.policy_text = std::move(text);
   }
-  return SendPolicyChange(socket, "PUT", PoolPath(*args->Get("pool"), ""), std::move(body), *args);
+  return SendPolicyChange(socket, "PUT", PoolPath(*args->Get("pool"), ""), wire::EncodePolicyPutRequest(request),
+                          *args);
+}
+
+void PrintObserved(const wire::PolicyShowView& v) {
+  const std::string policy =
+      v.policy_shown_json ? json::parse(*v.policy_shown_json, nullptr, false).dump(2) : std::string("none");
+  std::printf("policy: %s\n", policy.c_str());
+  std::printf("observed machines: %lld\n", static_cast<long long>(v.observed));
+  if (v.machines.empty()) return;
+  Table t({"HOSTNAME", "OBSERVED", "VERDICT", "RULES BROKEN"});
+  for (const wire::ObservedMachineView& m : v.machines) {
+    std::string rules;
+    for (const std::string& r : m.violations) rules += (rules.empty() ? "" : ",") + r;
+    t.Add({m.hostname, FormatUnixTime(m.at), m.verdict, rules.empty() ? "-" : rules});
+  }
+  t.Print();
 }
 
 int Show(const std::string& socket, int argc, char** argv, int first) {
@@ -261,33 +286,22 @@ int Show(const std::string& socket, int argc, char** argv, int first) {
   int code = kExitOk;
   auto r = Send(socket, "GET", PoolPath(*args->Get("pool"), ""), nullptr, &code);
   if (!r.ok()) return code;
+  auto shown = DecodeAnswer(*r, wire::DecodePolicyShowView, &code);
+  if (!shown.ok()) return code;
   if (auto out = args->Get("output")) {
-    if (!r->contains("policy_text") || !r->at("policy_text").is_string()) {
+    if (!shown->policy_text) {
       std::fprintf(stderr, "rackgatectl: refused: policy_missing: pool %s has no boot policy to write\n",
                    args->Get("pool")->c_str());
       return kExitRefused;
     }
-    if (int rc = WritePolicyFile(*out, r->at("policy_text").get<std::string>()); rc != kExitOk) return rc;
+    if (int rc = WritePolicyFile(*out, *shown->policy_text); rc != kExitOk) return rc;
   }
   // SECURITY: the document may hold a kernel command line, which must not
   // reach a screen: `policy` is its shown form.
-  r->erase("policy_text");
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
-  PrintModeBanner(*r);
-  const json& policy = r->contains("policy") ? r->at("policy") : json(nullptr);
-  std::printf("policy: %s\n", policy.is_null() ? "none" : policy.dump(2).c_str());
-  std::printf("observed machines: %s\n", r->contains("observed") ? r->at("observed").dump().c_str() : "0");
-  if (r->contains("machines") && r->at("machines").is_array() && !r->at("machines").empty()) {
-    Table t({"HOSTNAME", "OBSERVED", "VERDICT", "RULES BROKEN"});
-    for (const auto& m : r->at("machines")) {
-      std::string rules;
-      if (m.contains("violations") && m.at("violations").is_array()) {
-        for (const auto& v : m.at("violations")) rules += (rules.empty() ? "" : ",") + v.get<std::string>();
-      }
-      t.Add({Str(m, "hostname"), FormatTime(m, "at"), Str(m, "verdict"), rules.empty() ? "-" : rules});
-    }
-    t.Print();
-  }
+  shown->policy_text.reset();
+  if (args->Has("json")) return PrintEncoded(wire::EncodePolicyShowView(*shown)), kExitOk;
+  PrintModeBanner(shown->pool, shown->mode);
+  PrintObserved(*shown);
   if (auto out = args->Get("output")) std::fprintf(stderr, "policy written to %s\n", out->c_str());
   return kExitOk;
 }

@@ -6,7 +6,6 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -25,6 +24,8 @@
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
 #include "wire/admin_pools.h"
+#include "wire/admin_query.h"
+#include "wire/admin_status.h"
 #include "wire/protocol.h"
 #include "base/hex.h"
 
@@ -110,6 +111,8 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       csr_approvals_(store, [attestation] { return attestation->Now(); }),
       events_(store),
       audit_(store),
+      status_({store, store, store}, attestation),
+      certificates_(store),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -259,14 +262,6 @@ Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationS
     e.vars_json = std::move(vars).value();
   }
   return e;
-}
-
-int64_t QueryInt(const Request& r, const char* key, int64_t fallback) {
-  auto it = r.query.find(key);
-  if (it == r.query.end()) return fallback;
-  int64_t v = fallback;
-  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  return ec == std::errc() && p == it->second.data() + it->second.size() ? v : fallback;
 }
 
 bool Flag(const json& o, const char* k) { return o.contains(k) && o.at(k).is_boolean() && o.at(k).get<bool>(); }
@@ -519,60 +514,20 @@ Result<Response> AdminApi::Action(const Request& request, const std::string& ver
 Result<Response> AdminApi::Audit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  std::optional<std::string> hostname;
-  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
-  auto entries = audit_.List(hostname, QueryInt(request, "limit", 100), QueryInt(request, "since", 0));
+  auto query = wire::DecodeAuditQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto entries = audit_.List(query->hostname, query->limit, query->since);
   if (!entries.ok()) return entries.status();
   return Response::Json(200, wire::EncodeAuditList(*entries));
 }
 
+// GET /v1/admin/status.
 Result<Response> AdminApi::StatusReport(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto counts = store_->CountByState();
-  if (!counts.ok()) return counts.status();
-  auto failures = store_->RecentFailures(20);
-  if (!failures.ok()) return failures.status();
-  json f = json::array();
-  for (const auto& r : *failures) {
-    f.push_back({{"at", r.at}, {"hostname", r.hostname}, {"reason", r.reason}, {"reasons", r.reasons}});
-  }
-  json out = {{"machines_by_state", *counts}, {"recent_failures", f}};
-  // Trust (docs/trust.md).
-  auto untrusted = store_->CountUntrusted();
-  if (!untrusted.ok()) return untrusted.status();
-  out["machines_untrusted"] = *untrusted;
-  // Pools whose boot policy is observed, not enforced (docs/policy.md): an
-  // operator must never take one for an enforcing pool.
-  auto pools = store_->ListPools();
-  if (!pools.ok()) return pools.status();
-  json observing = json::array();
-  for (const auto& p : *pools) {
-    if (p.boot_policy_mode == storage::kPolicyModeObserve) observing.push_back(p.name);
-  }
-  out["pools_observing_boot_policy"] = std::move(observing);
-  // Observability (docs/observability.md): unknown EKs that knocked in the
-  // last hour, from the attestation service's bounded table.
-  json knocking = json::array();
-  for (const core::UnknownEk& e : attestation_->unknown_eks().SeenSince(attestation_->Now() - 3600)) {
-    json k = {{"ek_hash", e.ek_hash}, {"first_seen", e.first_seen}, {"last_seen", e.last_seen},
-              {"count", e.count},     {"address", e.address},       {"reason", e.reason}};
-    if (!e.cert_issuer.empty()) k["ek_certificate_issuer"] = e.cert_issuer;
-    if (!e.cert_subject.empty()) k["ek_certificate_subject"] = e.cert_subject;
-    knocking.push_back(std::move(k));
-  }
-  out["unknown_eks"] = std::move(knocking);
-  // Trust (docs/trust.md): evidence refused before its sender proved it holds
-  // the machine's TPM, per machine, in the last hour (this appliance's
-  // bounded table; the machines' trust is unchanged by them).
-  json anonymous = json::array();
-  for (const core::AnonymousRefusals& a : attestation_->anonymous_refusals().SeenSince(attestation_->Now() - 3600)) {
-    anonymous.push_back({{"hostname", a.hostname},     {"count", a.count},     {"first_seen", a.first_seen},
-                         {"last_seen", a.last_seen},   {"address", a.address}, {"reason", a.reason}});
-  }
-  out["anonymous_refusals"] = std::move(anonymous);
-  out["anonymous_refusals_total"] = attestation_->anonymous_refusals().total();
-  return Response::Json(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+  auto status = status_.Report();
+  if (!status.ok()) return status.status();
+  return Response::Json(200, wire::EncodeStatusView(*status));
 }
 
 // PUT /v1/admin/pools/{name} (docs/ignition.md): decoded, put by the core,
@@ -599,19 +554,15 @@ Result<Response> AdminApi::PutTemplate(const Request& request) {
   return Response::Json(200, wire::EncodePoolView(*stored));
 }
 
+// GET /v1/admin/certificates?hostname=H&limit=N.
 Result<Response> AdminApi::Certificates(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  std::string hostname;
-  if (auto it = request.query.find("hostname"); it != request.query.end()) hostname = it->second;
-  auto certs = store_->ListCertificates(hostname, static_cast<int>(QueryInt(request, "limit", 1000)));
+  auto query = wire::DecodeCertificateQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto certs = certificates_.List(query->hostname, query->limit);
   if (!certs.ok()) return certs.status();
-  std::vector<wire::CertificateView> out;
-  for (const auto& c : *certs) {
-    out.push_back({c.serial, c.hostname, c.kind, c.subject, c.sans, hex::Encode(c.public_key_sha256),
-                   c.tpm_resident, c.not_before, c.not_after, c.issued_at});
-  }
-  return Response::Json(200, wire::EncodeCertificateList(out));
+  return Response::Json(200, wire::EncodeCertificateList(*certs));
 }
 
 Result<Response> AdminApi::RotateToken(const Request& request) {
@@ -641,7 +592,9 @@ Result<Response> AdminApi::GetPools(const Request& request) {
 Result<Response> AdminApi::Events(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto events = events_.List(QueryInt(request, "limit", 100), QueryInt(request, "pending", 0) != 0);
+  auto query = wire::DecodeEventQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto events = events_.List(query->limit, query->pending);
   if (!events.ok()) return events.status();
   return Response::Json(200, wire::EncodeEventList(*events));
 }
@@ -706,8 +659,9 @@ Result<Response> AdminApi::ApproveMachine(const Request& request) {
 Result<Response> AdminApi::Csrs(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  const bool all = request.query.count("all") != 0 && request.query.at("all") != "0";
-  auto list = csr_approvals_.List(all, static_cast<int>(QueryInt(request, "limit", 1000)));
+  auto query = wire::DecodeCsrQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto list = csr_approvals_.List(query->all, query->limit);
   if (!list.ok()) return list.status();
   return Response::Json(200, wire::EncodeCsrList(*list));
 }
@@ -768,9 +722,9 @@ Result<Response> AdminApi::RenameMachine(const Request& request) {
 Result<Response> AdminApi::VerifyAudit(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  std::optional<std::string> anchor;
-  if (auto it = request.query.find("anchor"); it != request.query.end()) anchor = it->second;
-  auto verdict = audit_.Verify(anchor, *actor);
+  auto query = wire::DecodeAuditVerifyQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto verdict = audit_.Verify(query->anchor, *actor);
   if (!verdict.ok()) return verdict.status();
   if (verdict->report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict->report));
   Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict->message));

@@ -14,12 +14,14 @@
 
 #include "core/attestation.h"
 #include "core/audit_service.h"
+#include "core/certificate_service.h"
 #include "core/csr_approval_service.h"
 #include "core/event_service.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
 #include "core/policy_service.h"
 #include "core/pool_service.h"
+#include "core/status_service.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -84,6 +86,8 @@ class AdminApi {
   core::CsrApprovalService csr_approvals_;
   core::EventService events_;
   core::AuditService audit_;
+  core::StatusService status_;
+  core::CertificateService certificates_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -42,19 +42,14 @@ json ChainJson(const AuditChainView& r) {
   return out;
 }
 
-}  // namespace
-
-std::string EncodeAuditChain(const AuditChainView& report) { return ChainJson(report).dump(); }
-
-Result<AuditChainView> DecodeAuditChain(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  auto intact = admin_json::Bool(*doc, "intact");
-  auto rows = admin_json::Int(*doc, "rows");
-  auto head_id = admin_json::Int(*doc, "head_id");
-  auto head_hash = admin_json::String(*doc, "head_hash");
-  auto bad_row_id = admin_json::Int(*doc, "bad_row_id");
-  auto problem = admin_json::String(*doc, "problem");
+Result<AuditChainView> ChainFromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("field_invalid", "report must be an object");
+  auto intact = admin_json::Bool(j, "intact");
+  auto rows = admin_json::Int(j, "rows");
+  auto head_id = admin_json::Int(j, "head_id");
+  auto head_hash = admin_json::String(j, "head_hash");
+  auto bad_row_id = admin_json::Int(j, "bad_row_id");
+  auto problem = admin_json::String(j, "problem");
   if (Status s = admin_json::FirstError({intact.status(), rows.status(), head_id.status(), head_hash.status(),
                                          bad_row_id.status(), problem.status()});
       !s.ok()) {
@@ -62,6 +57,37 @@ Result<AuditChainView> DecodeAuditChain(std::string_view body) {
   }
   return AuditChainView{intact->value_or(true),  rows->value_or(0),       head_id->value_or(0),
                         head_hash->value_or(""), bad_row_id->value_or(0), problem->value_or("")};
+}
+
+}  // namespace
+
+std::string EncodeAuditChain(const AuditChainView& report) { return ChainJson(report).dump(); }
+
+Result<AuditChainView> DecodeAuditChain(std::string_view body) {
+  auto doc = admin_json::ParseObject(body);
+  if (!doc.ok()) return doc.status();
+  return ChainFromJson(*doc);
+}
+
+Result<AuditChainRefusal> DecodeAuditChainRefusal(std::string_view body) {
+  auto doc = admin_json::ParseObject(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->contains("report")) return Status::InvalidArgument("field_missing", "the refusal carries no report");
+  auto report = ChainFromJson(doc->at("report"));
+  if (!report.ok()) return report.status();
+  std::string message;
+  if (doc->contains("error") && doc->at("error").is_object()) {
+    auto m = admin_json::String(doc->at("error"), "message");
+    if (!m.ok()) return m.status();
+    message = m->value_or("");
+  }
+  return AuditChainRefusal{std::move(report).value(), std::move(message)};
+}
+
+std::string EncodeAuditChainVerdict(const AuditChainView& report, const std::string& message) {
+  json out = ChainJson(report);
+  if (!report.intact) out["message"] = message;
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string AddAuditChainReport(std::string_view refusal_body, const AuditChainView& report) {

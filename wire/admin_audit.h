@@ -56,6 +56,21 @@ Result<AuditChainView> DecodeAuditChain(std::string_view body);
 // as given.
 std::string AddAuditChainReport(std::string_view refusal_body, const AuditChainView& report);
 
+// The other end of AddAuditChainReport: the report and the refusal's
+// message ("error": {"message"}, "" when absent). bad_json as the
+// decoders say; field_missing when the body has no "report".
+struct AuditChainRefusal {
+  AuditChainView report;
+  std::string message;
+  bool operator==(const AuditChainRefusal&) const = default;
+};
+Result<AuditChainRefusal> DecodeAuditChainRefusal(std::string_view body);
+
+// The chain's verdict as `rackgatectl audit verify --json` prints it
+// (docs/audit.md): the report, and for a broken chain "message" (the
+// first bad row and what is wrong with it).
+std::string EncodeAuditChainVerdict(const AuditChainView& report, const std::string& message);
+
 }  // namespace rackgate::wire
 
 #endif  // RACKGATE_WIRE_ADMIN_AUDIT_H_

@@ -40,6 +40,28 @@ Result<std::optional<int64_t>> Int(const json& o, const char* key) {
   return std::optional(v.get<int64_t>());
 }
 
+Result<std::optional<uint64_t>> Uint(const json& o, const char* key) {
+  if (!o.contains(key) || o.at(key).is_null()) return std::optional<uint64_t>();
+  const json& v = o.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    return Status::InvalidArgument("field_invalid", std::string(key) + " must be a non-negative integer");
+  }
+  return std::optional(v.get<uint64_t>());
+}
+
+Result<std::vector<std::string>> Strings(const json& o, const char* key) {
+  std::vector<std::string> out;
+  if (!o.contains(key) || o.at(key).is_null()) return out;
+  const json& list = o.at(key);
+  const Status invalid = Status::InvalidArgument("field_invalid", std::string(key) + " must be a list of strings");
+  if (!list.is_array()) return invalid;
+  for (const json& s : list) {
+    if (!s.is_string()) return invalid;
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
 Status FirstError(std::initializer_list<Status> statuses) {
   for (const Status& s : statuses) {
     if (!s.ok()) return s;

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -28,6 +30,27 @@ Result<nlohmann::json> ParseObject(std::string_view body);
 Result<std::optional<std::string>> String(const nlohmann::json& o, const char* key);
 Result<std::optional<bool>> Bool(const nlohmann::json& o, const char* key);
 Result<std::optional<int64_t>> Int(const nlohmann::json& o, const char* key);
+// A non-negative integer ("KEY must be a non-negative integer").
+Result<std::optional<uint64_t>> Uint(const nlohmann::json& o, const char* key);
+// A list of strings, empty when absent or null ("KEY must be a list of
+// strings").
+Result<std::vector<std::string>> Strings(const nlohmann::json& o, const char* key);
+
+// The list under `key`, empty when absent or null ("KEY must be a list"),
+// each element read by `each` (a json -> Result<T>); the first failure.
+template <typename T, typename Each>
+Result<std::vector<T>> List(const nlohmann::json& o, const char* key, Each each) {
+  std::vector<T> out;
+  if (!o.contains(key) || o.at(key).is_null()) return out;
+  const nlohmann::json& list = o.at(key);
+  if (!list.is_array()) return Status::InvalidArgument("field_invalid", std::string(key) + " must be a list");
+  for (const nlohmann::json& j : list) {
+    Result<T> item = each(j);
+    if (!item.ok()) return item.status();
+    out.push_back(std::move(item).value());
+  }
+  return out;
+}
 
 // The first failure of `statuses`, Status::Ok() when all are ok.
 Status FirstError(std::initializer_list<Status> statuses);

@@ -70,6 +70,17 @@ lab_check "machine_renamed is audited with from and to" jtrue "$W/audit.json" \
 lab_check "machine_deleted is audited with the EK hash and the state" jtrue "$W/audit.json" \
   'any(e["action"] == "machine_deleted" and e["hostname"] == "node-1" and e["detail"]["state"] == "revoked" and len(e["detail"]["ek_hash"]) == 64 for e in d["entries"])'
 
+# The query's parameters (docs/protocol.md, "Admin API: query parameters"):
+# a hostname is sent percent-encoded and taken whole; a malformed number is
+# refused, never taken for the default.
+rg_ctl audit --json --hostname 'node-7&limit=1' > "$W/odd-host.json"
+lab_check "audit --hostname with & and = is one hostname" jtrue "$W/odd-host.json" 'd["entries"] == []'
+code="$(curl -sS -o "$W/bad-limit.json" -w '%{http_code}' --max-time "$RG_MAX_TIME" \
+  --unix-socket "$RG_DIR/admin.sock" 'http://localhost/v1/admin/audit?limit=abc' || echo 000)"
+lab_check "GET /v1/admin/audit?limit=abc is 400 ($code)" test "$code" == 400
+lab_check "... field_invalid, naming limit" jtrue "$W/bad-limit.json" \
+  'd["error"]["reason"] == "field_invalid" and "limit" in d["error"]["message"]'
+
 # --- the audit chain ---------------------------------------------------------------
 lab_expect 0 "" "audit verify: intact" rg_ctl audit verify
 rg_ctl audit verify > "$W/verify.txt"

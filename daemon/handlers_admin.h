@@ -18,6 +18,7 @@
 #include "core/event_service.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
+#include "core/machine_service.h"
 #include "core/policy_service.h"
 #include "core/pool_service.h"
 #include "storage/store.h"
@@ -84,6 +85,7 @@ class AdminApi {
   core::CsrApprovalService csr_approvals_;
   core::EventService events_;
   core::AuditService audit_;
+  core::MachineService machines_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -18,6 +18,7 @@
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
+#include "wire/admin_machines.h"
 #include "wire/admin_pools.h"
 #include "wire/admin_query.h"
 #include "wire/admin_status.h"
@@ -228,17 +229,83 @@ constexpr char kTokenHelp[] =
 // Trust and the last provisioning report (docs/trust.md), in a list's
 // columns: "trusted", "untrusted" or "-" (never attested); "ok",
 // "failed:STEP" or "-" (never reported).
-std::string TrustColumn(const json& m) { return Str(m, "trust"); }
-std::string ReportColumn(const json& m) {
-  if (!m.contains("last_report") || !m.at("last_report").is_object()) return "-";
-  const json& r = m.at("last_report");
-  const std::string outcome = Str(r, "outcome");
-  return outcome == "failed" ? "failed:" + Str(r, "step") : outcome;
+std::string TrustColumn(const wire::MachineView& m) { return m.trust.empty() ? "-" : m.trust; }
+std::string ReportColumn(const wire::MachineView& m) {
+  if (!m.last_report) return "-";
+  const std::string& outcome = m.last_report->outcome;
+  return outcome == "failed" ? "failed:" + m.last_report->step : outcome;
 }
 
-std::vector<std::string> MachineRow(const json& m) {
-  return {Str(m, "hostname"), Str(m, "pool"), Str(m, "state"), Str(m, "ek_hash").substr(0, 16),
-          FormatTime(m, "last_attested_at"), TrustColumn(m), ReportColumn(m), Addresses(m)};
+std::string TimeOrDash(const std::optional<int64_t>& t) { return t ? FormatUnixTime(*t) : "-"; }
+
+std::vector<std::string> MachineRow(const wire::MachineView& m) {
+  return {m.hostname, m.pool, m.state, m.ek_hash.substr(0, 16), TimeOrDash(m.last_attested_at), TrustColumn(m),
+          ReportColumn(m), Addresses(m.addresses)};
+}
+
+// NAME=VALUE options (--var) as a vars object's JSON text; nullopt and
+// *bad set to the first malformed one.
+std::optional<std::string> VarsText(const std::vector<std::string>& given, std::string* bad) {
+  json vars = json::object();
+  for (const auto& v : given) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *bad = v;
+      return std::nullopt;
+    }
+    vars[v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  return vars.dump();
+}
+
+// The enroll request of the command line (RunEnroll); a usage error's text.
+Result<wire::EnrollRequest> EnrollRequestFromArgs(const Args& args) {
+  const auto usage = [](const std::string& why) { return Status::InvalidArgument("usage", why); };
+  // Only what is given goes in the request: the daemon keeps every field it
+  // does not name (docs/protocol.md, "Enroll").
+  wire::EnrollRequest r;
+  r.hostname = *args.Get("hostname");
+  r.replace_ek = args.Has("replace-ek");
+  r.pool = args.Get("pool");
+  if (auto p = args.Get("ek-cert")) {
+    auto b = FileBase64(*p);
+    if (!b.ok()) return usage(b.status().message());
+    r.ek_certificate_base64 = *b;
+  }
+  if (auto p = args.Get("ek-public")) {
+    auto b = FileBase64(*p);
+    if (!b.ok()) return usage(b.status().message());
+    r.ek_public_base64 = *b;
+  }
+  if (args.Has("address")) {
+    r.addresses.emplace();
+    for (const auto& a : args.GetAll("address")) {
+      auto addr = ParseAddress(a);
+      if (!addr.ok()) return usage(addr.status().message());
+      r.addresses->push_back(*addr);
+    }
+    r.replace_addresses = args.Has("replace-addresses");
+  }
+  if (auto p = args.Get("policy")) {
+    auto policy = ReadJsonFile(*p, 1 << 20);
+    if (!policy.ok()) return usage(policy.status().message());
+    r.policy_given = true;
+    r.policy_json = policy->dump();
+  }
+  r.clear_policy = args.Has("clear-policy");
+  if (args.Has("var")) {
+    std::string bad;
+    r.vars_json = VarsText(args.GetAll("var"), &bad);
+    if (!r.vars_json) return usage("--var takes NAME=VALUE, e.g. rack=r12");
+    r.vars_given = true;
+  }
+  if (args.Has("replace-vars")) {
+    if (!args.Has("var")) r.vars_json = "{}";  // --replace-vars alone: drop them all
+    r.vars_given = true;
+    r.replace_vars = true;
+  }
+  r.unset_vars = args.GetAll("unset-var");
+  return r;
 }
 
 }  // namespace
@@ -267,58 +334,19 @@ int RunEnroll(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("policy") && args->Has("clear-policy")) {
     return UsageError(kEnrollHelp, "give --policy or --clear-policy, not both");
   }
-  // Only what is given goes in the body: the daemon keeps every field the
-  // body does not name (docs/protocol.md, "Enroll").
-  json body = {{"hostname", *args->Get("hostname")}, {"replace_ek", args->Has("replace-ek")}};
-  if (auto p = args->Get("pool")) body["pool"] = *p;
-  if (auto p = args->Get("ek-cert")) {
-    auto b = FileBase64(*p);
-    if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
-    body["ek_certificate"] = *b;
-  }
-  if (auto p = args->Get("ek-public")) {
-    auto b = FileBase64(*p);
-    if (!b.ok()) return UsageError(kEnrollHelp, b.status().message());
-    body["ek_public"] = *b;
-  }
-  if (args->Has("address")) {
-    body["addresses"] = json::array();
-    for (const auto& a : args->GetAll("address")) {
-      auto addr = ParseAddress(a);
-      if (!addr.ok()) return UsageError(kEnrollHelp, addr.status().message());
-      body["addresses"].push_back(*addr);
-    }
-    body["replace_addresses"] = args->Has("replace-addresses");
-  }
-  if (auto p = args->Get("policy")) {
-    auto policy = ReadJsonFile(*p, 1 << 20);
-    if (!policy.ok()) return UsageError(kEnrollHelp, policy.status().message());
-    body["policy"] = *policy;
-  }
-  if (args->Has("clear-policy")) body["clear_policy"] = true;
-  if (args->Has("var")) {
-    body["vars"] = json::object();
-    for (const auto& v : args->GetAll("var")) {
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return UsageError(kEnrollHelp, "--var takes NAME=VALUE, e.g. rack=r12");
-      body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
-    }
-  }
-  if (args->Has("replace-vars")) {
-    if (!args->Has("var")) body["vars"] = json::object();  // --replace-vars alone: drop them all
-    body["replace_vars"] = true;
-  }
-  if (args->Has("unset-var")) body["unset_vars"] = args->GetAll("unset-var");
+  auto request = EnrollRequestFromArgs(*args);
+  if (!request.ok()) return UsageError(kEnrollHelp, request.status().message());
   int code = kExitOk;
-  auto m = Send(socket, "POST", "/v1/admin/machines", body, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/machines", wire::EncodeEnrollRequest(*request), &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeEnrollAnswer, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) {
-    PrintJson(*m);
-  } else if (Str(*m, "outcome", "created") == "created") {
-    std::printf("enrolled %s: pool %s, state %s, EK %s\n", Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(),
-                Str(*m, "state").c_str(), Str(*m, "ek_hash").c_str());
+  if (m->outcome.empty() || m->outcome == "created") {
+    std::printf("enrolled %s: pool %s, state %s, EK %s\n", m->machine.hostname.c_str(), m->machine.pool.c_str(),
+                m->machine.state.c_str(), m->machine.ek_hash.c_str());
   } else {
-    std::printf("%s\n", Str(*m, "summary").c_str());
+    std::printf("%s\n", m->summary.c_str());
   }
   return kExitOk;
 }
@@ -339,13 +367,34 @@ int RunList(const std::string& socket, int argc, char** argv, int first) {
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto machines = DecodeAnswer(*r, wire::DecodeMachineList, &code);
+  if (!machines.ok()) return code;
   Table table({"HOSTNAME", "POOL", "STATE", "EK", "LAST ATTESTED", "TRUST", "REPORT", "ADDRESSES"});
-  if (r->contains("machines") && r->at("machines").is_array()) {
-    for (const json& m : r->at("machines")) table.Add(MachineRow(m));
-  }
+  for (const wire::MachineView& m : *machines) table.Add(MachineRow(m));
   table.Print();
   return kExitOk;
 }
+
+namespace {
+
+// The agent's last provisioning report: why a node is stuck, without a
+// console. Its message was made printable by the appliance.
+void PrintLastReport(const std::optional<wire::MachineReportView>& report) {
+  if (!report) {
+    std::printf("last report:   none\n");
+    return;
+  }
+  const wire::MachineReportView& r = *report;
+  std::printf("last report:   %s %s at step %s, exit status %d\n", FormatUnixTime(r.at).c_str(), r.outcome.c_str(),
+              r.step.c_str(), static_cast<int>(r.exit_status));
+  if (!r.reason.empty()) std::printf("  reason:      %s\n", r.reason.c_str());
+  if (!r.message.empty()) std::printf("  message:     %s\n", r.message.c_str());
+  std::string done;
+  for (const auto& d : r.done) done += (done.empty() ? "" : ", ") + d;
+  std::printf("  done:        %s\n", done.empty() ? "-" : done.c_str());
+}
+
+}  // namespace
 
 int RunShow(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first, {{}, {"json"}, 1});
@@ -353,47 +402,26 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kShowHelp);
   if (args->positional().size() != 1) return UsageError(kShowHelp, "give one HOSTNAME");
   int code = kExitOk;
-  auto m = Send(socket, "GET", "/v1/admin/machines/" + args->positional()[0], nullptr, &code);
+  auto r = Send(socket, "GET", "/v1/admin/machines/" + args->positional()[0], nullptr, &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) return PrintJson(*m), kExitOk;
-  std::printf("hostname:      %s\npool:          %s\nstate:         %s\nEK:            %s\n",
-              Str(*m, "hostname").c_str(), Str(*m, "pool").c_str(), Str(*m, "state").c_str(),
-              Str(*m, "ek_hash").c_str());
+  std::printf("hostname:      %s\npool:          %s\nstate:         %s\nEK:            %s\n", m->hostname.c_str(),
+              m->pool.c_str(), m->state.c_str(), m->ek_hash.c_str());
   std::printf("TPM:           %s %s %s\naddresses:     %s\nenrolled:      %s\nlast attested: %s\n",
-              Str(*m, "tpm_manufacturer").c_str(), Str(*m, "tpm_model").c_str(), Str(*m, "tpm_version").c_str(),
-              Addresses(*m).c_str(), FormatTime(*m, "created_at").c_str(),
-              FormatTime(*m, "last_attested_at").c_str());
+              m->tpm_manufacturer.c_str(), m->tpm_model.c_str(), m->tpm_version.c_str(),
+              Addresses(m->addresses).c_str(), FormatUnixTime(m->created_at).c_str(),
+              TimeOrDash(m->last_attested_at).c_str());
   // Trust (docs/trust.md): the verdict, since when, and why.
-  const std::string trust = Str(*m, "trust", "");
-  if (trust.empty()) {
+  if (m->trust.empty()) {
     std::printf("trust:         none yet (never attested)\n");
   } else {
-    const std::string why = Str(*m, "trust_reason", "");
-    const std::string because = why.empty() ? "" : " (" + why + ")";
-    std::printf("trust:         %s since %s%s\n", trust.c_str(), FormatTime(*m, "trust_changed_at").c_str(),
+    const std::string because = m->trust_reason.empty() ? "" : " (" + m->trust_reason + ")";
+    std::printf("trust:         %s since %s%s\n", m->trust.c_str(), TimeOrDash(m->trust_changed_at).c_str(),
                 because.c_str());
   }
-  // The agent's last provisioning report: why a node is stuck, without a
-  // console. Its message was made printable by the appliance.
-  if (m->contains("last_report") && m->at("last_report").is_object()) {
-    const json& r = m->at("last_report");
-    const int exit_status = r.contains("exit_status") && r.at("exit_status").is_number_integer()
-                                ? r.at("exit_status").get<int>()
-                                : 0;
-    std::printf("last report:   %s %s at step %s, exit status %d\n", FormatTime(r, "at").c_str(),
-                Str(r, "outcome").c_str(), Str(r, "step").c_str(), exit_status);
-    if (!Str(r, "reason", "").empty()) std::printf("  reason:      %s\n", Str(r, "reason").c_str());
-    if (!Str(r, "message", "").empty()) std::printf("  message:     %s\n", Str(r, "message").c_str());
-    std::string done;
-    if (r.contains("done") && r.at("done").is_array()) {
-      for (const json& d : r.at("done")) {
-        if (d.is_string()) done += (done.empty() ? "" : ", ") + d.get<std::string>();
-      }
-    }
-    std::printf("  done:        %s\n", done.empty() ? "-" : done.c_str());
-  } else {
-    std::printf("last report:   none\n");
-  }
+  PrintLastReport(m->last_report);
   return kExitOk;
 }
 
@@ -404,12 +432,15 @@ int RunMachineAction(const std::string& verb, const std::string& socket, int arg
   if (!args.ok()) return UsageError(help, args.status().message());
   if (args->Has("help")) return PrintHelp(help);
   if (args->positional().size() != 1) return UsageError(help, "give one HOSTNAME");
-  json body = {{"reason", args->Get("reason").value_or("")}};
+  const wire::ReasonRequest body{args->Get("reason").value_or("")};
   int code = kExitOk;
-  auto m = Send(socket, "POST", "/v1/admin/machines/" + args->positional()[0] + "/" + verb, body, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/machines/" + args->positional()[0] + "/" + verb,
+                    wire::EncodeReasonRequest(body), &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) return PrintJson(*m), kExitOk;
-  std::printf("%s %s: state %s\n", verb.c_str(), Str(*m, "hostname").c_str(), Str(*m, "state").c_str());
+  std::printf("%s %s: state %s\n", verb.c_str(), m->hostname.c_str(), m->state.c_str());
   return kExitOk;
 }
 
@@ -905,28 +936,32 @@ int RunApprove(const std::string& socket, int argc, char** argv, int first) {
   if (!args.ok()) return UsageError(kHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kHelp);
   if (args->positional().size() != 1) return UsageError(kHelp, "give one HOSTNAME");
-  json body = {{"reason", args->Get("reason").value_or("")}};
-  if (auto h = args->Get("hostname")) body["hostname"] = *h;
-  if (auto p = args->Get("pool")) body["pool"] = *p;
+  wire::ApprovalRequest body;
+  body.reason = args->Get("reason").value_or("");
+  body.hostname = args->Get("hostname");
+  body.pool = args->Get("pool");
   const auto addresses = args->GetAll("address");
-  if (!addresses.empty()) body["addresses"] = json::array();
+  if (!addresses.empty()) body.addresses.emplace();
   for (const auto& a : addresses) {
     auto addr = ParseAddress(a);
     if (!addr.ok()) return UsageError(kHelp, addr.status().message());
-    body["addresses"].push_back(*addr);
+    body.addresses->push_back(*addr);
   }
-  for (const auto& v : args->GetAll("var")) {
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0) return UsageError(kHelp, "--var takes NAME=VALUE");
-    body["vars"][v.substr(0, eq)] = v.substr(eq + 1);
+  if (args->Has("var")) {
+    std::string bad;
+    body.vars_json = VarsText(args->GetAll("var"), &bad);
+    if (!body.vars_json) return UsageError(kHelp, "--var takes NAME=VALUE");
   }
   int code = kExitOk;
   const std::string& host = args->positional()[0];
-  auto m = Send(socket, "POST", "/v1/admin/machines/" + host + "/approve", body, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/machines/" + host + "/approve", wire::EncodeApprovalRequest(body),
+                    &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) return PrintJson(*m), kExitOk;
-  std::printf("approve %s: %s in pool %s, state %s\n", host.c_str(), Str(*m, "hostname").c_str(),
-              Str(*m, "pool").c_str(), Str(*m, "state").c_str());
+  std::printf("approve %s: %s in pool %s, state %s\n", host.c_str(), m->hostname.c_str(), m->pool.c_str(),
+              m->state.c_str());
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "base/files.h"
 #include "ctl/admin_client.h"
 #include "ctl/offline.h"
+#include "wire/admin_errors.h"
 #include "wire/codec.h"
 
 namespace rackgate::ctl {
@@ -71,12 +72,10 @@ Result<json> SendText(const std::string& socket, const std::string& method, cons
   }
   json doc = json::parse(reply->body, nullptr, false);
   if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return doc;
-  std::string reason = "http_" + std::to_string(reply->status), message = reply->body;
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("error") && doc.at("error").is_object()) {
-    const json& e = doc.at("error");
-    if (e.contains("reason") && e.at("reason").is_string()) reason = e.at("reason").get<std::string>();
-    if (e.contains("message") && e.at("message").is_string()) message = e.at("message").get<std::string>();
-  }
+  const wire::AdminRefusal refusal =
+      wire::DecodeAdminRefusal(reply->body, {"http_" + std::to_string(reply->status), reply->body});
+  const std::string& reason = refusal.reason;
+  const std::string& message = refusal.message;
   std::fprintf(stderr, "rackgatectl: refused: %s: %s\n", reason.c_str(), message.c_str());
   if (reason == "admin_forbidden") {
     std::fprintf(stderr,
@@ -106,19 +105,17 @@ std::string FormatUnixTime(int64_t seconds) {
   return buf;
 }
 
-std::string Addresses(const json& m) {
+std::string Addresses(const std::vector<wire::AddressView>& addresses) {
   std::string out;
-  if (m.contains("addresses") && m.at("addresses").is_array()) {
-    for (const json& a : m.at("addresses")) {
-      if (!out.empty()) out += ",";
-      out += Str(a, "kind") + "=" + Str(a, "value");
-    }
+  for (const auto& a : addresses) {
+    if (!out.empty()) out += ",";
+    out += a.kind + "=" + a.value;
   }
   return out.empty() ? "-" : out;
 }
 
 // KIND=VALUE with a Kubernetes NodeAddress kind.
-Result<json> ParseAddress(const std::string& text) {
+Result<wire::AddressView> ParseAddress(const std::string& text) {
   static const char* kKinds[] = {"InternalIP", "ExternalIP", "InternalDNS", "ExternalDNS", "Hostname"};
   auto eq = text.find('=');
   if (eq == std::string::npos || eq + 1 == text.size()) {
@@ -126,7 +123,7 @@ Result<json> ParseAddress(const std::string& text) {
   }
   std::string kind = text.substr(0, eq);
   for (const char* k : kKinds) {
-    if (strcasecmp(k, kind.c_str()) == 0) return json{{"kind", k}, {"value", text.substr(eq + 1)}};
+    if (strcasecmp(k, kind.c_str()) == 0) return wire::AddressView{k, text.substr(eq + 1)};
   }
   return Status::InvalidArgument("usage", "address kind '" + kind +
                                               "' is not InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname");

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "ctl/args.h"  // ParseDuration, for the commands that include only this header
+#include "wire/admin_machines.h"
 
 namespace rackgate::ctl {
 
@@ -56,10 +57,11 @@ std::string Str(const nlohmann::json& o, const char* key, const char* fallback =
 std::string FormatTime(const nlohmann::json& o, const char* key);
 // Unix seconds as "YYYY-MM-DD HH:MM:SSZ".
 std::string FormatUnixTime(int64_t t);
-// A machine's addresses as "Kind=value,Kind=value", or "-".
-std::string Addresses(const nlohmann::json& machine);
-// KIND=VALUE with a Kubernetes NodeAddress kind, as {"kind","value"}.
-Result<nlohmann::json> ParseAddress(const std::string& text);
+// Addresses as "Kind=value,Kind=value", or "-".
+std::string Addresses(const std::vector<wire::AddressView>& addresses);
+// KIND=VALUE with a Kubernetes NodeAddress kind (any case; answered in the
+// canonical one).
+Result<wire::AddressView> ParseAddress(const std::string& text);
 // A file (at most kMaxCertFile bytes) as base64.
 Result<std::string> FileBase64(const std::string& path);
 // A JSON file of at most `max` bytes. Malformed JSON is kInvalidArgument

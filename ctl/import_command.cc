@@ -18,6 +18,7 @@
 #include "ctl/args.h"
 #include "ctl/inventory_format.h"
 #include "ctl/offline.h"
+#include "wire/admin_machines.h"
 #include "wire/codec.h"
 
 namespace rackgate::ctl {
@@ -87,10 +88,10 @@ Result<std::string> FileOrBase64(const std::string& value, const char* what, con
                                                     "nor base64");
 }
 
-// "NAME=VALUE;NAME=VALUE" as an object; "" is none.
-Result<json> VarsCell(const std::string& cell) {
+// "NAME=VALUE;NAME=VALUE" as an object's JSON text; "" is none.
+Result<std::string> VarsCell(const std::string& cell) {
   json vars = json::object();
-  if (cell.empty()) return vars;
+  if (cell.empty()) return vars.dump();
   for (const auto& item : Split(cell, ';')) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
@@ -100,22 +101,23 @@ Result<json> VarsCell(const std::string& cell) {
     }
     vars[item.substr(0, eq)] = item.substr(eq + 1);
   }
-  return vars;
+  return vars.dump();
 }
 
 // A policy: a file path (relative to the inventory) read as JSON, an object
-// as is, "" or null: none (the machine's policy is cleared).
-Result<json> PolicyValue(const json& v, const std::filesystem::path& base) {
-  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return json(nullptr);
-  if (v.is_object()) return v;
+// as is, "" or null: none (the machine's policy is cleared). Its JSON text,
+// nullopt for none.
+Result<std::optional<std::string>> PolicyValue(const json& v, const std::filesystem::path& base) {
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return std::optional<std::string>();
+  if (v.is_object()) return std::optional(v.dump());
   if (!v.is_string()) return Status::InvalidArgument("row_invalid", "policy is a file path or an object");
   auto policy = ReadJsonFile(Resolve(v.get<std::string>(), base).string(), kMaxPolicyFile);
   if (!policy.ok()) return Status::InvalidArgument("row_invalid", "policy: " + policy.status().message());
-  return *policy;
+  return std::optional(policy->dump());
 }
 
-Result<json> AddressList(const std::vector<std::string>& items) {
-  json list = json::array();
+Result<std::vector<wire::AddressView>> AddressList(const std::vector<std::string>& items) {
+  std::vector<wire::AddressView> list;
   for (const auto& a : items) {
     if (a.empty()) continue;
     auto addr = ParseAddress(a);
@@ -126,9 +128,30 @@ Result<json> AddressList(const std::vector<std::string>& items) {
 }
 
 
-// CSV: the rows as the admin API's import body's machines, each with its
-// line. Column order comes from the header.
-Result<json> CsvMachines(const std::string& text, const std::filesystem::path& base,
+using Rows = std::vector<wire::ImportRowRequest>;
+
+// A row's EK cells (a file or base64 each); at least one is required.
+Status EkCells(const std::string& certificate, const std::string& public_area, const std::filesystem::path& base,
+               wire::EnrollRequest* m) {
+  if (!certificate.empty()) {
+    auto v = FileOrBase64(certificate, "ek_certificate", base);
+    if (!v.ok()) return v.status();
+    m->ek_certificate_base64 = *v;
+  }
+  if (!public_area.empty()) {
+    auto v = FileOrBase64(public_area, "ek_public", base);
+    if (!v.ok()) return v.status();
+    m->ek_public_base64 = *v;
+  }
+  if (!m->ek_certificate_base64 && !m->ek_public_base64) {
+    return Status::InvalidArgument("row_invalid", "an EK certificate (or EK public area) is required");
+  }
+  return Status::Ok();
+}
+
+// CSV: the rows of the admin API's import request, each with its line.
+// Column order comes from the header.
+Result<Rows> CsvMachines(const std::string& text, const std::filesystem::path& base,
                          const std::function<void(size_t, size_t)>& progress) {
   auto records = ParseCsv(text);
   if (!records.ok()) return records.status();
@@ -163,7 +186,7 @@ Result<json> CsvMachines(const std::string& text, const std::filesystem::path& b
     return Status::InvalidArgument("row_invalid", "line " + std::to_string(header.line) +
                                                       ": the header has no 'ek_certificate' column");
   }
-  json machines = json::array();
+  Rows machines;
   const size_t total = records->size() - 1;
   for (size_t r = 1; r < records->size(); ++r) {
     const CsvRecord& rec = (*records)[r];
@@ -182,28 +205,25 @@ Result<json> CsvMachines(const std::string& text, const std::filesystem::path& b
                                              std::to_string(header.fields.size()) +
                                              " (a value with a comma needs quotes: \"a,b\")"));
     }
-    json row = {{"line", rec.line}, {"hostname", host}, {"pool", cell("pool")}};
-    for (const char* k : {"ek_certificate", "ek_public"}) {
-      if (cell(k).empty()) continue;
-      auto v = FileOrBase64(cell(k), k, base);
-      if (!v.ok()) return bad(v.status());
-      row[k] = *v;
-    }
-    if (!row.contains("ek_certificate") && !row.contains("ek_public")) {
-      return bad(Status::InvalidArgument("row_invalid", "an EK certificate (or EK public area) is required"));
-    }
+    wire::ImportRowRequest row;
+    row.line = static_cast<int64_t>(rec.line);
+    row.machine.hostname = host;
+    row.machine.pool = cell("pool");
+    if (Status s = EkCells(cell("ek_certificate"), cell("ek_public"), base, &row.machine); !s.ok()) return bad(s);
     auto addresses = AddressList(Split(cell("addresses"), ';'));
     if (!addresses.ok()) return bad(addresses.status());
-    row["addresses"] = *addresses;
+    row.machine.addresses = std::move(addresses).value();
     if (col.count("vars")) {
       auto vars = VarsCell(cell("vars"));
       if (!vars.ok()) return bad(vars.status());
-      row["vars"] = *vars;
+      row.machine.vars_given = true;
+      row.machine.vars_json = *vars;
     }
     if (col.count("policy")) {
       auto policy = PolicyValue(json(cell("policy")), base);
       if (!policy.ok()) return bad(policy.status());
-      row["policy"] = *policy;
+      row.machine.policy_given = true;
+      row.machine.policy_json = *policy;
     }
     machines.push_back(std::move(row));
     progress(r, total);
@@ -211,64 +231,70 @@ Result<json> CsvMachines(const std::string& text, const std::filesystem::path& b
   return machines;
 }
 
+// One row of a JSON inventory (its keys are the inventory file's,
+// docs/inventory.md, not the admin API's).
+Status JsonRow(const json& r, const std::filesystem::path& base, wire::EnrollRequest* m) {
+  const std::string cert = Str(r, "ek_certificate", "");  // admin-path: the inventory file
+  const std::string public_area = Str(r, "ek_public", "");  // admin-path: the inventory file
+  m->pool = Str(r, "pool", "");  // admin-path: the inventory file
+  if (Status s = EkCells(cert, public_area, base, m); !s.ok()) return s;
+  m->addresses.emplace();
+  const auto field = [&r](const char* key) { return r.contains(key) ? &r.at(key) : nullptr; };
+  if (const json* addresses = field("addresses")) {
+    if (!addresses->is_array()) return Status::InvalidArgument("row_invalid", "addresses is a list");
+    for (const json& a : *addresses) {
+      if (a.is_object()) {
+        m->addresses->push_back({Str(a, "kind", ""), Str(a, "value", "")});  // admin-path: the inventory file
+        continue;
+      }
+      auto parsed = AddressList({a.is_string() ? a.get<std::string>() : a.dump()});
+      if (!parsed.ok()) return parsed.status();
+      m->addresses->insert(m->addresses->end(), parsed->begin(), parsed->end());
+    }
+  }
+  if (const json* vars = field("vars")) {
+    if (!vars->is_object()) return Status::InvalidArgument("row_invalid", "vars is an object");
+    m->vars_given = true;
+    m->vars_json = vars->dump();
+  }
+  if (const json* policy = field("policy")) {
+    auto text = PolicyValue(*policy, base);
+    if (!text.ok()) return text.status();
+    m->policy_given = true;
+    m->policy_json = *text;
+  }
+  return Status::Ok();
+}
+
 // JSON: {"machines": [...]}; each row carries its index and line.
-Result<json> JsonMachines(const std::string& text, const std::filesystem::path& file,
+Result<Rows> JsonMachines(const std::string& text, const std::filesystem::path& file,
                           const std::function<void(size_t, size_t)>& progress) {
   const std::filesystem::path base = file.parent_path();
   auto parsed = ParseJsonText(text, file.string());  // FILE:LINE:COLUMN: what
   if (!parsed.ok()) return parsed.status();
   const json& doc = *parsed;
-  if (!doc.is_object() || !doc.contains("machines") || !doc.at("machines").is_array()) {
+  const char* const kList = "machines";  // the inventory file's list
+  if (!doc.is_object() || !doc.contains(kList) || !doc.at(kList).is_array()) {
     return Status::InvalidArgument("row_invalid", "expected {\"machines\": [...]}");
   }
-  const json& list = doc.at("machines");
+  const json& list = doc.at(kList);
   std::vector<size_t> lines = JsonRowLines(text);
   if (lines.size() != list.size()) lines.clear();
-  json machines = json::array();
+  Rows machines;
   for (size_t i = 0; i < list.size(); ++i) {
     const json& r = list.at(i);
     const std::string where =
         "row " + std::to_string(i) + (lines.empty() ? "" : " (line " + std::to_string(lines[i]) + ")");
-    const std::string host = r.is_object() ? Str(r, "hostname", "") : "";
+    const std::string host = r.is_object() ? Str(r, "hostname", "") : "";  // admin-path: the inventory file
     const auto bad = [&](const Status& s) {
       return Status::InvalidArgument("row_invalid", where + " (" + host + "): " + s.message());
     };
     if (!r.is_object()) return bad(Status::InvalidArgument("row_invalid", "a row is an object"));
-    json row = {{"row", i}, {"hostname", host}, {"pool", Str(r, "pool", "")}};
-    if (!lines.empty()) row["line"] = lines[i];
-    for (const char* k : {"ek_certificate", "ek_public"}) {
-      const std::string v = Str(r, k, "");
-      if (v.empty()) continue;
-      auto b = FileOrBase64(v, k, base);
-      if (!b.ok()) return bad(b.status());
-      row[k] = *b;
-    }
-    if (!row.contains("ek_certificate") && !row.contains("ek_public")) {
-      return bad(Status::InvalidArgument("row_invalid", "an EK certificate (or EK public area) is required"));
-    }
-    json addresses = json::array();
-    if (r.contains("addresses")) {
-      if (!r.at("addresses").is_array()) return bad(Status::InvalidArgument("row_invalid", "addresses is a list"));
-      for (const json& a : r.at("addresses")) {
-        if (a.is_object()) {
-          addresses.push_back(a);
-          continue;
-        }
-        auto parsed = AddressList({a.is_string() ? a.get<std::string>() : a.dump()});
-        if (!parsed.ok()) return bad(parsed.status());
-        for (const json& p : *parsed) addresses.push_back(p);
-      }
-    }
-    row["addresses"] = addresses;
-    if (r.contains("vars")) {
-      if (!r.at("vars").is_object()) return bad(Status::InvalidArgument("row_invalid", "vars is an object"));
-      row["vars"] = r.at("vars");
-    }
-    if (r.contains("policy")) {
-      auto policy = PolicyValue(r.at("policy"), base);
-      if (!policy.ok()) return bad(policy.status());
-      row["policy"] = *policy;
-    }
+    wire::ImportRowRequest row;
+    row.row = static_cast<int64_t>(i);
+    if (!lines.empty()) row.line = static_cast<int64_t>(lines[i]);
+    row.machine.hostname = host;
+    if (Status s = JsonRow(r, base, &row.machine); !s.ok()) return bad(s);
     machines.push_back(std::move(row));
     progress(i + 1, list.size());
   }
@@ -307,23 +333,27 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
     std::fprintf(stderr, "import: sending %zu machines; rackgated checks %s\n", machines->size(),
                  dry_run ? "them and stores nothing (dry run)" : "them and stores them in one transaction");
   }
+  wire::ImportRequest request;
+  request.dry_run = dry_run;
+  request.rows = std::move(machines).value();
+  const std::string body = wire::EncodeImportRequest(request);
+  request.rows.clear();
+  request.rows.shrink_to_fit();
   int code = kExitOk;
-  auto r = Send(socket, "POST", "/v1/admin/import", json{{"machines", *machines}, {"dry_run", dry_run}}, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/import", body, &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
-  if (r->contains("rows") && r->at("rows").is_array()) {
-    for (const json& row : r->at("rows")) {
-      if (Str(row, "outcome", "") != "updated") continue;
-      std::string changes;
-      if (row.contains("changes") && row.at("changes").is_array()) {
-        for (const json& c : row.at("changes")) changes += (changes.empty() ? "" : "; ") + c.get<std::string>();
-      }
-      std::printf("%s %s: %s\n", Str(row, "where").c_str(), Str(row, "hostname").c_str(), changes.c_str());
-    }
+  auto report = DecodeAnswer(*r, wire::DecodeImportAnswer, &code);
+  if (!report.ok()) return code;
+  for (const wire::ImportRowOutcomeView& row : report->rows) {
+    if (row.outcome != "updated") continue;
+    std::string changes;
+    for (const auto& c : row.changes) changes += (changes.empty() ? "" : "; ") + c;
+    std::printf("%s %s: %s\n", row.where.c_str(), row.hostname.c_str(), changes.c_str());
   }
   std::printf("%screated %lld, updated %lld, unchanged %lld\n", dry_run ? "dry run, nothing stored: " : "",
-              static_cast<long long>(r->value("created", 0)), static_cast<long long>(r->value("updated", 0)),
-              static_cast<long long>(r->value("unchanged", 0)));
+              static_cast<long long>(report->created), static_cast<long long>(report->updated),
+              static_cast<long long>(report->unchanged));
   return kExitOk;
 }
 

@@ -2,17 +2,15 @@
 #include "ctl/machine_commands.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
+#include "wire/admin_machines.h"
 
 namespace rackgate::ctl {
 
 namespace {
-
-using nlohmann::json;
 
 constexpr char kDeleteHelp[] =
     "Usage: rackgatectl delete HOSTNAME [--reason TEXT] [--json]\n"
@@ -55,13 +53,15 @@ int RunDelete(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kDeleteHelp);
   if (args->positional().size() != 1) return UsageError(kDeleteHelp, "give one HOSTNAME");
   const std::string& host = args->positional()[0];
-  json body = {{"reason", args->Get("reason").value_or("")}};
+  const wire::ReasonRequest body{args->Get("reason").value_or("")};
   int code = kExitOk;
-  auto m = Send(socket, "DELETE", "/v1/admin/machines/" + host, body, &code);
+  auto r = SendText(socket, "DELETE", "/v1/admin/machines/" + host, wire::EncodeReasonRequest(body), &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) return PrintJson(*m), kExitOk;
-  std::printf("deleted %s (was %s, ek %s); its EK and hostname are free\n", Str(*m, "hostname").c_str(),
-              Str(*m, "state").c_str(), Str(*m, "ek_hash").substr(0, 16).c_str());
+  std::printf("deleted %s (was %s, ek %s); its EK and hostname are free\n", m->hostname.c_str(), m->state.c_str(),
+              m->ek_hash.substr(0, 16).c_str());
   return kExitOk;
 }
 
@@ -71,12 +71,14 @@ int RunRename(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kRenameHelp);
   if (args->positional().size() != 2) return UsageError(kRenameHelp, "give OLD and NEW");
   const std::string& from = args->positional()[0];
-  json body = {{"hostname", args->positional()[1]}, {"reason", args->Get("reason").value_or("")}};
+  const wire::RenameRequest body{args->positional()[1], args->Get("reason").value_or("")};
   int code = kExitOk;
-  auto m = Send(socket, "POST", "/v1/admin/machines/" + from + "/rename", body, &code);
+  auto r = SendText(socket, "POST", "/v1/admin/machines/" + from + "/rename", wire::EncodeRenameRequest(body), &code);
+  if (!r.ok()) return code;
+  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);
   if (!m.ok()) return code;
-  if (args->Has("json")) return PrintJson(*m), kExitOk;
-  std::printf("renamed %s to %s: state %s\n", from.c_str(), Str(*m, "hostname").c_str(), Str(*m, "state").c_str());
+  std::printf("renamed %s to %s: state %s\n", from.c_str(), m->hostname.c_str(), m->state.c_str());
   return kExitOk;
 }
 

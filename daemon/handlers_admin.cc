@@ -1,7 +1,6 @@
-// The admin API: enrollment and machine management over the Unix socket.
+// The admin API over the Unix socket: decode (wire/admin_*.h), call a core service, encode.
 #include "daemon/handlers_admin.h"
 
-#include <malloc.h>
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -11,9 +10,7 @@
 #include <sstream>
 
 #include "attest/boot_policy.h"
-#include "attest/ek_identity.h"
 #include "wire/boot_policy_json.h"
-#include "wire/codec.h"
 #include "base/log.h"
 #include "core/policy_proposal.h"
 #include "core/pool_settings.h"
@@ -23,6 +20,7 @@
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
+#include "wire/admin_machines.h"
 #include "wire/admin_pools.h"
 #include "wire/admin_query.h"
 #include "wire/admin_status.h"
@@ -33,65 +31,9 @@ namespace rackgate::daemon {
 
 namespace {
 
-using attest::Bytes;
 using core::AttestationService;
-using wire::kMaxCertificate;
-using wire::kMaxTpm2bPublic;
 using core::IgnitionService;
 using nlohmann::json;
-using wire::kMaxCertificate;
-using wire::kMaxTpm2bPublic;
-
-constexpr size_t kMaxImportRows = 100000;
-
-std::shared_ptr<spdlog::logger> Log() {
-  static const auto log = Logger("admin");
-  return log;
-}
-
-json MachineJson(const storage::Machine& m) {
-  json addrs = json::array();
-  for (const auto& a : m.addresses) addrs.push_back({{"kind", a.kind}, {"value", a.value}});
-  json j = {{"hostname", m.hostname},
-            {"pool", m.pool},
-            {"state", std::string(storage::StateName(m.state))},
-            {"ek_hash", hex::Encode(m.ek_hash)},
-            {"has_ek_certificate", m.ek_certificate.has_value()},
-            {"tpm_manufacturer", m.tpm_manufacturer},
-            {"tpm_model", m.tpm_model},
-            {"tpm_version", m.tpm_version},
-            {"addresses", addrs},
-            {"created_at", m.created_at},
-            {"updated_at", m.updated_at},
-            {"has_policy", m.policy_json.has_value()},
-            {"vars", json::parse(m.vars_json, nullptr, false)}};
-  if (m.last_attested_at) j["last_attested_at"] = *m.last_attested_at;
-  if (m.client_cert_issued_at) j["client_cert_issued_at"] = *m.client_cert_issued_at;
-  // Trust (docs/trust.md): null trust is "never attested, no verdict yet".
-  j["trust"] = m.trust.empty() ? json(nullptr) : json(m.trust);
-  j["trust_reason"] = m.trust_reason;
-  j["trust_changed_at"] = m.trust_changed_at ? json(*m.trust_changed_at) : json(nullptr);
-  return j;
-}
-
-// A machine's last provisioning report (docs/trust.md); null when none.
-json ReportJson(const storage::ProvisioningReportRecord* r) {
-  if (r == nullptr) return nullptr;
-  return {{"at", r->at},           {"outcome", r->outcome}, {"step", r->step},
-          {"reason", r->reason},   {"message", r->message}, {"exit_status", r->exit_status},
-          {"done", r->done}};
-}
-
-// An enrollment that does not check out: malformed input is 400, an EK
-// (certificate) that does not verify is refused, 403.
-Status EnrollRefusal(const Status& s) {
-  if (s.code() == Status::Code::kInvalidArgument) return s;
-  return Status::VerificationFailed(s.reason(), s.message());
-}
-
-std::string Str(const json& o, const char* k) {
-  return o.contains(k) && o.at(k).is_string() ? o.at(k).get<std::string>() : std::string();
-}
 
 }  // namespace
 
@@ -113,6 +55,7 @@ AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, Ignit
       audit_(store),
       status_({store, store, store}, attestation),
       certificates_(store),
+      machines_(store, store, store, attestation),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -186,328 +129,96 @@ void AdminApi::Register(Router* router) {
 
 namespace {
 
-// One enrollment from its JSON: the EK certificate validated against the
-// trust anchors (and against the EK public area when both are given), the
-// identity derived from the key, the boot policy validated.
-// Operator-set values for templates ({{machine.NAME}}): an object of at most
-// 64 strings, names [A-Za-z0-9_-]{1,63}, values of at most 4 KiB; its text.
-Result<std::string> VarsJson(const json& vars) {
-  if (!vars.is_object() || vars.size() > 64) {
-    return Status::InvalidArgument("field_invalid", "vars must be an object of at most 64 strings");
-  }
-  for (const auto& [k, v] : vars.items()) {
-    const bool name_ok = !k.empty() && k.size() <= 63 && k.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
-    if (!name_ok || !v.is_string() || v.get<std::string>().size() > 4096) {
-      return Status::InvalidArgument("field_invalid",
-                                     "vars: names are [A-Za-z0-9_-]{1,63} and values strings of at most 4 KiB");
-    }
-  }
-  return vars.dump();
-}
-
-Result<storage::Enrollment> EnrollmentFromJson(const json& j, const AttestationService& service) {
-  if (!j.is_object()) return Status::InvalidArgument("field_invalid", "a machine must be a JSON object");
-  storage::Enrollment e;
-  e.hostname = Str(j, "hostname");
-  e.pool = Str(j, "pool");  // "" when not given: enroll keeps the machine's
-  if (e.hostname.empty()) return Status::InvalidArgument("field_missing", "hostname is required");
-  std::optional<attest::TpmPublic> ek;
-  if (j.contains("ek_public")) {
-    auto b = wire::Base64Decode(Str(j, "ek_public"), wire::kMaxTpm2bPublic);
-    if (!b) return Status::InvalidArgument("field_invalid", "ek_public is not base64");
-    auto parsed = attest::ParseTpm2bPublic(*b);
-    if (!parsed.ok()) return parsed.status().Annotate("ek_public");
-    ek = std::move(parsed).value();
-    e.ek_public = *b;
-  }
-  if (j.contains("ek_certificate")) {
-    auto b = wire::Base64Decode(Str(j, "ek_certificate"), wire::kMaxCertificate);
-    if (!b) return Status::InvalidArgument("field_invalid", "ek_certificate is not base64");
-    auto info = service.CheckEkCertificate(*b, {}, ek ? &*ek : nullptr);
-    if (!info.ok()) return info.status();
-    auto hash = attest::EkKeyHashFromCertificate(info->der);
-    if (!hash.ok()) return hash.status();
-    e.ek_hash = *hash;
-    e.ek_certificate = info->der;
-    e.tpm_manufacturer = info->tpm_manufacturer;
-    e.tpm_model = info->tpm_model;
-    e.tpm_version = info->tpm_version;
-  } else if (ek) {
-    auto hash = attest::EkKeyHash(*ek);
-    if (!hash.ok()) return hash.status();
-    e.ek_hash = *hash;
-  } else {
-    return Status::InvalidArgument("field_missing", "ek_certificate or ek_public is required");
-  }
-  if (j.contains("addresses")) {
-    if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
-    for (const json& a : j.at("addresses")) {
-      if (!a.is_object()) {
-        return Status::InvalidArgument("field_invalid", "an address is an object {\"kind\": ..., \"value\": ...}");
-      }
-      e.addresses.push_back({Str(a, "kind"), Str(a, "value")});
-    }
-  }
-  if (j.contains("policy") && !j.at("policy").is_null()) {
-    std::string text = j.at("policy").dump();
-    auto policy = wire::ParseBootPolicy(text);
-    if (!policy.ok()) return policy.status().Annotate("policy");
-    e.policy_json = text;
-  }
-  // Operator-set values for templates ({{machine.NAME}}): strings by name.
-  if (j.contains("vars") && !j.at("vars").is_null()) {
-    auto vars = VarsJson(j.at("vars"));
-    if (!vars.ok()) return vars.status();
-    e.vars_json = std::move(vars).value();
-  }
-  return e;
-}
-
-bool Flag(const json& o, const char* k) { return o.contains(k) && o.at(k).is_boolean() && o.at(k).get<bool>(); }
-
-// Which fields an enroll body gives (docs/protocol.md, "Enroll"): a field
-// absent from the body is kept from the enrolled machine.
-Result<storage::EnrollFields> EnrollFieldsFromJson(const json& j) {
-  storage::EnrollFields f;
-  f.pool = j.contains("pool");
-  f.addresses = j.contains("addresses");
-  f.replace_addresses = Flag(j, "replace_addresses");
-  f.vars = j.contains("vars") && !j.at("vars").is_null();
-  f.replace_vars = Flag(j, "replace_vars");
-  if (j.contains("unset_vars")) {
-    const json& u = j.at("unset_vars");
-    if (!u.is_array() || u.size() > 64) {
-      return Status::InvalidArgument("field_invalid", "unset_vars must be a list of at most 64 names");
-    }
-    for (const json& n : u) {
-      if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>().size() > 63) {
-        return Status::InvalidArgument("field_invalid", "unset_vars: names are 1..63 characters");
-      }
-      f.unset_vars.push_back(n.get<std::string>());
-    }
-  }
-  f.policy = j.contains("policy") || Flag(j, "clear_policy");
-  if (Flag(j, "clear_policy") && j.contains("policy") && !j.at("policy").is_null()) {
-    return Status::InvalidArgument("field_invalid", "give policy or clear_policy, not both");
-  }
-  return f;
-}
-
-// An import row's fields: its addresses are the row's (absent: none), and
-// so are its vars and policy when it names them; a row that does not name
-// vars or policy keeps the machine's (docs/inventory.md).
-storage::EnrollFields ImportFieldsFromJson(const json& j) {
-  storage::EnrollFields f;  // everything given and replaced
-  f.vars = j.contains("vars");
-  f.policy = j.contains("policy");
-  return f;
-}
-
-// Where an import row came from, for every refusal: the CLI sends the
-// inventory file's line (and, for a JSON file, the row's index).
-std::string RowWhere(const json& item, size_t index) {
-  const auto num = [&](const char* k) -> std::optional<int64_t> {
-    if (!item.is_object() || !item.contains(k) || !item.at(k).is_number_integer()) return std::nullopt;
-    return item.at(k).get<int64_t>();
-  };
-  const auto line = num("line");
-  const auto row = num("row");
-  if (line && row) return "row " + std::to_string(*row) + " (line " + std::to_string(*line) + ")";
-  if (line) return "line " + std::to_string(*line);
-  return "machines[" + std::to_string(index) + "]";
-}
-
-// "node-1: addresses +InternalIP=10.0.0.6; vars unchanged", "node-1:
-// unchanged": what an enroll did, in one line.
-std::string EnrollSummary(const std::string& hostname, const std::string& outcome,
-                          const std::vector<std::string>& changes) {
-  if (outcome == storage::kEnrollUnchanged) return hostname + ": unchanged";
-  if (outcome == storage::kEnrollCreated) return hostname + ": enrolled";
-  std::string out;
-  bool addresses = false, vars = false;
-  for (const auto& c : changes) {
-    out += (out.empty() ? "" : "; ") + c;
-    addresses = addresses || c.rfind("addresses", 0) == 0;
-    vars = vars || c.rfind("vars", 0) == 0;
-  }
-  if (!addresses) out += "; addresses unchanged";
-  if (!vars) out += "; vars unchanged";
-  return hostname + ": " + out;
+std::optional<std::string> QueryText(const Request& r, const char* key) {
+  auto it = r.query.find(key);
+  return it == r.query.end() ? std::nullopt : std::optional<std::string>(it->second);
 }
 
 }  // namespace
 
+// --- Machines (docs/operations.md, docs/inventory.md, docs/lifecycle.md) ------
+
 Result<Response> AdminApi::Enroll(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto body = AdminBody(request);
-  if (!body.ok()) return body.status();
-  auto e = EnrollmentFromJson(*body, *attestation_);
-  if (!e.ok()) return EnrollRefusal(e.status());
-  auto fields = EnrollFieldsFromJson(*body);
-  if (!fields.ok()) return fields.status();
-  const bool replace = Flag(*body, "replace_ek");
-  auto a = *actor;
-  a.why = replace ? "EK replaced by an operator" : "enrolled by an operator";
-  auto o = store_->EnrollMerged(*e, *fields, a, replace, attestation_->Now());
-  if (!o.ok()) return o.status();
-  const storage::Machine& m = o->machine;
-  const std::string summary = EnrollSummary(m.hostname, o->outcome, o->changes);
-  Log()->info("{} enrolled {} ek={} pool {}: {}", a.name, m.hostname, hex::Encode(m.ek_hash).substr(0, 16),
-              m.pool, o->outcome);
-  json answer = MachineJson(m);
-  answer["outcome"] = o->outcome;
-  answer["changes"] = o->changes;
-  answer["summary"] = summary;
-  return Response::Json(o->outcome == storage::kEnrollCreated ? 201 : 200, answer.dump());
+  auto enroll = wire::DecodeEnrollRequest(request.body);
+  if (!enroll.ok()) return enroll.status();
+  auto enrolled = machines_.Enroll(*enroll, *actor);
+  if (!enrolled.ok()) return enrolled.status();
+  return Response::Json(enrolled->created ? 201 : 200, wire::EncodeEnrollAnswer(enrolled->answer));
 }
 
+// Streamed: the core takes each row as the wire decodes it.
 Result<Response> AdminApi::Import(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  // Streamed: each row of "machines" becomes an enrollment as soon as it is
-  // parsed and its JSON is dropped, so that an inventory's JSON tree (four
-  // times its text: 276 MiB at the peak for 50,000 machines) is never held
-  // whole. What is refused, and how, is as for a body parsed at once.
-  std::vector<storage::ImportRow> rows;
-  std::optional<Status> refused;  // the first bad row, or too many
-  std::string top_key;
-  bool in_machines = false, machines_seen = false;
-  size_t index = 0;
-  const auto row = [&](const json& item) {
-    const size_t i = index++;
-    if (refused) return;
-    if (i >= kMaxImportRows) {
-      refused = Status::InvalidArgument("field_invalid",
-                                "at most " + std::to_string(kMaxImportRows) + " machines at once");
-      return;
-    }
-    std::string where = RowWhere(item, i);
-    auto e = EnrollmentFromJson(item, *attestation_);
-    if (e.ok() && e->pool.empty()) e = Status::InvalidArgument("field_missing", "pool is required");
-    if (!e.ok()) {
-      std::string host = item.is_object() ? Str(item, "hostname") : "";
-      refused = EnrollRefusal(e.status().Annotate(where + " (" + host + ")"));
-      return;
-    }
-    rows.push_back({std::move(e).value(), ImportFieldsFromJson(item), std::move(where)});
+  const auto decode = [&request](const wire::ImportRowSink& row) {
+    return wire::DecodeImportRequest(request.body, row);
   };
-  const json::parser_callback_t each = [&](int depth, json::parse_event_t event, json& parsed) {
-    using E = json::parse_event_t;
-    if (depth == 1 && event == E::key) {
-      top_key = parsed.get<std::string>();
-    } else if (depth == 1 && event == E::array_start && top_key == "machines") {
-      if (machines_seen && !refused) refused = Status::InvalidArgument("field_invalid", "machines given twice");
-      in_machines = machines_seen = true;
-    } else if (depth == 1 && event == E::array_end) {
-      in_machines = false;
-    } else if (in_machines && depth == 2 &&
-               (event == E::object_end || event == E::array_end || event == E::value)) {
-      row(parsed);
-      return false;  // the row's JSON is not kept
-    }
-    return true;
-  };
-  json body = json::parse(request.body, each, false);
-  if (body.is_discarded() || !body.is_object()) {
-    return Status::InvalidArgument("bad_json", "body is not a JSON object");
-  }
-  if (!body.contains("machines") || !body.at("machines").is_array()) {
-    return Status::InvalidArgument("field_missing", "machines must be a list");
-  }
-  if (refused) return std::move(*refused);
-  storage::ImportOptions options;
-  if (body.contains("dry_run")) {
-    if (!body.at("dry_run").is_boolean()) {
-      return Status::InvalidArgument("field_invalid", "dry_run must be true or false");
-    }
-    options.dry_run = body.at("dry_run").get<bool>();
-  }
-  auto a = *actor;
-  a.why = "inventory import";
-  const size_t count = rows.size();
-  auto report = store_->Import(rows, options, a, attestation_->Now());
-  // Give the heap the rows used back to the system rather than keep the
-  // high-water mark for the daemon's lifetime.
-  rows.clear();
-  rows.shrink_to_fit();
-  malloc_trim(0);
-  if (!report.ok()) return report.status();
-  Log()->info("{} {} {} machines: created {}, updated {}, unchanged {}", a.name,
-              options.dry_run ? "checked (dry run)" : "imported", count, report->created, report->updated,
-              report->unchanged);
-  json per_row = json::array();
-  for (const auto& r : report->rows) {
-    per_row.push_back({{"where", r.where}, {"hostname", r.hostname}, {"outcome", r.outcome}, {"changes", r.changes}});
-  }
-  return Response::Json(200, json{{"imported", options.dry_run ? 0 : count},
-                                  {"dry_run", options.dry_run},
-                                  {"created", report->created},
-                                  {"updated", report->updated},
-                                  {"unchanged", report->unchanged},
-                                  {"rows", std::move(per_row)}}
-                                 .dump());
+  auto answer = machines_.Import(decode, *actor);
+  if (!answer.ok()) return answer.status();
+  return Response::Json(200, wire::EncodeImportAnswer(*answer));
 }
 
+// GET /v1/admin/machines?pool=P&state=S.
 Result<Response> AdminApi::List(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  storage::MachineFilter filter;
-  if (auto it = request.query.find("pool"); it != request.query.end()) filter.pool = it->second;
-  if (auto it = request.query.find("state"); it != request.query.end()) {
-    filter.state = storage::ParseMachineState(it->second);
-    if (!filter.state) {
-      return Status::InvalidArgument("state_invalid", "unknown machine state '" + it->second + "'");
-    }
-  }
-  auto list = store_->ListMachines(filter);
+  auto list = machines_.List(QueryText(request, "pool"), QueryText(request, "state"));
   if (!list.ok()) return list.status();
-  auto reports = store_->ListLastReports();
-  if (!reports.ok()) return reports.status();
-  json machines = json::array();
-  for (const auto& m : *list) {
-    json j = MachineJson(m);
-    auto r = reports->find(m.id);
-    j["last_report"] = ReportJson(r == reports->end() ? nullptr : &r->second);
-    machines.push_back(std::move(j));
-  }
-  return Response::Json(200, json{{"machines", machines}}.dump());
+  return Response::Json(200, wire::EncodeMachineList(*list));
 }
 
 Result<Response> AdminApi::Show(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto m = store_->GetMachine(request.path_params.at("hostname"));
+  auto m = machines_.Show(request.path_params.at("hostname"));
   if (!m.ok()) return m.status();
-  json j = MachineJson(*m);
-  auto last = store_->LastSuccessfulAttestation(m->id);
-  if (last.ok()) {
-    j["last_attestation"] = {{"at", last->at}, {"reset_count", last->reset_count},
-                             {"restart_count", last->restart_count}, {"clock", last->clock}};
-  }
-  auto report = store_->LastReport(m->id);
-  if (!report.ok() && report.status().code() != Status::Code::kNotFound) return report.status();
-  j["last_report"] = ReportJson(report.ok() ? &*report : nullptr);
-  return Response::Json(200, j.dump());
+  return Response::Json(200, wire::EncodeMachineView(*m));
 }
 
+// POST .../revoke and .../reset: the body's reason is optional, and a body
+// that is no JSON object is read as none, as the appliance always did.
 Result<Response> AdminApi::Action(const Request& request, const std::string& verb) {
   if (verb == "approve") return ApproveMachine(request);
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  auto body = AdminBody(request);
-  a.why = body.ok() ? Str(*body, "reason") : "";
-  if (a.why.empty()) a.why = "by " + a.name;
+  auto body = wire::DecodeReasonRequest(request.body);
+  const std::string reason = body.ok() ? body->reason : "";
   const std::string& host = request.path_params.at("hostname");
-  const int64_t now = attestation_->Now();
-  auto m = verb == "approve" ? store_->Approve(host, a, now)
-           : verb == "revoke" ? store_->Revoke(host, a, now)
-                              : store_->Reset(host, a, now);
+  auto m = verb == "revoke" ? machines_.Revoke(host, reason, *actor) : machines_.Reset(host, reason, *actor);
   if (!m.ok()) return m.status();
-  Log()->info("{} {} {}: now {} ({})", a.name, verb, host, storage::StateName(m->state), a.why);
-  return Response::Json(200, MachineJson(*m).dump());
+  return Response::Json(200, wire::EncodeMachineView(*m));
+}
+
+Result<Response> AdminApi::ApproveMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto approval = wire::DecodeApprovalRequest(request.body);
+  if (!approval.ok()) return approval.status();
+  auto m = machines_.Approve(request.path_params.at("hostname"), *approval, *actor);
+  if (!m.ok()) return m.status();
+  return Response::Json(200, wire::EncodeMachineView(*m));
+}
+
+Result<Response> AdminApi::DeleteMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto body = wire::DecodeReasonRequest(request.body);
+  if (!body.ok()) return body.status();
+  auto m = machines_.Delete(request.path_params.at("hostname"), body->reason, *actor);
+  if (!m.ok()) return m.status();
+  return Response::Json(200, wire::EncodeMachineView(*m));
+}
+
+Result<Response> AdminApi::RenameMachine(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto rename = wire::DecodeRenameRequest(request.body);
+  if (!rename.ok()) return rename.status();
+  auto m = machines_.Rename(request.path_params.at("hostname"), *rename, *actor);
+  if (!m.ok()) return m.status();
+  return Response::Json(200, wire::EncodeMachineView(*m));
 }
 
 // GET /v1/admin/audit?hostname=H&limit=N&since=ID.
@@ -601,60 +312,6 @@ Result<Response> AdminApi::Events(const Request& request) {
 
 // --- Manual CSR approval and discovery -----------------------------------------
 
-namespace {
-
-// The body of POST /v1/admin/machines/{hostname}/approve: what the operator
-// sets as the pending machine is approved; absent fields keep the machine's.
-Result<storage::ApprovalChanges> ApprovalChangesFromJson(const json& j) {
-  storage::ApprovalChanges ch;
-  if (j.contains("hostname")) {
-    if (!j.at("hostname").is_string()) return Status::InvalidArgument("field_invalid", "hostname is a string");
-    ch.hostname = j.at("hostname").get<std::string>();
-  }
-  if (j.contains("pool")) {
-    if (!j.at("pool").is_string()) return Status::InvalidArgument("field_invalid", "pool is a string");
-    ch.pool = j.at("pool").get<std::string>();
-  }
-  if (j.contains("addresses")) {
-    if (!j.at("addresses").is_array()) return Status::InvalidArgument("field_invalid", "addresses must be a list");
-    ch.addresses.emplace();
-    for (const json& a : j.at("addresses")) {
-      if (!a.is_object()) return Status::InvalidArgument("field_invalid", "an address is {kind, value}");
-      ch.addresses->push_back({Str(a, "kind"), Str(a, "value")});
-    }
-  }
-  if (j.contains("vars")) {
-    auto vars = VarsJson(j.at("vars"));
-    if (!vars.ok()) return vars.status();
-    ch.vars_json = std::move(vars).value();
-  }
-  return ch;
-}
-
-}  // namespace
-
-Result<Response> AdminApi::ApproveMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  // An empty body is the old call: approve as recorded.
-  storage::ApprovalChanges changes;
-  if (!request.body.empty()) {
-    auto body = AdminBody(request);
-    if (!body.ok()) return body.status();
-    auto parsed = ApprovalChangesFromJson(*body);
-    if (!parsed.ok()) return parsed.status();
-    changes = std::move(parsed).value();
-    a.why = Str(*body, "reason");
-  }
-  if (a.why.empty()) a.why = "by " + a.name;
-  const std::string& host = request.path_params.at("hostname");
-  auto m = store_->Approve(host, changes, a, attestation_->Now());
-  if (!m.ok()) return m.status();
-  Log()->info("{} approved {} as {} in pool {} ({})", a.name, host, m->hostname, m->pool, a.why);
-  return Response::Json(200, MachineJson(*m).dump());
-}
-
 // GET /v1/admin/csrs[?all=1][&limit=N].
 Result<Response> AdminApi::Csrs(const Request& request) {
   auto actor = Authorize(request);
@@ -677,45 +334,7 @@ Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   return Response::Json(200, wire::EncodeCsrView(*decided));
 }
 
-// --- Delete, rename, the audit chain (docs/lifecycle.md, docs/audit.md) -------
-
-Result<Response> AdminApi::DeleteMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  // The body is optional: {"reason": TEXT}.
-  auto body = request.body.empty() ? Result<json>(json::object()) : AdminBody(request);
-  if (!body.ok()) return body.status();
-  a.why = Str(*body, "reason");
-  if (a.why.empty()) a.why = "deleted by " + a.name;
-  const std::string& host = request.path_params.at("hostname");
-  auto m = store_->DeleteMachine(host, a, attestation_->Now());
-  if (!m.ok()) return m.status();
-  Log()->info("{} deleted {} ek={} (was {}; {})", a.name, m->hostname, hex::Encode(m->ek_hash).substr(0, 16),
-              storage::StateName(m->state), a.why);
-  json out = MachineJson(*m);
-  out["deleted"] = true;
-  return Response::Json(200, out.dump());
-}
-
-Result<Response> AdminApi::RenameMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto a = *actor;
-  auto body = AdminBody(request);
-  if (!body.ok()) return body.status();
-  const std::string to = Str(*body, "hostname");
-  if (to.empty()) return Status::InvalidArgument("field_missing", "hostname (the new name) is required");
-  a.why = Str(*body, "reason");
-  const std::string& host = request.path_params.at("hostname");
-  if (a.why.empty()) a.why = "renamed by " + a.name;
-  auto m = store_->RenameMachine(host, to, a, attestation_->Now());
-  if (!m.ok()) return m.status();
-  Log()->info("{} renamed {} to {} ({})", a.name, host, m->hostname, a.why);
-  json out = MachineJson(*m);
-  out["renamed_from"] = host;
-  return Response::Json(200, out.dump());
-}
+// --- The audit chain (docs/audit.md) -----------------------------------------
 
 // GET /v1/admin/audit/verify[?anchor=ID:HASH]: 200 with the report, or
 // 409 audit_chain_broken with the report beside the refusal.

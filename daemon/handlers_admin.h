@@ -19,6 +19,7 @@
 #include "core/event_service.h"
 #include "daemon/http.h"
 #include "core/ignition_service.h"
+#include "core/machine_service.h"
 #include "core/policy_service.h"
 #include "core/pool_service.h"
 #include "core/status_service.h"
@@ -88,6 +89,7 @@ class AdminApi {
   core::AuditService audit_;
   core::StatusService status_;
   core::CertificateService certificates_;
+  core::MachineService machines_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -34,103 +34,59 @@ Stmt& BindEnrollment(Stmt& s, const Enrollment& in, int64_t now) {
       .BindText(12, in.vars_json);
 }
 
-// A vars text as a JSON object; `stored` says whether it came from the
-// database (then a broken one is corruption, not the caller's mistake).
-json VarsObject(const std::string& text, bool stored) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (stored) Fail(Status::Corruption("db_corrupt", "a machine's stored vars are not a JSON object"));
-    Fail(Status::InvalidArgument("field_invalid", "vars must be a JSON object"));
-  }
-  return j;
+// Enroll's merge: the enrollment as given, its addresses sorted, and the
+// names of the fields that differ from the stored machine's. Vars and policy
+// are opaque texts here, compared as texts. No words: Enroll answers the
+// machine only.
+Result<MergedEnrollment> AsGiven(const Enrollment& given, const Machine* stored, MachineState state) {
+  MergedEnrollment out{given, {}, {}};
+  out.enrollment.addresses = NormalizeAddresses(given.addresses);
+  if (stored == nullptr) return out;
+  const Enrollment& d = out.enrollment;
+  const auto add = [&](bool differs, const char* field) {
+    if (differs) out.changed.push_back(field);
+  };
+  add(stored->pool != d.pool, "pool");
+  add(stored->addresses != d.addresses, "addresses");
+  add(stored->vars_json != d.vars_json, "vars");
+  add(stored->policy_json != d.policy_json, "policy");
+  add(d.ek_certificate && (stored->ek_certificate != d.ek_certificate ||
+                           stored->tpm_manufacturer != d.tpm_manufacturer || stored->tpm_model != d.tpm_model ||
+                           stored->tpm_version != d.tpm_version),
+      "ek_certificate");
+  add(state != stored->state, "state");
+  out.changes = out.changed;
+  return out;
 }
 
-std::string AddressText(const Address& a) { return a.kind + "=" + a.value; }
-
-// The machine as it will be: the enrollment's fields where `f` gives them,
-// the enrolled machine's (`old`; none for a new machine) elsewhere.
-Enrollment Resolve(const Machine* old, const Enrollment& in, const EnrollFields& f) {
-  Enrollment d = in;
-  if (!f.pool) d.pool = old ? old->pool : std::string();
-  std::vector<Address> addresses;
-  if (old && !(f.addresses && f.replace_addresses)) addresses = old->addresses;
-  if (f.addresses) addresses.insert(addresses.end(), in.addresses.begin(), in.addresses.end());
-  d.addresses = NormalizeAddresses(std::move(addresses));
-  json vars = json::object();
-  if (old && !(f.vars && f.replace_vars)) vars = VarsObject(old->vars_json, true);
-  if (f.vars) {
-    const json given = VarsObject(in.vars_json, false);
-    for (const auto& [k, v] : given.items()) vars[k] = v;
-  }
-  for (const auto& name : f.unset_vars) vars.erase(name);
-  d.vars_json = vars.dump();
-  if (!f.policy) d.policy_json = old ? old->policy_json : std::nullopt;
-  return d;
+// The merge's answer for `given`, checked: it keeps the enrollment's
+// identity (hostname, EK) and state, whatever it resolved.
+MergedEnrollment Merge(const EnrollMerge& merge, size_t row, const Enrollment& given, const Machine* stored,
+                       MachineState state) {
+  Result<MergedEnrollment> merged = merge(row, stored, state);
+  if (!merged.ok()) Fail(merged.status());
+  MergedEnrollment out = std::move(merged).value();
+  out.enrollment.hostname = given.hostname;
+  out.enrollment.ek_public = given.ek_public;
+  out.enrollment.ek_hash = given.ek_hash;
+  out.enrollment.state = given.state;
+  return out;
 }
 
-// The changes from `old` to `d` in words (EnrollOutcome) and the changed
-// fields' names (the audit row's detail).
-void Diff(const Machine& old, const Enrollment& d, MachineState state, std::vector<std::string>* words,
-          std::vector<std::string>* fields) {
-  if (old.pool != d.pool) {
-    words->push_back("pool " + old.pool + " -> " + d.pool);
-    fields->push_back("pool");
-  }
-  if (old.addresses != d.addresses) {
-    std::string w = "addresses";
-    for (const auto& a : d.addresses) {
-      if (std::find(old.addresses.begin(), old.addresses.end(), a) == old.addresses.end()) w += " +" + AddressText(a);
-    }
-    for (const auto& a : old.addresses) {
-      if (std::find(d.addresses.begin(), d.addresses.end(), a) == d.addresses.end()) w += " -" + AddressText(a);
-    }
-    words->push_back(w);
-    fields->push_back("addresses");
-  }
-  // Names only: a template value may be something an operator would not
-  // want in every terminal and log the answer reaches.
-  const json old_vars = VarsObject(old.vars_json, true);
-  const json new_vars = VarsObject(d.vars_json, false);
-  if (old_vars != new_vars) {
-    std::string w = "vars";
-    for (const auto& [k, v] : new_vars.items()) {
-      if (!old_vars.contains(k)) {
-        w += " +" + k;
-      } else if (old_vars.at(k) != v) {
-        w += " ~" + k;
-      }
-    }
-    for (const auto& [k, v] : old_vars.items()) {
-      if (!new_vars.contains(k)) w += " -" + k;
-    }
-    words->push_back(w);
-    fields->push_back("vars");
-  }
-  if (old.policy_json != d.policy_json) {
-    words->push_back(!old.policy_json ? "policy set" : !d.policy_json ? "policy cleared" : "policy replaced");
-    fields->push_back("policy");
-  }
-  if (d.ek_certificate && (old.ek_certificate != d.ek_certificate || old.tpm_manufacturer != d.tpm_manufacturer ||
-                           old.tpm_model != d.tpm_model || old.tpm_version != d.tpm_version)) {
-    words->push_back("ek_certificate updated");
-    fields->push_back("ek_certificate");
-  }
-  if (state != old.state) {
-    words->push_back("state " + std::string(StateName(old.state)) + " -> " + std::string(StateName(state)));
-    fields->push_back("state");
-  }
-}
-
-// EnrollMerged's rules (store.h).
-EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollFields& f, const Actor& actor,
-                       bool replace_ek, int64_t now) {
+// EnrollMerged's rules (store.h), with the merge of row `row`.
+EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge& merge, size_t row,
+                       const Actor& actor, bool replace_ek, int64_t now) {
   std::optional<Machine> by_host = MachineByHostname(c, given.hostname);
   const Machine* old_ptr = by_host ? &*by_host : nullptr;
-  if (!old_ptr && (!f.pool || given.pool.empty())) {
-    Fail(Status::InvalidArgument("field_missing", "'" + given.hostname +
-                                                      "' is not enrolled yet: a new machine needs a pool (--pool)"));
+  // The state the machine keeps (Enroll's rules): an EK replacement says its
+  // own; the same EK moves pending -> enrolled when enrolled as enrolled.
+  MachineState state = old_ptr ? old_ptr->state : given.state;
+  if (old_ptr && old_ptr->ek_hash == given.ek_hash && old_ptr->state == MachineState::kPending &&
+      given.state == MachineState::kEnrolled) {
+    state = MachineState::kEnrolled;
   }
-  const Enrollment in = Resolve(old_ptr, given, f);
+  MergedEnrollment merged = Merge(merge, row, given, old_ptr, state);
+  const Enrollment& in = merged.enrollment;
   CheckEnrollment(in);
   if (!PoolExists(c, in.pool)) {
     Fail(Status::NotFound("pool_unknown", "no pool named '" + in.pool + "': create it first (`rackgatectl pool put " +
@@ -204,17 +160,13 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
                      {"pool", in.pool},
                      {"sessions_dropped", sessions},
                      {"tokens_dropped", tokens}}});
-    std::vector<std::string> words{"ek replaced"}, fields;
-    Diff(old, in, old.state, &words, &fields);
+    std::vector<std::string> words{"ek replaced"};
+    words.insert(words.end(), merged.changes.begin(), merged.changes.end());
     return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};
   }
 
   // Same hostname, same EK.
-  MachineState state = old.state;
-  if (old.state == MachineState::kPending && in.state == MachineState::kEnrolled) state = MachineState::kEnrolled;
-  std::vector<std::string> words, what;
-  Diff(old, in, state, &words, &what);
-  if (what.empty()) return {std::move(old), std::string(kEnrollUnchanged), {}};
+  if (merged.changed.empty()) return {std::move(old), std::string(kEnrollUnchanged), {}};
   const bool new_cert = in.ek_certificate.has_value();
   {
     Stmt s = c.Prepare(
@@ -239,39 +191,8 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollField
   }
   if (old.addresses != in.addresses) ReplaceAddresses(c, old.id, in.addresses);
   Machine m = MustMachineById(c, old.id);
-  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, json{{"changed", what}}});
-  return {std::move(m), std::string(kEnrollUpdated), std::move(words)};
-}
-
-// import_duplicate unless every hostname and every EK appears once in the
-// rows; the message names both rows of each pair (at most a few pairs).
-void CheckNoDuplicates(const std::vector<ImportRow>& rows) {
-  std::map<std::string, size_t> by_host;
-  std::map<Bytes, size_t> by_ek;
-  std::vector<std::string> found;
-  size_t total = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Enrollment& e = rows[i].enrollment;
-    auto [h, new_host] = by_host.emplace(e.hostname, i);
-    auto [k, new_ek] = by_ek.emplace(e.ek_hash, i);
-    if (!new_host) {
-      if (++total <= 5) {
-        found.push_back(rows[h->second].where + " and " + rows[i].where + " both enroll hostname " + e.hostname);
-      }
-    } else if (!new_ek) {
-      if (++total <= 5) {
-        found.push_back(rows[k->second].where + " (" + rows[k->second].enrollment.hostname + ") and " +
-                        rows[i].where + " (" + e.hostname + ") carry the same EK (" + hex::Encode(e.ek_hash).substr(0, 16) +
-                        ")");
-      }
-    }
-  }
-  if (found.empty()) return;
-  std::string message;
-  for (const auto& f : found) message += (message.empty() ? "" : "; ") + f;
-  if (total > found.size()) message += "; and " + std::to_string(total - found.size()) + " more";
-  Fail(Status::InvalidArgument("import_duplicate",
-                               message + ": each machine appears once in an inventory; nothing was imported"));
+  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, json{{"changed", merged.changed}}});
+  return {std::move(m), std::string(kEnrollUpdated), std::move(merged.changes)};
 }
 
 // Thrown out of a dry run's write to roll it back, carrying its report.
@@ -282,24 +203,28 @@ struct DryRunDone {
 }  // namespace
 
 Result<Machine> SqlStore::Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) {
-  auto outcome = EnrollMerged(e, EnrollFields{}, actor, replace_ek, now);
+  const EnrollMerge as_given = [&e](size_t, const Machine* stored, MachineState state) {
+    return AsGiven(e, stored, state);
+  };
+  auto outcome = EnrollMerged(e, as_given, actor, replace_ek, now);
   if (!outcome.ok()) return outcome.status();
   return std::move(outcome->machine);
 }
 
-Result<EnrollOutcome> SqlStore::EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
-                                                bool replace_ek, int64_t now) {
+Result<EnrollOutcome> SqlStore::EnrollMerged(const Enrollment& e, const EnrollMerge& merge, const Actor& actor,
+                                             bool replace_ek, int64_t now) {
   return Guard([&]() -> Result<EnrollOutcome> {
     CheckActor(actor);
-    return db_->Write([&](Connection& c) { return EnrollIn(c, e, fields, actor, replace_ek, now); });
+    return db_->Write([&](Connection& c) { return EnrollIn(c, e, merge, 0, actor, replace_ek, now); });
   });
 }
 
-Result<ImportReport> SqlStore::Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
-                                         const Actor& actor, int64_t now, const ImportProgress& progress) {
+Result<ImportReport> SqlStore::Import(const std::vector<ImportRow>& rows, const EnrollMerge& merge,
+                                      const ImportOptions& options, const Actor& actor, int64_t now,
+                                      const ImportProgress& progress) {
   return Guard([&]() -> Result<ImportReport> {
     CheckActor(actor);
-    CheckNoDuplicates(rows);
+    CheckNoImportDuplicates(rows);
     try {
       return db_->Write([&](Connection& c) {
         ImportReport report;
@@ -309,7 +234,7 @@ Result<ImportReport> SqlStore::Import(const std::vector<ImportRow>& rows, const 
           const ImportRow& row = rows[i];
           EnrollOutcome o;
           try {
-            o = EnrollIn(c, row.enrollment, row.fields, actor, /*replace_ek=*/false, now);
+            o = EnrollIn(c, row.enrollment, merge, i, actor, /*replace_ek=*/false, now);
           } catch (const StoreError& err) {
             Fail(err.status().Annotate(row.where + " (" + row.enrollment.hostname + ")"));
           }

@@ -240,97 +240,63 @@ TEST_F(StoreTest, ReplacingTheEkIsAuditedAndStartsOver) {
   EXPECT_TRUE(store_->Enroll(MakeEnrollment("node-9", "a"), Op(), false, 2100).ok());
 }
 
-// --- Enroll that keeps what it is not told to change (issue 15) --------------
-
-// The operator's re-enroll: only the fields given.
-EnrollFields Given(bool addresses, bool vars, bool policy, bool pool = false) {
-  EnrollFields f;
-  f.pool = pool;
-  f.addresses = addresses;
-  f.replace_addresses = false;
-  f.vars = vars;
-  f.replace_vars = false;
-  f.policy = policy;
-  return f;
-}
-
 Enrollment Bare(const std::string& hostname, const std::string& tag) {
   Enrollment e = MakeEnrollment(hostname, tag, "");
   e.addresses.clear();
   return e;
 }
 
-TEST_F(StoreTest, Issue15ReenrollWithoutAddressesOrVarsKeepsThem) {
+// --- EnrollMerged: the caller's merge in the store's transaction -------------
+// (what the merge decides is core/enrollment_merge_test.cc's)
+
+TEST_F(StoreTest, EnrollMergedStoresWhatTheMergeResolves) {
   Enrollment e = MakeEnrollment("node-1", "a");
-  e.vars_json = R"({"rack":"r1","role":"db"})";
-  e.policy_json = "{\"p\":1}";
+  e.vars_json = R"({"rack":"r1"})";
   ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
   const size_t before = AuditCount();
-
-  auto again = store_->EnrollMerged(Bare("node-1", "a"), Given(false, false, false), Op(), false, 200);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->outcome, "unchanged");
-  EXPECT_TRUE(again->changes.empty());
-  EXPECT_EQ(again->machine.pool, "workers");
-  EXPECT_EQ(again->machine.addresses.size(), 2u);
-  EXPECT_EQ(again->machine.vars_json, R"({"rack":"r1","role":"db"})");
-  EXPECT_EQ(again->machine.policy_json, "{\"p\":1}");
-  EXPECT_EQ(AuditCount(), before);  // unchanged: no audit row
-}
-
-TEST_F(StoreTest, ReenrollAddsAddressesAndMergesVars) {
-  Enrollment e = MakeEnrollment("node-1", "a");
-  e.vars_json = R"({"rack":"r1","role":"db","old":"x"})";
-  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
-
-  Enrollment more = Bare("node-1", "a");
-  more.addresses = {{"InternalIP", "10.0.0.6"}};
-  more.vars_json = R"({"role":"web","zone":"z1"})";
-  EnrollFields f = Given(true, true, false);
-  f.unset_vars = {"old"};
-  auto m = store_->EnrollMerged(more, f, Op(), false, 200);
+  std::optional<Machine> seen;
+  std::optional<MachineState> seen_state;
+  const EnrollMerge keep_but_vars = [&](size_t row, const Machine* stored, MachineState state)
+      -> Result<MergedEnrollment> {
+    EXPECT_EQ(row, 0u);
+    if (stored != nullptr) seen = *stored;
+    seen_state = state;
+    MergedEnrollment m{e, {"vars ~rack"}, {"vars"}};
+    m.enrollment.vars_json = R"({"rack":"r2"})";
+    m.enrollment.hostname = "elsewhere";  // the store keeps the given identity
+    return m;
+  };
+  auto m = store_->EnrollMerged(Bare("node-1", "a"), keep_but_vars, Op(), false, 200);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->vars_json, R"({"rack":"r1"})");
+  EXPECT_EQ(seen_state, MachineState::kEnrolled);
   EXPECT_EQ(m->outcome, "updated");
-  EXPECT_EQ(m->machine.addresses,
-            (std::vector<Address>{{"Hostname", "node-1"}, {"InternalIP", "10.0.0.1"}, {"InternalIP", "10.0.0.6"}}));
-  EXPECT_EQ(m->machine.vars_json, R"({"rack":"r1","role":"web","zone":"z1"})");
-  EXPECT_EQ(m->changes, (std::vector<std::string>{"addresses +InternalIP=10.0.0.6", "vars ~role +zone -old"}));
+  EXPECT_EQ(m->changes, (std::vector<std::string>{"vars ~rack"}));
+  EXPECT_EQ(m->machine.hostname, "node-1");
+  EXPECT_EQ(m->machine.vars_json, R"({"rack":"r2"})");
   auto audit = Audit("node-1");
   EXPECT_EQ(audit.back().action, "enroll_update");
-  EXPECT_NE(audit.back().detail_json.find(R"("changed":["addresses","vars"])"), std::string::npos)
-      << audit.back().detail_json;
-  // Values never reach the words (names only).
-  for (const auto& w : m->changes) EXPECT_EQ(w.find("web"), std::string::npos) << w;
-}
+  EXPECT_NE(audit.back().detail_json.find(R"("changed":["vars"])"), std::string::npos) << audit.back().detail_json;
+  EXPECT_EQ(AuditCount(), before + 1);
 
-TEST_F(StoreTest, ReenrollReplaceFlagsDropTheRest) {
-  Enrollment e = MakeEnrollment("node-1", "a");
-  e.vars_json = R"({"rack":"r1","role":"db"})";
-  e.policy_json = "{\"p\":1}";
-  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
-
-  Enrollment only = Bare("node-1", "a");
-  only.addresses = {{"InternalIP", "10.0.0.6"}};
-  only.vars_json = R"({"rack":"r2"})";
-  EnrollFields f = Given(true, true, true);
-  f.replace_addresses = true;
-  f.replace_vars = true;  // and the policy given as none: cleared
-  auto m = store_->EnrollMerged(only, f, Op(), false, 200);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->machine.addresses, (std::vector<Address>{{"InternalIP", "10.0.0.6"}}));
-  EXPECT_EQ(m->machine.vars_json, R"({"rack":"r2"})");
-  EXPECT_FALSE(m->machine.policy_json.has_value());
-  EXPECT_EQ(m->changes, (std::vector<std::string>{"addresses +InternalIP=10.0.0.6 -Hostname=node-1 -InternalIP=10.0.0.1",
-                                                  "vars ~rack -role", "policy cleared"}));
-
-  // The pool: kept unless given; a new machine needs one.
-  Enrollment moved = Bare("node-1", "a");
-  moved.pool = "masters";
-  auto p = store_->EnrollMerged(moved, Given(false, false, false, true), Op(), false, 300);
-  ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->changes, (std::vector<std::string>{"pool workers -> masters"}));
-  ExpectFailure(store_->EnrollMerged(Bare("node-2", "b"), Given(false, false, false), Op(), false, 300).status(),
-                Status::Code::kInvalidArgument, "field_missing");
+  // Nothing changed: no audit row. A refusal of the merge is the answer.
+  const EnrollMerge same = [&](size_t, const Machine* stored, MachineState) -> Result<MergedEnrollment> {
+    Enrollment d = e;
+    d.vars_json = stored->vars_json;
+    d.addresses = stored->addresses;
+    return MergedEnrollment{d, {}, {}};
+  };
+  auto again = store_->EnrollMerged(Bare("node-1", "a"), same, Op(), false, 300);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, "unchanged");
+  EXPECT_EQ(AuditCount(), before + 1);
+  const EnrollMerge refuse = [](size_t, const Machine*, MachineState) -> Result<MergedEnrollment> {
+    return Status::Corruption("db_corrupt", "a machine's stored vars are not a JSON object");
+  };
+  ExpectFailure(store_->EnrollMerged(Bare("node-1", "a"), refuse, Op(), false, 400).status(),
+                Status::Code::kCorruption, "db_corrupt");
+  EXPECT_EQ(AuditCount(), before + 1);
 }
 
 TEST_F(StoreTest, EkInUseNamesTheHolderAndTheFix) {
@@ -379,9 +345,29 @@ TEST_F(StoreTest, AddressesAreValidatedOnEveryPath) {
 std::vector<ImportRow> Rows(const std::vector<Enrollment>& enrollments) {
   std::vector<ImportRow> rows;
   for (size_t i = 0; i < enrollments.size(); ++i) {
-    rows.push_back({enrollments[i], EnrollFields{}, "line " + std::to_string(i + 2)});
+    rows.push_back({enrollments[i], "line " + std::to_string(i + 2)});
   }
   return rows;
+}
+
+// Import with a declarative merge: each row as given, changed when a field
+// differs (the store's part; the real merge is core/enrollment_merge.h's).
+Result<ImportReport> ImportRows(Store& store, const std::vector<ImportRow>& rows, const ImportOptions& options,
+                                const Actor& actor, int64_t now, const ImportProgress& progress = nullptr) {
+  const EnrollMerge as_given = [&rows](size_t i, const Machine* stored,
+                                       MachineState state) -> Result<MergedEnrollment> {
+    MergedEnrollment m{rows[i].enrollment, {}, {}};
+    m.enrollment.addresses = NormalizeAddresses(m.enrollment.addresses);
+    const Enrollment& d = m.enrollment;
+    if (stored != nullptr && (stored->pool != d.pool || stored->addresses != d.addresses ||
+                              stored->vars_json != d.vars_json || stored->policy_json != d.policy_json ||
+                              stored->state != state)) {
+      m.changes = {"changed"};
+      m.changed = {"changed"};
+    }
+    return m;
+  };
+  return store.Import(rows, as_given, options, actor, now, progress);
 }
 
 // Every table's every row, as text: what "nothing stored" compares.
@@ -441,7 +427,7 @@ TEST_F(StoreTest, ImportAddsEveryRowAndReportsProgress) {
   std::vector<Enrollment> rows;
   for (int i = 0; i < 20; ++i) rows.push_back(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)));
   std::vector<std::pair<size_t, size_t>> calls;
-  auto n = store_->Import(Rows(rows), {}, Op("vendor manifest"), 100, [&](size_t done, size_t total) {
+  auto n = ImportRows(*store_, Rows(rows), {}, Op("vendor manifest"), 100, [&](size_t done, size_t total) {
     calls.emplace_back(done, total);
   });
   ASSERT_TRUE(n.ok()) << n.status().ToString();
@@ -464,7 +450,7 @@ TEST_F(StoreTest, ImportAddsEveryRowAndReportsProgress) {
 
   // Importing the same inventory again changes nothing.
   const size_t before = AuditCount();
-  auto again = store_->Import(Rows(rows), {}, Op(), 200);
+  auto again = ImportRows(*store_, Rows(rows), {}, Op(), 200);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->unchanged, 20u);
   EXPECT_EQ(AuditCount(), before + 1);  // the import row only
@@ -478,7 +464,7 @@ TEST_F(StoreTest, ImportCountsCreatedUpdatedUnchangedAndIsDeclarative) {
   ASSERT_TRUE(store_->Enroll(changed, Op(), false, 100).ok());
   changed.vars_json = R"({"rack":"r2"})";
   changed.addresses = {{"InternalIP", "10.0.0.2"}};
-  auto r = store_->Import(Rows({kept, changed, MakeEnrollment("node-3", "3")}), {}, Op(), 200);
+  auto r = ImportRows(*store_, Rows({kept, changed, MakeEnrollment("node-3", "3")}), {}, Op(), 200);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->created, 1u);
   EXPECT_EQ(r->updated, 1u);
@@ -498,7 +484,7 @@ TEST_F(StoreTest, ImportDryRunStoresNothing) {
   update.addresses = {{"InternalIP", "10.0.0.9"}};
   ImportOptions dry;
   dry.dry_run = true;
-  auto r = store_->Import(Rows({update, MakeEnrollment("node-1", "1"), MakeEnrollment("node-2", "2")}), dry, Op(),
+  auto r = ImportRows(*store_, Rows({update, MakeEnrollment("node-1", "1"), MakeEnrollment("node-2", "2")}), dry, Op(),
                           300);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->dry_run);
@@ -507,7 +493,7 @@ TEST_F(StoreTest, ImportDryRunStoresNothing) {
   EXPECT_EQ(DumpTables(path_), before);
   // A dry run finds the same refusals as a real import.
   std::vector<Enrollment> bad = {MakeEnrollment("node-1", "1"), MakeEnrollment("node-2", "2", "nowhere")};
-  ExpectFailure(store_->Import(Rows(bad), dry, Op(), 300).status(), Status::Code::kNotFound, "pool_unknown");
+  ExpectFailure(ImportRows(*store_, Rows(bad), dry, Op(), 300).status(), Status::Code::kNotFound, "pool_unknown");
   EXPECT_EQ(DumpTables(path_), before);
 }
 
@@ -518,7 +504,7 @@ TEST_F(StoreTest, ImportIsAllOrNothing) {
   for (int i = 0; i < 5; ++i) rows.push_back(MakeEnrollment("node-" + std::to_string(i), std::to_string(i)));
   rows[2].pool = "nowhere";
   size_t progress_calls = 0;
-  auto n = store_->Import(Rows(rows), {}, Op(), 100, [&](size_t, size_t) { ++progress_calls; });
+  auto n = ImportRows(*store_, Rows(rows), {}, Op(), 100, [&](size_t, size_t) { ++progress_calls; });
   ExpectFailure(n.status(), Status::Code::kNotFound, "pool_unknown");
   EXPECT_NE(n.status().message().find("line 4 (node-2)"), std::string::npos) << n.status().message();
   EXPECT_EQ(progress_calls, 2u);
@@ -531,18 +517,18 @@ TEST_F(StoreTest, ImportIsAllOrNothing) {
   // A conflict with what is enrolled keeps its reason: the same hostname
   // with another EK.
   rows[2] = MakeEnrollment("existing", "other");
-  ExpectFailure(store_->Import(Rows(rows), {}, Op(), 100).status(), Status::Code::kInvalidArgument, "ek_conflict");
+  ExpectFailure(ImportRows(*store_, Rows(rows), {}, Op(), 100).status(), Status::Code::kInvalidArgument, "ek_conflict");
 
   // A throwing progress callback also leaves nothing behind.
   rows[2] = MakeEnrollment("node-2", "2");
   EXPECT_THROW(
-      (void)store_->Import(Rows(rows), {}, Op(), 100,
+      (void)ImportRows(*store_, Rows(rows), {}, Op(), 100,
                            [](size_t done, size_t) {
                              if (done == 3) throw std::runtime_error("cancelled");
                            }),
       std::runtime_error);
   EXPECT_EQ(store_->ListMachines()->size(), 1u);
-  ASSERT_TRUE(store_->Import(Rows(rows), {}, Op(), 100).ok());
+  ASSERT_TRUE(ImportRows(*store_, Rows(rows), {}, Op(), 100).ok());
   EXPECT_EQ(store_->ListMachines()->size(), 6u);
 }
 
@@ -551,14 +537,15 @@ TEST_F(StoreTest, Issue15ImportDuplicatesAreFoundBeforeAnythingIsStored) {
   const std::string before = DumpTables(path_);
   // The same hostname twice (once with the enrolled EK, once with another):
   // a duplicate, never an ek_conflict.
-  auto dup_host = store_->Import(
-      Rows({MakeEnrollment("node-0", "0"), MakeEnrollment("node-1", "1"), MakeEnrollment("node-1", "9")}), {}, Op(),
-      100);
+  auto dup_host = ImportRows(
+      *store_, Rows({MakeEnrollment("node-0", "0"), MakeEnrollment("node-1", "1"), MakeEnrollment("node-1", "9")}),
+      {}, Op(), 100);
   ExpectFailure(dup_host.status(), Status::Code::kInvalidArgument, "import_duplicate");
   EXPECT_NE(dup_host.status().message().find("line 3 and line 4 both enroll hostname node-1"), std::string::npos)
       << dup_host.status().message();
   // The same EK under two hostnames.
-  auto dup_ek = store_->Import(Rows({MakeEnrollment("node-5", "5"), MakeEnrollment("node-6", "5")}), {}, Op(), 100);
+  auto dup_ek =
+      ImportRows(*store_, Rows({MakeEnrollment("node-5", "5"), MakeEnrollment("node-6", "5")}), {}, Op(), 100);
   ExpectFailure(dup_ek.status(), Status::Code::kInvalidArgument, "import_duplicate");
   EXPECT_NE(dup_ek.status().message().find("line 2 (node-5) and line 3 (node-6) carry the same EK"),
             std::string::npos)

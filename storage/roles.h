@@ -94,9 +94,9 @@ class AttestationStore : public virtual PoolReader, public virtual MachineReader
   //    replacement (audited as replace_ek with old and new EK hash) also puts
   //    the machine in e.state, clears TOFU values and the client-certificate
   //    mark, and drops its open sessions and tokens: a new TPM starts over.
-  //  - same hostname, same EK: the enrollment is the desired record (this is
-  //    EnrollMerged with every field given). Pool, addresses, vars and
-  //    policy are set to e's; the EK certificate and its facts
+  //  - same hostname, same EK: the enrollment is the desired record. Pool,
+  //    addresses, vars and policy are set to e's (vars and policy are
+  //    opaque texts here, compared as texts); the EK certificate and its facts
   //    only when e carries a certificate. A pending machine enrolled as
   //    enrolled moves to enrolled. Any other state is kept (a revoked machine
   //    stays revoked: Reset is the explicit way back). Audited as
@@ -339,27 +339,31 @@ class InventoryStore : public virtual PoolReader, public virtual MachineReader {
   // as token_rotate. pool_unknown; field_invalid when the hash is taken.
   virtual Status RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
                                  const Actor& actor, int64_t now) = 0;
-  // Enroll, keeping what `fields` does not give (EnrollFields): for an
-  // operator's re-enroll, which must never lose addresses, template values
-  // or a policy it was not told to change. Also for replace_ek: the new TPM
-  // keeps the hostname's addresses, vars, pool and policy unless given.
-  // Returns what was done, with the changes in words (EnrollOutcome); one
-  // audit row (enroll, enroll_update or replace_ek) unless unchanged.
-  // Also field_missing (a new machine without a pool); ek_in_use names the
-  // hostname that holds the EK and the commands that free it.
-  virtual Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+  // Enroll with the caller's merge (EnrollMerge, called as merge(0, ...)):
+  // the merge decides the machine as it will be (for an operator's re-enroll,
+  // which must never lose addresses, template values or a policy it was not
+  // told to change; also for replace_ek: the new TPM keeps what the merge
+  // keeps) and the changes in words; the store checks and writes it by
+  // Enroll's rules, in the same transaction as the read of the stored
+  // machine. Returns what was done (EnrollOutcome); one audit row (enroll,
+  // enroll_update with the changed fields, or replace_ek) unless unchanged.
+  // ek_in_use names the hostname that holds the EK and the commands that
+  // free it. The merge's refusals are returned as it made them.
+  virtual Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollMerge& merge, const Actor& actor,
                                              bool replace_ek, int64_t now) = 0;
-  // Enrolls every row, with EnrollMerged's rules (replace_ek false), in ONE
-  // transaction: all or nothing. First, before anything is written, the rows
-  // are checked against each other: the same hostname or the same EK twice is
-  // import_duplicate (kInvalidArgument), naming both rows' `where`. A row's
-  // failure keeps its reason and names it ("line 12 (node-12): ...").
-  // One audit row per changed machine plus one import row with the counts.
-  // With options.dry_run the same work is done and rolled back: nothing is
+  // Enrolls every row, with EnrollMerged's rules (replace_ek false; the
+  // merge called with the row's index), in ONE transaction: all or nothing.
+  // First, before anything is written, the rows are checked against each
+  // other: the same hostname or the same EK twice is import_duplicate
+  // (kInvalidArgument), naming both rows' `where`. A row's failure keeps its
+  // reason and names it ("line 12 (node-12): ..."). One audit row per
+  // changed machine plus one import row with the counts. With
+  // options.dry_run the same work is done and rolled back: nothing is
   // stored, and the report says what would have been. An exception thrown by
   // `progress` rolls the import back and propagates.
-  virtual Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options,
-                                      const Actor& actor, int64_t now, const ImportProgress& progress = nullptr) = 0;
+  virtual Result<ImportReport> Import(const std::vector<ImportRow>& rows, const EnrollMerge& merge,
+                                      const ImportOptions& options, const Actor& actor, int64_t now,
+                                      const ImportProgress& progress = nullptr) = 0;
   // pending -> enrolled (audited as approve).
   virtual Result<Machine> Approve(const std::string& hostname, const Actor& actor, int64_t now) = 0;
   // pending -> enrolled like Approve, and in the same transaction (one audit

@@ -44,10 +44,11 @@ class SqlStore : public Store {
 
   // enrollment.cc
   Result<Machine> Enroll(const Enrollment& e, const Actor& actor, bool replace_ek, int64_t now) override;
-  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollMerge& merge, const Actor& actor,
                                      bool replace_ek, int64_t now) override;
-  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options, const Actor& actor,
-                              int64_t now, const ImportProgress& progress) override;
+  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const EnrollMerge& merge,
+                              const ImportOptions& options, const Actor& actor, int64_t now,
+                              const ImportProgress& progress) override;
 
   // machines.cc
   Result<Machine> FindMachineByEkHash(const Bytes& ek_hash) override;

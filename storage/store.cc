@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ostream>
+#include <tuple>
 
 #include "storage/schema.h"
 #include "storage/sql_store.h"
@@ -55,6 +56,13 @@ std::ostream& operator<<(std::ostream& out, MachineState state) {
 bool IsValidAddressKind(std::string_view kind) {
   return kind == kAddressInternalIP || kind == kAddressExternalIP || kind == kAddressInternalDNS ||
          kind == kAddressExternalDNS || kind == kAddressHostname;
+}
+
+std::vector<Address> NormalizeAddresses(std::vector<Address> a) {
+  std::sort(a.begin(), a.end(),
+            [](const Address& x, const Address& y) { return std::tie(x.kind, x.value) < std::tie(y.kind, y.value); });
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
 }
 
 int Store::CurrentSchemaVersion() { return LatestSchemaVersion(); }

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+
 namespace rackgate::storage {
 
 using Bytes = std::vector<uint8_t>;
@@ -55,6 +57,9 @@ struct Address {
   std::string value;
   bool operator==(const Address&) const = default;
 };
+// Sorted by (kind, value) and without duplicates, so that equal sets compare
+// equal: a machine's addresses as stored.
+std::vector<Address> NormalizeAddresses(std::vector<Address> a);
 
 struct Pool {
   std::string name;  // [A-Za-z0-9._-], 1..63 chars, starts with a letter or digit
@@ -484,26 +489,9 @@ struct ApprovalChanges {
 // --- Enroll that keeps what it is not told to change; imports ---------------
 // (docs/inventory.md)
 
-// Which of an Enrollment's fields the caller gives. What is not given is kept
-// from the machine enrolled under the hostname (a new machine starts with
-// none). The defaults give everything and replace everything: an import
-// row's declarative desired state.
-struct EnrollFields {
-  bool pool = true;                // e.pool replaces (a new machine needs one)
-  bool addresses = true;           // e.addresses are given ...
-  bool replace_addresses = true;   // ... and replace the list; false: added to it
-  bool vars = true;                // e.vars_json (an object of strings) is given ...
-  bool replace_vars = true;        // ... and replaces the set; false: merged by name
-  std::vector<std::string> unset_vars;  // names removed (after the merge)
-  bool policy = true;              // e.policy_json replaces (nullopt: cleared)
-};
-
 // What one enrollment did: kEnrollCreated, kEnrollUpdated, kEnrollUnchanged
-// or kEnrollReplacedEk, and the changes in words, one per field that changed
-// ("pool a -> b", "addresses +InternalIP=10.0.0.6 -InternalIP=10.0.0.5",
-// "vars +rack ~role -old" (names only: values stay out of answers and logs),
-// "policy set", "policy cleared", "policy replaced", "ek_certificate
-// updated", "state pending -> enrolled"); empty unless updated.
+// or kEnrollReplacedEk, and the changes in words (MergedEnrollment::changes);
+// empty unless updated or replaced.
 inline constexpr std::string_view kEnrollCreated = "created";
 inline constexpr std::string_view kEnrollUpdated = "updated";
 inline constexpr std::string_view kEnrollUnchanged = "unchanged";
@@ -514,11 +502,34 @@ struct EnrollOutcome {
   std::vector<std::string> changes;
 };
 
-// One row of an inventory: the enrollment, the fields it gives, and where it
-// came from ("line 12", "row 3 (line 17)"), which every refusal names.
+// The machine an enrollment makes of the one stored under its hostname, as
+// the caller's merge (EnrollMerge) decides it: the enrollment to store, and
+// against the stored machine the changes in words ("pool a -> b",
+// "addresses +InternalIP=10.0.0.6", "vars +rack ~role -old", "policy set",
+// "state pending -> enrolled", ...) and the changed fields' names (the audit
+// row's detail). Both lists are empty for a new machine and when nothing
+// changed.
+struct MergedEnrollment {
+  Enrollment enrollment;
+  std::vector<std::string> changes;
+  std::vector<std::string> changed;
+};
+
+// The merge of EnrollMerged and Import (core/enrollment_merge.h): called
+// inside the store's write transaction, once per enrollment (`row`: the
+// import row's index, 0 for EnrollMerged), with the machine stored under the
+// enrollment's hostname (nullptr when none) and the state the store's rules
+// give it (pending -> enrolled when enrolled as enrolled, else kept; an EK
+// replacement's as stored). BORROWED: `stored` lives for the call. Its
+// failure is the store's answer, and nothing is stored. The store keeps the
+// enrollment's hostname, EK and state; the rest is the merge's.
+using EnrollMerge = std::function<Result<MergedEnrollment>(size_t row, const Machine* stored, MachineState state)>;
+
+// One row of an inventory: the enrollment as given (the merge resolves it)
+// and where it came from ("line 12", "row 3 (line 17)"), which every refusal
+// names.
 struct ImportRow {
   Enrollment enrollment;
-  EnrollFields fields;
   std::string where;
 };
 

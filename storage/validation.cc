@@ -4,8 +4,10 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
+#include "base/hex.h"
 #include "storage/sqlite.h"
 
 namespace rackgate::storage {
@@ -130,12 +132,6 @@ void CheckOptJson(const char* field, const std::optional<std::string>& j) {
 }
 
 // Sorted and without duplicates, so that equal sets compare equal.
-std::vector<Address> NormalizeAddresses(std::vector<Address> a) {
-  std::sort(a.begin(), a.end(),
-            [](const Address& x, const Address& y) { return std::tie(x.kind, x.value) < std::tie(y.kind, y.value); });
-  a.erase(std::unique(a.begin(), a.end()), a.end());
-  return a;
-}
 
 void CheckEnrollment(const Enrollment& e) {
   CheckHostname(e.hostname);
@@ -191,6 +187,37 @@ Status CheckSession(const Session& session) {
     return Status::InvalidArgument("field_invalid", "a session expires after it is created");
   }
   return Status::Ok();
+}
+
+// import_duplicate unless every hostname and every EK appears once in the
+// rows; the message names both rows of each pair (at most a few pairs).
+void CheckNoImportDuplicates(const std::vector<ImportRow>& rows) {
+  std::map<std::string, size_t> by_host;
+  std::map<Bytes, size_t> by_ek;
+  std::vector<std::string> found;
+  size_t total = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Enrollment& e = rows[i].enrollment;
+    auto [h, new_host] = by_host.emplace(e.hostname, i);
+    auto [k, new_ek] = by_ek.emplace(e.ek_hash, i);
+    if (!new_host) {
+      if (++total <= 5) {
+        found.push_back(rows[h->second].where + " and " + rows[i].where + " both enroll hostname " + e.hostname);
+      }
+    } else if (!new_ek) {
+      if (++total <= 5) {
+        found.push_back(rows[k->second].where + " (" + rows[k->second].enrollment.hostname + ") and " +
+                        rows[i].where + " (" + e.hostname + ") carry the same EK (" + hex::Encode(e.ek_hash).substr(0, 16) +
+                        ")");
+      }
+    }
+  }
+  if (found.empty()) return;
+  std::string message;
+  for (const auto& f : found) message += (message.empty() ? "" : "; ") + f;
+  if (total > found.size()) message += "; and " + std::to_string(total - found.size()) + " more";
+  Fail(Status::InvalidArgument("import_duplicate",
+                               message + ": each machine appears once in an inventory; nothing was imported"));
 }
 
 }  // namespace rackgate::storage

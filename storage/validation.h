@@ -52,8 +52,6 @@ void CheckHostname(const std::string& h);            // hostname_invalid (rename
 void CheckState(MachineState s);                     // state_invalid
 void CheckActor(const Actor& a);                     // field_invalid
 void CheckOptJson(const char* field, const std::optional<std::string>& j);
-// Sorted and without duplicates, so that equal sets compare equal.
-std::vector<Address> NormalizeAddresses(std::vector<Address> a);
 // An IPv4 or IPv6 literal, as inet_pton reads it ("10.0.0.300" is not).
 bool IsIpLiteral(const std::string& v);
 // An RFC 1123 DNS name: labels of 1..63 letters, digits and '-' (not at a
@@ -63,6 +61,9 @@ bool IsDnsName(std::string_view n);
 // address whose value does not fit its kind: IsIpLiteral, IsDnsName).
 void CheckEnrollment(const Enrollment& e);
 void CheckRecord(const AttestationRecord& r);  // field_invalid
+// import_duplicate unless every hostname and every EK appears once in the
+// rows; the message names both rows of each pair (at most five pairs).
+void CheckNoImportDuplicates(const std::vector<ImportRow>& rows);
 
 }  // namespace rackgate::storage
 

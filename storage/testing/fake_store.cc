@@ -61,6 +61,7 @@ struct FakeStore::State {
   std::vector<StoredCsr> csrs;
   int64_t next_csr = 1;
   std::map<int64_t, BootObservation> observations;
+  std::map<int64_t, ProvisioningReportRecord> reports;  // by machine id
   std::vector<AuditEntry> audit;
   WriteStats stats;
 
@@ -780,9 +781,30 @@ Result<Machine> FakeStore::RecordConfigServed(int64_t machine_id, const std::str
   });
 }
 
-Status FakeStore::RecordReport(const ProvisioningReportRecord&) { return Unsupported("reports"); }
-Result<ProvisioningReportRecord> FakeStore::LastReport(int64_t) { return Unsupported("reports"); }
-Result<std::map<int64_t, ProvisioningReportRecord>> FakeStore::ListLastReports() { return Unsupported("reports"); }
+Status FakeStore::RecordReport(const ProvisioningReportRecord& report) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Status {
+    if (report.outcome != "ok" && report.outcome != "failed") {
+      return Status::InvalidArgument("field_invalid", "a report's outcome is ok or failed");
+    }
+    ProvisioningReportRecord r = report;
+    r.hostname = state_->MustMachine(report.machine_id).hostname;
+    state_->reports[r.machine_id] = std::move(r);
+    return Status::Ok();
+  });
+}
+
+Result<ProvisioningReportRecord> FakeStore::LastReport(int64_t machine_id) {
+  std::lock_guard lock(mu_);
+  auto it = state_->reports.find(machine_id);
+  if (it == state_->reports.end()) return Status::NotFound("report_unknown", "the machine never reported");
+  return it->second;
+}
+
+Result<std::map<int64_t, ProvisioningReportRecord>> FakeStore::ListLastReports() {
+  std::lock_guard lock(mu_);
+  return state_->reports;
+}
 
 // --- PolicyStore, TrustStore ---------------------------------------------------
 
@@ -880,13 +902,126 @@ Status FakeStore::RotatePoolToken(const std::string&, const Bytes&, int64_t, con
   return Unsupported("token rotation");
 }
 
-Result<EnrollOutcome> FakeStore::EnrollMerged(const Enrollment&, const EnrollFields&, const Actor&, bool, int64_t) {
-  return Unsupported("merged enrollments");
+// EnrollMerged's rules (store.h) on the maps, the same order of checks as
+// the SQL backends' (storage/enrollment.cc); throws StoreError.
+EnrollOutcome FakeStore::EnrollMergedIn(const Enrollment& given, const EnrollMerge& merge, size_t row,
+                                        const Actor& actor, bool replace_ek, int64_t now) {
+  Machine* old = nullptr;
+  for (auto& [id, m] : state_->machines) {
+    if (m.hostname == given.hostname) old = &m;
+  }
+  MachineState state = old ? old->state : given.state;
+  if (old && old->ek_hash == given.ek_hash && old->state == MachineState::kPending &&
+      given.state == MachineState::kEnrolled) {
+    state = MachineState::kEnrolled;
+  }
+  Result<MergedEnrollment> merged = merge(row, old, state);
+  if (!merged.ok()) Fail(merged.status());
+  Enrollment in = merged->enrollment;
+  in.hostname = given.hostname;
+  in.ek_public = given.ek_public;
+  in.ek_hash = given.ek_hash;
+  in.state = given.state;
+  CheckEnrollment(in);
+  if (state_->pools.count(in.pool) == 0) Fail(Status::NotFound("pool_unknown", "no pool named '" + in.pool + "'"));
+  for (auto& [id, m] : state_->machines) {
+    if (m.ek_hash == in.ek_hash && &m != old) {
+      Fail(Status::InvalidArgument("ek_in_use", "this EK is enrolled as " + m.hostname));
+    }
+  }
+  const bool replaced = old != nullptr && old->ek_hash != in.ek_hash;
+  if (replaced && !replace_ek) {
+    Fail(Status::InvalidArgument("ek_conflict", "'" + in.hostname + "' is enrolled with another EK"));
+  }
+  if (old != nullptr && !replaced && merged->changed.empty()) return {*old, std::string(kEnrollUnchanged), {}};
+  Machine m = old != nullptr ? *old : Machine{};
+  const MachineState from = m.state;
+  if (old == nullptr) {
+    m.id = state_->next_machine++;
+    m.created_at = now;
+    state_->epochs[m.id] = 0;
+  }
+  m.hostname = in.hostname;
+  m.pool = in.pool;
+  m.addresses = in.addresses;
+  m.policy_json = in.policy_json;
+  m.vars_json = in.vars_json;
+  if (old == nullptr || replaced || in.ek_certificate) {
+    m.ek_certificate = in.ek_certificate;
+    m.tpm_manufacturer = in.tpm_manufacturer;
+    m.tpm_model = in.tpm_model;
+    m.tpm_version = in.tpm_version;
+  }
+  m.ek_public = in.ek_public;
+  m.ek_hash = in.ek_hash;
+  m.state = old == nullptr || replaced ? in.state : state;
+  if (replaced) {
+    m.tofu_pcrs_json.reset();
+    m.client_cert_issued_at.reset();
+    ++state_->epochs[m.id];
+    state_->DropCredentials(m.id);
+  }
+  m.updated_at = now;
+  state_->machines[m.id] = m;
+  if (old == nullptr) {
+    state_->Audit(actor, now, "enroll", &m, std::nullopt, m.state, "{}");
+    return {m, std::string(kEnrollCreated), {}};
+  }
+  std::string changed;
+  for (const auto& f : merged->changed) changed += (changed.empty() ? "" : ",") + Quote(f);
+  state_->Audit(actor, now, replaced ? "replace_ek" : "enroll_update", &m, from, m.state,
+                "{\"changed\":[" + changed + "]}");
+  if (!replaced) return {m, std::string(kEnrollUpdated), std::move(merged->changes)};
+  std::vector<std::string> words{"ek replaced"};
+  words.insert(words.end(), merged->changes.begin(), merged->changes.end());
+  return {m, std::string(kEnrollReplacedEk), std::move(words)};
 }
 
-Result<ImportReport> FakeStore::Import(const std::vector<ImportRow>&, const ImportOptions&, const Actor&, int64_t,
-                                       const ImportProgress&) {
-  return Unsupported("imports");
+Result<EnrollOutcome> FakeStore::EnrollMerged(const Enrollment& e, const EnrollMerge& merge, const Actor& actor,
+                                              bool replace_ek, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<EnrollOutcome> {
+    CheckActor(actor);
+    return EnrollMergedIn(e, merge, 0, actor, replace_ek, now);
+  });
+}
+
+// All or nothing: the rows are applied to a copy of the state, which
+// replaces it only when every row went in and this is no dry run.
+Result<ImportReport> FakeStore::Import(const std::vector<ImportRow>& rows, const EnrollMerge& merge,
+                                       const ImportOptions& options, const Actor& actor, int64_t now,
+                                       const ImportProgress& progress) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<ImportReport> {
+    CheckActor(actor);
+    CheckNoImportDuplicates(rows);
+    auto before = std::make_unique<State>(*state_);
+    struct Restore {
+      FakeStore* store;
+      std::unique_ptr<State>* saved;
+      bool keep = false;
+      ~Restore() {
+        if (!keep) std::swap(store->state_, *saved);
+      }
+    } restore{this, &before};
+    ImportReport report;
+    report.dry_run = options.dry_run;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EnrollOutcome o;
+      try {
+        o = EnrollMergedIn(rows[i].enrollment, merge, i, actor, /*replace_ek=*/false, now);
+      } catch (const StoreError& err) {
+        Fail(err.status().Annotate(rows[i].where + " (" + rows[i].enrollment.hostname + ")"));
+      }
+      ++(o.outcome == kEnrollCreated ? report.created : o.outcome == kEnrollUpdated ? report.updated
+                                                                                     : report.unchanged);
+      report.rows.push_back({rows[i].where, o.machine.hostname, std::move(o.outcome), std::move(o.changes)});
+      if (progress) progress(i + 1, rows.size());
+    }
+    if (!rows.empty()) state_->Audit(actor, now, "import", nullptr, std::nullopt, std::nullopt, "{}");
+    restore.keep = !options.dry_run;
+    return report;
+  });
 }
 
 Result<Machine> FakeStore::Approve(const std::string& hostname, const Actor& actor, int64_t now) {
@@ -898,8 +1033,40 @@ Result<Machine> FakeStore::Approve(const std::string& hostname, const Actor& act
   });
 }
 
-Result<Machine> FakeStore::Approve(const std::string&, const ApprovalChanges&, const Actor&, int64_t) {
-  return Unsupported("approvals with changes");
+Result<Machine> FakeStore::Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
+                                   int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    Machine& m = state_->MustHost(hostname);
+    if (m.state != MachineState::kPending) Fail(Status::InvalidArgument("state_conflict", Is(m) + ", not pending"));
+    Enrollment e;
+    e.hostname = changes.hostname.value_or(m.hostname);
+    e.pool = changes.pool.value_or(m.pool);
+    e.ek_public = m.ek_public;
+    e.ek_hash = m.ek_hash;
+    e.ek_certificate = m.ek_certificate;
+    e.addresses = changes.addresses.value_or(m.addresses);
+    e.vars_json = changes.vars_json.value_or(m.vars_json);
+    CheckEnrollment(e);
+    state_->MustPool(e.pool);
+    for (const auto& [id, other] : state_->machines) {
+      if (id != m.id && other.hostname == e.hostname) {
+        Fail(Status::InvalidArgument("hostname_taken", "'" + e.hostname + "' is already the hostname of a " +
+                                                           std::string(StateName(other.state)) + " machine"));
+      }
+    }
+    const Machine before = m;
+    m.hostname = e.hostname;
+    m.pool = e.pool;
+    m.addresses = NormalizeAddresses(e.addresses);
+    m.vars_json = e.vars_json;
+    m.state = MachineState::kEnrolled;
+    m.updated_at = now;
+    state_->Audit(actor, now, "approve", &m, before.state, m.state,
+                  "{\"old_hostname\":" + Quote(before.hostname) + ",\"hostname\":" + Quote(m.hostname) + "}");
+    return m;
+  });
 }
 
 Result<Machine> FakeStore::Revoke(const std::string& hostname, const Actor& actor, int64_t now) {
@@ -946,12 +1113,61 @@ Result<Machine> FakeStore::Transition(int64_t machine_id, const std::vector<Mach
   });
 }
 
-Result<Machine> FakeStore::DeleteMachine(const std::string&, const Actor&, int64_t) {
-  return Unsupported("deletions");
+namespace {
+
+// machine_active unless `m` is pending, enrolled or revoked.
+void CheckQuiet(const Machine& m, const std::string& verb) {
+  if (!Contains({MachineState::kPending, MachineState::kEnrolled, MachineState::kRevoked}, m.state)) {
+    Fail(Status::InvalidArgument("machine_active", Is(m) + "; " + verb + " needs pending, enrolled or revoked"));
+  }
 }
 
-Result<Machine> FakeStore::RenameMachine(const std::string&, const std::string&, const Actor&, int64_t) {
-  return Unsupported("renames");
+}  // namespace
+
+Result<Machine> FakeStore::DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    const Machine m = state_->MustHost(hostname);
+    CheckQuiet(m, "delete");
+    state_->DropCredentials(m.id);
+    std::erase_if(state_->attestations, [&](const auto& a) { return a.record.machine_id == m.id; });
+    std::erase_if(state_->csrs, [&](const auto& c) { return c.request.machine_id == m.id; });
+    for (auto& c : state_->certificates) {
+      if (c.cert.machine_id == m.id) c.epoch = -1;
+    }
+    state_->observations.erase(m.id);
+    state_->reports.erase(m.id);
+    state_->Audit(actor, now, "machine_deleted", &m, m.state, std::nullopt, "{}");
+    state_->machines.erase(m.id);
+    return m;
+  });
+}
+
+Result<Machine> FakeStore::RenameMachine(const std::string& hostname, const std::string& new_hostname,
+                                         const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<Machine> {
+    CheckActor(actor);
+    Machine& m = state_->MustHost(hostname);
+    CheckQuiet(m, "rename");
+    CheckHostname(new_hostname);
+    if (new_hostname == hostname) return m;
+    for (const auto& [id, other] : state_->machines) {
+      if (other.hostname == new_hostname) {
+        Fail(Status::InvalidArgument("hostname_taken", "'" + new_hostname + "' is the hostname of another machine"));
+      }
+    }
+    m.hostname = new_hostname;
+    for (auto& a : m.addresses) {
+      if (a.kind == kAddressHostname && a.value == hostname) a.value = new_hostname;
+    }
+    m.addresses = NormalizeAddresses(m.addresses);
+    m.updated_at = now;
+    state_->Audit(actor, now, "machine_renamed", &m, m.state, m.state,
+                  "{\"from\":" + Quote(hostname) + ",\"to\":" + Quote(new_hostname) + "}");
+    return m;
+  });
 }
 
 // --- EventStore: events are written by the SQL backends' triggers ---------------

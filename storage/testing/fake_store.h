@@ -7,9 +7,11 @@
 // atomicity (one mutex; every check is made before anything changes) and
 // audit rows: PoolReader, MachineReader, DecisionAudit, AttestationStore,
 // CsrStore; of the other roles what those tests set up and look at:
-// PutPool (with its first token and templates), SetPoolTemplate, Approve,
-// Revoke, Reset, Transition, ListAudit, AuditAdminRefusal, RecordConfigServed,
-// PurgeExpired and the counts. Everything else answers kUnsupported
+// PutPool (with its first token and templates), SetPoolTemplate,
+// EnrollMerged, Import, Approve (with changes too), Revoke, Reset,
+// DeleteMachine, RenameMachine, the provisioning reports, Transition,
+// ListAudit, AuditAdminRefusal, RecordConfigServed, PurgeExpired and the
+// counts. Everything else answers kUnsupported
 // (fake_unsupported). Audit rows carry no hash chain (hash and prev_hash are
 // empty): the chain is the SQL backends' (docs/audit.md).
 //
@@ -97,10 +99,11 @@ class FakeStore final : public Store {
                                const Actor& actor, int64_t now) override;
   Status RotatePoolToken(const std::string& pool, const Bytes& new_hash, int64_t previous_valid_until,
                          const Actor& actor, int64_t now) override;
-  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollFields& fields, const Actor& actor,
+  Result<EnrollOutcome> EnrollMerged(const Enrollment& e, const EnrollMerge& merge, const Actor& actor,
                                      bool replace_ek, int64_t now) override;
-  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const ImportOptions& options, const Actor& actor,
-                              int64_t now, const ImportProgress& progress) override;
+  Result<ImportReport> Import(const std::vector<ImportRow>& rows, const EnrollMerge& merge,
+                              const ImportOptions& options, const Actor& actor, int64_t now,
+                              const ImportProgress& progress) override;
   Result<Machine> Approve(const std::string& hostname, const Actor& actor, int64_t now) override;
   Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
                           int64_t now) override;
@@ -133,6 +136,10 @@ class FakeStore final : public Store {
   Status Backup(const std::string& dest_path) override;
 
  private:
+  // EnrollMerged's work under mu_; throws StoreError.
+  EnrollOutcome EnrollMergedIn(const Enrollment& given, const EnrollMerge& merge, size_t row, const Actor& actor,
+                               bool replace_ek, int64_t now);
+
   struct State;
   // The CSR role's writes with mu_ already held (RecordIssuedCertificate
   // runs them in one critical section).

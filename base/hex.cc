@@ -32,4 +32,22 @@ std::optional<std::vector<uint8_t>> Decode(std::string_view text, size_t max_byt
   return out;
 }
 
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kUpper[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                       c == '.' || c == '_' || c == '~';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kUpper[c >> 4];
+      out += kUpper[c & 0xf];
+    }
+  }
+  return out;
+}
+
 }  // namespace rackgate::hex

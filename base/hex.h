@@ -1,5 +1,6 @@
 // Hex, the one codec: lower-case to text, either case back, bounded. Used for
-// digests, names, nonces and EK identities on the wire, in the store, in logs.
+// digests, names, nonces and EK identities on the wire, in the store, in logs;
+// and the one percent-encoder (a URL's %XX).
 #ifndef RACKGATE_BASE_HEX_H_
 #define RACKGATE_BASE_HEX_H_
 
@@ -20,6 +21,10 @@ std::string Encode(std::span<const uint8_t> data);
 // (either case) of at most max_bytes bytes. Untrusted text is bounded before
 // anything is allocated.
 std::optional<std::vector<uint8_t>> Decode(std::string_view text, size_t max_bytes);
+
+// RFC 3986 percent-encoding of `text` for a URL's query or userinfo: every
+// byte but the unreserved A-Z a-z 0-9 - . _ ~ as %XX (upper-case hex).
+std::string PercentEncode(std::string_view text);
 
 }  // namespace rackgate::hex
 

@@ -46,5 +46,12 @@ TEST(Hex, TruncationNeverDecodesAPrefixAsWhole) {
   }
 }
 
+TEST(PercentEncode, KeepsOnlyTheUnreservedCharacters) {
+  EXPECT_EQ(hex::PercentEncode("node-1.example_~"), "node-1.example_~");
+  EXPECT_EQ(hex::PercentEncode("a b&c=d?e/f:g%h+i#"), "a%20b%26c%3Dd%3Fe%2Ff%3Ag%25h%2Bi%23");
+  EXPECT_EQ(hex::PercentEncode("\xff\x01"), "%FF%01");
+  EXPECT_EQ(hex::PercentEncode(""), "");
+}
+
 }  // namespace
 }  // namespace rackgate::hex

@@ -355,14 +355,8 @@ int RunList(const std::string& socket, int argc, char** argv, int first) {
   auto args = Args::Parse(argc, argv, first, {{"pool", "state"}, {"json"}, 0});
   if (!args.ok()) return UsageError(kListHelp, args.status().message());
   if (args->Has("help")) return PrintHelp(kListHelp);
-  std::string path = "/v1/admin/machines";
-  std::string sep = "?";
-  for (const char* f : {"pool", "state"}) {
-    if (auto v = args->Get(f)) {
-      path += sep + f + "=" + *v;
-      sep = "&";
-    }
-  }
+  const std::string path =
+      "/v1/admin/machines" + wire::EncodeMachineListQuery({args->Get("pool"), args->Get("state")});
   int code = kExitOk;
   auto r = Send(socket, "GET", path, nullptr, &code);
   if (!r.ok()) return code;

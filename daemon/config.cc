@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "attest/tpm.h"
+#include "base/hex.h"
 #include "core/events.h"
 
 namespace rackgate::daemon {
@@ -376,25 +377,6 @@ std::string Config::database_path() const {
   return storage::DatabaseFile(database).value_or("");
 }
 
-namespace {
-
-std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char ch : text) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      out += '%';
-      out += kHex[ch >> 4];
-      out += kHex[ch & 15];
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<std::string> DatabaseForStore(const Config& config) {
   if (!config.database_is_server()) return config.database_path();
   if (config.database_password_file.empty()) return config.database;
@@ -420,7 +402,7 @@ Result<std::string> DatabaseForStore(const Config& config) {
   if (secret.empty()) return Invalid(key, file + " is empty");
   const std::string& url = config.database;
   const char sep = url.find('?') == std::string::npos ? '?' : '&';
-  return url + sep + "password=" + PercentEncode(secret);
+  return url + sep + "password=" + hex::PercentEncode(secret);
 }
 
 Result<Config> LoadConfig(const std::string& path) {

@@ -5,16 +5,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <string>
 
-#include "attest/boot_policy.h"
-#include "wire/boot_policy_json.h"
-#include "base/log.h"
-#include "core/policy_proposal.h"
-#include "core/pool_settings.h"
-#include "core/secrets.h"
 #include "daemon/status_http.h"
 #include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
@@ -24,38 +16,11 @@
 #include "wire/admin_pools.h"
 #include "wire/admin_query.h"
 #include "wire/admin_status.h"
-#include "wire/protocol.h"
-#include "base/hex.h"
 
 namespace rackgate::daemon {
 
-namespace {
-
-using core::AttestationService;
-using core::IgnitionService;
-using nlohmann::json;
-
-}  // namespace
-
-Result<json> AdminBody(const Request& r) {
-  json doc = json::parse(r.body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("bad_json", "body is not a JSON object");
-  return doc;
-}
-
-AdminApi::AdminApi(storage::Store* store, AttestationService* attestation, IgnitionService* ignition,
-                   std::optional<gid_t> admin_gid)
-    : store_(store),
-      attestation_(attestation),
-      ignition_(ignition),
-      policies_(store, [attestation] { return attestation->Now(); }),
-      pools_(store, ignition, [attestation] { return attestation->Now(); }),
-      csr_approvals_(store, [attestation] { return attestation->Now(); }),
-      events_(store),
-      audit_(store),
-      status_({store, store, store}, attestation),
-      certificates_(store),
-      machines_(store, store, store, attestation),
+AdminApi::AdminApi(core::AdminCore* core, std::optional<gid_t> admin_gid)
+    : core_(core),
       admin_gid_(admin_gid) {}
 
 Result<storage::Actor> AdminApi::Authorize(const Request& request) const {
@@ -127,15 +92,6 @@ void AdminApi::Register(Router* router) {
   add("POST", "/v1/admin/pools/{name}/policy/accept", [this](const Request& r) { return PolicyAccept(r); });
 }
 
-namespace {
-
-std::optional<std::string> QueryText(const Request& r, const char* key) {
-  auto it = r.query.find(key);
-  return it == r.query.end() ? std::nullopt : std::optional<std::string>(it->second);
-}
-
-}  // namespace
-
 // --- Machines (docs/operations.md, docs/inventory.md, docs/lifecycle.md) ------
 
 Result<Response> AdminApi::Enroll(const Request& request) {
@@ -143,7 +99,7 @@ Result<Response> AdminApi::Enroll(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto enroll = wire::DecodeEnrollRequest(request.body);
   if (!enroll.ok()) return enroll.status();
-  auto enrolled = machines_.Enroll(*enroll, *actor);
+  auto enrolled = core_->machines.Enroll(*enroll, *actor);
   if (!enrolled.ok()) return enrolled.status();
   return Response::Json(enrolled->created ? 201 : 200, wire::EncodeEnrollAnswer(enrolled->answer));
 }
@@ -155,7 +111,7 @@ Result<Response> AdminApi::Import(const Request& request) {
   const auto decode = [&request](const wire::ImportRowSink& row) {
     return wire::DecodeImportRequest(request.body, row);
   };
-  auto answer = machines_.Import(decode, *actor);
+  auto answer = core_->machines.Import(decode, *actor);
   if (!answer.ok()) return answer.status();
   return Response::Json(200, wire::EncodeImportAnswer(*answer));
 }
@@ -164,7 +120,9 @@ Result<Response> AdminApi::Import(const Request& request) {
 Result<Response> AdminApi::List(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto list = machines_.List(QueryText(request, "pool"), QueryText(request, "state"));
+  auto query = wire::DecodeMachineListQuery(request.query);
+  if (!query.ok()) return query.status();
+  auto list = core_->machines.List(query->pool, query->state);
   if (!list.ok()) return list.status();
   return Response::Json(200, wire::EncodeMachineList(*list));
 }
@@ -172,7 +130,7 @@ Result<Response> AdminApi::List(const Request& request) {
 Result<Response> AdminApi::Show(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto m = machines_.Show(request.path_params.at("hostname"));
+  auto m = core_->machines.Show(request.PathParam("hostname"));
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
@@ -185,8 +143,8 @@ Result<Response> AdminApi::Action(const Request& request, const std::string& ver
   if (!actor.ok()) return actor.status();
   auto body = wire::DecodeReasonRequest(request.body);
   const std::string reason = body.ok() ? body->reason : "";
-  const std::string& host = request.path_params.at("hostname");
-  auto m = verb == "revoke" ? machines_.Revoke(host, reason, *actor) : machines_.Reset(host, reason, *actor);
+  const std::string& host = request.PathParam("hostname");
+  auto m = verb == "revoke" ? core_->machines.Revoke(host, reason, *actor) : core_->machines.Reset(host, reason, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
@@ -196,7 +154,7 @@ Result<Response> AdminApi::ApproveMachine(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto approval = wire::DecodeApprovalRequest(request.body);
   if (!approval.ok()) return approval.status();
-  auto m = machines_.Approve(request.path_params.at("hostname"), *approval, *actor);
+  auto m = core_->machines.Approve(request.PathParam("hostname"), *approval, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
@@ -206,7 +164,7 @@ Result<Response> AdminApi::DeleteMachine(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto body = wire::DecodeReasonRequest(request.body);
   if (!body.ok()) return body.status();
-  auto m = machines_.Delete(request.path_params.at("hostname"), body->reason, *actor);
+  auto m = core_->machines.Delete(request.PathParam("hostname"), body->reason, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
@@ -216,7 +174,7 @@ Result<Response> AdminApi::RenameMachine(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto rename = wire::DecodeRenameRequest(request.body);
   if (!rename.ok()) return rename.status();
-  auto m = machines_.Rename(request.path_params.at("hostname"), *rename, *actor);
+  auto m = core_->machines.Rename(request.PathParam("hostname"), *rename, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
@@ -227,7 +185,7 @@ Result<Response> AdminApi::Audit(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto query = wire::DecodeAuditQuery(request.query);
   if (!query.ok()) return query.status();
-  auto entries = audit_.List(query->hostname, query->limit, query->since);
+  auto entries = core_->audit.List(query->hostname, query->limit, query->since);
   if (!entries.ok()) return entries.status();
   return Response::Json(200, wire::EncodeAuditList(*entries));
 }
@@ -236,7 +194,7 @@ Result<Response> AdminApi::Audit(const Request& request) {
 Result<Response> AdminApi::StatusReport(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto status = status_.Report();
+  auto status = core_->status.Report();
   if (!status.ok()) return status.status();
   return Response::Json(200, wire::EncodeStatusView(*status));
 }
@@ -248,7 +206,7 @@ Result<Response> AdminApi::PutPool(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto put = wire::DecodePoolPutRequest(request.body);
   if (!put.ok()) return put.status();
-  auto stored = pools_.Put(request.path_params.at("name"), *put, *actor);
+  auto stored = core_->pools.Put(request.PathParam("name"), *put, *actor);
   if (!stored.ok()) return stored.status();
   return Response::Json(stored->created ? 201 : 200, wire::EncodePoolView(stored->pool));
 }
@@ -260,7 +218,7 @@ Result<Response> AdminApi::PutTemplate(const Request& request) {
   if (!actor.ok()) return actor.status();
   std::optional<std::string_view> text;
   if (request.method != "DELETE") text = request.body;
-  auto stored = pools_.SetTemplate(request.path_params.at("name"), request.path_params.at("which"), text, *actor);
+  auto stored = core_->pools.SetTemplate(request.PathParam("name"), request.PathParam("which"), text, *actor);
   if (!stored.ok()) return stored.status();
   return Response::Json(200, wire::EncodePoolView(*stored));
 }
@@ -271,7 +229,7 @@ Result<Response> AdminApi::Certificates(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto query = wire::DecodeCertificateQuery(request.query);
   if (!query.ok()) return query.status();
-  auto certs = certificates_.List(query->hostname, query->limit);
+  auto certs = core_->certificates.List(query->hostname, query->limit);
   if (!certs.ok()) return certs.status();
   return Response::Json(200, wire::EncodeCertificateList(*certs));
 }
@@ -281,7 +239,7 @@ Result<Response> AdminApi::RotateToken(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto rotate = wire::DecodeTokenRotateRequest(request.body);
   if (!rotate.ok()) return rotate.status();
-  auto rotated = pools_.RotateToken(request.path_params.at("name"), rotate->grace_seconds, *actor);
+  auto rotated = core_->pools.RotateToken(request.PathParam("name"), rotate->grace_seconds, *actor);
   if (!rotated.ok()) return rotated.status();
   return Response::Json(200, wire::EncodeTokenRotation(*rotated));
 }
@@ -291,7 +249,7 @@ Result<Response> AdminApi::GetPools(const Request& request) {
   if (!actor.ok()) return actor.status();
   std::optional<std::string> one;
   if (auto it = request.path_params.find("name"); it != request.path_params.end()) one = it->second;
-  auto pools = pools_.List(one);
+  auto pools = core_->pools.List(one);
   if (!pools.ok()) return pools.status();
   if (one) return Response::Json(200, wire::EncodePoolView(pools->front()));
   return Response::Json(200, wire::EncodePoolList(*pools));
@@ -305,7 +263,7 @@ Result<Response> AdminApi::Events(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto query = wire::DecodeEventQuery(request.query);
   if (!query.ok()) return query.status();
-  auto events = events_.List(query->limit, query->pending);
+  auto events = core_->events.List(query->limit, query->pending);
   if (!events.ok()) return events.status();
   return Response::Json(200, wire::EncodeEventList(*events));
 }
@@ -318,7 +276,7 @@ Result<Response> AdminApi::Csrs(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto query = wire::DecodeCsrQuery(request.query);
   if (!query.ok()) return query.status();
-  auto list = csr_approvals_.List(query->all, query->limit);
+  auto list = core_->csr_approvals.List(query->all, query->limit);
   if (!list.ok()) return list.status();
   return Response::Json(200, wire::EncodeCsrList(*list));
 }
@@ -329,7 +287,7 @@ Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   if (!actor.ok()) return actor.status();
   auto decision = wire::DecodeCsrDecisionRequest(request.body);
   if (!decision.ok()) return decision.status();
-  auto decided = csr_approvals_.Decide(request.path_params.at("id"), approve, decision->reason, *actor);
+  auto decided = core_->csr_approvals.Decide(request.PathParam("id"), approve, decision->reason, *actor);
   if (!decided.ok()) return decided.status();
   return Response::Json(200, wire::EncodeCsrView(*decided));
 }
@@ -343,7 +301,7 @@ Result<Response> AdminApi::VerifyAudit(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto query = wire::DecodeAuditVerifyQuery(request.query);
   if (!query.ok()) return query.status();
-  auto verdict = audit_.Verify(query->anchor, *actor);
+  auto verdict = core_->audit.Verify(query->anchor, *actor);
   if (!verdict.ok()) return verdict.status();
   if (verdict->report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict->report));
   Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict->message));

@@ -8,35 +8,20 @@
 
 #include <sys/types.h>
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include "core/attestation.h"
-#include "core/audit_service.h"
-#include "core/certificate_service.h"
-#include "core/csr_approval_service.h"
-#include "core/event_service.h"
+#include "core/admin_core.h"
 #include "daemon/http.h"
-#include "core/ignition_service.h"
-#include "core/machine_service.h"
-#include "core/policy_service.h"
-#include "core/pool_service.h"
-#include "core/status_service.h"
-#include "storage/store.h"
 
 namespace rackgate::daemon {
 
-// A request's body as a JSON object; bad_json (400) for anything else.
-Result<nlohmann::json> AdminBody(const Request& request);
-
 class AdminApi {
  public:
-  // BORROWED: store and attestation outlive the API. `admin_gid` is the group
-  // whose members may call it (besides root and the daemon's own user);
-  // nullopt when the group does not exist.
-  AdminApi(storage::Store* store, core::AttestationService* attestation, core::IgnitionService* ignition,
-           std::optional<gid_t> admin_gid);
+  // BORROWED: core outlives the API. `admin_gid` is the group whose members
+  // may call it (besides root and the daemon's own user); nullopt when the
+  // group does not exist.
+  AdminApi(core::AdminCore* core, std::optional<gid_t> admin_gid);
 
   // Adds the /v1/admin/... routes.
   void Register(Router* router);
@@ -79,17 +64,7 @@ class AdminApi {
   Result<Response> PolicyAccept(const Request& request);
   Result<Response> PolicyPut(const Request& request);
 
-  storage::Store* store_;
-  core::AttestationService* attestation_;
-  core::IgnitionService* ignition_;
-  core::PolicyService policies_;
-  core::PoolService pools_;
-  core::CsrApprovalService csr_approvals_;
-  core::EventService events_;
-  core::AuditService audit_;
-  core::StatusService status_;
-  core::CertificateService certificates_;
-  core::MachineService machines_;
+  core::AdminCore* core_;
   std::optional<gid_t> admin_gid_;
 };
 

@@ -8,20 +8,11 @@
 
 namespace rackgate::daemon {
 
-namespace {
-
-// The route's {name}.
-const std::string& PoolName(const Request& r) {
-  return r.path_params.at("name");  // admin-path: a path parameter, not a JSON key
-}
-
-}  // namespace
-
 // GET /v1/admin/pools/{name}/policy.
 Result<Response> AdminApi::PolicyShow(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto shown = policies_.Show(PoolName(request));
+  auto shown = core_->policies.Show(request.PathParam("name"));
   if (!shown.ok()) return shown.status();
   return Response::Json(200, wire::EncodePolicyShowView(*shown));
 }
@@ -32,7 +23,7 @@ Result<Response> AdminApi::PolicyMode(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto mode = wire::DecodePolicyModeRequest(request.body);
   if (!mode.ok()) return mode.status();
-  auto pool = policies_.SetMode(PoolName(request), *mode, *actor);
+  auto pool = core_->policies.SetMode(request.PathParam("name"), *mode, *actor);
   if (!pool.ok()) return pool.status();
   return Response::Json(200, wire::EncodePolicyModeView(*pool));
 }
@@ -41,7 +32,7 @@ Result<Response> AdminApi::PolicyMode(const Request& request) {
 Result<Response> AdminApi::PolicyPropose(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto proposal = policies_.ShowProposal(PoolName(request));
+  auto proposal = core_->policies.ShowProposal(request.PathParam("name"));
   if (!proposal.ok()) return proposal.status();
   return Response::Json(200, wire::EncodePolicyProposalView(*proposal));
 }
@@ -52,7 +43,7 @@ Result<Response> AdminApi::PolicyAccept(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto accept = wire::DecodePolicyAcceptRequest(request.body);
   if (!accept.ok()) return accept.status();
-  auto applied = policies_.Accept(PoolName(request), *accept, *actor);
+  auto applied = core_->policies.Accept(request.PathParam("name"), *accept, *actor);
   if (!applied.ok()) return applied.status();
   return Response::Json(200, wire::EncodePolicyAppliedView(*applied));
 }
@@ -63,7 +54,7 @@ Result<Response> AdminApi::PolicyPut(const Request& request) {
   if (!actor.ok()) return actor.status();
   auto put = wire::DecodePolicyPutRequest(request.body);
   if (!put.ok()) return put.status();
-  auto applied = policies_.Put(PoolName(request), *put, *actor);
+  auto applied = core_->policies.Put(request.PathParam("name"), *put, *actor);
   if (!applied.ok()) return applied.status();
   return Response::Json(200, wire::EncodePolicyAppliedView(*applied));
 }

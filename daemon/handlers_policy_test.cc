@@ -33,11 +33,13 @@ class PolicyRoutes : public ::testing::Test {
     ASSERT_TRUE(store_->PutPool(storage::Pool{"workers"}, {"test", ""}, 1800000000).ok());
     service_ = std::make_unique<core::AttestationService>(store_.get(), &anchors_, core::AttestationOptions{},
                                                           nullptr, [] { return int64_t{1800000000}; });
-    admin_ = std::make_unique<AdminApi>(store_.get(), service_.get(), nullptr, std::nullopt);
+    admin_core_ = std::make_unique<core::AdminCore>(store_.get(), service_.get(), nullptr);
+    admin_ = std::make_unique<AdminApi>(admin_core_.get(), std::nullopt);
     admin_->Register(&router_);
   }
   void TearDown() override {
     admin_.reset();
+    admin_core_.reset();
     service_.reset();
     store_.reset();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
@@ -61,6 +63,7 @@ class PolicyRoutes : public ::testing::Test {
   std::unique_ptr<storage::Store> store_;
   core::TrustAnchors anchors_{attest::EkTrustStore()};
   std::unique_ptr<core::AttestationService> service_;
+  std::unique_ptr<core::AdminCore> admin_core_;
   std::unique_ptr<AdminApi> admin_;
   Router router_;
 };

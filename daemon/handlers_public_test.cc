@@ -101,7 +101,8 @@ TEST(Reports, RecordedAndShownByTheAdminApi) {
     PublicHandlers handlers(&service, nullptr, nullptr, RetryPolicy{});
     handlers.SetReports(&reports);
     handlers.Register(&router);
-    AdminApi admin(db, &service, nullptr, std::nullopt);
+    core::AdminCore admin_core(db, &service, nullptr);
+    AdminApi admin(&admin_core, std::nullopt);
     admin.Register(&router);
 
     Request post;
@@ -276,7 +277,8 @@ TEST(PoolPut, Issue15RefusedPutLeavesTheDatabaseUnchanged) {
     o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
     core::IgnitionService ignition(db, &service, o, nullptr);
     Router router;
-    AdminApi admin(db, &service, &ignition, std::nullopt);
+    core::AdminCore admin_core(db, &service, &ignition);
+    AdminApi admin(&admin_core, std::nullopt);
     admin.Register(&router);
     const nlohmann::json kPublic = nlohmann::json::parse(
         R"({"ignition":{"version":"3.3.0"},"storage":{"files":[{"path":"/etc/rackgate/url","mode":420,)"

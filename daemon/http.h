@@ -54,6 +54,9 @@ struct Request {
   // The credentials of `Authorization: Bearer <token>` (scheme matched
   // without case, RFC 9110 §11.1); nullopt when absent or another scheme.
   std::optional<std::string> BearerToken() const;
+  // The route's {name} parameter (Router::Add's pattern names it; a handler
+  // asks only for its own route's).
+  const std::string& PathParam(const std::string& name) const { return path_params.at(name); }
 };
 
 struct Response {

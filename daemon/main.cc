@@ -453,7 +453,8 @@ int Run(const std::string& config_path, bool check_only) {
     Log()->warn("no cluster CA yet ({}): CSRs wait with 503 until `rackgatectl ca import` provides one",
                 s.ToString());
   }
-  AdminApi admin(store->get(), &attestation, &ignition, GroupId(config->admin_group));
+  core::AdminCore admin_core(store->get(), &attestation, &ignition);
+  AdminApi admin(&admin_core, GroupId(config->admin_group));
   RetryPolicy retry;
   retry.retry_after_seconds = config->retry_after_seconds;
   retry.busy_retry_after_seconds = config->busy_retry_after_seconds;

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/hex.h"
+
 namespace rackgate::wire {
 
 namespace {
@@ -15,12 +17,14 @@ constexpr char kSince[] = "since";
 constexpr char kAnchor[] = "anchor";
 constexpr char kPending[] = "pending";
 constexpr char kAll[] = "all";
+constexpr char kPool[] = "pool";
+constexpr char kState[] = "state";
 
 // "?a=1&b=2" from the pairs given, in order; "" for none.
 std::string Join(const std::vector<std::pair<const char*, std::string>>& pairs) {
   std::string out;
   for (const auto& [name, value] : pairs) {
-    out += (out.empty() ? "?" : "&") + std::string(name) + "=" + PercentEncode(value);
+    out += (out.empty() ? "?" : "&") + std::string(name) + "=" + hex::PercentEncode(value);
   }
   return out;
 }
@@ -56,23 +60,6 @@ std::optional<std::string> Text(const QueryParams& params, const char* name) {
 }
 
 }  // namespace
-
-std::string PercentEncode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                       c == '.' || c == '_' || c == '~';
-    if (plain) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  return out;
-}
 
 std::string EncodeAuditQuery(const AuditQuery& q) {
   std::vector<std::pair<const char*, std::string>> pairs = {{kLimit, std::to_string(q.limit)}};
@@ -149,6 +136,17 @@ Result<CertificateQuery> DecodeCertificateQuery(const QueryParams& params) {
   q.hostname = Text(params, kHostname);
   q.limit = *limit;
   return q;
+}
+
+std::string EncodeMachineListQuery(const MachineListQuery& q) {
+  std::vector<std::pair<const char*, std::string>> pairs;
+  if (q.pool) pairs.emplace_back(kPool, *q.pool);
+  if (q.state) pairs.emplace_back(kState, *q.state);
+  return Join(pairs);
+}
+
+Result<MachineListQuery> DecodeMachineListQuery(const QueryParams& params) {
+  return MachineListQuery{Text(params, kPool), Text(params, kState)};
 }
 
 }  // namespace rackgate::wire

@@ -1,6 +1,6 @@
 // The admin API's query strings (docs/protocol.md, "Admin API: query
-// parameters") as typed values: what GET /v1/admin/audit, /audit/verify,
-// /events, /csrs and /certificates take, for rackgated (decoding the
+// parameters") as typed values: what GET /v1/admin/machines, /audit,
+// /audit/verify, /events, /csrs and /certificates take, for rackgated (decoding the
 // request's parameters) and rackgatectl (encoding them).
 //
 // Encoding gives the text to append to the route: "" or "?name=value&...",
@@ -26,9 +26,6 @@ namespace rackgate::wire {
 // A request's query parameters by name, escapes undone (the first of a
 // repeated name).
 using QueryParams = std::map<std::string, std::string>;
-
-// `text` percent-encoded: every byte but A-Z a-z 0-9 - . _ ~ as %XX.
-std::string PercentEncode(const std::string& text);
 
 // GET /v1/admin/audit: the newest `limit` rows, or the first ones after
 // row `since` (0: none), of every machine or of `hostname`.
@@ -78,6 +75,16 @@ struct CertificateQuery {
 };
 std::string EncodeCertificateQuery(const CertificateQuery& q);
 Result<CertificateQuery> DecodeCertificateQuery(const QueryParams& params);
+
+// GET /v1/admin/machines: every machine, or those of `pool`, in `state`
+// (a state's name; the core refuses an unknown one, state_invalid).
+struct MachineListQuery {
+  std::optional<std::string> pool;
+  std::optional<std::string> state;
+  bool operator==(const MachineListQuery&) const = default;
+};
+std::string EncodeMachineListQuery(const MachineListQuery& q);
+Result<MachineListQuery> DecodeMachineListQuery(const QueryParams& params);
 
 }  // namespace rackgate::wire
 

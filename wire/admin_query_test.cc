@@ -40,13 +40,6 @@ QueryParams Parse(const std::string& text) {
   return out;
 }
 
-TEST(PercentEncode, KeepsOnlyTheUnreservedCharacters) {
-  EXPECT_EQ(PercentEncode("node-1.example_~"), "node-1.example_~");
-  EXPECT_EQ(PercentEncode("a b&c=d?e/f:g%h+i#"), "a%20b%26c%3Dd%3Fe%2Ff%3Ag%25h%2Bi%23");
-  EXPECT_EQ(PercentEncode("\xff\x01"), "%FF%01");
-  EXPECT_EQ(PercentEncode(""), "");
-}
-
 TEST(AuditQuery, TextRoundTripAndDefaults) {
   const AuditQuery q{std::string("node 1&x=y"), 50, 7};
   const std::string text = EncodeAuditQuery(q);
@@ -104,6 +97,17 @@ TEST(CertificateQuery, TextRoundTripAndDefaults) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, q);
   EXPECT_EQ(*DecodeCertificateQuery({}), (CertificateQuery{std::nullopt, 1000}));
+}
+
+TEST(MachineListQuery, TextRoundTripAndDefaults) {
+  const MachineListQuery q{std::string("gpu workers"), std::string("joined")};
+  EXPECT_EQ(EncodeMachineListQuery(q), "?pool=gpu%20workers&state=joined");
+  auto back = DecodeMachineListQuery(Parse(EncodeMachineListQuery(q)));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, q);
+  EXPECT_EQ(EncodeMachineListQuery({}), "");
+  EXPECT_EQ(*DecodeMachineListQuery({}), MachineListQuery{});
+  EXPECT_EQ(*DecodeMachineListQuery({{"state", "revoked"}}), (MachineListQuery{std::nullopt, "revoked"}));
 }
 
 // The flags as the appliance always took them ("1"; "0" is off; a bare

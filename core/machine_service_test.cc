@@ -42,6 +42,16 @@ class MachineServiceTest : public EveryStoreTest {
  protected:
   MachineServiceTest() : machines_(store_.get(), store_.get(), store_.get(), attestation_.get()) {}
 
+  // `m` as discovery records it: pending, in pool workers, as `hostname`.
+  void Discovered(const SoftMachine& m, const std::string& hostname) {
+    storage::Enrollment p;
+    p.hostname = hostname;
+    p.pool = "workers";
+    p.ek_public = m.ek.tpm2b_public();
+    p.ek_hash = m.EkHash();
+    p.state = storage::MachineState::kPending;
+    ASSERT_TRUE(store_->Enroll(p, actor_, false, now_).ok());
+  }
   // An enroll request for `m` as `hostname` in pool workers, by its EK
   // public area.
   static wire::EnrollRequest Request(const SoftMachine& m, const std::string& hostname) {
@@ -277,13 +287,7 @@ TEST_P(MachineServiceTest, ImportRefusals) {
 TEST_P(MachineServiceTest, ListAndShowWithTheLastReportAndAttestation) {
   SoftMachine m, pending;
   ASSERT_TRUE(machines_.Enroll(Request(m, "node-1"), actor_).ok());
-  storage::Enrollment p;
-  p.hostname = "pending-1";
-  p.pool = "workers";
-  p.ek_public = pending.ek.tpm2b_public();
-  p.ek_hash = pending.EkHash();
-  p.state = storage::MachineState::kPending;
-  ASSERT_TRUE(store_->Enroll(p, actor_, false, now_).ok());
+  Discovered(pending, "pending-1");
 
   auto all = machines_.List(std::nullopt, std::nullopt);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -330,13 +334,7 @@ TEST_P(MachineServiceTest, ListAndShowWithTheLastReportAndAttestation) {
 
 TEST_P(MachineServiceTest, ApproveNamesAndPlacesADiscoveredMachine) {
   SoftMachine pending, m;
-  storage::Enrollment p;
-  p.hostname = "pending-1";
-  p.pool = "workers";
-  p.ek_public = pending.ek.tpm2b_public();
-  p.ek_hash = pending.EkHash();
-  p.state = storage::MachineState::kPending;
-  ASSERT_TRUE(store_->Enroll(p, actor_, false, now_).ok());
+  Discovered(pending, "pending-1");
   ASSERT_TRUE(machines_.Enroll(Request(m, "node-1"), actor_).ok());
 
   wire::ApprovalRequest bad_vars;

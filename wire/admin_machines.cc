@@ -13,6 +13,7 @@ namespace rackgate::wire {
 namespace {
 
 using nlohmann::json;
+using admin_json::Strings;
 
 constexpr char kMachines[] = "machines";
 
@@ -50,19 +51,6 @@ Result<std::vector<AddressView>> AddressesFromJson(const json& list, const char*
   for (const json& a : list) {
     if (!a.is_object()) return Status::InvalidArgument("field_invalid", element);
     out.push_back({Text(a, "kind"), Text(a, "value")});
-  }
-  return out;
-}
-
-Result<std::vector<std::string>> Strings(const json& o, const char* key) {
-  std::vector<std::string> out;
-  if (!o.contains(key) || o.at(key).is_null()) return out;
-  const json& list = o.at(key);
-  const Status invalid = Status::InvalidArgument("field_invalid", std::string(key) + " must be a list of strings");
-  if (!list.is_array()) return invalid;
-  for (const json& s : list) {
-    if (!s.is_string()) return invalid;
-    out.push_back(s.get<std::string>());
   }
   return out;
 }

@@ -90,7 +90,18 @@ lab_expect 5 "$R_DEVICE_TCTI_LOADED" "in the empty root, with no /dev: the bundl
 lab_ca lab
 lab_machine mb lab
 rg_trust lab
+rg_config agent_bundle "\"$FRAGMENT\""
 rg_start
+
+# rackgated serves it on its public port, no token (docs/nodes.md).
+served="$LAB_DIR/served.cpio.zst"
+lab_check "GET /v1/agent/initramfs: 200, no token" test "$(rg_get /v1/agent/initramfs "$served")" == 200
+lab_check "the served fragment is the built one, byte for byte" cmp -s "$served" "$FRAGMENT"
+lab_check "the served fragment unpacks (zstd -d | cpio -t)" \
+  bash -c "zstd -dc '$served' | cpio -t -H newc --quiet | grep -qx usr/lib/rackgate-agent/rackgate-agent"
+lab_check "GET /v1/agent/initramfs.sha256: 200" test "$(rg_get /v1/agent/initramfs.sha256 "$LAB_DIR/served.sha256")" == 200
+lab_check "its digest is the fragment's SHA-256 (sha256sum -c)" \
+  bash -c "cd '$LAB_DIR' && sed 's/agent-initramfs.cpio.zst\$/served.cpio.zst/' served.sha256 | sha256sum -c --quiet"
 rg_ctl enroll --hostname node-b --pool default --ek-cert "$(lab_dir mb)/ek-rsa.der" >/dev/null
 swtpm_tcti="$(ldconfig -p | sed -n 's/^\tlibtss2-tcti-swtpm.so.0 (libc6,x86-64[^)]*) => \(.*\)$/\1/p' | head -n1)"
 if [[ -n "$swtpm_tcti" ]]; then

@@ -96,6 +96,10 @@ ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 ip route add default via 10.0.2.2
 echo "RACKGATE-LAB: eventlog $(wc -c < /sys/kernel/security/tpm0/binary_bios_measurements) bytes"
+# The firmware's log on the console too, for the host (vm_eventlog).
+echo "RACKGATE-LAB: eventlog base64 begin"
+base64 < /sys/kernel/security/tpm0/binary_bios_measurements
+echo "RACKGATE-LAB: eventlog base64 end"
 echo "RACKGATE-LAB: agent start"
 # --max-wait is not on the command line: a pool's policy pins that (PCR 8).
 /usr/bin/rackgate-agent --url "$(arg rackgate.url)" --ca /etc/rackgate/ca.pem --max-wait 10
@@ -200,5 +204,11 @@ vm_boot() {
 
 # vm_serial M: the serial console of M's last boot, carriage returns removed.
 vm_serial() { tr -d '\r' < "$(lab_dir "$1")/serial.boot"; }
+# vm_eventlog M FILE: the firmware event log M's initramfs read from
+# securityfs in its last boot, as the console carried it; fails when none.
+vm_eventlog() {
+  vm_serial "$1" | sed -n '/^RACKGATE-LAB: eventlog base64 begin$/,/^RACKGATE-LAB: eventlog base64 end$/p' |
+    sed '1d;$d' | base64 -d > "$2" && [[ -s "$2" ]]
+}
 # vm_agent_exit M: the agent's exit status in M's last boot ("" if it never ended).
 vm_agent_exit() { vm_serial "$1" | sed -n 's/^RACKGATE-LAB: agent exit=\([0-9]*\)$/\1/p' | tail -n 1; }

@@ -35,11 +35,15 @@ VM_APPLIANCE_IP=10.0.2.100
 # What one boot may take, end to end, before QEMU is stopped: about 30 s
 # on an idle 2-core machine with no KVM (lab.sh, "time").
 VM_BOOT_SECONDS="${VM_BOOT_SECONDS:-90}"
-VM_MODULES=(virtio_pci virtio_net)
+# The NIC, and the disk the agent applies the attested config to (ext4).
+VM_MODULES=(virtio_pci virtio_net virtio_blk ext4)
+# The Kubernetes API server the kubeconfig names (nothing listens there).
+VM_APISERVER=https://10.0.2.100:6443
+VM_NODE_IP=10.0.2.15
 
 vm_skip_unless_tools() {
   local t f
-  for t in qemu-system-x86_64 mkfs.vfat mcopy mmd socat cpio zstd modprobe; do
+  for t in qemu-system-x86_64 mkfs.vfat mcopy mmd socat cpio zstd modprobe mkfs.ext4 debugfs; do
     command -v "$t" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$t" >/dev/null 2>&1 ||
       lab_skip "$t missing (script/bootstrap installs the firmware lab)"
   done
@@ -101,11 +105,27 @@ echo "RACKGATE-LAB: eventlog base64 begin"
 base64 < /sys/kernel/security/tpm0/binary_bios_measurements
 echo "RACKGATE-LAB: eventlog base64 end"
 echo "RACKGATE-LAB: agent start"
+# The machine's disk (ext4, label rgroot, the second virtio disk), if it
+# has one: the agent applies the attested config and writes kubelet's
+# files there, as it would into a first boot's /sysroot.
+mkdir -p /sysroot
+i=0
+while [ ! -e /dev/vdb ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+steps=attest
+if mount -t ext4 /dev/vdb /sysroot; then
+  steps=attest,config,csr
+  echo "RACKGATE-LAB: disk mounted"
+fi
 # --max-wait is not on the command line: a pool's policy pins that (PCR 8).
-/usr/bin/rackgate-agent --url "$(arg rackgate.url)" --ca /etc/rackgate/ca.pem --max-wait 10
+/usr/bin/rackgate-agent --url "$(arg rackgate.url)" --ca /etc/rackgate/ca.pem --max-wait 10 \
+  --steps "$steps" --apply-root /sysroot --kubelet-dir /sysroot/var/lib/kubelet/pki \
+  --kubeconfig /sysroot/var/lib/kubelet/kubeconfig --apiserver @APISERVER@ --node-ip @NODE_IP@
 echo "RACKGATE-LAB: agent exit=$?"
+sync
+umount /sysroot 2>/dev/null
 poweroff -f
 INIT
+  sed -i "s|@APISERVER@|$VM_APISERVER|; s|@NODE_IP@|$VM_NODE_IP|" "$r/init"
   chmod 0755 "$r/init"
   (cd "$r" && find . -print | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -1 > "$out"
 }
@@ -157,6 +177,8 @@ vm_boot() {
   local name="$1" media="$2" keys="${3:-ms}" m d rc=0 t0 vars pid limit
   m="$(lab_dir "$name")"; d="$VM_DIR/$media"
   vars="$m/vars.fd"
+  local disk=()
+  [[ -f "$m/disk.img" ]] && disk=(-drive "if=none,id=disk,format=raw,file=$m/disk.img" -device virtio-blk-pci,drive=disk)
   if [[ "$keys" == ms ]]; then cp "$VM_OVMF_VARS_MS" "$vars"; else cp "$VM_OVMF_VARS_NOKEYS" "$vars"; fi
   rm -f "$m/swtpm.sock" "$m/swtpm.pid"
   swtpm socket --tpm2 --tpmstate "dir=$m/state" --ctrl "type=unixio,path=$m/swtpm.sock" \
@@ -176,6 +198,7 @@ vm_boot() {
     -chardev "socket,id=chrtpm,path=$m/swtpm.sock" -tpmdev emulator,id=tpm0,chardev=chrtpm \
     -device tpm-crb,tpmdev=tpm0 \
     -drive "if=none,id=esp,format=raw,readonly=on,file=$d/esp.img" -device virtio-blk-pci,drive=esp \
+    "${disk[@]}" \
     -netdev "user,id=n0,restrict=on,guestfwd=tcp:$VM_APPLIANCE_IP:22623-cmd:socat STDIO TCP:127.0.0.1:$RG_PORT" \
     -device virtio-net-pci,netdev=n0 \
     </dev/null >"$m/qemu.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
@@ -200,6 +223,28 @@ vm_boot() {
     lab_wait 5 lab_pid_gone "$(cat "$m/swtpm.pid")" || lab_kill_pid "$(cat "$m/swtpm.pid")"
   fi
   return "$rc"
+}
+
+# vm_disk M: gives machine M a blank disk (ext4, 64 MB, made without root),
+# $(lab_dir M)/disk.img, the second virtio disk of its boots.
+vm_disk() {
+  PATH=$PATH:/usr/sbin:/sbin mkfs.ext4 -q -F -L rgroot "$(lab_dir "$1")/disk.img" 64M
+}
+# vm_disk_cat M PATH: a file of M's disk, read from the host (debugfs),
+# through one relative symlink (kubelet's *-current.pem).
+vm_disk_cat() {
+  local img path="$2" target
+  img="$(lab_dir "$1")/disk.img"
+  target="$(PATH=$PATH:/usr/sbin:/sbin debugfs -R "stat $path" "$img" 2>/dev/null |
+            sed -n 's/^Fast link dest: "\(.*\)"$/\1/p')"
+  if [[ -n "$target" ]]; then
+    [[ "$target" == /* ]] && path="$target" || path="$(dirname "$path")/$target"
+  fi
+  PATH=$PATH:/usr/sbin:/sbin debugfs -R "cat $path" "$img" 2>/dev/null
+}
+# vm_disk_has M PATH: M's disk has PATH.
+vm_disk_has() {
+  PATH=$PATH:/usr/sbin:/sbin debugfs -R "stat $2" "$(lab_dir "$1")/disk.img" 2>&1 | grep '^Inode:' >/dev/null
 }
 
 # vm_serial M: the serial console of M's last boot, carriage returns removed.

@@ -12,9 +12,11 @@
 #   (b) `policy propose` from those real boots (three alike, none odd),
 #       `policy accept`; the operator pins grub's PCRs 8 and 9 from a log
 #       the console carried (`policy put`);
-#   (c) the three boot again and join: attested, the attested config
-#       applied to the disk, kubelet's certificates signed by the cluster CA
-#       on the disk (read from the host with debugfs);
+#   (c) the three boot again and join: in the initramfs the agent attests
+#       and writes the attested config as Ignition's user config
+#       (/usr/lib/ignition/user.ign), then the real Ignition applies it to
+#       the disk (secrets included); kubelet's certificates signed by the
+#       cluster CA on the disk (read from the host with debugfs);
 #   (d) a reboot of a joined machine: attests again, keeps its config and
 #       certificates byte for byte;
 #   (e) refusals, each by the rule rackgated names: Secure Boot off,
@@ -206,6 +208,17 @@ joined_disk() {
   vm_disk_cat "$m" /var/lib/kubelet/config.json | grep registry.lab >/dev/null || { echo "no pull secret"; return 1; }
   [[ "$(vm_disk_cat "$m" /etc/rackgate/identity)" == "$host $VM_NODE_IP" ]] || { echo "identity: $(vm_disk_cat "$m" /etc/rackgate/identity)"; return 1; }
   vm_disk_has "$m" /var/lib/kubelet/kubeconfig || { echo "no kubeconfig"; return 1; }
+  # The secret file as Ignition writes it: mode 0600 from the template.
+  PATH=$PATH:/usr/sbin debugfs -R "stat /var/lib/kubelet/config.json" "$(lab_dir "$m")/disk.img" 2>/dev/null |
+    grep -E 'Mode: +0600' >/dev/null || { echo "the pull secret is not mode 0600"; return 1; }
+}
+# by_ignition M: the attested files were written by the real Ignition (its
+# result file on the disk, "ignition exit=0" on the console), not by the
+# agent (which applied nothing: no stamp of its own).
+by_ignition() {
+  grep -a 'RACKGATE-LAB: ignition exit=0' "$(lab_dir "$1")/serial.boot" >/dev/null || { echo "no ignition exit=0"; return 1; }
+  vm_disk_cat "$1" /etc/.ignition-result.json | grep '"provisioningDate"' >/dev/null || { echo "no /etc/.ignition-result.json"; return 1; }
+  if vm_disk_has "$1" /var/lib/rackgate-agent/config-applied; then echo "the agent applied the config"; return 1; fi
 }
 n=1
 for m in "${MACHINES[@]}"; do
@@ -213,6 +226,8 @@ for m in "${MACHINES[@]}"; do
   lab_check "(c) vm-$n is joined" test "$(rg_state "vm-$n")" == joined
   lab_check_shown "(c) vm-$n's disk (debugfs from the host): kubelet certificates for system:node:vm-$n signed by the cluster CA, the pull secret, its identity" \
     joined_disk "$m" "vm-$n"
+  lab_check_shown "(c) vm-$n: the attested files were written by the real Ignition in the initramfs, not by the agent" \
+    by_ignition "$m"
   n=$((n + 1))
 done
 

@@ -30,6 +30,10 @@ VM_OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.ms.fd
 VM_OVMF_VARS_MS=/usr/share/OVMF/OVMF_VARS_4M.ms.fd   # Microsoft's keys: Secure Boot on
 VM_OVMF_VARS_NOKEYS=/usr/share/OVMF/OVMF_VARS_4M.fd  # no keys: Secure Boot off
 VM_BUSYBOX=/bin/busybox
+# The real Ignition (Debian's `ignition` package ships it in its dracut
+# module), with the Debian libraries it links: the vendor initramfs's part
+# in the lab, not the agent's (the agent has its bundle).
+VM_IGNITION=/usr/lib/dracut/modules.d/30ignition/ignition
 # The appliance as the guest sees it (guestfwd), and its cert's SAN.
 VM_APPLIANCE_IP=10.0.2.100
 # What one boot may take, end to end, before QEMU is stopped: about 30 s
@@ -47,7 +51,7 @@ vm_skip_unless_tools() {
     command -v "$t" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$t" >/dev/null 2>&1 ||
       lab_skip "$t missing (script/bootstrap installs the firmware lab)"
   done
-  for f in "$VM_SHIM" "$VM_GRUB" "$VM_OVMF_CODE" "$VM_OVMF_VARS_MS" "$VM_OVMF_VARS_NOKEYS" "$VM_BUSYBOX"; do
+  for f in "$VM_SHIM" "$VM_GRUB" "$VM_OVMF_CODE" "$VM_OVMF_VARS_MS" "$VM_OVMF_VARS_NOKEYS" "$VM_BUSYBOX" "$VM_IGNITION"; do
     [[ -r "$f" ]] || lab_skip "$f missing (script/bootstrap installs the firmware lab)"
   done
   # Debian's signed kernel: the newest installed.
@@ -82,10 +86,19 @@ vm_base_initramfs() {
              PATH=$PATH:/usr/sbin:/sbin modprobe -S "$VM_KERNEL_VERSION" --show-depends "$mod"
            done | awk '$1 == "insmod" { print $1, $2 }' | awk '!seen[$2]++')
   cp "$RG_DIR/state/ca/ca.crt" "$r/etc/rackgate/ca.pem"
+  # Ignition and what it loads, where its PT_INTERP and the loader's
+  # default path find them; a setfiles that relabels nothing (no SELinux).
+  mkdir -p "$r/usr/bin" "$r/usr/lib/ignition" "$r/lib64" "$r/lib/x86_64-linux-gnu"
+  cp "$VM_IGNITION" "$r/usr/bin/ignition"
+  cp -L /lib64/ld-linux-x86-64.so.2 "$r/lib64/"
+  cp -L /lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/libblkid.so.1 "$r/lib/x86_64-linux-gnu/"
+  printf '#!/bin/sh\ncat >/dev/null\n' > "$r/bin/setfiles"
+  chmod 0755 "$r/bin/setfiles"
   cat > "$r/init" <<'INIT'
 #!/bin/busybox sh
 # The firmware lab's /init: mounts, the network, the agent, power off.
 /bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -111,16 +124,36 @@ echo "RACKGATE-LAB: agent start"
 mkdir -p /sysroot
 i=0
 while [ ! -e /dev/vdb ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-steps=attest
-if mount -t ext4 /dev/vdb /sysroot; then
-  steps=attest,config,csr
-  echo "RACKGATE-LAB: disk mounted"
+agent() {
+  # --max-wait is not on the command line: a pool's policy pins that (PCR 8).
+  /usr/bin/rackgate-agent --url "$(arg rackgate.url)" --ca /etc/rackgate/ca.pem --max-wait 10 "$@"
+  rc=$?
+  echo "RACKGATE-LAB: agent exit=$rc"
+  return $rc
+}
+kubelet="--kubelet-dir /sysroot/var/lib/kubelet/pki --kubeconfig /sysroot/var/lib/kubelet/kubeconfig"
+kubelet="$kubelet --apiserver @APISERVER@ --node-ip @NODE_IP@"
+ign="--root /sysroot --platform metal --log-to-stdout --config-cache /run/ignition.json"
+ign="$ign --state-file /run/ignition.state --neednet /run/ignition.neednet"
+if ! mount -t ext4 /dev/vdb /sysroot; then
+  agent
+elif [ -e /sysroot/etc/.ignition-result.json ]; then
+  # A later boot: attest again, keep (or renew) kubelet's certificates.
+  echo "RACKGATE-LAB: disk mounted, provisioned"
+  agent --steps attest,csr $kubelet
+else
+  # The first boot: the agent attests and writes the attested config where
+  # Ignition looks for the user config in an initramfs
+  # (/usr/lib/ignition/user.ign); then the real Ignition fetches and applies
+  # it. Ignition runs only after the agent succeeded: nothing of the
+  # attested config exists before the machine proved itself.
+  echo "RACKGATE-LAB: disk mounted, first boot"
+  if agent --steps attest,config,csr --config-out /usr/lib/ignition/user.ign $kubelet; then
+    ignition $ign --stage fetch && ignition $ign --stage files
+    echo "RACKGATE-LAB: ignition exit=$?"
+    rm -f /usr/lib/ignition/user.ign /run/ignition.json
+  fi
 fi
-# --max-wait is not on the command line: a pool's policy pins that (PCR 8).
-/usr/bin/rackgate-agent --url "$(arg rackgate.url)" --ca /etc/rackgate/ca.pem --max-wait 10 \
-  --steps "$steps" --apply-root /sysroot --kubelet-dir /sysroot/var/lib/kubelet/pki \
-  --kubeconfig /sysroot/var/lib/kubelet/kubeconfig --apiserver @APISERVER@ --node-ip @NODE_IP@
-echo "RACKGATE-LAB: agent exit=$?"
 sync
 umount /sysroot 2>/dev/null
 poweroff -f
@@ -225,10 +258,15 @@ vm_boot() {
   return "$rc"
 }
 
-# vm_disk M: gives machine M a blank disk (ext4, 64 MB, made without root),
+# vm_disk M: gives machine M a blank disk (ext4, 64 MB, made without root;
+# /etc/selinux/config only),
 # $(lab_dir M)/disk.img, the second virtio disk of its boots.
 vm_disk() {
-  PATH=$PATH:/usr/sbin:/sbin mkfs.ext4 -q -F -L rgroot "$(lab_dir "$1")/disk.img" 64M
+  local src; src="$(lab_dir "$1")/disk.src"
+  # Ignition's files stage reads the root's SELinux config.
+  mkdir -p "$src/etc/selinux"
+  printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$src/etc/selinux/config"
+  PATH=$PATH:/usr/sbin:/sbin mkfs.ext4 -q -F -L rgroot -d "$src" "$(lab_dir "$1")/disk.img" 64M
 }
 # vm_disk_cat M PATH: a file of M's disk, read from the host (debugfs),
 # through one relative symlink (kubelet's *-current.pem).

@@ -20,8 +20,9 @@
 #   (d) a reboot of a joined machine: attests again, keeps its config and
 #       certificates byte for byte;
 #   (e) refusals, each by the rule rackgated names: Secure Boot off,
-#       another kernel command line (grub's, PCR 8), a tampered initramfs
-#       (PCR 9 alone).
+#       another kernel command line (grub's, PCR 8), and a new machine's
+#       first boot with a tampered initramfs (PCR 9 alone): Ignition never
+#       runs, nothing secret reaches its disk.
 # Usage: vm-boot.sh FRAGMENT RACKGATED RACKGATECTL
 set -euo pipefail
 
@@ -60,7 +61,8 @@ rg_config retry_after_seconds 1
 # lists). rackgated's default (0-7) leaves the initramfs unquoted.
 rg_config default_pcr_selection '"sha256:0,1,2,3,4,5,6,7,8,9,14"'
 lab_ca lab
-for m in "${MACHINES[@]}"; do lab_machine_create "$m" lab & done
+# vm4 boots once, in (e): a new machine whose initramfs was tampered with.
+for m in "${MACHINES[@]}" vm4; do lab_machine_create "$m" lab & done
 wait
 rg_trust lab
 rg_start
@@ -89,6 +91,9 @@ for m in "${MACHINES[@]}"; do
   vm_disk "$m"
   n=$((n + 1))
 done
+rg_ctl enroll --hostname vm-4 --pool "$POOL" --ek-cert "$(lab_dir vm4)/ek-rsa.der" \
+  --address "InternalIP=$VM_NODE_IP" >/dev/null
+vm_disk vm4
 rg_ctl policy observe --pool "$POOL" --reason "lab: learn a real firmware boot" >/dev/null
 vm_init "$FRAGMENT"
 vm_media good
@@ -248,41 +253,56 @@ lab_check "(d) vm-1 is still joined" test "$(rg_state vm-1)" == joined
 # boot_policy_violation, exit 3) and by the rules rackgated logged for it
 # (one "policy violation" line a rule, naming what differs).
 echo "# (e) what the policy refuses"
-# violations_since N ERE: a "policy violation vm-1" line after log line N matches ERE.
-violations_since() {
-  tail -n "+$(( $1 + 1 ))" "$RG_DIR/rackgated.log" | grep -E "policy violation vm-1 " | grep -E -- "$2" >/dev/null
-}
-# only_since N ERE: every such line after log line N matches ERE (and one does).
+# The rules rackgated logged for HOST after log line N: one "policy
+# violation HOST" line a rule.
+violations() { tail -n "+$(( $2 + 1 ))" "$RG_DIR/rackgated.log" | grep -E "policy violation $1 "; }
+# violations_since HOST N ERE: one of them matches ERE.
+violations_since() { violations "$1" "$2" | grep -E -- "$3" >/dev/null; }
+# only_since HOST N ERE: every one of them matches ERE (and there is one).
 only_since() {
   local lines
-  lines="$(tail -n "+$(( $1 + 1 ))" "$RG_DIR/rackgated.log" | grep -E "policy violation vm-1 ")" || return 1
-  ! grep -Evq -- "$2" <<<"$lines"
+  lines="$(violations "$1" "$2")" || return 1
+  ! grep -Evq -- "$3" <<<"$lines"
 }
 REFUSAL_MARK=0
+# refusal M HOST MEDIA KEYS ERE DESC
 refusal() {
-  local media="$1" keys="$2" ere="$3" desc="$4" mark
+  local m="$1" host="$2" media="$3" keys="$4" ere="$5" desc="$6" mark
   mark="$(wc -l < "$RG_DIR/rackgated.log")"
   REFUSAL_MARK="$mark"
-  boot_check vm1 "$media" "$keys" "$RC_REFUSED" "$R_VIOLATION" "$desc: refused (403 boot_policy_violation)"
-  lab_check_shown "$desc: rackgated names the rule ($ere)" violations_since "$mark" "$ere"
+  boot_check "$m" "$media" "$keys" "$RC_REFUSED" "$R_VIOLATION" "$desc: refused (403 boot_policy_violation, on the console)"
+  lab_check_shown "$desc: rackgated names the rule ($ere)" violations_since "$host" "$mark" "$ere"
   echo "# rules rackgated logged:"
-  tail -n "+$(( mark + 1 ))" "$RG_DIR/rackgated.log" | grep -E "policy violation vm-1 " > "$LAB_DIR/rules.txt" || true
+  violations "$host" "$mark" > "$LAB_DIR/rules.txt" || true
   head -n 8 "$LAB_DIR/rules.txt" | sed 's/^.*: /#   /'  # head reads the file: no SIGPIPE under pipefail
 }
 # Secure Boot off (no keys enrolled): PCR 7 tells, and shim then boots
 # grub, and grub the kernel, without the EFI stub handing the kernel the
 # firmware's log (none in securityfs: eventlog_missing).
-refusal good nokeys "secure_boot secure_boot_" "(e) Secure Boot off"
+refusal vm1 vm-1 good nokeys "secure_boot secure_boot_" "(e) Secure Boot off"
 vm_media cmdline "rackgate.extra=1"
-refusal cmdline ms "kernel_cmdline kernel_cmdline_mismatch" "(e) another kernel command line"
-# Four bytes more in the initramfs (zeros after the last archive, which the
-# kernel skips): grub measures the file it loaded into PCR 9.
+refusal vm1 vm-1 cmdline ms "kernel_cmdline kernel_cmdline_mismatch" "(e) another kernel command line"
+# A new machine's first boot with four bytes more in the initramfs (zeros
+# after the last archive, which the kernel skips): grub measures the file it
+# loaded into PCR 9.
 cp "$VM_DIR/good/initrd.img" "$LAB_DIR/tampered.img"
 printf '\0\0\0\0' >> "$LAB_DIR/tampered.img"
 vm_media tampered "" "$LAB_DIR/tampered.img"
-refusal tampered ms "pcrs pcr_mismatch \\(sha256 PCR 9 " "(e) a tampered initramfs"
+refusal vm4 vm-4 tampered ms "pcrs pcr_mismatch \\(sha256 PCR 9 " "(e) a new machine, a tampered initramfs"
 lab_check_shown "(e) a tampered initramfs: PCR 9 is the only rule it breaks" \
-  only_since "$REFUSAL_MARK" "pcrs pcr_mismatch \\(sha256 PCR 9 "
+  only_since vm-4 "$REFUSAL_MARK" "pcrs pcr_mismatch \\(sha256 PCR 9 "
+refused_first_boot() {
+  if grep -a 'RACKGATE-LAB: ignition exit' "$(lab_dir vm4)/serial.boot" >/dev/null; then echo "Ignition ran"; return 1; fi
+  secret_free vm4
+}
+lab_check_shown "(e) the refused first boot: Ignition never ran, nothing secret on vm-4's disk" refused_first_boot
+rg_ctl status --json > "$LAB_DIR/status.json"
+lab_check_shown "(e) the appliance's record: vm-4's failure, boot_policy_violation, PCR 9's rule" \
+  py "$LAB_DIR/status.json" '
+f = [x for x in d["recent_failures"] if x["hostname"] == "vm-4"]
+print("#", f[:1])
+sys.exit(0 if f and f[0]["reason"] == "boot_policy_violation" and "pcrs:pcr_mismatch" in f[0]["reasons"] else 1)'
+lab_check "(e) vm-4 stays enrolled" test "$(rg_state vm-4)" == enrolled
 rg_ctl show vm-1 --json > "$LAB_DIR/show.vm1.json" || true
 
 echo "# vm-boot: $(lab_ms_since "$T_ALL") ms in all"

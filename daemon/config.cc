@@ -292,6 +292,8 @@ const std::map<std::string, KeyReader>& Readers() {
       {"public_urls", [](const json& v, Config* c) { return ReadStrings(v, "public_urls", &c->public_urls); }},
       {"ignition_validate",
        [](const json& v, Config* c) { return ReadString(v, "ignition_validate", &c->ignition_validate); }},
+      // The agent bundle (docs/nodes.md).
+      {"agent_bundle", [](const json& v, Config* c) { return ReadString(v, "agent_bundle", &c->agent_bundle); }},
       {"cluster_ca_certificate",
        [](const json& v, Config* c) { return ReadString(v, "cluster_ca_certificate", &c->cluster_ca_certificate); }},
       {"cluster_ca_key",

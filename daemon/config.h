@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/agent_bundle.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -74,6 +75,10 @@ struct Config {
   std::vector<std::string> public_urls;
   // --- end several appliances ---
   std::string ignition_validate = "/usr/bin/ignition-validate";
+  // The agent bundle served on the public port (docs/nodes.md): the
+  // initramfs fragment's file, where the package installs it; "" serves
+  // none (404 agent_bundle_not_configured).
+  std::string agent_bundle = core::kDefaultAgentBundlePath;
 
   // CSR vouching (docs/csr.md). The cluster CA's files; empty: <state_dir>/
   // cluster-ca/ca.crt and ca.key. Without them, CSRs are refused with

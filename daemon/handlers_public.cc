@@ -51,6 +51,10 @@ void PublicHandlers::Register(Router* router) {
   if (reports_ != nullptr) {
     router->Add("POST", "/v1/machine/report", [this](const Request& r) { return Report(r); });
   }
+  if (bundle_ != nullptr) {
+    router->Add("GET", "/v1/agent/initramfs", [this](const Request& r) { return AgentInitramfs(r); });
+    router->Add("GET", "/v1/agent/initramfs.sha256", [this](const Request& r) { return AgentInitramfsDigest(r); });
+  }
 }
 
 Response PublicHandlers::Challenge(const Request& request) {
@@ -112,6 +116,20 @@ Response PublicHandlers::Report(const Request& request) {
   Status s = reports_->Record(request.BearerToken(), wire::DecodeProvisioningReport(request.body));
   if (!s.ok()) return Refused(s);
   return Response::Json(200, R"({"recorded":true})");
+}
+
+Response PublicHandlers::AgentInitramfs(const Request&) {
+  auto bundle = bundle_->Get();
+  if (!bundle.ok()) return Refused(bundle.status());
+  Response r = Response::Text(200, *bundle->bytes, "application/octet-stream");
+  r.headers.emplace_back("ETag", "\"" + bundle->sha256_hex + "\"");
+  return r;
+}
+
+Response PublicHandlers::AgentInitramfsDigest(const Request&) {
+  auto bundle = bundle_->Get();
+  if (!bundle.ok()) return Refused(bundle.status());
+  return Response::Text(200, bundle->sha256_hex + "  agent-initramfs.cpio.zst\n");
 }
 
 }  // namespace rackgate::daemon

@@ -7,6 +7,7 @@
 
 #include <string_view>
 
+#include "core/agent_bundle.h"
 #include "core/attestation.h"
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
@@ -48,6 +49,16 @@ class PublicHandlers {
   void SetReports(core::ReportService* reports) { reports_ = reports; }
   Response Report(const Request& request);
 
+  // The agent bundle (docs/nodes.md): GET /v1/agent/initramfs (the
+  // fragment, application/octet-stream, ETag its SHA-256) and GET
+  // /v1/agent/initramfs.sha256 (`HEX  agent-initramfs.cpio.zst`, as
+  // sha256sum prints it), added by Register when a bundle is set first. No
+  // token: nothing in it is secret, and a node fetches it before it has
+  // proven anything. BORROWED: outlives the handlers.
+  void SetAgentBundle(core::AgentBundle* bundle) { bundle_ = bundle; }
+  Response AgentInitramfs(const Request& request);
+  Response AgentInitramfsDigest(const Request& request);
+
  private:
   Response Refused(const Status& s) const { return ErrorResponse(s, retry_); }
 
@@ -56,6 +67,7 @@ class PublicHandlers {
   core::CsrService* csrs_;
   RetryPolicy retry_;
   core::ReportService* reports_ = nullptr;
+  core::AgentBundle* bundle_ = nullptr;
 };
 
 }  // namespace rackgate::daemon

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -343,6 +344,75 @@ TEST(PoolPut, Issue15RefusedPutLeavesTheDatabaseUnchanged) {
     EXPECT_EQ(nlohmann::json::parse(no_grace.body).at("error").at("reason"), "field_missing");
     rotate.body = R"({"grace_seconds":0})";
     EXPECT_EQ(router.Dispatch(rotate).status, 200);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace rackgate::daemon
+
+namespace rackgate::daemon {
+namespace {
+
+// The agent bundle's routes (docs/nodes.md): no token, the bytes with their
+// SHA-256 as ETag, the digest as sha256sum prints it; 404 when this
+// appliance serves none, 503 with Retry-After when it is not installed.
+TEST(AgentBundle, ServedWithoutATokenWithItsDigest) {
+  std::string dir = (std::filesystem::temp_directory_path() / "rackgate-bundle-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/agent-initramfs.cpio.zst";
+  const std::string bytes("070701\0\x01\xff fragment", 17);
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  const std::string digest = core::Sha256Hex(bytes);
+  RetryPolicy retry;
+  retry.retry_after_seconds = 7;
+  auto serve = [&](core::AgentBundle* bundle, const std::string& method, const std::string& target) {
+    PublicHandlers handlers(nullptr, nullptr, nullptr, retry);
+    handlers.SetAgentBundle(bundle);
+    Router router;
+    handlers.Register(&router);
+    Request r;
+    r.method = method;
+    r.path = target;
+    r.peer_address = "10.0.0.9:5000";
+    return router.Dispatch(r);
+  };
+  auto header = [](const Response& r, const std::string& name) {
+    for (const auto& [k, v] : r.headers) {
+      if (k == name) return v;
+    }
+    return std::string();
+  };
+  auto reason = [](const Response& r) { return nlohmann::json::parse(r.body).at("error").at("reason"); };
+
+  core::AgentBundle installed(path);
+  Response got = serve(&installed, "GET", "/v1/agent/initramfs");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, bytes);
+  EXPECT_EQ(got.content_type, "application/octet-stream");
+  EXPECT_EQ(header(got, "ETag"), "\"" + digest + "\"");
+  Response sum = serve(&installed, "GET", "/v1/agent/initramfs.sha256");
+  EXPECT_EQ(sum.status, 200);
+  EXPECT_EQ(sum.body, digest + "  agent-initramfs.cpio.zst\n");
+  EXPECT_EQ(serve(&installed, "POST", "/v1/agent/initramfs").status, 405);
+
+  core::AgentBundle none("");
+  Response off = serve(&none, "GET", "/v1/agent/initramfs");
+  EXPECT_EQ(off.status, 404);
+  EXPECT_EQ(reason(off), "agent_bundle_not_configured");
+  EXPECT_EQ(header(off, "Retry-After"), "");
+
+  core::AgentBundle missing(dir + "/not-installed.cpio.zst");
+  for (const char* target : {"/v1/agent/initramfs", "/v1/agent/initramfs.sha256"}) {
+    Response wait = serve(&missing, "GET", target);
+    EXPECT_EQ(wait.status, 503) << target;
+    EXPECT_EQ(reason(wait), "agent_bundle_unavailable") << target;
+    EXPECT_EQ(header(wait, "Retry-After"), "7") << target;
   }
   std::filesystem::remove_all(dir);
 }

@@ -51,6 +51,7 @@ using core::CsrOptions;
 using core::CsrService;
 using core::IgnitionOptions;
 using core::IgnitionService;
+using core::AgentBundle;
 using core::ReportService;
 using core::TrustAnchors;
 
@@ -462,6 +463,9 @@ int Run(const std::string& config_path, bool check_only) {
   // Provisioning reports (docs/trust.md).
   ReportService reports(store->get(), &attestation);
   handlers.SetReports(&reports);
+  // The agent bundle for nodes without the Debian package (docs/nodes.md).
+  AgentBundle agent_bundle(config->agent_bundle);
+  handlers.SetAgentBundle(&agent_bundle);
 
   HttpServerOptions o = ServerOptionsFrom(*config, &metrics);
   storage::Store* db = store->get();

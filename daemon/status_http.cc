@@ -63,6 +63,11 @@ const std::vector<ReasonRule>& ReasonTable() {
 
       // Config serving.
       {"pool_unknown", kUnknown},
+      // The agent bundle (docs/nodes.md): this appliance serves none
+      // (agent_bundle is ""), or its file is not installed (yet): a node
+      // can wait for the operator to install the package.
+      {"agent_bundle_not_configured", kUnknown},
+      {"agent_bundle_unavailable", kWait},
       {"ignition_version_unsupported", kUnacceptable},
       {"ignition_config_too_new", kUnacceptable},
       {"ignition_config_invalid", kUnacceptable},

@@ -145,11 +145,11 @@ lab_kill_pid() {
   local pid="$1" i
   [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 0
   # Only processes this lab started: a swtpm, a rackgated, an Ignition
-  # (under timeout), a rackgate-agent (boot-lib.sh) or a
-  # rackgate-webhook-receiver (life.sh), whose command line names the lab's
-  # directory.
+  # (under timeout), a rackgate-agent (boot-lib.sh), a
+  # rackgate-webhook-receiver (life.sh) or a QEMU (vm-lib.sh), whose command
+  # line names the lab's directory.
   if ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null |
-      grep -Eq -- "(swtpm|rackgated|rackgate-agent|rackgate-webhook-receiver|ignition).*$LAB_DIR/"; then
+      grep -Eq -- "(swtpm|rackgated|rackgate-agent|rackgate-webhook-receiver|ignition|qemu-system-x86_64).*$LAB_DIR/"; then
     return 0
   fi
   kill -TERM "$pid" 2>/dev/null || return 0

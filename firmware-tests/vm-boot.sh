@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# vm-boot.sh — real firmware boots through rackgate (issue 30; vm-lib.sh):
+# QEMU with OVMF (Secure Boot on, Microsoft's keys), shim, Debian's signed
+# grub and kernel, TPMs backed by swtpm with lab EK certificates, and the
+# self-contained agent in a busybox initramfs, against a real rackgated on
+# 127.0.0.1 (the guests reach nothing else). Three machines, each with a
+# blank ext4 disk. Parts, each reported as "(x) ...":
+#   (a) observing: the three boot; each agent sends its TPM's EK, a quote
+#       and the firmware's own event log (securityfs); the pool observes,
+#       the agents wait (503 boot_policy_observing) and give up; the
+#       appliance recorded the three boots; nothing secret on any disk;
+#   (b) `policy propose` from those real boots (three alike, none odd),
+#       `policy accept`; the operator pins grub's PCRs 8 and 9 from a log
+#       the console carried (`policy put`);
+#   (c) the three boot again and join: in the initramfs the agent attests
+#       and writes the attested config as Ignition's user config
+#       (/usr/lib/ignition/user.ign), then the real Ignition applies it to
+#       the disk (secrets included); kubelet's certificates signed by the
+#       cluster CA on the disk (read from the host with debugfs);
+#   (d) a reboot of a joined machine: attests again, keeps its config and
+#       certificates byte for byte;
+#   (e) refusals, each by the rule rackgated names: Secure Boot off,
+#       another kernel command line (grub's, PCR 8), and a new machine's
+#       first boot with a tampered initramfs (PCR 9 alone): Ignition never
+#       runs, nothing secret reaches its disk.
+# Usage: vm-boot.sh FRAGMENT RACKGATED RACKGATECTL
+set -euo pipefail
+
+RC_OK=0
+RC_REFUSED=3
+RC_GAVE_UP=4
+R_OBSERVING='step=attest machine=[0-9a-f]{16} wait status=503 reason=boot_policy_observing'
+R_JOINED='step=csr machine=[0-9a-f]{16} ok kubeconfig='
+R_VIOLATION='step=attest machine=[0-9a-f]{16} refused status=403 reason=boot_policy_violation'
+POOL=rack
+MACHINES=(vm1 vm2 vm3)
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+USAGE="usage: vm-boot.sh FRAGMENT RACKGATED RACKGATECTL"
+FRAGMENT="$(realpath "${1:?$USAGE}")"
+RACKGATED="$(realpath "${2:?$USAGE}")"
+RACKGATECTL="$(realpath "${3:?$USAGE}")"
+# shellcheck source=lab.sh
+source "$HERE/lab.sh"
+# shellcheck source=../daemon/tests/appliance.sh
+source "$HERE/../daemon/tests/appliance.sh"
+# shellcheck source=vm-lib.sh
+source "$HERE/vm-lib.sh"
+
+lab_skip_unless_tools
+vm_skip_unless_tools
+lab_init vm-boot
+T_ALL=$(date +%s%N)
+rg_init "$RACKGATED" "$RACKGATECTL"
+# The serving certificate names the address the guest dials too.
+"$RACKGATECTL" init --state-dir "$RG_DIR/state" --renew-serving-cert --name localhost \
+  --address 127.0.0.1 --address "$VM_APPLIANCE_IP" >/dev/null
+rg_config retry_after_seconds 1
+# Quotes cover grub's PCRs too: 8 (its commands, the kernel command line),
+# 9 (the files it reads: grub.cfg, kernel, initramfs) and 14 (shim's MOK
+# lists). rackgated's default (0-7) leaves the initramfs unquoted.
+rg_config default_pcr_selection '"sha256:0,1,2,3,4,5,6,7,8,9,14"'
+lab_ca lab
+# vm4 boots once, in (e): a new machine whose initramfs was tampered with.
+for m in "${MACHINES[@]}" vm4; do lab_machine_create "$m" lab & done
+wait
+rg_trust lab
+rg_start
+rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
+# The pool's templates: the public part names the appliance; the attested
+# part holds a pull secret (a file marked secret) and per-machine values.
+cat > "$LAB_DIR/public.ign" <<'IGN'
+{"ignition": {"version": "3.3.0"},
+ "storage": {"files": [{"path": "/etc/rackgate/appliance", "mode": 420, "contents": {"source": "data:,{{appliance.url}}"}}]}}
+IGN
+# The pull secret: {"auths":{"registry.lab":{"auth":"bGFiOnNlY3JldA=="}}}
+cat > "$LAB_DIR/attested.ign" <<'IGN'
+{"ignition": {"version": "3.3.0"},
+ "storage": {"files": [
+   {"path": "/var/lib/kubelet/config.json", "mode": 384, "rackgate": {"secret": true},
+    "contents": {"source": "data:;base64,eyJhdXRocyI6eyJyZWdpc3RyeS5sYWIiOnsiYXV0aCI6ImJHRmlPbk5sWTNKbGRBPT0ifX19Cg=="}},
+   {"path": "/etc/rackgate/identity", "mode": 420, "contents": {"source": "data:,{{hostname}} {{address.InternalIP}}"}}]}}
+IGN
+rg_ctl pool put "$POOL" --public-template "$LAB_DIR/public.ign" --attested-template "$LAB_DIR/attested.ign" \
+  --token-required no >/dev/null
+n=1
+for m in "${MACHINES[@]}"; do
+  # Every guest is 10.0.2.15 behind its own user-mode network.
+  rg_ctl enroll --hostname "vm-$n" --pool "$POOL" --ek-cert "$(lab_dir "$m")/ek-rsa.der" \
+    --address "InternalIP=$VM_NODE_IP" >/dev/null
+  vm_disk "$m"
+  n=$((n + 1))
+done
+rg_ctl enroll --hostname vm-4 --pool "$POOL" --ek-cert "$(lab_dir vm4)/ek-rsa.der" \
+  --address "InternalIP=$VM_NODE_IP" >/dev/null
+vm_disk vm4
+rg_ctl policy observe --pool "$POOL" --reason "lab: learn a real firmware boot" >/dev/null
+vm_init "$FRAGMENT"
+vm_media good
+
+# py FILE CODE ARGS...: CODE with `d`, FILE's JSON; exits as CODE says.
+py() {
+  local file="$1" code="$2"; shift 2
+  lab_python -c "import json, sys
+d = json.load(open(sys.argv[1]))
+$code" "$file" "$@"
+}
+# judge M RC ERE DESC: M's last boot, by the agent's exit status and its
+# log line on the serial console.
+judge() {
+  local m="$1" want="$2" ere="$3" desc="$4" rc got
+  rc="$(cat "$(lab_dir "$m")/boot.rc")"
+  got="$(vm_agent_exit "$m")"
+  echo "# $m: qemu ${rc}, $(cat "$(lab_dir "$m")/boot.ms") ms wall, agent exit ${got:-none}"
+  # grep the file, not a pipe: under pipefail a grep -q that stops early
+  # fails the pipeline when the writer gets SIGPIPE.
+  if [[ "$rc" == 0 && "$got" == "$want" ]] && grep -aEq -- "$ere" "$(lab_dir "$m")/serial.boot"; then
+    lab_ok "$desc"
+  else
+    lab_not_ok "$desc" "qemu $rc, agent exit ${got:-none} (want $want, /$ere/); console:"$'\n'"$(vm_serial "$m" | grep -v '^\s*$' | grep -v '^[A-Za-z0-9+/=]*$' | tail -n 15)"$'\n'"qemu: $(tail -n 3 "$(lab_dir "$m")/qemu.log")"
+  fi
+}
+# boot M MEDIA KEYS: one boot; its QEMU exit status to $(lab_dir M)/boot.rc.
+boot() {
+  local rc=0
+  vm_boot "$1" "$2" "$3" || rc=$?
+  echo "$rc" > "$(lab_dir "$1")/boot.rc"
+}
+# boot_all MEDIA: the three machines at once (each QEMU one TCG thread).
+boot_all() {
+  local m pids=()
+  for m in "${MACHINES[@]}"; do boot "$m" "$1" ms & pids+=($!); done
+  wait "${pids[@]}" || true
+}
+boot_check() { boot "$1" "$2" "$3"; judge "$1" "$4" "$5" "$6"; }
+# secret_free M: nothing of the attested config or the csr step on M's disk.
+secret_free() {
+  local f
+  for f in /var/lib/kubelet/config.json /etc/rackgate/identity /var/lib/kubelet/kubeconfig /var/lib/kubelet/pki; do
+    if vm_disk_has "$1" "$f"; then echo "$f on $1's disk"; return 1; fi
+  done
+}
+
+# --- (a) observing ------------------------------------------------------------
+echo "# (a) three real firmware boots into an observing pool"
+t=$(date +%s%N)
+boot_all good
+echo "# (a) three boots at once: $(lab_ms_since "$t") ms wall"
+n=1
+for m in "${MACHINES[@]}"; do
+  judge "$m" "$RC_GAVE_UP" "$R_OBSERVING" \
+    "(a) vm-$n: OVMF + shim + grub + kernel, Secure Boot on: the agent in the initramfs attests, the pool observes (503)"
+  lab_check_shown "(a) vm-$n: the initramfs read the firmware's event log from securityfs" \
+    bash -c "tr -d '\\r' < '$(lab_dir "$m")/serial.boot' | grep -Eq 'RACKGATE-LAB: eventlog [1-9][0-9]{3,} bytes'"
+  lab_check_shown "(a) vm-$n: nothing secret on its disk" secret_free "$m"
+  n=$((n + 1))
+done
+rg_ctl policy show --pool "$POOL" --json > "$LAB_DIR/show.observe.json"
+lab_check_shown "(a) the appliance recorded the three boots: policy show lists vm-1, vm-2, vm-3 observed" \
+  py "$LAB_DIR/show.observe.json" '
+hosts = sorted(m["hostname"] for m in d["machines"])
+print("#", d["mode"], d.get("observed"), hosts)
+sys.exit(0 if d["mode"] == "observe" and hosts == ["vm-1", "vm-2", "vm-3"] else 1)'
+
+# --- (b) propose, accept ----------------------------------------------------------
+echo "# (b) policy from the real boot"
+rg_ctl policy propose --pool "$POOL" --json > "$LAB_DIR/propose.json" 2>"$LAB_DIR/propose.err" || true
+rg_ctl policy propose --pool "$POOL" --output "$LAB_DIR/proposed.json" > "$LAB_DIR/propose.txt" 2>&1 || true
+head -n 40 "$LAB_DIR/propose.txt" | sed 's/^/#   /'  # head reads the file: no SIGPIPE under pipefail
+SHA="$(py "$LAB_DIR/propose.json" 'print(d["proposal_sha256"])' 2>/dev/null || echo '')"
+lab_check_shown "(b) policy propose from the real logs has a proposal ($SHA): 3 machines, 1 platform, none odd" \
+  py "$LAB_DIR/propose.json" '
+print("#", d["summary"])
+sys.exit(0 if d["summary"] == {"machines": 3, "odd": 0, "platforms": 1, "unusable": 0} else 1)'
+lab_check_shown "(b) it pins PCRs 0-7, Secure Boot and the kernel command line grub measured" \
+  py "$LAB_DIR/proposed.json" '
+pcrs = d.get("pcrs", {}).get("sha256", {})
+print("# pcrs:", sorted(pcrs, key=int), "keys:", sorted(d))
+sys.exit(0 if "7" in pcrs and d.get("kernel_cmdline") and d.get("require_secure_boot") else 1)'
+lab_check_shown "(b) policy accept --proposal SHA" \
+  rg_ctl policy accept --pool "$POOL" --proposal "$SHA" --reason "lab: the real firmware boot"
+# The proposal pins PCRs 0-7 only (docs/policy-proposal.md): grub's
+# measurements of the files it read (PCR 9: grub.cfg, kernel, initramfs)
+# and of its commands (PCR 8) are pinned by the operator from the
+# machine's own log, which replays to what its quote vouched for.
+vm_eventlog vm1 "$LAB_DIR/vm1.eventlog.bin"
+"$RACKGATECTL" eventlog replay "$LAB_DIR/vm1.eventlog.bin" --json > "$LAB_DIR/vm1.replay.json"
+lab_check_shown "(b) the console carried the firmware log; it replays (PCR 8 and 9 in sha256)" \
+  py "$LAB_DIR/vm1.replay.json" 'p = d["pcrs"]["sha256"]; sys.exit(0 if "8" in p and "9" in p else 1)'
+py "$LAB_DIR/proposed.json" '
+r = json.load(open(sys.argv[2]))["pcrs"]["sha256"]
+for n in ("8", "9"):
+    d["pcrs"]["sha256"][n] = r[n]
+json.dump(d, open(sys.argv[3], "w"), indent=1)' "$LAB_DIR/vm1.replay.json" "$LAB_DIR/pinned.json"
+lab_check_shown "(b) policy put: the proposal with PCR 8 and 9 pinned" \
+  rg_ctl policy put --pool "$POOL" --policy "$LAB_DIR/pinned.json" --reason "lab: pin grub's PCRs 8 and 9"
+
+# --- (c) join ------------------------------------------------------------------------
+echo "# (c) the three boot again and join"
+t=$(date +%s%N)
+boot_all good
+echo "# (c) three boots at once: $(lab_ms_since "$t") ms wall"
+CLUSTER_CA="$RG_DIR/state/cluster-ca/ca.crt"
+# joined_disk M HOSTNAME: what the agent wrote on M's disk, read from the host.
+joined_disk() {
+  local m="$1" host="$2" d="$LAB_DIR/disk-$1"
+  mkdir -p "$d"
+  vm_disk_cat "$m" /var/lib/kubelet/pki/kubelet-client-current.pem > "$d/client.pem"
+  openssl verify -CAfile "$CLUSTER_CA" "$d/client.pem" >/dev/null || { echo "client certificate does not verify"; return 1; }
+  openssl x509 -in "$d/client.pem" -noout -subject | grep "CN *= *system:node:$host" >/dev/null || { echo "not system:node:$host"; return 1; }
+  vm_disk_cat "$m" /var/lib/kubelet/pki/kubelet-server-current.pem > "$d/server.pem"
+  openssl verify -CAfile "$CLUSTER_CA" "$d/server.pem" >/dev/null || { echo "serving certificate does not verify"; return 1; }
+  vm_disk_cat "$m" /var/lib/kubelet/config.json | grep registry.lab >/dev/null || { echo "no pull secret"; return 1; }
+  [[ "$(vm_disk_cat "$m" /etc/rackgate/identity)" == "$host $VM_NODE_IP" ]] || { echo "identity: $(vm_disk_cat "$m" /etc/rackgate/identity)"; return 1; }
+  vm_disk_has "$m" /var/lib/kubelet/kubeconfig || { echo "no kubeconfig"; return 1; }
+  # The secret file as Ignition writes it: mode 0600 from the template.
+  PATH=$PATH:/usr/sbin debugfs -R "stat /var/lib/kubelet/config.json" "$(lab_dir "$m")/disk.img" 2>/dev/null |
+    grep -E 'Mode: +0600' >/dev/null || { echo "the pull secret is not mode 0600"; return 1; }
+}
+# by_ignition M: the attested files were written by the real Ignition (its
+# result file on the disk, "ignition exit=0" on the console), not by the
+# agent (which applied nothing: no stamp of its own).
+by_ignition() {
+  grep -a 'RACKGATE-LAB: ignition exit=0' "$(lab_dir "$1")/serial.boot" >/dev/null || { echo "no ignition exit=0"; return 1; }
+  vm_disk_cat "$1" /etc/.ignition-result.json | grep '"provisioningDate"' >/dev/null || { echo "no /etc/.ignition-result.json"; return 1; }
+  if vm_disk_has "$1" /var/lib/rackgate-agent/config-applied; then echo "the agent applied the config"; return 1; fi
+}
+n=1
+for m in "${MACHINES[@]}"; do
+  judge "$m" "$RC_OK" "$R_JOINED" "(c) vm-$n: attested, config applied, kubelet certificates issued"
+  lab_check "(c) vm-$n is joined" test "$(rg_state "vm-$n")" == joined
+  lab_check_shown "(c) vm-$n's disk (debugfs from the host): kubelet certificates for system:node:vm-$n signed by the cluster CA, the pull secret, its identity" \
+    joined_disk "$m" "vm-$n"
+  lab_check_shown "(c) vm-$n: the attested files were written by the real Ignition in the initramfs, not by the agent" \
+    by_ignition "$m"
+  n=$((n + 1))
+done
+
+# --- (d) reboot ------------------------------------------------------------------------
+echo "# (d) vm-1 reboots"
+disk_digest() { local f; for f in /var/lib/kubelet/pki/kubelet-client-current.pem /var/lib/kubelet/pki/kubelet-server-current.pem /var/lib/kubelet/config.json; do vm_disk_cat "$1" "$f" | sha256sum; done; }
+before="$(disk_digest vm1)"
+reset_before="$(rg_ctl show vm-1 --json | py /dev/stdin 'print(d["last_attestation"]["reset_count"])')"
+boot_check vm1 good ms "$RC_OK" "step=attest machine=[0-9a-f]{16} ok hostname=vm-1" \
+  "(d) a joined machine reboots: attests again, exit 0"
+reset_after="$(rg_ctl show vm-1 --json | py /dev/stdin 'print(d["last_attestation"]["reset_count"])')"
+lab_check "(d) a fresh attestation was recorded (reset count $reset_before -> $reset_after)" test "$reset_after" -gt "$reset_before"
+lab_check "(d) its certificates and config are kept byte for byte" test "$(disk_digest vm1)" == "$before"
+lab_check "(d) vm-1 is still joined" test "$(rg_state vm-1)" == joined
+
+# --- (e) refusals --------------------------------------------------------------------
+# Each refused boot is judged by the agent's line (403
+# boot_policy_violation, exit 3) and by the rules rackgated logged for it
+# (one "policy violation" line a rule, naming what differs).
+echo "# (e) what the policy refuses"
+# The rules rackgated logged for HOST after log line N: one "policy
+# violation HOST" line a rule.
+violations() { tail -n "+$(( $2 + 1 ))" "$RG_DIR/rackgated.log" | grep -E "policy violation $1 "; }
+# violations_since HOST N ERE: one of them matches ERE.
+violations_since() { violations "$1" "$2" | grep -E -- "$3" >/dev/null; }
+# only_since HOST N ERE: every one of them matches ERE (and there is one).
+only_since() {
+  local lines
+  lines="$(violations "$1" "$2")" || return 1
+  ! grep -Evq -- "$3" <<<"$lines"
+}
+REFUSAL_MARK=0
+# refusal M HOST MEDIA KEYS ERE DESC
+refusal() {
+  local m="$1" host="$2" media="$3" keys="$4" ere="$5" desc="$6" mark
+  mark="$(wc -l < "$RG_DIR/rackgated.log")"
+  REFUSAL_MARK="$mark"
+  boot_check "$m" "$media" "$keys" "$RC_REFUSED" "$R_VIOLATION" "$desc: refused (403 boot_policy_violation, on the console)"
+  lab_check_shown "$desc: rackgated names the rule ($ere)" violations_since "$host" "$mark" "$ere"
+  echo "# rules rackgated logged:"
+  violations "$host" "$mark" > "$LAB_DIR/rules.txt" || true
+  head -n 8 "$LAB_DIR/rules.txt" | sed 's/^.*: /#   /'  # head reads the file: no SIGPIPE under pipefail
+}
+# Secure Boot off (no keys enrolled): PCR 7 tells, and shim then boots
+# grub, and grub the kernel, without the EFI stub handing the kernel the
+# firmware's log (none in securityfs: eventlog_missing).
+refusal vm1 vm-1 good nokeys "secure_boot secure_boot_" "(e) Secure Boot off"
+vm_media cmdline "rackgate.extra=1"
+refusal vm1 vm-1 cmdline ms "kernel_cmdline kernel_cmdline_mismatch" "(e) another kernel command line"
+# A new machine's first boot with four bytes more in the initramfs (zeros
+# after the last archive, which the kernel skips): grub measures the file it
+# loaded into PCR 9.
+cp "$VM_DIR/good/initrd.img" "$LAB_DIR/tampered.img"
+printf '\0\0\0\0' >> "$LAB_DIR/tampered.img"
+vm_media tampered "" "$LAB_DIR/tampered.img"
+refusal vm4 vm-4 tampered ms "pcrs pcr_mismatch \\(sha256 PCR 9 " "(e) a new machine, a tampered initramfs"
+lab_check_shown "(e) a tampered initramfs: PCR 9 is the only rule it breaks" \
+  only_since vm-4 "$REFUSAL_MARK" "pcrs pcr_mismatch \\(sha256 PCR 9 "
+refused_first_boot() {
+  if grep -a 'RACKGATE-LAB: ignition exit' "$(lab_dir vm4)/serial.boot" >/dev/null; then echo "Ignition ran"; return 1; fi
+  secret_free vm4
+}
+lab_check_shown "(e) the refused first boot: Ignition never ran, nothing secret on vm-4's disk" refused_first_boot
+rg_ctl status --json > "$LAB_DIR/status.json"
+lab_check_shown "(e) the appliance's record: vm-4's failure, boot_policy_violation, PCR 9's rule" \
+  py "$LAB_DIR/status.json" '
+f = [x for x in d["recent_failures"] if x["hostname"] == "vm-4"]
+print("#", f[:1])
+sys.exit(0 if f and f[0]["reason"] == "boot_policy_violation" and "pcrs:pcr_mismatch" in f[0]["reasons"] else 1)'
+lab_check "(e) vm-4 stays enrolled" test "$(rg_state vm-4)" == enrolled
+rg_ctl show vm-1 --json > "$LAB_DIR/show.vm1.json" || true
+
+echo "# vm-boot: $(lab_ms_since "$T_ALL") ms in all"
+lab_finish

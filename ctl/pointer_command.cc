@@ -11,6 +11,7 @@
 #include "wire/data_url.h"
 #include "ctl/args.h"
 #include "base/files.h"
+#include "base/hex.h"
 #include "ctl/offline.h"
 
 namespace rackgate::ctl {
@@ -53,22 +54,6 @@ std::optional<std::string> SpecVersion(const std::string& spec) {
   return std::nullopt;
 }
 
-// RFC 3986 percent-encoding of everything but the unreserved characters.
-std::string PercentEncode(const std::string& s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string Fqdn() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -80,7 +65,7 @@ std::string Fqdn() {
 std::string PointerConfig(const PointerOptions& o) {
   const bool url_token = o.spec == "3.0.0";
   std::string source = o.url + "/config/" + o.pool;
-  if (o.token && url_token) source += "?token=" + PercentEncode(*o.token);
+  if (o.token && url_token) source += "?token=" + hex::PercentEncode(*o.token);
   json merge = {{"source", source}};
   if (o.token && !url_token) {
     merge["httpHeaders"] = json::array({{{"name", "Authorization"}, {"value", "Bearer " + *o.token}}});

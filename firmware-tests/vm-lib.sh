@@ -266,7 +266,9 @@ vm_disk() {
   # Ignition's files stage reads the root's SELinux config.
   mkdir -p "$src/etc/selinux"
   printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$src/etc/selinux/config"
-  PATH=$PATH:/usr/sbin:/sbin mkfs.ext4 -q -F -L rgroot -d "$src" "$(lab_dir "$1")/disk.img" 64M
+  # mke2fs says "Creating regular file" even with -q: to stderr, so that
+  # the test's stdout stays TAP.
+  PATH=$PATH:/usr/sbin:/sbin mkfs.ext4 -q -F -L rgroot -d "$src" "$(lab_dir "$1")/disk.img" 64M >&2
 }
 # vm_disk_cat M PATH: a file of M's disk, read from the host (debugfs),
 # through one relative symlink (kubelet's *-current.pem).

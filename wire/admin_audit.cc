@@ -114,18 +114,7 @@ std::string EncodeAuditList(const std::vector<AuditEntryView>& entries) {
 }
 
 Result<std::vector<AuditEntryView>> DecodeAuditList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<AuditEntryView> out;
-  if (!doc->contains("entries")) return out;
-  const json& list = doc->at("entries");
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "entries must be a list");
-  for (const json& j : list) {
-    auto e = EntryFromJson(j);
-    if (!e.ok()) return e.status();
-    out.push_back(std::move(e).value());
-  }
-  return out;
+  return admin_json::ListBody<AuditEntryView>(body, "entries", EntryFromJson);
 }
 
 }  // namespace rackgate::wire

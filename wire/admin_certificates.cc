@@ -63,18 +63,7 @@ std::string EncodeCertificateList(const std::vector<CertificateView>& certificat
 }
 
 Result<std::vector<CertificateView>> DecodeCertificateList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<CertificateView> out;
-  if (!doc->contains("certificates")) return out;
-  const json& list = doc->at("certificates");
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "certificates must be a list");
-  for (const json& j : list) {
-    auto c = CertificateFromJson(j);
-    if (!c.ok()) return c.status();
-    out.push_back(std::move(c).value());
-  }
-  return out;
+  return admin_json::ListBody<CertificateView>(body, "certificates", CertificateFromJson);
 }
 
 }  // namespace rackgate::wire

@@ -67,14 +67,9 @@ Result<CsrView> CsrFromJson(const json& j) {
   c.decided_at = *decided_at;
   c.decided_by = decided_by->value_or("");
   c.deny_reason = deny_reason->value_or("");
-  if (j.contains("usages") && !j.at("usages").is_null()) {
-    const json& usages = j.at("usages");
-    if (!usages.is_array()) return Status::InvalidArgument("field_invalid", "usages must be a list of strings");
-    for (const json& u : usages) {
-      if (!u.is_string()) return Status::InvalidArgument("field_invalid", "usages must be a list of strings");
-      c.usages.push_back(u.get<std::string>());
-    }
-  }
+  auto usages = admin_json::Strings(j, "usages");
+  if (!usages.ok()) return usages.status();
+  c.usages = std::move(usages).value();
   return c;
 }
 
@@ -95,18 +90,7 @@ std::string EncodeCsrList(const std::vector<CsrView>& csrs) {
 }
 
 Result<std::vector<CsrView>> DecodeCsrList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<CsrView> out;
-  if (!doc->contains("csrs")) return out;
-  const json& list = doc->at("csrs");
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "csrs must be a list");
-  for (const json& j : list) {
-    auto c = CsrFromJson(j);
-    if (!c.ok()) return c.status();
-    out.push_back(std::move(c).value());
-  }
-  return out;
+  return admin_json::ListBody<CsrView>(body, "csrs", CsrFromJson);
 }
 
 std::string EncodeCsrDecisionRequest(const CsrDecisionRequest& r) { return json{{"reason", r.reason}}.dump(); }

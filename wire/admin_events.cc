@@ -73,15 +73,9 @@ Result<EventView> EventFromJson(const json& j) {
     if (!j.at("detail").is_object()) return Status::InvalidArgument("field_invalid", "detail must be an object");
     e.detail_json = j.at("detail").dump();
   }
-  if (j.contains("deliveries") && !j.at("deliveries").is_null()) {
-    const json& deliveries = j.at("deliveries");
-    if (!deliveries.is_array()) return Status::InvalidArgument("field_invalid", "deliveries must be a list");
-    for (const json& d : deliveries) {
-      auto delivery = DeliveryFromJson(d);
-      if (!delivery.ok()) return delivery.status();
-      e.deliveries.push_back(std::move(delivery).value());
-    }
-  }
+  auto deliveries = admin_json::List<EventDeliveryView>(j, "deliveries", DeliveryFromJson);
+  if (!deliveries.ok()) return deliveries.status();
+  e.deliveries = std::move(deliveries).value();
   return e;
 }
 
@@ -94,18 +88,7 @@ std::string EncodeEventList(const std::vector<EventView>& events) {
 }
 
 Result<std::vector<EventView>> DecodeEventList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<EventView> out;
-  if (!doc->contains("events")) return out;
-  const json& list = doc->at("events");
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "events must be a list");
-  for (const json& j : list) {
-    auto e = EventFromJson(j);
-    if (!e.ok()) return e.status();
-    out.push_back(std::move(e).value());
-  }
-  return out;
+  return admin_json::ListBody<EventView>(body, "events", EventFromJson);
 }
 
 }  // namespace rackgate::wire

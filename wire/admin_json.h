@@ -52,6 +52,19 @@ Result<std::vector<T>> List(const nlohmann::json& o, const char* key, Each each)
   return out;
 }
 
+// An answer that is a list under `key` ({"KEY": [...]}): the body parsed as
+// ParseObject does, the list read as List does, except that a null list is
+// refused ("KEY must be a list") as any other non-list; absent is empty.
+template <typename T, typename Each>
+Result<std::vector<T>> ListBody(std::string_view body, const char* key, Each each) {
+  auto doc = ParseObject(body);
+  if (!doc.ok()) return doc.status();
+  if (doc->contains(key) && doc->at(key).is_null()) {
+    return Status::InvalidArgument("field_invalid", std::string(key) + " must be a list");
+  }
+  return List<T>(*doc, key, each);
+}
+
 // The first failure of `statuses`, Status::Ok() when all are ok.
 Status FirstError(std::initializer_list<Status> statuses);
 

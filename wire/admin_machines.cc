@@ -329,18 +329,7 @@ std::string EncodeMachineList(const std::vector<MachineView>& machines) {
 }
 
 Result<std::vector<MachineView>> DecodeMachineList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<MachineView> out;
-  if (!doc->contains(kMachines)) return out;
-  const json& list = doc->at(kMachines);
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "machines must be a list");
-  for (const json& j : list) {
-    auto m = MachineFromJson(j);
-    if (!m.ok()) return m.status();
-    out.push_back(std::move(m).value());
-  }
-  return out;
+  return admin_json::ListBody<MachineView>(body, kMachines, MachineFromJson);
 }
 
 std::string EncodeEnrollRequest(const EnrollRequest& r) { return EnrollRequestJson(r).dump(); }

@@ -145,18 +145,7 @@ std::string EncodePoolList(const std::vector<PoolView>& pools) {
 }
 
 Result<std::vector<PoolView>> DecodePoolList(std::string_view body) {
-  auto doc = admin_json::ParseObject(body);
-  if (!doc.ok()) return doc.status();
-  std::vector<PoolView> out;
-  if (!doc->contains("pools")) return out;
-  const json& list = doc->at("pools");
-  if (!list.is_array()) return Status::InvalidArgument("field_invalid", "pools must be a list");
-  for (const json& p : list) {
-    auto view = PoolFromJson(p);
-    if (!view.ok()) return view.status();
-    out.push_back(std::move(view).value());
-  }
-  return out;
+  return admin_json::ListBody<PoolView>(body, "pools", PoolFromJson);
 }
 
 std::string EncodeTokenRotateRequest(const TokenRotateRequest& r) {

@@ -6,6 +6,7 @@
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_events.h"
+#include "wire/admin_machines.h"
 
 #include <gtest/gtest.h>
 
@@ -124,6 +125,28 @@ TEST(PoolView, RefusesMalformedFields) {
   }
   // Unknown fields of an answer are ignored.
   EXPECT_TRUE(DecodePoolView(R"({"name":"p","later":1})").ok());
+}
+
+// Every list answer ({"KEY": [...]}, admin_json::ListBody): absent is an
+// empty list; null or anything but a list is refused, naming the key.
+TEST(ListAnswers, AbsentIsEmptyNullIsRefused) {
+  const auto check = [](const char* key, auto decode) {
+    auto absent = decode("{}");
+    ASSERT_TRUE(absent.ok()) << key;
+    EXPECT_TRUE(absent->empty()) << key;
+    for (const char* value : {"null", "{}", "1"}) {
+      auto r = decode(std::string("{\"") + key + "\":" + value + "}");
+      ASSERT_FALSE(r.ok()) << key << " " << value;
+      EXPECT_EQ(r.status().reason(), "field_invalid") << key;
+      EXPECT_EQ(r.status().message(), std::string(key) + " must be a list") << key;
+    }
+  };
+  check("pools", DecodePoolList);
+  check("certificates", DecodeCertificateList);
+  check("csrs", DecodeCsrList);
+  check("events", DecodeEventList);
+  check("entries", DecodeAuditList);
+  check("machines", DecodeMachineList);
 }
 
 TEST(PoolList, RoundTripsAndTruncation) {

@@ -279,16 +279,7 @@ Result<Machine> SqlStore::Approve(const std::string& hostname, const ApprovalCha
         Fail(Status::InvalidArgument("state_conflict", MachineIs(old) + ", not pending"));
       }
       // The machine as it will be, checked by enrollment's rules.
-      Enrollment e;
-      e.hostname = changes.hostname.value_or(old.hostname);
-      e.pool = changes.pool.value_or(old.pool);
-      e.ek_public = old.ek_public;
-      e.ek_hash = old.ek_hash;
-      e.ek_certificate = old.ek_certificate;
-      e.addresses = changes.addresses.value_or(old.addresses);
-      e.vars_json = changes.vars_json.value_or(old.vars_json);
-      e.state = MachineState::kEnrolled;
-      CheckEnrollment(e);
+      const Enrollment e = ApprovedEnrollment(old, changes);
       const std::vector<Address> addresses = NormalizeAddresses(e.addresses);
       if (!PoolExists(c, e.pool)) Fail(Status::NotFound("pool_unknown", "no pool named '" + e.pool + "'"));
       // SECURITY: the hostname becomes the kubelet certificate's CN, so two

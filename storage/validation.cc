@@ -152,6 +152,20 @@ void CheckEnrollment(const Enrollment& e) {
   CheckSize("vars_json", e.vars_json.size(), 2, kMaxJson);
 }
 
+Enrollment ApprovedEnrollment(const Machine& pending, const ApprovalChanges& changes) {
+  Enrollment e;
+  e.hostname = changes.hostname.value_or(pending.hostname);
+  e.pool = changes.pool.value_or(pending.pool);
+  e.ek_public = pending.ek_public;
+  e.ek_hash = pending.ek_hash;
+  e.ek_certificate = pending.ek_certificate;
+  e.addresses = changes.addresses.value_or(pending.addresses);
+  e.vars_json = changes.vars_json.value_or(pending.vars_json);
+  e.state = MachineState::kEnrolled;
+  CheckEnrollment(e);
+  return e;
+}
+
 void CheckRecord(const AttestationRecord& r) {
   CheckSize("session_id", r.session_id.size(), 0, kMaxSessionId);
   CheckSize("reason", r.reason.size(), 0, kMaxReason);

@@ -60,6 +60,10 @@ bool IsDnsName(std::string_view n);
 // hostname_invalid, pool_invalid, state_invalid, field_invalid (also for an
 // address whose value does not fit its kind: IsIpLiteral, IsDnsName).
 void CheckEnrollment(const Enrollment& e);
+// The enrollment a pending machine's approval makes of it: `changes` where
+// given, the machine's own fields elsewhere, state enrolled; checked by
+// CheckEnrollment (its refusals).
+Enrollment ApprovedEnrollment(const Machine& pending, const ApprovalChanges& changes);
 void CheckRecord(const AttestationRecord& r);  // field_invalid
 // import_duplicate unless every hostname and every EK appears once in the
 // rows; the message names both rows of each pair (at most five pairs).

@@ -1040,15 +1040,7 @@ Result<Machine> FakeStore::Approve(const std::string& hostname, const ApprovalCh
     CheckActor(actor);
     Machine& m = state_->MustHost(hostname);
     if (m.state != MachineState::kPending) Fail(Status::InvalidArgument("state_conflict", Is(m) + ", not pending"));
-    Enrollment e;
-    e.hostname = changes.hostname.value_or(m.hostname);
-    e.pool = changes.pool.value_or(m.pool);
-    e.ek_public = m.ek_public;
-    e.ek_hash = m.ek_hash;
-    e.ek_certificate = m.ek_certificate;
-    e.addresses = changes.addresses.value_or(m.addresses);
-    e.vars_json = changes.vars_json.value_or(m.vars_json);
-    CheckEnrollment(e);
+    const Enrollment e = ApprovedEnrollment(m, changes);
     state_->MustPool(e.pool);
     for (const auto& [id, other] : state_->machines) {
       if (id != m.id && other.hostname == e.hostname) {

@@ -226,6 +226,60 @@ class CsrStore : public virtual DecisionAudit {
   CsrStore() = default;
 };
 
+// What core's approver mode needs (core/kube_approver.h; docs/kubernetes.md):
+// the keys machines proved through attested sessions, and the decisions
+// about certificates.k8s.io CSRs, each recorded before the API server is
+// told, so a restart or a second appliance never decides a CSR twice.
+class KubeApprovalStore : public virtual MachineReader, public virtual PoolReader, public virtual DecisionAudit {
+ public:
+  virtual ~KubeApprovalStore() = default;
+  KubeApprovalStore(const KubeApprovalStore&) = delete;
+  KubeApprovalStore& operator=(const KubeApprovalStore&) = delete;
+
+  // Registers a key the machine proved (AttestedKey), in ONE transaction with
+  // ONE audit row (kubelet_key_registered: kind, key hash, tpm_resident), in
+  // the machine's current attest epoch. The same machine, kind and key again
+  // in the same epoch returns the row as stored, with no second audit row.
+  // When `certify_token_hash` is set (a TPM-resident key proven with a
+  // TPM2_Certify over that token's session nonce), that nonce is consumed in
+  // the same transaction (certify_nonce_used, token_unknown). Refused:
+  // machine_unknown; state_conflict unless the machine is attested,
+  // provisioned or joined; field_invalid (kind, a hash of 32 bytes).
+  virtual Result<AttestedKey> RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
+                                                  const Actor& actor, int64_t now) = 0;
+  // The machine's registration of this kind and key in its current attest
+  // epoch: key_unknown (kNotFound) when there is none.
+  virtual Result<AttestedKey> FindAttestedKey(int64_t machine_id, const std::string& kind,
+                                              const Bytes& public_key_sha256) = 0;
+  // The decision recorded for the API CSR `uid`: kube_csr_unknown (kNotFound).
+  virtual Result<KubeCsrDecision> GetKubeCsr(const std::string& uid) = 0;
+  // Records d (decision approved, denied or waiting; decided_at = now unless
+  // waiting) in ONE transaction with ONE audit row about d.machine_id
+  // (kubernetes_csr_approved, kubernetes_csr_denied or kubernetes_csr_waiting;
+  // detail: name, uid, kind, purpose, reason, key hash, requester). A uid
+  // already recorded: kube_csr_decided (kInvalidArgument) and nothing changes
+  // (the caller reads the recorded one with GetKubeCsr and carries it out).
+  // An approved join is checked in the transaction: the key is registered
+  // for this machine and kind in its current epoch and unused
+  // (key_not_attested, kVerificationFailed; it is then marked used by d.uid);
+  // the client-certificate mark is not set (client_cert_already_issued) and is
+  // set now; attested/provisioned -> joined (state_conflict from other states
+  // but joined). machine_unknown, field_invalid. A refusal changes nothing.
+  virtual Result<KubeCsrDecision> RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) = 0;
+  // An operator's decision on a waiting one: waiting -> approved or denied
+  // (with `reason`, 1..256 printable characters, when denied), with the same
+  // checks and effects as RecordKubeCsr for an approved join, and one audit
+  // row (kubernetes_csr_approved / kubernetes_csr_denied, actor the
+  // operator). kube_csr_unknown; state_conflict when already decided.
+  virtual Result<KubeCsrDecision> DecideKubeCsr(const std::string& uid, bool approve, const std::string& reason,
+                                                const Actor& actor, int64_t now) = 0;
+  // Newest first (waiting_only: only waiting ones, oldest first), at most `limit`.
+  virtual Result<std::vector<KubeCsrDecision>> ListKubeCsrs(bool waiting_only, int limit = 1000) = 0;
+
+ protected:
+  KubeApprovalStore() = default;
+};
+
 // What core::IgnitionService (with its PoolCache) and core::ReportService
 // need: the pool with its provisioning tokens, the attested config served and
 // the agents' provisioning reports.

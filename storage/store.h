@@ -73,6 +73,7 @@ namespace rackgate::storage {
 // only the role(s) it calls.
 class Store : public AttestationStore,
               public CsrStore,
+              public KubeApprovalStore,
               public IgnitionStore,
               public PolicyStore,
               public TrustStore,

@@ -471,6 +471,49 @@ struct CsrApprovalRequest {
   bool current = true;  // filled by reads: false once its machine was reset or re-keyed
 };
 
+// --- Approver mode (docs/kubernetes.md) --------------------------------------
+
+// A key a machine proved to rackgate through an attested session (POST
+// /v1/machine/kubelet-key: the CSR's self-signature under the session's
+// token, or a TPM2_Certify by the AK), for the kubelet to put in the
+// certificates.k8s.io CSR that the cluster's own signer issues. Belongs to
+// the machine's attest epoch: a reset or a new EK makes it stale.
+struct AttestedKey {
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by reads; ignored on writes
+  std::string kind;      // kCertClient or kCertServing
+  Bytes public_key_sha256;
+  bool tpm_resident = false;
+  int64_t registered_at = 0;  // set by storage
+  std::string used_by_uid;    // the API CSR approved with this key; "" while unused
+  bool current = true;        // filled by reads: false once its machine was reset or re-keyed
+};
+
+// What a Kubernetes CSR asks for (KubeCsrDecision::purpose); the database
+// stores these texts.
+inline constexpr std::string_view kKubePurposeJoin = "join";          // a new node's client certificate
+inline constexpr std::string_view kKubePurposeRotation = "rotation";  // the kubelet rotates its client certificate
+inline constexpr std::string_view kKubePurposeServing = "serving";    // the kubelet's serving certificate
+
+// A certificates.k8s.io/v1 CSR that rackgate decided, or holds for an
+// operator (decision kCsrWaiting), identified by the API object's uid.
+struct KubeCsrDecision {
+  std::string uid;   // metadata.uid
+  std::string name;  // metadata.name
+  int64_t machine_id = 0;
+  std::string hostname;  // filled by reads; ignored on writes
+  std::string kind;      // kCertClient or kCertServing
+  std::string purpose;   // kKubePurposeJoin, kKubePurposeRotation or kKubePurposeServing
+  Bytes public_key_sha256;
+  std::string requester;  // spec.username, as the API server authenticated it (printable, <= 256)
+  std::string decision;   // kCsrWaiting, kCsrApproved or kCsrDenied
+  std::string reason;     // rackgate's reason code ("" while waiting)
+  std::string message;    // what to fix (printable, <= 512); never a secret
+  std::string decided_by; // "rackgate" or the operator's name
+  int64_t created_at = 0;  // set by storage
+  std::optional<int64_t> decided_at;
+};
+
 // Bounds on waiting requests, so a flood of CSRs cannot fill the store.
 struct CsrQueueLimits {
   int max_waiting_per_machine = 4;

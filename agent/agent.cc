@@ -377,6 +377,13 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   if (!resp.ok()) return resp.failure();
   auto machine = UsableAnswer(wire::DecodeMachineRecord(resp->body));
   if (!machine.ok()) return machine.failure();
+  // Approver mode: the kubelet files its own CSRs and the cluster signs.
+  if (machine->kubelet_certificates == "approver") return ApproverKey(*a, *machine);
+  if (!ValidApiserverUrl(options_.apiserver)) {
+    return Failure::Refused("apiserver_missing",
+                            "the machine's pool has rackgate sign kubelet certificates: the csr step needs "
+                            "--apiserver https://HOST:PORT for the kubelet's kubeconfig");
+  }
   if (!client_done_) {
     // --tpm-key, or the pool asks for it.
     auto c = ClientCertificate(a, *machine, options_.tpm_key || machine->require_tpm_key);
@@ -402,6 +409,65 @@ namespace {
 std::string CurrentPath(const std::string& dir, const char* prefix) {
   return (std::filesystem::path(dir) / (std::string(prefix) + "-current.pem")).string();
 }
+
+}  // namespace
+
+// Approver mode (docs/kubernetes.md): the kubelet bootstraps through the API
+// server and the cluster's signer issues. The agent makes the key of the
+// kubelet's first client CSR, proves it to the appliance under this
+// attestation (the CSR's self-signature with the session's token), and
+// leaves it where the kubelet's TLS bootstrap takes its key from
+// (<kubelet-dir>/kubelet-client.key.tmp). It signs nothing and writes no
+// kubeconfig: the bootstrap kubeconfig comes with the attested config.
+Outcome<Done> Agent::ApproverKey(const Attestation& a, const wire::MachineRecord& machine) {
+  step_ = "kubelet_key";
+  const std::string& dir = options_.kubelet_dir;
+  std::error_code ec;
+  if (std::filesystem::exists(CurrentPath(dir, kClientPrefix), ec)) {
+    Log("ok", "kubelet_key=kept: the kubelet has its client certificate (" + CurrentPath(dir, kClientPrefix) + ")");
+    done_.push_back("kubelet_certificate_kept");
+    return Done{};
+  }
+  if (options_.tpm_key || machine.require_tpm_key) {
+    return Failure::Refused("tpm_key_unusable",
+                            "approver mode hands the kubelet a key file; a TPM-resident key cannot be one: "
+                            "drop require_tpm_key from the pool (or --tpm-key) for kubelet_certificates approver");
+  }
+  const std::string path = (std::filesystem::path(dir) / kBootstrapKeyFile).string();
+  // A key left by an earlier run (the kubelet has not used it yet) is
+  // registered again rather than replaced: the kubelet may have read it.
+  PkeyPtr key;
+  if (auto held = ReadFile(path, 16 * 1024); held.ok()) {
+    auto parsed = PrivateKeyFromPem(std::string_view(reinterpret_cast<const char*>(held->data()), held->size()));
+    if (parsed.ok()) key = std::move(parsed).value();
+    Wipe(&*held);
+  }
+  const bool fresh = !key;
+  if (fresh) key = GenerateP256Key();
+  CsrSubject subject{kNodesOrganization, kNodeCnPrefix + machine.hostname, {}, {}};
+  auto csr = BuildCsrPem(subject, key.get(), SoftwareSigner(key.get()));
+  if (!csr.ok()) return Failure::FromStatus(csr.status());
+  wire::CsrRequest req;
+  req.signer = kClientSigner;
+  req.usages = {"digital signature", "client auth"};
+  req.csr_pem = std::move(csr).value();
+  auto resp = Call("POST", "/v1/machine/kubelet-key", wire::EncodeCsrRequest(req), {AuthHeader(a.token)});
+  if (!resp.ok()) return resp.failure();
+  auto registered = UsableAnswer(wire::DecodeKubeletKeyRegistered(resp->body));
+  if (!registered.ok()) return registered.failure();
+  if (fresh) {
+    std::string pem = PrivateKeyPem(key.get());
+    Status s = WriteInDir(dir, kBootstrapKeyFile, pem, 0600);
+    Wipe(&pem);
+    if (!s.ok()) return Failure::FromStatus(s);
+  }
+  Log("ok", "kubelet_key=registered key_sha256=" + registered->key_sha256.substr(0, 16) + " path=" + path);
+  done_.push_back("kubelet_key_registered");
+  client_done_ = serving_done_ = true;
+  return Done{};
+}
+
+namespace {
 
 Result<KeyBlobs> ReadClientBlobs(const std::string& dir) {
   auto pub = ReadFile((std::filesystem::path(dir) / kClientTpmPublic).string(), 4096);

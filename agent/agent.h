@@ -120,6 +120,8 @@ class Agent {
   // best effort: a failure is a log line, never the run's outcome.
   void Report(int exit_status, const Failure* failure);
   Outcome<wire::IssuedCertificate> SubmitCsr(const Attestation& a, const wire::CsrRequest& request);
+  // Approver mode: registers the kubelet's bootstrap key (docs/kubernetes.md).
+  Outcome<Done> ApproverKey(const Attestation& a, const wire::MachineRecord& machine);
   // GET when `body` is empty, else POST; on every appliance in turn until
   // one answers (Failover::Call), or only the current one (`once`).
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,

@@ -111,6 +111,15 @@ std::string PrivateKeyPem(evp_pkey_st* key) {
   return BioToString(bio.get());
 }
 
+Result<PkeyPtr> PrivateKeyFromPem(std::string_view pem) {
+  ossl::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) throw std::bad_alloc();
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
+  ERR_clear_error();
+  if (key == nullptr) return Status::InvalidArgument("key_unreadable", "not a PEM private key");
+  return PkeyPtr(key);
+}
+
 DigestSigner SoftwareSigner(evp_pkey_st* key) {
   return [key](std::span<const uint8_t> digest) -> Result<Bytes> {
     ossl::PkeyCtxPtr ctx(EVP_PKEY_CTX_new(key, nullptr));

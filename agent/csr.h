@@ -44,6 +44,9 @@ using DigestSigner = std::function<Result<Bytes>(std::span<const uint8_t> sha256
 PkeyPtr GenerateP256Key();
 // "-----BEGIN EC PRIVATE KEY-----" (SEC 1), as kubelet writes its keys.
 std::string PrivateKeyPem(evp_pkey_st* key);
+// The private key of a PEM text (PKCS#8 or the SEC1/PKCS#1 forms);
+// kInvalidArgument key_unreadable otherwise.
+Result<PkeyPtr> PrivateKeyFromPem(std::string_view pem);
 // A signer with a software key. `key` is BORROWED and must outlive it.
 DigestSigner SoftwareSigner(evp_pkey_st* key);
 

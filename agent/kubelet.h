@@ -26,6 +26,10 @@ inline constexpr char kServerPrefix[] = "kubelet-server";
 inline constexpr char kClientTpmPublic[] = "kubelet-client-tpm.pub";
 inline constexpr char kClientTpmPrivate[] = "kubelet-client-tpm.priv";
 inline constexpr char kCaFile[] = "ca.crt";
+// Approver mode: the key of the kubelet's first client CSR, where kubelet's
+// TLS bootstrap takes it from when it exists (kubelet 1.20,
+// pkg/kubelet/certificate/bootstrap: <cert-dir>/kubelet-client.key.tmp).
+inline constexpr char kBootstrapKeyFile[] = "kubelet-client.key.tmp";
 
 // Writes <dir>/<prefix>-YYYY-MM-DD-HH-MM-SS.pem (UTC of `now`, mode 0600):
 // `cert_pem` followed by `key_pem` when given; then points

@@ -204,8 +204,10 @@ std::optional<int> CheckSteps(const std::string& steps, AgentOptions* out) {
   if (o.step_config && o.config_out.empty() && o.apply_root.empty()) {
     return Usage("the config step needs --config-out FILE and/or --apply-root DIR");
   }
-  if (o.step_csr && !ValidApiserverUrl(o.apiserver)) {
-    return Usage("the csr step needs --apiserver https://HOST:PORT for the kubeconfig");
+  // In approver mode (the pool's kubelet_certificates) the agent writes no
+  // kubeconfig and needs none; the signer-mode path checks it is there.
+  if (o.step_csr && !o.apiserver.empty() && !ValidApiserverUrl(o.apiserver)) {
+    return Usage("--apiserver must be https://HOST:PORT");
   }
   if (o.step_csr && (o.kubelet_dir.empty() || o.kubeconfig.empty())) {
     return Usage("--kubelet-dir and --kubeconfig must not be empty");

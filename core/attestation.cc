@@ -776,6 +776,8 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
   // When the agent asks to renew (docs/csr.md, "Renewal").
   view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;
+  // Who issues the kubelet's certificates (docs/kubernetes.md).
+  view.kubelet_certificates = settings.ok() && settings->approver_mode ? "approver" : "signer";
   return view;
 }
 

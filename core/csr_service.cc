@@ -31,8 +31,30 @@ std::string KindName(csr::Kind kind) {
   return std::string(kind == csr::Kind::kClient ? storage::kCertClient : storage::kCertServing);
 }
 
-// The machine's enrolled names and addresses, as the rules compare them.
-csr::MachineFacts Facts(const storage::Machine& m) {
+// The pool's kubelet_certificates against what the request is for.
+Status CheckMode(const PoolSettings& settings, CsrService::Purpose purpose,
+                 const Result<CsrSubmission>& submission) {
+  if (purpose == CsrService::Purpose::kIssue && settings.approver_mode) {
+    return Status::VerificationFailed(
+        "csr_approver_mode",
+        "the machine's pool has the cluster's signer issue kubelet certificates (kubelet_certificates: approver): "
+        "register the kubelet's key (POST /v1/machine/kubelet-key) and let the kubelet file its own CSR");
+  }
+  if (purpose == CsrService::Purpose::kRegisterKey && !settings.approver_mode) {
+    return Status::VerificationFailed(
+        "kubelet_key_signer_mode",
+        "the machine's pool has rackgate sign kubelet certificates (kubelet_certificates: signer): "
+        "submit the CSR to POST /v1/machine/csr");
+  }
+  if (purpose == CsrService::Purpose::kRegisterKey && submission.ok() && submission->renewal) {
+    return Status::InvalidArgument("field_invalid", "a key registration carries no renewal proof");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+csr::MachineFacts MachineFactsOf(const storage::Machine& m) {
   csr::MachineFacts f;
   f.hostname = m.hostname;
   for (const auto& a : m.addresses) {
@@ -47,6 +69,8 @@ csr::MachineFacts Facts(const storage::Machine& m) {
   f.client_cert_issued_at = m.client_cert_issued_at;
   return f;
 }
+
+namespace {
 
 // Holds a CSR slot for the request's lifetime.
 class Slot {
@@ -228,7 +252,7 @@ std::optional<CsrVerdict> CsrService::CheckRulesAndApproval(const storage::Machi
   csr::RuleOptions rules;
   rules.client_window_seconds = settings.client_window_seconds.value_or(options_.client_window_seconds);
   rules.require_tpm_key = settings.require_tpm_key;
-  csr::MachineFacts facts = Facts(m);
+  csr::MachineFacts facts = MachineFactsOf(m);
   // A renewal is the one client certificate's successor, not a second
   // identity: every rule of a first CSR applies but the mark's.
   if (renewal) facts.client_cert_issued_at.reset();
@@ -293,7 +317,8 @@ CsrVerdict CsrService::Approved(const storage::Machine& m, const storage::Token&
   return v;
 }
 
-CsrVerdict CsrService::Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission) {
+CsrVerdict CsrService::Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission,
+                              Purpose purpose) {
   const storage::Machine& m = auth.machine;
   const storage::Token& token = auth.token;
   using Trace = CsrVerdict::Trace;
@@ -309,6 +334,7 @@ CsrVerdict CsrService::Decide(const storage::Bearer& auth, const Result<CsrSubmi
     return Refused(release.status(), waitable ? Trace::kCounted : Trace::kAudited, "");
   }
   const PoolSettings& settings = release->settings;
+  if (Status s = CheckMode(settings, purpose, submission); !s.ok()) return Refused(s, Trace::kNone, "");
 
   if (!submission.ok()) return Refused(submission.status(), Trace::kNone, "");
   const CsrSubmission& body = *submission;
@@ -407,6 +433,49 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
 
   return Carry(m, Decide(*auth, submission));
+}
+
+Result<storage::AttestedKey> CsrService::RegisterKey(const std::optional<std::string>& bearer_token,
+                                                     const Result<CsrSubmission>& submission) {
+  if (keys_ == nullptr) {
+    return Status::VerificationFailed("kubelet_key_signer_mode", "this appliance has no approver mode");
+  }
+  auto auth = attestation_->Authenticate(bearer_token);
+  if (!auth.ok()) return auth.status();
+  const storage::Machine& m = auth->machine;
+  CsrVerdict verdict = Decide(*auth, submission, Purpose::kRegisterKey);
+  if (verdict.outcome == CsrVerdict::Outcome::kRefused) {
+    if (verdict.trace == CsrVerdict::Trace::kNone) return verdict.refusal;
+    return Refuse(m, verdict.refusal, verdict.kind, verdict.trace == CsrVerdict::Trace::kCounted);
+  }
+  if (verdict.outcome == CsrVerdict::Outcome::kAnswered) {
+    // A client certificate rackgate itself issued for this key (the pool
+    // was in signer mode then): that key has its certificate already.
+    return Refuse(m, Status::VerificationFailed("client_cert_already_issued",
+                                                "this key already has a client certificate from rackgate"),
+                  verdict.kind);
+  }
+  const storage::IssuedCertificateRecord& r = verdict.record;
+  storage::AttestedKey key;
+  key.machine_id = m.id;
+  key.kind = verdict.kind;
+  key.public_key_sha256 = r.certificate.public_key_sha256;
+  key.tpm_resident = r.certificate.tpm_resident;
+  auto stored = keys_->RegisterAttestedKey(key, r.certify_token_hash, storage::Actor{"rackgated", "approver mode"},
+                                          verdict.decided_at);
+  if (!stored.ok()) {
+    const Status& s = stored.status();
+    return Refuse(m, s.code() == Status::Code::kIoError ? StoreBusy(s) : s, verdict.kind,
+                  s.code() == Status::Code::kIoError);
+  }
+  Log()->info("{} kubelet key of {} registered ({}{})", verdict.kind, Who(m),
+              hex::Encode(key.public_key_sha256).substr(0, 16), key.tpm_resident ? ", TPM-resident" : "");
+  if (metrics_ != nullptr) {
+    metrics_->CounterInc("rackgate_kubelet_keys_registered_total",
+                         "Kubelet keys registered by attested machines (approver mode), by kind.",
+                         {{"kind", verdict.kind}});
+  }
+  return stored;
 }
 
 Result<CsrIssued> CsrService::Carry(const storage::Machine& m, CsrVerdict verdict) {

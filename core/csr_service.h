@@ -28,6 +28,10 @@
 namespace rackgate::core {
 
 
+// The machine's enrolled names and addresses, state and times, as the CSR
+// rules (csr::Check) compare a request with them.
+csr::MachineFacts MachineFactsOf(const storage::Machine& m);
+
 // A TPM-resident key's proof as sent (base64 decoded); a field that was
 // absent or not base64 is nullopt, and the request is refused field_invalid.
 struct TpmKeyProof {
@@ -119,7 +123,27 @@ class CsrService {
   // (AttestationService::AuthorizeRelease), the body, the CSR, the TPM key
   // proof, a lost answer, the renewal proof, the rules, manual approval.
   // Neither logs, counts nor audits a refusal: Submit does, from the verdict.
-  CsrVerdict Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission);
+  //
+  // `purpose` says what the approved request is for: a certificate rackgate
+  // issues (a signer-mode pool; an approver-mode pool's machine is refused
+  // csr_approver_mode) or a key the kubelet puts in its own
+  // certificates.k8s.io CSR (RegisterKey; refused kubelet_key_signer_mode
+  // in a signer-mode pool, and a renewal proof is refused field_invalid).
+  enum class Purpose { kIssue, kRegisterKey };
+  CsrVerdict Decide(const storage::Bearer& auth, const Result<CsrSubmission>& submission,
+                    Purpose purpose = Purpose::kIssue);
+  // POST /v1/machine/kubelet-key (approver mode, docs/kubernetes.md): the
+  // machine registers the key its kubelet will put in its client (or
+  // serving) CSR. Decided as a CSR (Decide with kRegisterKey: the token, the
+  // trust gate, the CSR's self-signature, the TPM proof, the rules, manual
+  // approval), then recorded in `keys` (RegisterAttestedKey, one
+  // transaction, audited; a TPM proof's nonce consumed in it) instead of
+  // issued. Refusals are counted, logged and audited as Submit's are.
+  // Without SetKubeletKeys: kubelet_key_signer_mode.
+  Result<storage::AttestedKey> RegisterKey(const std::optional<std::string>& bearer_token,
+                                           const Result<CsrSubmission>& submission);
+  // Where RegisterKey records keys (BORROWED; the composition root sets it).
+  void SetKubeletKeys(storage::KubeApprovalStore* keys) { keys_ = keys; }
   // Reads the issuer's configuration again (SIGHUP). An error keeps the
   // running one.
   Status Reload();
@@ -161,6 +185,7 @@ class CsrService {
   Metrics* metrics_;
   std::unique_ptr<Issuer> owned_issuer_;  // the LocalCaIssuer of options_, when no issuer was given
   Issuer* issuer_;                        // BORROWED or owned_issuer_
+  storage::KubeApprovalStore* keys_ = nullptr;  // BORROWED; RegisterKey's
 
   std::mutex mu_;
   int in_flight_ = 0;                            // guarded by mu_

@@ -58,6 +58,11 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
         return Status::InvalidArgument("settings_invalid", "max_attestation_age_seconds is 60 s to 366 days");
       }
       s.max_attestation_age_seconds = v.get<int64_t>();
+    } else if (k == "kubelet_certificates") {
+      if (!v.is_string() || (v != "signer" && v != "approver")) {
+        return Status::InvalidArgument("settings_invalid", "kubelet_certificates is \"signer\" or \"approver\"");
+      }
+      s.approver_mode = v == "approver";
     } else {
       return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
     }

@@ -41,6 +41,13 @@ struct PoolSettings {
   // A machine whose last good attestation is older than this is untrusted
   // (attestation_too_old) until it attests again; nullopt: never ages.
   std::optional<int64_t> max_attestation_age_seconds;
+  // --- Kubelet certificates (docs/kubernetes.md) ---
+  // "kubelet_certificates": "signer" (rackgate signs with the imported
+  // cluster CA: POST /v1/machine/csr) or "approver" (the kubelet files
+  // certificates.k8s.io CSRs and the cluster's signer issues; rackgate
+  // approves them, and the agent registers the key it generated: POST
+  // /v1/machine/kubelet-key). The agent reads it from GET /v1/machine.
+  bool approver_mode = false;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/hex.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
@@ -51,6 +52,7 @@ void PublicHandlers::Register(Router* router) {
   if (reports_ != nullptr) {
     router->Add("POST", "/v1/machine/report", [this](const Request& r) { return Report(r); });
   }
+  router->Add("POST", "/v1/machine/kubelet-key", [this](const Request& r) { return RegisterKubeletKey(r); });
   if (bundle_ != nullptr) {
     router->Add("GET", "/v1/agent/initramfs", [this](const Request& r) { return AgentInitramfs(r); });
     router->Add("GET", "/v1/agent/initramfs.sha256", [this](const Request& r) { return AgentInitramfsDigest(r); });
@@ -110,6 +112,13 @@ Response PublicHandlers::SubmitCsr(const Request& request) {
   auto issued = csrs_->Submit(request.BearerToken(), DecodeCsrSubmission(request.body));
   if (!issued.ok()) return Refused(issued.status());
   return Response::Json(200, wire::EncodeIssuedCertificate(*issued));
+}
+
+Response PublicHandlers::RegisterKubeletKey(const Request& request) {
+  auto key = csrs_->RegisterKey(request.BearerToken(), DecodeCsrSubmission(request.body));
+  if (!key.ok()) return Refused(key.status());
+  return Response::Json(200, wire::EncodeKubeletKeyRegistered({key->kind, hex::Encode(key->public_key_sha256),
+                                                               key->tpm_resident, key->registered_at}));
 }
 
 Response PublicHandlers::Report(const Request& request) {

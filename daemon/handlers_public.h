@@ -56,6 +56,9 @@ class PublicHandlers {
   // token: nothing in it is secret, and a node fetches it before it has
   // proven anything. BORROWED: outlives the handlers.
   void SetAgentBundle(core::AgentBundle* bundle) { bundle_ = bundle; }
+  // Approver mode (docs/kubernetes.md): POST /v1/machine/kubelet-key, the
+  // kubelet's key registered by an attested machine.
+  Response RegisterKubeletKey(const Request& request);
   Response AgentInitramfs(const Request& request);
   Response AgentInitramfsDigest(const Request& request);
 

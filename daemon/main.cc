@@ -454,6 +454,8 @@ int Run(const std::string& config_path, bool check_only) {
     Log()->warn("no cluster CA yet ({}): CSRs wait with 503 until `rackgatectl ca import` provides one",
                 s.ToString());
   }
+  // Approver mode (docs/kubernetes.md): machines register the kubelet's key.
+  csrs.SetKubeletKeys(store->get());
   core::AdminCore admin_core(store->get(), &attestation, &ignition);
   AdminApi admin(&admin_core, GroupId(config->admin_group));
   RetryPolicy retry;

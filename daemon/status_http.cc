@@ -165,6 +165,10 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"csr_san_not_enrolled", kRefused},
       {"csr_serving_san_kind", kRefused},
       {"csr_tpm_key_required", kRefused},
+      // Approver mode (docs/kubernetes.md): the pool's kubelet_certificates
+      // says which of the two endpoints a machine uses.
+      {"csr_approver_mode", kRefused},
+      {"kubelet_key_signer_mode", kRefused},
 
       // Manual CSR approval (docs/csr.md, "Manual approval"): waiting for
       // an operator is waited out; a denial is final.

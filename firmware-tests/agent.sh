@@ -161,7 +161,12 @@ lab_expect "$RC_TPM" "$R_NO_TPM" "no TPM behind the TCTI: exit 5" \
 lab_expect "$RC_USAGE" "--url is required" "no --url: usage" "$AGENT" --ca "$AGENT_CA"
 lab_expect "$RC_USAGE" "https" "plain http: usage" agent m1 --url "http://127.0.0.1:1"
 lab_expect "$RC_USAGE" "unknown step" "unknown step: usage" agent m1 --steps attest,bogus
-lab_expect "$RC_USAGE" "apiserver" "csr without --apiserver: usage" agent m1 --steps csr
+lab_expect "$RC_USAGE" "apiserver must be https" "csr with a plain-http --apiserver: usage" \
+  agent m1 --steps csr --apiserver http://api.lab:6443
+# In a signer-mode pool the kubeconfig needs the API server: refused once the
+# agent knows the pool's mode (an approver-mode pool's agent needs none).
+lab_expect "$RC_REFUSED" "apiserver_missing" "csr without --apiserver in a signer-mode pool: refused" \
+  agent m1 --steps csr
 lab_expect "$RC_USAGE" "node-ip" "a --node-ip that is no address: usage" \
   agent m1 --steps csr --apiserver https://api.lab:6443 --node-ip 10.0.0.300
 lab_check "--help exits 0" "$AGENT" --help

@@ -316,7 +316,8 @@ std::string EncodeMachineRecord(const MachineRecord& m) {
                {"pool", m.pool},
                {"state", m.state},
                {"require_tpm_key", m.require_tpm_key},
-               {"renew_fraction", m.renew_fraction}};
+               {"renew_fraction", m.renew_fraction},
+               {"kubelet_certificates", m.kubelet_certificates}};
   return body.dump();
 }
 
@@ -338,7 +339,43 @@ Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
     const double f = it->get<double>();
     if (f > 0.0 && f <= 1.0) m.renew_fraction = f;
   }
+  // An appliance before approver mode sends none: signer.
+  if (auto mode = Str(*doc, "kubelet_certificates")) {
+    if (*mode != "signer" && *mode != "approver") return Invalid("kubelet_certificates", "not signer or approver");
+    m.kubelet_certificates = std::move(*mode);
+  }
   return m;
+}
+
+// --- Approver mode -------------------------------------------------------------
+
+std::string EncodeKubeletKeyRegistered(const KubeletKeyRegistered& k) {
+  json body = {{"kind", k.kind},
+               {"key_sha256", k.key_sha256},
+               {"tpm_resident", k.tpm_resident},
+               {"registered_at", k.registered_at}};
+  return body.dump();
+}
+
+Result<KubeletKeyRegistered> DecodeKubeletKeyRegistered(std::string_view body) {
+  auto doc = ParseAnyObject(body);
+  if (!doc.ok()) return doc.status();
+  KubeletKeyRegistered k;
+  auto kind = Str(*doc, "kind");
+  if (!kind) return Missing("kind");
+  if (*kind != "client" && *kind != "serving") return Invalid("kind", "not client or serving");
+  k.kind = std::move(*kind);
+  auto hash = Str(*doc, "key_sha256");
+  if (!hash) return Missing("key_sha256");
+  if (hash->size() != 64 || hash->find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Invalid("key_sha256", "not 64 lower-case hex digits");
+  }
+  k.key_sha256 = std::move(*hash);
+  k.tpm_resident = Bool(*doc, "tpm_resident");
+  if (auto it = doc->find("registered_at"); it != doc->end() && it->is_number_integer()) {
+    k.registered_at = it->get<long long>();
+  }
+  return k;
 }
 
 // --- CSR ---------------------------------------------------------------------

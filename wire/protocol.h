@@ -119,6 +119,11 @@ struct MachineRecord {
   // Renewal is open once at most this fraction of a certificate's validity
   // is left (docs/csr.md, "Renewal"): the agent renews no earlier.
   double renew_fraction = 1.0 / 3.0;
+  // Who issues the kubelet's certificates (docs/kubernetes.md): "signer"
+  // (rackgate: POST /v1/machine/csr) or "approver" (the cluster's signer;
+  // the agent registers the kubelet's key: POST /v1/machine/kubelet-key).
+  // An appliance before approver mode sends none: "signer".
+  std::string kubelet_certificates = "signer";
   bool operator==(const MachineRecord&) const = default;
 };
 std::string EncodeMachineRecord(const MachineRecord& m);
@@ -186,6 +191,21 @@ struct IssuedCertificate {
 std::string EncodeIssuedCertificate(const IssuedCertificate& c);
 // certificate and ca are required; serial and state are made printable.
 Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body);
+
+// --- Approver mode: POST /v1/machine/kubelet-key (docs/kubernetes.md) -------
+// The request is a CsrRequest (the kubelet's key in a CSR of the kubelet's
+// subject, its self-signature the proof of possession, a TPM proof when
+// TPM-resident; no renewal). The answer: the registered key.
+struct KubeletKeyRegistered {
+  std::string kind;        // "client" or "serving"
+  std::string key_sha256;  // lower-case hex of the SubjectPublicKeyInfo's SHA-256
+  bool tpm_resident = false;
+  long long registered_at = 0;
+  bool operator==(const KubeletKeyRegistered&) const = default;
+};
+std::string EncodeKubeletKeyRegistered(const KubeletKeyRegistered& k);
+// kind and key_sha256 (64 hex digits) are required.
+Result<KubeletKeyRegistered> DecodeKubeletKeyRegistered(std::string_view body);
 
 // --- Provisioning reports: POST /v1/machine/report --------------------------
 

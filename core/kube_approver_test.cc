@@ -1,0 +1,284 @@
+// Approver mode (docs/kubernetes.md) as tests of the core: a soft-TPM machine
+// attests for a real token and registers its kubelet key (CsrService::
+// RegisterKey), then the API server's CSRs are handed to KubeApprover as the
+// watcher hands them, over every store. Every reason of a decision has a
+// case here; the real API server's cases are in k8s-tests/.
+#include "core/kube_approver.h"
+
+#include <gtest/gtest.h>
+
+#include "core/csr_service.h"
+#include "core/secrets.h"
+#include "core/testing/core_fixture.h"
+#include "core/testing/csr_test_util.h"
+
+namespace rackgate::core::testing {
+namespace {
+
+using csr::test_util::CsrSpec;
+using csr::test_util::MakeCsr;
+using csr::test_util::NewKey;
+using Kind = KubeAction::Kind;
+
+constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
+constexpr char kServingSigner[] = "kubernetes.io/kubelet-serving";
+constexpr char kBootstrapper[] = "system:bootstrap:abcdef";
+
+class KubeApproverTest : public EveryStoreTest {
+ protected:
+  KubeApproverTest() {
+    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), CsrOptions{}, nullptr);
+    csrs_->SetKubeletKeys(store_.get());
+    approver_ = NewApprover();
+  }
+  std::unique_ptr<KubeApprover> NewApprover() {
+    return std::make_unique<KubeApprover>(store_.get(), options_, &metrics_, [this] { return now_; });
+  }
+  void SetPoolSettings(const std::string& json) {
+    storage::Pool pool{"workers"};
+    pool.token_required = false;
+    pool.settings_json = json;
+    ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  }
+  void ApproverPool() { SetPoolSettings(R"({"kubelet_certificates": "approver"})"); }
+  std::string Token() {
+    if (token_.empty()) {
+      Enroll(machine_, "node-1");
+      token_ = Attest(machine_).token;
+    }
+    return token_;
+  }
+  static std::string ClientPem(EVP_PKEY* key, const std::string& node = "node-1") {
+    CsrSpec spec;
+    spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:" + node}};
+    return MakeCsr(key, spec);
+  }
+  static std::string ServingPem(EVP_PKEY* key, const std::string& san) {
+    CsrSpec spec;
+    spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
+    spec.san = san;
+    return MakeCsr(key, spec);
+  }
+  Result<storage::AttestedKey> Register(EVP_PKEY* key) {
+    CsrSubmission s;
+    s.signer = kClientSigner;
+    s.csr_pem = ClientPem(key);
+    return csrs_->RegisterKey(Token(), s);
+  }
+  // The kubelet's bootstrap CSR, filed with a bootstrap token.
+  static KubeCsr Join(const std::string& uid, EVP_PKEY* key, const std::string& node = "node-1") {
+    KubeCsr c;
+    c.uid = uid;
+    c.name = "csr-" + uid;
+    c.signer_name = kClientSigner;
+    c.username = kBootstrapper;
+    c.groups = {"system:bootstrappers", "system:bootstrappers:rackgate", "system:authenticated"};
+    c.usages = {"digital signature", "key encipherment", "client auth"};
+    c.request_pem = ClientPem(key, node);
+    return c;
+  }
+  // A CSR the node files itself, authenticated by its client certificate.
+  static KubeCsr AsNode(KubeCsr c) {
+    c.username = "system:node:node-1";
+    c.groups = {"system:nodes", "system:authenticated"};
+    return c;
+  }
+  static KubeCsr Serving(const std::string& uid, EVP_PKEY* key, const std::string& san) {
+    KubeCsr c = AsNode(Join(uid, key));
+    c.signer_name = kServingSigner;
+    c.usages = {"digital signature", "key encipherment", "server auth"};
+    c.request_pem = ServingPem(key, san);
+    return c;
+  }
+  storage::Machine Machine() { return *store_->GetMachine("node-1"); }
+  // Joins node-1 through the API: key registered, bootstrap CSR approved.
+  void Joined() {
+    ApproverPool();
+    ASSERT_TRUE(Register(key_.get()).ok());
+    ASSERT_EQ(approver_->Handle(Join("u-join", key_.get())).kind, Kind::kApprove);
+  }
+  static std::string Verdict(const KubeAction& a) {
+    return (a.kind == Kind::kApprove ? "approve:" : a.kind == Kind::kDeny ? "deny:" : "none:") + a.reason;
+  }
+
+  KubeApproverOptions options_;
+  Metrics metrics_;
+  std::unique_ptr<CsrService> csrs_;
+  std::unique_ptr<KubeApprover> approver_;
+  SoftMachine machine_;
+  std::string token_;
+  ossl::PkeyPtr key_ = NewKey("EC", "P-256");
+};
+RACKGATE_ON_EVERY_STORE(KubeApproverTest);
+
+// --- The key registration (POST /v1/machine/kubelet-key) -------------------
+
+TEST_P(KubeApproverTest, RegistersTheKubeletKeyOfAnAttestedMachineOnce) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  auto key = Register(key_.get());
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EXPECT_EQ(key->kind, "client");
+  EXPECT_FALSE(key->tpm_resident);
+  auto found = store_->FindAttestedKey(Machine().id, "client", key->public_key_sha256);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_TRUE(found->used_by_uid.empty());
+  // The same key again: the same registration.
+  auto again = Register(key_.get());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->registered_at, key->registered_at);
+}
+
+TEST_P(KubeApproverTest, EachPoolModeRefusesTheOtherModesEndpoint) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  EXPECT_EQ(ReasonOf(Register(key_.get())), "kubelet_key_signer_mode");
+  ApproverPool();
+  CsrSubmission s;
+  s.signer = kClientSigner;
+  s.csr_pem = ClientPem(key_.get());
+  EXPECT_EQ(ReasonOf(csrs_->Submit(Token(), s)), "csr_approver_mode");
+}
+
+TEST_P(KubeApproverTest, RegistrationNeedsAValidTokenAndTheRules) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  Token();
+  CsrSubmission s;
+  s.signer = kClientSigner;
+  s.csr_pem = ClientPem(key_.get(), "node-2");  // another node's name
+  EXPECT_EQ(ReasonOf(csrs_->RegisterKey(Token(), s)), "csr_subject_common_name");
+  EXPECT_EQ(ReasonOf(csrs_->RegisterKey(std::string("not-a-token"), s)), "token_unknown");
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "require_tpm_key": true})");
+  EXPECT_EQ(ReasonOf(Register(key_.get())), "csr_tpm_key_required");
+}
+
+// --- The decisions ------------------------------------------------------------
+
+TEST_P(KubeApproverTest, ApprovesTheJoinOfAnAttestedMachineWithItsRegisteredKey) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  const KubeAction a = approver_->Handle(Join("u1", key_.get()));
+  EXPECT_EQ(Verdict(a), "approve:RackgateAttestedJoin") << a.message;
+  EXPECT_EQ(a.hostname, "node-1");
+  EXPECT_EQ(a.purpose, "join");
+  EXPECT_EQ(Machine().state, storage::MachineState::kJoined);
+  EXPECT_TRUE(Machine().client_cert_issued_at.has_value());
+  auto recorded = store_->GetKubeCsr("u1");
+  ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+  EXPECT_EQ(recorded->decision, "approved");
+  // A relist, a restart or another appliance: the recorded decision again,
+  // never a second one.
+  EXPECT_EQ(Verdict(NewApprover()->Handle(Join("u1", key_.get()))), "approve:RackgateAttestedJoin");
+  EXPECT_EQ(store_->ListKubeCsrs(false)->size(), 1u);
+}
+
+TEST_P(KubeApproverTest, LeavesAloneWhatIsNotItsToDecide) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Token();
+  KubeCsr other = Join("u1", key_.get());
+  other.signer_name = "kubernetes.io/legacy-unknown";
+  EXPECT_EQ(Verdict(approver_->Handle(other)), "none:not_kubelet_signer");
+  KubeCsr decided = Join("u2", key_.get());
+  decided.decided = true;
+  EXPECT_EQ(Verdict(approver_->Handle(decided)), "none:decided_in_api");
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u3", key_.get(), "stranger"))), "none:node_unknown");
+  KubeCsr no_node = Join("u4", key_.get());
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "someone"}};
+  no_node.request_pem = MakeCsr(key_.get(), spec);
+  EXPECT_EQ(Verdict(approver_->Handle(no_node)), "none:not_node_name");
+  // node-1's pool is in signer mode: rackgate signs its certificates itself.
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u5", key_.get()))), "none:pool_signer_mode");
+  EXPECT_TRUE(store_->ListKubeCsrs(false)->empty());
+}
+
+TEST_P(KubeApproverTest, DeniesAKeyTheMachineNeverRegistered) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  auto other = NewKey("EC", "P-256");
+  const KubeAction a = approver_->Handle(Join("u1", other.get()));
+  EXPECT_EQ(Verdict(a), "deny:key_not_attested");
+  EXPECT_EQ(Machine().state, storage::MachineState::kAttested);
+  EXPECT_EQ(store_->GetKubeCsr("u1")->decision, "denied");
+}
+
+TEST_P(KubeApproverTest, ARegisteredKeyJoinsOnceAndAMachineJoinsOnce) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  auto second = NewKey("EC", "P-256");
+  ASSERT_TRUE(Register(key_.get()).ok());
+  ASSERT_TRUE(Register(second.get()).ok());
+  ASSERT_EQ(approver_->Handle(Join("u1", key_.get())).kind, Kind::kApprove);
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u2", key_.get()))), "deny:key_already_used");
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u3", second.get()))), "deny:client_cert_already_issued");
+}
+
+TEST_P(KubeApproverTest, DeniesARequesterThatIsNeitherTheNodeNorABootstrapper) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  KubeCsr c = Join("u1", key_.get());
+  c.username = "system:serviceaccount:default:intruder";
+  c.groups = {"system:serviceaccounts", "system:authenticated"};
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "deny:csr_requester_not_allowed");
+  // Another node cannot ask for node-1's serving certificate.
+  KubeCsr s = Serving("u2", key_.get(), "DNS:node-1.example");
+  s.username = "system:node:node-2";
+  EXPECT_EQ(Verdict(approver_->Handle(s)), "deny:csr_requester_not_allowed");
+}
+
+TEST_P(KubeApproverTest, DeniesAnUnreadableRequestThatClaimsANode) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  KubeCsr c = AsNode(Join("u1", key_.get()));
+  c.request_pem = "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n";
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "deny:csr_malformed");
+}
+
+TEST_P(KubeApproverTest, ApprovesRotationAndServingWhileTheMachineAttests) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  auto rotated = NewKey("EC", "P-256");
+  EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-rot", rotated.get())))), "approve:RackgateAttestedRotation");
+  EXPECT_EQ(Verdict(approver_->Handle(Serving("u-srv", rotated.get(), "DNS:node-1.example,IP:10.0.0.5"))),
+            "approve:RackgateAttestedServing");
+  // Names the enrollment does not have.
+  EXPECT_EQ(Verdict(approver_->Handle(Serving("u-bad", rotated.get(), "DNS:node-1.example,IP:10.9.9.9"))),
+            "deny:csr_san_not_enrolled");
+  // Past the approver's maximum attestation age (the pool sets none): the
+  // kubelet's rotation waits for a fresh attestation.
+  now_ += options_.max_attestation_age_seconds + 1;
+  EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-old", rotated.get())))), "deny:csr_window_expired");
+}
+
+TEST_P(KubeApproverTest, RefusesRotationOfAnUntrustedMachine) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "max_attestation_age_seconds": 600})");
+  now_ += 601;
+  auto rotated = NewKey("EC", "P-256");
+  const KubeAction a = approver_->Handle(AsNode(Join("u-rot", rotated.get())));
+  EXPECT_EQ(Verdict(a), "deny:machine_untrusted");
+  EXPECT_NE(a.message.find("max_attestation_age_seconds"), std::string::npos) << a.message;
+}
+
+TEST_P(KubeApproverTest, ANewNodesCsrComesWithinTheWindowAfterItsAttestation) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  now_ += options_.client_window_seconds + 1;
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u1", key_.get()))), "deny:csr_window_expired");
+}
+
+TEST_P(KubeApproverTest, CountsEveryVerdict) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  const std::string text = metrics_.Render();
+  EXPECT_NE(text.find("rackgate_kubernetes_csr_total{"), std::string::npos) << text;
+  EXPECT_NE(text.find("verdict=\"approved\""), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace rackgate::core::testing

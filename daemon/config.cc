@@ -136,6 +136,30 @@ Status ReadMetrics(const json& v, Config* c) {
   return Status::Ok();
 }
 
+Status ReadKubernetes(const json& v, Config* c) {
+  if (!v.is_object()) return Invalid("kubernetes", "expected an object");
+  Config::Kubernetes k;
+  for (const auto& [key, value] : v.items()) {
+    const std::string name = "kubernetes." + key;
+    Status s = key == "kubeconfig"   ? ReadString(value, name, &k.kubeconfig)
+               : key == "context"    ? ReadString(value, name, &k.context)
+               : key == "in_cluster" ? ReadBool(value, name, &k.in_cluster)
+               : key == "bootstrapper_groups" ? ReadStrings(value, name, &k.bootstrapper_groups)
+               : key == "max_attestation_age_seconds"
+                   ? ReadInt(value, name, 60, 366 * 86400, &k.max_attestation_age_seconds)
+                   : Invalid(name, "unknown key");
+    if (!s.ok()) return s;
+  }
+  if (k.in_cluster && !k.kubeconfig.empty()) {
+    return Invalid("kubernetes", "set kubeconfig or in_cluster, not both");
+  }
+  if (k.bootstrapper_groups.empty() || k.bootstrapper_groups.size() > 16) {
+    return Invalid("kubernetes.bootstrapper_groups", "lists 1 to 16 groups");
+  }
+  c->kubernetes = std::move(k);
+  return Status::Ok();
+}
+
 Status ReadWebhooks(const json& v, Config* c) {
   if (!v.is_array()) return Invalid("webhooks", "expected a list of objects");
   c->webhooks.clear();
@@ -294,6 +318,7 @@ const std::map<std::string, KeyReader>& Readers() {
        [](const json& v, Config* c) { return ReadString(v, "ignition_validate", &c->ignition_validate); }},
       // The agent bundle (docs/nodes.md).
       {"agent_bundle", [](const json& v, Config* c) { return ReadString(v, "agent_bundle", &c->agent_bundle); }},
+      {"kubernetes", ReadKubernetes},  // approver mode (docs/kubernetes.md)
       {"cluster_ca_certificate",
        [](const json& v, Config* c) { return ReadString(v, "cluster_ca_certificate", &c->cluster_ca_certificate); }},
       {"cluster_ca_key",

@@ -80,6 +80,23 @@ struct Config {
   // none (404 agent_bundle_not_configured).
   std::string agent_bundle = core::kDefaultAgentBundlePath;
 
+  // --- Approver mode (docs/kubernetes.md) ---
+  // "kubernetes": the API server whose kubelet CSRs rackgated decides for
+  // the machines of pools with kubelet_certificates "approver". Off unless
+  // kubeconfig is set or in_cluster is true.
+  struct Kubernetes {
+    std::string kubeconfig;  // a kubeconfig file (YAML) naming the server, its CA and credentials
+    std::string context;     // its context to use; "": current-context
+    bool in_cluster = false; // the pod's service account instead
+    // Who may file a new node's client CSR (the kubelet's bootstrap token).
+    std::vector<std::string> bootstrapper_groups = {"system:bootstrappers"};
+    // A rotation or serving CSR needs a good attestation at most this old
+    // when the machine's pool sets no max_attestation_age_seconds.
+    int64_t max_attestation_age_seconds = 86400;
+    bool enabled() const { return in_cluster || !kubeconfig.empty(); }
+  };
+  Kubernetes kubernetes;
+
   // CSR vouching (docs/csr.md). The cluster CA's files; empty: <state_dir>/
   // cluster-ca/ca.crt and ca.key. Without them, CSRs are refused with
   // 503 signer_unavailable.

@@ -38,8 +38,10 @@
 #include "daemon/notify.h"
 #include "daemon/observability.h"
 #include "daemon/webhooks.h"
+#include "daemon/kube_watch.h"
 #include "core/fleet_counts.h"
 #include "core/webhook_outbox.h"
+#include "core/kube_approver.h"
 #include "storage/store.h"
 
 namespace rackgate::daemon {
@@ -507,6 +509,26 @@ int Run(const std::string& config_path, bool check_only) {
   if (!webhooks.ok()) {
     Log()->critical("webhooks: {}", webhooks.status().ToString());
     return 1;
+  }
+
+  // Approver mode (docs/kubernetes.md): the API server's kubelet CSRs,
+  // decided for the machines of approver-mode pools. A bad kubeconfig stops
+  // the start; an API server that does not answer is retried by the loop.
+  core::KubeApproverOptions kube_options;
+  kube_options.bootstrapper_groups = config->kubernetes.bootstrapper_groups;
+  kube_options.max_attestation_age_seconds = config->kubernetes.max_attestation_age_seconds;
+  kube_options.client_window_seconds = config->client_csr_window_seconds;
+  core::KubeApprover kube_approver(db, kube_options, &metrics, [] { return Now(); });
+  std::unique_ptr<KubeWatch> kube_watch;
+  if (config->kubernetes.enabled()) {
+    auto started = KubeWatch::Start(
+        {config->kubernetes.kubeconfig, config->kubernetes.context, config->kubernetes.in_cluster}, &kube_approver,
+        &metrics);
+    if (!started.ok()) {
+      Log()->critical("kubernetes: {}", started.status().ToString());
+      return 1;
+    }
+    kube_watch = std::move(started).value();
   }
 
   auto server = HttpServer::Start(std::move(o));

@@ -57,16 +57,17 @@ std::optional<std::string> Scalar(const YAML::Node& map, const char* key, bool* 
 // inner map (`inner`: "cluster", "user", "context").
 Result<YAML::Node> FindNamed(const YAML::Node& root, const char* list, const char* inner, const std::string& name,
                              const std::string& where) {
+  // IsDefined() first: yaml-cpp throws from any other question to a node a
+  // missing key returned.
   const YAML::Node entries = root[list];
-  if (entries.IsDefined() && !entries.IsNull() && !entries.IsSequence()) {
-    return Invalid(where, std::string(list) + " is not a list");
-  }
-  if (entries.IsSequence()) {
+  const bool present = entries.IsDefined() && !entries.IsNull();
+  if (present && !entries.IsSequence()) return Invalid(where, std::string(list) + " is not a list");
+  if (present) {
     for (const YAML::Node& e : entries) {
       bool bad = false;
       if (!e.IsMap() || Scalar(e, "name", &bad) != name) continue;
       const YAML::Node v = e[inner];
-      if (!v.IsMap()) return Invalid(where, std::string(list) + " entry \"" + Printable(name) + "\" has no " + inner);
+      if (!v.IsDefined() || !v.IsMap()) return Invalid(where, std::string(list) + " entry \"" + Printable(name) + "\" has no " + inner);
       return v;
     }
   }

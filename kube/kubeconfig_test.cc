@@ -148,6 +148,14 @@ TEST_F(KubeconfigTest, Refusals) {
                 "kubeconfig_unsupported", "tls-server-name");
   ExpectRefused(LoadKubeconfig(Put("16", Config(ok_cluster, "    token: \"a b\"\n"))), "kubeconfig_invalid",
                 "spaces");
+  ExpectRefused(LoadKubeconfig(Put("18", "current-context: x\n")), "kubeconfig_invalid",
+                "context \"x\" not found in contexts");
+  ExpectRefused(LoadKubeconfig(Put("19", "current-context: x\ncontexts: {}\n")), "kubeconfig_invalid",
+                "contexts is not a list");
+  ExpectRefused(LoadKubeconfig(Put("20", "current-context: x\ncontexts:\n- name: x\n")), "kubeconfig_invalid",
+                "has no context");
+  ExpectRefused(LoadKubeconfig(Put("21", Config("    server: [a]\n" + CaData(), token))), "kubeconfig_invalid",
+                "server is not a string");
   ExpectRefused(LoadKubeconfig(dir_ + "/absent"), "kubeconfig_unreadable", "absent");
   ExpectRefused(LoadKubeconfig(Put("17", Config(ok_cluster, token, "- name: x\n  context: 3\n")), "x"),
                 "kubeconfig_invalid", "has no context");

@@ -3,7 +3,10 @@
 // a failure is one JSON line {"error": reason, "message": ...} and exit 1.
 //
 //   kube-client-probe (--kubeconfig FILE [--context NAME] | --in-cluster)
+//                     [--resource-version RV]
 //                     list | watch SECONDS | approve NAME | deny NAME
+// --resource-version: where `watch` starts (default: now, with the existing
+// CSRs as ADDED events).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -73,8 +76,8 @@ int List(kube::Client& client) {
   return 0;
 }
 
-int Watch(kube::Client& client, int seconds) {
-  Status s = client.Watch("", seconds, [](const kube::WatchEvent& ev) {
+int Watch(kube::Client& client, int seconds, const std::string& rv) {
+  Status s = client.Watch(rv, seconds, [](const kube::WatchEvent& ev) {
     json line = {{"type", TypeName(ev.type)}, {"resourceVersion", ev.resource_version}};
     if (ev.type != kube::WatchEvent::Type::kBookmark) {
       line["object"] = ev.object_status.ok() ? CsrJson(ev.object) : json(nullptr);
@@ -99,7 +102,7 @@ int Decide(kube::Client& client, const std::string& name, bool approve) {
 }
 
 int Usage() {
-  std::cerr << "usage: kube-client-probe (--kubeconfig FILE [--context NAME] | --in-cluster)\n"
+  std::cerr << "usage: kube-client-probe (--kubeconfig FILE [--context NAME] | --in-cluster) [--resource-version RV]\n"
                "                         list | watch SECONDS | approve NAME | deny NAME\n";
   return 2;
 }
@@ -108,7 +111,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string kubeconfig, context;
+  std::string kubeconfig, context, rv;
   bool in_cluster = false;
   size_t i = 0;
   for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
@@ -116,6 +119,8 @@ int main(int argc, char** argv) {
       kubeconfig = args[++i];
     } else if (args[i] == "--context" && i + 1 < args.size()) {
       context = args[++i];
+    } else if (args[i] == "--resource-version" && i + 1 < args.size()) {
+      rv = args[++i];
     } else if (args[i] == "--in-cluster") {
       in_cluster = true;
     } else {
@@ -136,7 +141,7 @@ int main(int argc, char** argv) {
   if (command == "list") return List(*client);
   if (command == "watch") {
     const int seconds = std::atoi(operand.c_str());
-    return seconds > 0 ? Watch(*client, seconds) : Usage();
+    return seconds > 0 ? Watch(*client, seconds, rv) : Usage();
   }
   if (command == "approve" || command == "deny") return Decide(*client, operand, command == "approve");
   return Usage();

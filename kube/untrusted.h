@@ -1,0 +1,52 @@
+// What kube/ does with text from a kubeconfig or an API server before
+// trusting it: base64 decoding, bounded JSON parsing, printable cuts for
+// messages. Internal to kube/.
+#ifndef RACKGATE_KUBE_UNTRUSTED_H_
+#define RACKGATE_KUBE_UNTRUSTED_H_
+
+#if !defined(RACKGATE_KUBE_INTERNAL)
+#error "kube/untrusted.h is internal to kube/"
+#endif
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace rackgate::kube {
+
+// No JSON document from the API server nests deeper than this: a
+// CertificateSigningRequest is about 5 levels, a list 7, a watch event 6.
+inline constexpr size_t kMaxJsonDepth = 32;
+
+// The bytes of standard base64 `text` (RFC 4648 §4, padded, as Go's
+// encoding/json writes []byte and kubectl writes *-data fields), or nullopt
+// for anything else or more than max_bytes decoded bytes. Bounded before
+// anything is allocated.
+std::optional<std::string> Base64Decode(std::string_view text, size_t max_bytes);
+std::string Base64Encode(std::string_view data);
+
+// `text` parsed as JSON, or nullopt when it is malformed or nests deeper than
+// kMaxJsonDepth (checked while parsing, so a hostile document never builds a
+// deep tree).
+std::optional<nlohmann::json> ParseJson(std::string_view text);
+
+// Printable ASCII only (anything else as \xNN), cut to at most `max`
+// characters ending in "..." when cut: what a message may carry of text the
+// server chose (a Status message, a name), so that it never brings control
+// bytes into an error message or an operator's terminal.
+std::string Printable(std::string_view text, size_t max = 200);
+
+// `j[key]` as a string when `j` is an object holding a string there; nullopt
+// otherwise (absent, null or another type). Never operator[] on const json.
+std::optional<std::string> StringField(const nlohmann::json& j, std::string_view key);
+
+// `value` dumped as JSON; invalid UTF-8 in a string becomes U+FFFD rather
+// than an exception.
+std::string DumpJson(const nlohmann::json& value);
+
+}  // namespace rackgate::kube
+
+#endif  // RACKGATE_KUBE_UNTRUSTED_H_

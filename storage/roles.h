@@ -245,6 +245,10 @@ class KubeApprovalStore : public virtual MachineReader, public virtual PoolReade
   // the same transaction (certify_nonce_used, token_unknown). Refused:
   // machine_unknown; state_conflict unless the machine is attested,
   // provisioned or joined; field_invalid (kind, a hash of 32 bytes).
+  // The machine and its state are checked first; a repeat is then answered
+  // before the token is looked at, so an agent's retry after a lost answer
+  // succeeds without a nonce. A token of another machine is token_unknown
+  // (it proves nothing about this one) and stays unused.
   virtual Result<AttestedKey> RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
                                                   const Actor& actor, int64_t now) = 0;
   // The machine's registration of this kind and key in its current attest
@@ -265,15 +269,25 @@ class KubeApprovalStore : public virtual MachineReader, public virtual PoolReade
   // the client-certificate mark is not set (client_cert_already_issued) and is
   // set now; attested/provisioned -> joined (state_conflict from other states
   // but joined). machine_unknown, field_invalid. A refusal changes nothing.
+  // field_invalid (storage/validation.h, CheckKubeCsrDecision): uid, name,
+  // reason, requester, message and decided_by bounded and printable; kind,
+  // purpose and decision among theirs, join and rotation client and serving
+  // serving; a key hash of 32 bytes, which only a denial may lack. reason,
+  // message and decided_by are stored as given. The join's checks run in
+  // the order above (key, mark, state); an approved rotation or serving CSR
+  // is the caller's to judge and is recorded without them.
   virtual Result<KubeCsrDecision> RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) = 0;
   // An operator's decision on a waiting one: waiting -> approved or denied
   // (with `reason`, 1..256 printable characters, when denied), with the same
   // checks and effects as RecordKubeCsr for an approved join, and one audit
   // row (kubernetes_csr_approved / kubernetes_csr_denied, actor the
   // operator). kube_csr_unknown; state_conflict when already decided.
+  // decided_by becomes the actor's name; an approval keeps the recorded
+  // reason, a denial replaces it with `reason`.
   virtual Result<KubeCsrDecision> DecideKubeCsr(const std::string& uid, bool approve, const std::string& reason,
                                                 const Actor& actor, int64_t now) = 0;
-  // Newest first (waiting_only: only waiting ones, oldest first), at most `limit`.
+  // Newest first (waiting_only: only waiting ones, oldest first), at most `limit`
+  // (clamped to 1..100000); by created_at, ties broken by uid.
   virtual Result<std::vector<KubeCsrDecision>> ListKubeCsrs(bool waiting_only, int limit = 1000) = 0;
 
  protected:

@@ -468,6 +468,46 @@ BEGIN
 END;
 )sql";
 
+// Approver mode (docs/kubernetes.md; storage/roles.h, KubeApprovalStore):
+//  - attested_keys: the kubelet keys machines proved through an attested
+//    session, per attest epoch (a reset or a new EK makes them stale, as
+//    csr_requests), and the API CSR (uid) a join was approved with.
+//  - kube_csrs: every certificates.k8s.io CSR rackgate decided or holds for
+//    an operator, by the API object's uid, recorded before the API server is
+//    told, so no CSR is decided twice.
+// The audit actions they write (kubelet_key_registered, kubernetes_csr_*)
+// are no webhook events: events_from_audit is left as version 10 made it.
+constexpr char kV11KubeApprovals[] = R"sql(
+CREATE TABLE attested_keys (
+  machine_id        INTEGER NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  attest_epoch      INTEGER NOT NULL,
+  kind              TEXT NOT NULL CHECK (kind IN ('client', 'serving')),
+  public_key_sha256 BLOB NOT NULL CHECK (length(public_key_sha256) = 32),
+  tpm_resident      INTEGER NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
+  registered_at     INTEGER NOT NULL,
+  used_by_uid       TEXT NOT NULL DEFAULT '',
+  UNIQUE (machine_id, attest_epoch, kind, public_key_sha256)
+) STRICT;
+
+CREATE TABLE kube_csrs (
+  uid               TEXT PRIMARY KEY NOT NULL,
+  name              TEXT NOT NULL,
+  machine_id        INTEGER NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  kind              TEXT NOT NULL CHECK (kind IN ('client', 'serving')),
+  purpose           TEXT NOT NULL CHECK (purpose IN ('join', 'rotation', 'serving')),
+  public_key_sha256 BLOB NOT NULL,
+  requester         TEXT NOT NULL DEFAULT '',
+  decision          TEXT NOT NULL CHECK (decision IN ('waiting', 'approved', 'denied')),
+  reason            TEXT NOT NULL DEFAULT '',
+  message           TEXT NOT NULL DEFAULT '',
+  decided_by        TEXT NOT NULL DEFAULT '',
+  created_at        INTEGER NOT NULL,
+  decided_at        INTEGER
+) STRICT;
+CREATE INDEX kube_csrs_decision ON kube_csrs(decision, created_at);
+CREATE INDEX kube_csrs_machine ON kube_csrs(machine_id);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -480,6 +520,7 @@ constexpr Migration kMigrations[] = {
     {9, "boot policy observation: pools.boot_policy_mode, boot_observations", kV9Observe},
     {10, "anonymous refusals: event type anonymous_refusals (events and event_deliveries rebuilt)",
      kV10AnonymousRefusals},
+    {11, "approver mode: attested_keys, kube_csrs", kV11KubeApprovals},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

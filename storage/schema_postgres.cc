@@ -359,11 +359,44 @@ CREATE TRIGGER events_from_audit AFTER INSERT ON audit FOR EACH ROW
   EXECUTE FUNCTION rackgate_events_from_audit();
 )sql";
 
+// Version 4: SQLite's version 11 (approver mode), as there.
+constexpr char kV4KubeApprovals[] = R"sql(
+CREATE TABLE attested_keys (
+  machine_id        BIGINT NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  attest_epoch      BIGINT NOT NULL,
+  kind              TEXT COLLATE "C" NOT NULL CHECK (kind IN ('client', 'serving')),
+  public_key_sha256 BYTEA NOT NULL CHECK (length(public_key_sha256) = 32),
+  tpm_resident      BIGINT NOT NULL DEFAULT 0 CHECK (tpm_resident IN (0, 1)),
+  registered_at     BIGINT NOT NULL,
+  used_by_uid       TEXT COLLATE "C" NOT NULL DEFAULT '',
+  UNIQUE (machine_id, attest_epoch, kind, public_key_sha256)
+);
+
+CREATE TABLE kube_csrs (
+  uid               TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+  name              TEXT COLLATE "C" NOT NULL,
+  machine_id        BIGINT NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
+  kind              TEXT COLLATE "C" NOT NULL CHECK (kind IN ('client', 'serving')),
+  purpose           TEXT COLLATE "C" NOT NULL CHECK (purpose IN ('join', 'rotation', 'serving')),
+  public_key_sha256 BYTEA NOT NULL,
+  requester         TEXT COLLATE "C" NOT NULL DEFAULT '',
+  decision          TEXT COLLATE "C" NOT NULL CHECK (decision IN ('waiting', 'approved', 'denied')),
+  reason            TEXT COLLATE "C" NOT NULL DEFAULT '',
+  message           TEXT COLLATE "C" NOT NULL DEFAULT '',
+  decided_by        TEXT COLLATE "C" NOT NULL DEFAULT '',
+  created_at        BIGINT NOT NULL,
+  decided_at        BIGINT
+);
+CREATE INDEX kube_csrs_decision ON kube_csrs(decision, created_at);
+CREATE INDEX kube_csrs_machine ON kube_csrs(machine_id);
+)sql";
+
 constexpr PostgresMigration kPostgresMigrations[] = {
     {1, "the whole schema of SQLite's version 8: tables, triggers for events and the append-only audit, NOTIFY",
      kV1},
     {2, "boot policy observation: pools.boot_policy_mode, boot_observations (SQLite's version 9)", kV2Observe},
     {3, "anonymous refusals: event type anonymous_refusals (SQLite's version 10)", kV3AnonymousRefusals},
+    {4, "approver mode: attested_keys, kube_csrs (SQLite's version 11)", kV4KubeApprovals},
 };
 
 // 1 when rackgate_schema exists (in the search_path), else 0.

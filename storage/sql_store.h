@@ -106,6 +106,17 @@ class SqlStore : public Store {
   Result<Machine> RecordIssuedCertificate(const IssuedCertificateRecord& record, const Actor& actor,
                                           int64_t now) override;
 
+  // kube_approvals.cc (approver mode)
+  Result<AttestedKey> RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
+                                          const Actor& actor, int64_t now) override;
+  Result<AttestedKey> FindAttestedKey(int64_t machine_id, const std::string& kind,
+                                      const Bytes& public_key_sha256) override;
+  Result<KubeCsrDecision> GetKubeCsr(const std::string& uid) override;
+  Result<KubeCsrDecision> RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) override;
+  Result<KubeCsrDecision> DecideKubeCsr(const std::string& uid, bool approve, const std::string& reason,
+                                        const Actor& actor, int64_t now) override;
+  Result<std::vector<KubeCsrDecision>> ListKubeCsrs(bool waiting_only, int limit) override;
+
   // audit.cc
   // Observability (docs/observability.md).
   Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,

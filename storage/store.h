@@ -25,12 +25,15 @@
 //                    machine_active (delete/rename of a machine that must be
 //                    revoked or reset first), hostname_taken,
 //                    state_conflict (current state does not allow the change),
-//                    client_cert_already_issued
+//                    client_cert_already_issued,
+//                    kube_csr_decided (a Kubernetes CSR's uid already recorded)
 //  kNotFound         hostname_unknown, machine_unknown, pool_unknown,
 //                    session_unknown, token_unknown, attestation_unknown,
-//                    certificate_unknown, report_unknown
+//                    certificate_unknown, report_unknown, key_unknown,
+//                    kube_csr_unknown
 //  kVerificationFailed  session_used, session_expired, token_expired, token_revoked,
-//                    renewal_proof_invalid, certify_nonce_used
+//                    renewal_proof_invalid, certify_nonce_used,
+//                    key_not_attested (an approved join's key)
 //  kUnsupported      db_newer_than_code (the file was written by a newer rackgate),
 //                    db_not_rackgate (an SQLite file of something else),
 //                    db_backend_unsupported (OpenStore: a backend not built)

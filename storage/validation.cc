@@ -187,6 +187,59 @@ Status CheckCertificate(const IssuedCertificate& cert) {
   return Status::Ok();
 }
 
+namespace {
+
+// Printable ASCII, spaces allowed: what is shown to an operator or a machine.
+bool IsPrintableText(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+void CheckText(const char* field, const std::string& v, size_t min, size_t max, bool spaces) {
+  CheckSize(field, v.size(), min, max);
+  if (!(spaces ? IsPrintableText(v) : IsPrintableAscii(v))) {
+    Fail(Status::InvalidArgument("field_invalid", std::string(field) + " is not printable ASCII"));
+  }
+}
+
+}  // namespace
+
+void CheckAttestedKey(const AttestedKey& key) {
+  if (key.kind != kCertClient && key.kind != kCertServing) {
+    Fail(Status::InvalidArgument("field_invalid", "an attested key is client or serving"));
+  }
+  if (key.public_key_sha256.size() != 32) {
+    Fail(Status::InvalidArgument("field_invalid", "public_key_sha256 is a SHA-256 of 32 bytes"));
+  }
+}
+
+void CheckKubeCsrDecision(const KubeCsrDecision& d) {
+  CheckText("uid", d.uid, 1, 128, false);
+  CheckText("name", d.name, 1, 253, false);
+  CheckText("reason", d.reason, 0, kMaxReason, false);
+  CheckText("requester", d.requester, 0, 256, true);
+  CheckText("message", d.message, 0, 512, true);
+  CheckText("decided_by", d.decided_by, 0, kMaxActor, true);
+  if (d.kind != kCertClient && d.kind != kCertServing) {
+    Fail(Status::InvalidArgument("field_invalid", "a Kubernetes CSR is client or serving"));
+  }
+  const bool client_purpose = d.purpose == kKubePurposeJoin || d.purpose == kKubePurposeRotation;
+  if (!client_purpose && d.purpose != kKubePurposeServing) {
+    Fail(Status::InvalidArgument("field_invalid", "a Kubernetes CSR's purpose is join, rotation or serving"));
+  }
+  if (client_purpose != (d.kind == kCertClient)) {
+    Fail(Status::InvalidArgument("field_invalid", "a join or rotation is a client CSR, a serving one serving"));
+  }
+  if (d.decision != kCsrWaiting && d.decision != kCsrApproved && d.decision != kCsrDenied) {
+    Fail(Status::InvalidArgument("field_invalid", "a decision is waiting, approved or denied"));
+  }
+  const bool may_lack_key = d.decision == kCsrDenied && d.public_key_sha256.empty();
+  if (d.public_key_sha256.size() != 32 && !may_lack_key) {
+    Fail(Status::InvalidArgument("field_invalid", "public_key_sha256 is a SHA-256 of 32 bytes"));
+  }
+}
+
+void CheckDenyReason(const std::string& reason) { CheckText("reason", reason, 1, kMaxReason, true); }
+
 Status CheckSession(const Session& session) {
   CheckSize("session id", session.id.size(), 1, kMaxSessionId);
   if (!IsPrintableAscii(session.id)) {

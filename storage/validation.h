@@ -44,6 +44,18 @@ Status CheckCertificate(const IssuedCertificate& cert);
 // The checks on a new session: field_invalid.
 Status CheckSession(const Session& session);
 
+// Approver mode (KubeApprovalStore), each field_invalid:
+// a kind of client or serving and a SHA-256 of 32 bytes.
+void CheckAttestedKey(const AttestedKey& key);
+// uid (1..128), name (1..253) and reason (0..256) printable without spaces;
+// requester (0..256), message (0..512) and decided_by (0..256) printable;
+// kind, purpose and decision among theirs, and the purpose of the kind (join
+// and rotation: client; serving: serving); a key hash of 32 bytes (a denied
+// CSR may have none: its key may be what could not be read).
+void CheckKubeCsrDecision(const KubeCsrDecision& d);
+// An operator's reason for a denial: 1..256 printable characters.
+void CheckDenyReason(const std::string& reason);
+
 // field_invalid unless min <= size <= max.
 void CheckSize(const char* field, size_t size, size_t min, size_t max);
 bool IsPrintableAscii(std::string_view s);

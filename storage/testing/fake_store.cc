@@ -5,6 +5,7 @@
 #include <iterator>
 #include <utility>
 
+#include "base/hex.h"
 #include "storage/sql.h"
 #include "storage/validation.h"
 
@@ -44,6 +45,11 @@ struct StoredCsr {
   int64_t epoch = 0;
 };
 
+struct StoredKey {
+  AttestedKey key;
+  int64_t epoch = 0;
+};
+
 }  // namespace
 
 struct FakeStore::State {
@@ -60,6 +66,8 @@ struct FakeStore::State {
   std::vector<StoredCertificate> certificates;  // in issue order
   std::vector<StoredCsr> csrs;
   int64_t next_csr = 1;
+  std::vector<StoredKey> attested_keys;          // in registration order
+  std::map<std::string, KubeCsrDecision> kube_csrs;  // by uid
   std::map<int64_t, BootObservation> observations;
   std::map<int64_t, ProvisioningReportRecord> reports;  // by machine id
   std::vector<AuditEntry> audit;
@@ -756,6 +764,175 @@ Result<std::vector<CsrApprovalRequest>> FakeStore::ListCsrRequests(bool all, int
   return out;
 }
 
+// --- KubeApprovalStore ---------------------------------------------------------
+
+namespace {
+
+std::string KeyDetail(const AttestedKey& k) {
+  return "{\"kind\":" + Quote(k.kind) + ",\"public_key_sha256\":" + Quote(hex::Encode(k.public_key_sha256)) +
+         ",\"tpm_resident\":" + (k.tpm_resident ? "true" : "false") + "}";
+}
+
+std::string KubeCsrDetail(const KubeCsrDecision& d) {
+  return "{\"name\":" + Quote(d.name) + ",\"uid\":" + Quote(d.uid) + ",\"kind\":" + Quote(d.kind) +
+         ",\"purpose\":" + Quote(d.purpose) + ",\"reason\":" + Quote(d.reason) +
+         ",\"public_key_sha256\":" + Quote(hex::Encode(d.public_key_sha256)) +
+         ",\"requester\":" + Quote(d.requester) + "}";
+}
+
+bool MayRegisterKey(MachineState s) {
+  return s == MachineState::kAttested || s == MachineState::kProvisioned || s == MachineState::kJoined;
+}
+
+}  // namespace
+
+AttestedKey* FakeStore::CurrentKeyLocked(int64_t machine_id, const std::string& kind, const Bytes& key_hash) {
+  auto epoch = state_->epochs.find(machine_id);
+  if (epoch == state_->epochs.end() || state_->machines.count(machine_id) == 0) return nullptr;
+  for (auto& k : state_->attested_keys) {
+    if (k.key.machine_id == machine_id && k.epoch == epoch->second && k.key.kind == kind &&
+        k.key.public_key_sha256 == key_hash) {
+      k.key.hostname = state_->machines[machine_id].hostname;
+      k.key.current = true;
+      return &k.key;
+    }
+  }
+  return nullptr;
+}
+
+// The checks of an approved join, then its effects (storage/roles.h): a
+// refusal changes nothing.
+void FakeStore::ApplyApprovedJoinLocked(Machine& m, const KubeCsrDecision& d, int64_t now) {
+  AttestedKey* key = CurrentKeyLocked(m.id, d.kind, d.public_key_sha256);
+  if (key == nullptr || !key->used_by_uid.empty()) {
+    Fail(Status::VerificationFailed("key_not_attested",
+                                    "the CSR's key was not proven by '" + m.hostname +
+                                        "' through an attested session since its last reset, or was used"));
+  }
+  if (m.client_cert_issued_at) {
+    Fail(Status::InvalidArgument("client_cert_already_issued", "a client certificate was already issued to '" +
+                                                                   m.hostname + "' since its last reset"));
+  }
+  if (!MayRegisterKey(m.state)) {
+    Fail(Status::InvalidArgument("state_conflict", Is(m) + "; a node joins from attested or provisioned"));
+  }
+  key->used_by_uid = d.uid;
+  m.state = MachineState::kJoined;
+  m.client_cert_issued_at = now;
+  m.updated_at = now;
+}
+
+Result<AttestedKey> FakeStore::RegisterAttestedKey(const AttestedKey& key,
+                                                   const std::optional<Bytes>& certify_token_hash,
+                                                   const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<AttestedKey> {
+    CheckActor(actor);
+    CheckAttestedKey(key);
+    Machine& m = state_->MustMachine(key.machine_id);
+    if (!MayRegisterKey(m.state)) {
+      Fail(Status::InvalidArgument("state_conflict", Is(m) + "; a key is registered after attestation"));
+    }
+    if (AttestedKey* stored = CurrentKeyLocked(m.id, key.kind, key.public_key_sha256)) return *stored;
+    if (certify_token_hash) {
+      auto t = state_->tokens.find(*certify_token_hash);
+      if (t == state_->tokens.end() || t->second.machine_id != m.id) {
+        Fail(Status::NotFound("token_unknown", "unknown token"));
+      }
+      if (Status s = ConsumeCertifyNonceLocked(*certify_token_hash, now); !s.ok()) return s;
+    }
+    StoredKey stored{key, state_->epochs[m.id]};
+    stored.key.hostname = m.hostname;
+    stored.key.registered_at = now;
+    stored.key.used_by_uid.clear();
+    stored.key.current = true;
+    state_->attested_keys.push_back(stored);
+    state_->Audit(actor, now, "kubelet_key_registered", &m, m.state, m.state, KeyDetail(stored.key));
+    return stored.key;
+  });
+}
+
+Result<AttestedKey> FakeStore::FindAttestedKey(int64_t machine_id, const std::string& kind,
+                                               const Bytes& public_key_sha256) {
+  std::lock_guard lock(mu_);
+  if (AttestedKey* k = CurrentKeyLocked(machine_id, kind, public_key_sha256)) return *k;
+  return Status::NotFound("key_unknown", "no such key registered in the machine's current epoch");
+}
+
+Result<KubeCsrDecision> FakeStore::GetKubeCsr(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  auto it = state_->kube_csrs.find(uid);
+  if (it == state_->kube_csrs.end()) return Status::NotFound("kube_csr_unknown", "no decision recorded for this CSR");
+  KubeCsrDecision out = it->second;
+  out.hostname = state_->MustMachine(out.machine_id).hostname;
+  return out;
+}
+
+Result<KubeCsrDecision> FakeStore::RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<KubeCsrDecision> {
+    CheckActor(actor);
+    CheckKubeCsrDecision(d);
+    Machine& m = state_->MustMachine(d.machine_id);
+    if (state_->kube_csrs.count(d.uid) != 0) {
+      Fail(Status::InvalidArgument("kube_csr_decided", "a decision on this CSR is already recorded"));
+    }
+    const MachineState from = m.state;
+    if (d.decision == kCsrApproved && d.purpose == kKubePurposeJoin) ApplyApprovedJoinLocked(m, d, now);
+    KubeCsrDecision out = d;
+    out.hostname = m.hostname;
+    out.created_at = now;
+    out.decided_at = d.decision == kCsrWaiting ? std::nullopt : std::optional<int64_t>(now);
+    state_->kube_csrs[out.uid] = out;
+    state_->Audit(actor, now, "kubernetes_csr_" + out.decision, &m, from, m.state, KubeCsrDetail(out));
+    return out;
+  });
+}
+
+Result<KubeCsrDecision> FakeStore::DecideKubeCsr(const std::string& uid, bool approve, const std::string& reason,
+                                                 const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<KubeCsrDecision> {
+    CheckActor(actor);
+    if (!approve) CheckDenyReason(reason);
+    auto it = state_->kube_csrs.find(uid);
+    if (it == state_->kube_csrs.end()) Fail(Status::NotFound("kube_csr_unknown", "no decision recorded for this CSR"));
+    KubeCsrDecision& d = it->second;
+    if (d.decision != kCsrWaiting) {
+      Fail(Status::InvalidArgument("state_conflict", "the CSR " + d.name + " is " + d.decision + ", not waiting"));
+    }
+    Machine& m = state_->MustMachine(d.machine_id);
+    const MachineState from = m.state;
+    if (approve && d.purpose == kKubePurposeJoin) ApplyApprovedJoinLocked(m, d, now);
+    d.decision = std::string(approve ? kCsrApproved : kCsrDenied);
+    if (!approve) d.reason = reason;
+    d.decided_by = actor.name;
+    d.decided_at = now;
+    d.hostname = m.hostname;
+    state_->Audit(actor, now, "kubernetes_csr_" + d.decision, &m, from, m.state, KubeCsrDetail(d));
+    return d;
+  });
+}
+
+Result<std::vector<KubeCsrDecision>> FakeStore::ListKubeCsrs(bool waiting_only, int limit) {
+  std::lock_guard lock(mu_);
+  std::vector<KubeCsrDecision> all;
+  for (const auto& [uid, d] : state_->kube_csrs) {
+    if (waiting_only && d.decision != kCsrWaiting) continue;
+    all.push_back(d);
+    all.back().hostname = state_->MustMachine(d.machine_id).hostname;
+  }
+  // Oldest first (waiting_only) or newest first; ties by uid, as the SQL
+  // backends order them.
+  std::sort(all.begin(), all.end(), [&](const KubeCsrDecision& a, const KubeCsrDecision& b) {
+    const bool older = a.created_at < b.created_at || (a.created_at == b.created_at && a.uid < b.uid);
+    const bool newer = a.created_at > b.created_at || (a.created_at == b.created_at && a.uid > b.uid);
+    return waiting_only ? older : newer;
+  });
+  if (all.size() > static_cast<size_t>(std::clamp(limit, 1, 100000))) all.resize(std::clamp(limit, 1, 100000));
+  return all;
+}
+
 // --- IgnitionStore -------------------------------------------------------------
 
 Result<Machine> FakeStore::RecordConfigServed(int64_t machine_id, const std::string& digest,
@@ -1125,6 +1302,8 @@ Result<Machine> FakeStore::DeleteMachine(const std::string& hostname, const Acto
     state_->DropCredentials(m.id);
     std::erase_if(state_->attestations, [&](const auto& a) { return a.record.machine_id == m.id; });
     std::erase_if(state_->csrs, [&](const auto& c) { return c.request.machine_id == m.id; });
+    std::erase_if(state_->attested_keys, [&](const auto& k) { return k.key.machine_id == m.id; });
+    std::erase_if(state_->kube_csrs, [&](const auto& kv) { return kv.second.machine_id == m.id; });
     for (auto& c : state_->certificates) {
       if (c.cert.machine_id == m.id) c.epoch = -1;
     }

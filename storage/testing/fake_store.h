@@ -6,8 +6,8 @@
 // Implemented with the contract's reasons, one-use sessions, expiry,
 // atomicity (one mutex; every check is made before anything changes) and
 // audit rows: PoolReader, MachineReader, DecisionAudit, AttestationStore,
-// CsrStore; of the other roles what those tests set up and look at:
-// PutPool (with its first token and templates), SetPoolTemplate,
+// CsrStore, KubeApprovalStore; of the other roles what those tests set up
+// and look at: PutPool (with its first token and templates), SetPoolTemplate,
 // EnrollMerged, Import, Approve (with changes too), Revoke, Reset,
 // DeleteMachine, RenameMachine, the provisioning reports, Transition,
 // ListAudit, AuditAdminRefusal, RecordConfigServed, PurgeExpired and the
@@ -78,6 +78,16 @@ class FakeStore final : public Store {
   Result<CsrApprovalRequest> DecideCsrRequest(int64_t id, bool approve, const std::string& deny_reason,
                                               const Actor& actor, int64_t now) override;
   Result<std::vector<CsrApprovalRequest>> ListCsrRequests(bool all, int limit) override;
+  // KubeApprovalStore
+  Result<AttestedKey> RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
+                                          const Actor& actor, int64_t now) override;
+  Result<AttestedKey> FindAttestedKey(int64_t machine_id, const std::string& kind,
+                                      const Bytes& public_key_sha256) override;
+  Result<KubeCsrDecision> GetKubeCsr(const std::string& uid) override;
+  Result<KubeCsrDecision> RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) override;
+  Result<KubeCsrDecision> DecideKubeCsr(const std::string& uid, bool approve, const std::string& reason,
+                                        const Actor& actor, int64_t now) override;
+  Result<std::vector<KubeCsrDecision>> ListKubeCsrs(bool waiting_only, int limit) override;
   // IgnitionStore
   Result<Machine> RecordConfigServed(int64_t machine_id, const std::string& digest, const std::string& version,
                                      const Actor& actor, int64_t now) override;
@@ -147,6 +157,11 @@ class FakeStore final : public Store {
   Result<Machine> RecordRenewalLocked(const IssuedCertificate& cert, const std::string& replaces, const Actor& actor,
                                       int64_t now);
   Status ConsumeCertifyNonceLocked(const Bytes& token_hash, int64_t now);
+  // The approver mode's helpers, with mu_ held: the key registered in the
+  // machine's current epoch (null when none; owned by state_), and an
+  // approved join's checks and effects (throws StoreError, changing nothing).
+  AttestedKey* CurrentKeyLocked(int64_t machine_id, const std::string& kind, const Bytes& key_hash);
+  void ApplyApprovedJoinLocked(Machine& m, const KubeCsrDecision& d, int64_t now);
 
   std::unique_ptr<State> state_;  // owned; every access under mu_
   mutable std::mutex mu_;

@@ -64,7 +64,8 @@ class CopyTest : public StoreTest {
   // Something in every table: pools, machines with addresses, sessions,
   // tokens, attestations (an ok and a refused one), audit, pool tokens,
   // certificates, a waiting CSR, events with deliveries to a webhook, a
-  // provisioning report.
+  // provisioning report, an attested kubelet key and a Kubernetes CSR held
+  // for an operator.
   void Populate() {
     ASSERT_TRUE(store_->SyncWebhooks({WebhookTarget{"https://hooks.example/a", {}}}, 50).ok());
     ASSERT_TRUE(store_->RotatePoolToken("workers", B("pooltoken-1"), 0, Op(), 60).ok());
@@ -112,6 +113,21 @@ class CopyTest : public StoreTest {
     observed.event_log = B("\x00\x01log");
     observed.pcrs_json = "{\"pcrs\": {}}";
     ASSERT_TRUE(store_->RecordBootObservation(observed).ok());
+    AttestedKey key;
+    key.machine_id = a.id;
+    key.kind = "serving";
+    key.public_key_sha256 = Bytes(32, 0xab);
+    ASSERT_TRUE(store_->RegisterAttestedKey(key, std::nullopt, Op(), 1460).ok());
+    KubeCsrDecision kube;
+    kube.uid = "5f1c0f7e-2b6a-4d0e-9c1a-2f8f0a4b7c11";
+    kube.name = "csr-node-a-serving";
+    kube.machine_id = a.id;
+    kube.kind = "serving";
+    kube.purpose = std::string(kKubePurposeServing);
+    kube.public_key_sha256 = key.public_key_sha256;
+    kube.requester = "system:node:node-a";
+    kube.decision = std::string(kCsrWaiting);
+    ASSERT_TRUE(store_->RecordKubeCsr(kube, Op(), 1470).ok());
     ASSERT_TRUE(store_->Revoke("node-c", Op("retired"), 1500).ok());
     // The store is closed, as rackgated would be for a migration.
     store_.reset();
@@ -131,6 +147,7 @@ class CopyTest : public StoreTest {
     AuditChainReport chain;
     size_t events = 0;
     size_t certificates = 0;
+    std::vector<std::string> kube_csrs;  // uid:decision:hostname
   };
   Snapshot Read(Store& s) {
     Snapshot out;
@@ -156,6 +173,9 @@ class CopyTest : public StoreTest {
     auto certs = s.ListCertificates("");
     EXPECT_TRUE(certs.ok());
     out.certificates = certs->size();
+    auto kube = s.ListKubeCsrs(false);
+    EXPECT_TRUE(kube.ok());
+    for (const auto& d : *kube) out.kube_csrs.push_back(d.uid + ":" + d.decision + ":" + d.hostname);
     return out;
   }
 
@@ -212,6 +232,7 @@ class CopyTest : public StoreTest {
     EXPECT_EQ(after.events, before.events);
     EXPECT_GT(after.events, 0u);
     EXPECT_EQ(after.certificates, before.certificates);
+    EXPECT_EQ(after.kube_csrs, before.kube_csrs);
 
     // New rows get ids past the copied ones, and the chain goes on.
     int64_t max_id = 0;

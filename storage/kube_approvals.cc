@@ -1,6 +1,7 @@
 // Approver mode: the kubelet keys machines proved, and rackgate's decisions
 // on certificates.k8s.io CSRs (storage/roles.h, KubeApprovalStore).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -37,13 +37,16 @@ KubeAction Deny(std::string reason, std::string message) {
   return a;
 }
 
-// The node name a CSR claims: the requester's own when it is a node, else
-// the request's one CN "system:node:<name>"; "" when it claims none.
+// The node name a CSR claims: the request's one CN "system:node:<name>" (the
+// certificate would be that node's), else, for a request that does not
+// parse, the requester's own when it is a node; "" when it claims none.
 std::string ClaimedNode(const KubeCsr& c, const Result<csr::Csr>& parsed) {
-  if (c.username.rfind(kNodePrefix, 0) == 0) return c.username.substr(kNodePrefix.size());
-  if (!parsed.ok() || parsed->common_names.size() != 1) return "";
-  const std::string& cn = parsed->common_names.front();
-  return cn.rfind(kNodePrefix, 0) == 0 ? cn.substr(kNodePrefix.size()) : "";
+  if (parsed.ok()) {
+    if (parsed->common_names.size() != 1) return "";
+    const std::string& cn = parsed->common_names.front();
+    return cn.rfind(kNodePrefix, 0) == 0 ? cn.substr(kNodePrefix.size()) : "";
+  }
+  return c.username.rfind(kNodePrefix, 0) == 0 ? c.username.substr(kNodePrefix.size()) : "";
 }
 
 bool InAny(const std::vector<std::string>& groups, const std::vector<std::string>& wanted) {

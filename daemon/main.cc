@@ -415,6 +415,34 @@ int ServeUntilStopped(const Running& r, const sigset_t& signals) {
   }
 }
 
+// Signals are taken synchronously by Run's thread; blocked before the
+// server's threads start so that they inherit the mask.
+sigset_t BlockSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+core::KubeApproverOptions KubeApproverOptionsFrom(const Config& config) {
+  core::KubeApproverOptions o;
+  o.bootstrapper_groups = config.kubernetes.bootstrapper_groups;
+  o.max_attestation_age_seconds = config.kubernetes.max_attestation_age_seconds;
+  o.client_window_seconds = config.client_csr_window_seconds;
+  return o;
+}
+
+// The approver mode's watcher when the config has a "kubernetes" section;
+// nullptr otherwise.
+Result<std::unique_ptr<KubeWatch>> StartKubeWatch(const Config& config, core::KubeApprover* approver,
+                                                  Metrics* metrics) {
+  if (!config.kubernetes.enabled()) return std::unique_ptr<KubeWatch>();
+  return KubeWatch::Start({config.kubernetes.kubeconfig, config.kubernetes.context, config.kubernetes.in_cluster},
+                          approver, metrics);
+}
+
 int Run(const std::string& config_path, bool check_only) {
   Startup start;
   if (auto rc = LoadStartup(config_path, check_only, &start)) return *rc;
@@ -495,13 +523,7 @@ int Run(const std::string& config_path, bool check_only) {
   o.on_admin_refusal = [&refusals](const AdminRefusal& r) { refusals.Record(r, Now()); };
   admin.Register(&o.admin_router);
 
-  // Signals are taken synchronously by this thread; block them before the
-  // server's threads start so that they inherit the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = BlockSignals();
 
   // Webhooks: the dispatcher's thread sends what the store's triggers queue.
   core::WebhookOutbox outbox(store->get(), core::RetrySchedule{});
@@ -514,21 +536,11 @@ int Run(const std::string& config_path, bool check_only) {
   // Approver mode (docs/kubernetes.md): the API server's kubelet CSRs,
   // decided for the machines of approver-mode pools. A bad kubeconfig stops
   // the start; an API server that does not answer is retried by the loop.
-  core::KubeApproverOptions kube_options;
-  kube_options.bootstrapper_groups = config->kubernetes.bootstrapper_groups;
-  kube_options.max_attestation_age_seconds = config->kubernetes.max_attestation_age_seconds;
-  kube_options.client_window_seconds = config->client_csr_window_seconds;
-  core::KubeApprover kube_approver(db, kube_options, &metrics, [] { return Now(); });
-  std::unique_ptr<KubeWatch> kube_watch;
-  if (config->kubernetes.enabled()) {
-    auto started = KubeWatch::Start(
-        {config->kubernetes.kubeconfig, config->kubernetes.context, config->kubernetes.in_cluster}, &kube_approver,
-        &metrics);
-    if (!started.ok()) {
-      Log()->critical("kubernetes: {}", started.status().ToString());
-      return 1;
-    }
-    kube_watch = std::move(started).value();
+  core::KubeApprover kube_approver(db, KubeApproverOptionsFrom(*config), &metrics, [] { return Now(); });
+  auto kube_watch = StartKubeWatch(*config, &kube_approver, &metrics);
+  if (!kube_watch.ok()) {
+    Log()->critical("kubernetes: {}", kube_watch.status().ToString());
+    return 1;
   }
 
   auto server = HttpServer::Start(std::move(o));

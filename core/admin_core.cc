@@ -8,7 +8,7 @@ AdminCore::AdminCore(storage::Store* store, AttestationService* attestation_serv
       machines(store, store, store, attestation_service),
       pools(store, ignition, [attestation_service] { return attestation_service->Now(); }),
       policies(store, [attestation_service] { return attestation_service->Now(); }),
-      csr_approvals(store, [attestation_service] { return attestation_service->Now(); }),
+      csr_approvals(store, store, [attestation_service] { return attestation_service->Now(); }),
       certificates(store),
       events(store),
       audit(store),

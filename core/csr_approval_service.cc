@@ -20,8 +20,8 @@ std::shared_ptr<spdlog::logger> Log() {
 
 }  // namespace
 
-CsrApprovalService::CsrApprovalService(storage::CsrStore* store, Clock clock)
-    : store_(store), clock_(std::move(clock)) {}
+CsrApprovalService::CsrApprovalService(storage::CsrStore* store, storage::KubeApprovalStore* kube, Clock clock)
+    : store_(store), kube_(kube), clock_(std::move(clock)) {}
 
 wire::CsrView CsrApprovalService::View(const storage::CsrApprovalRequest& r, int64_t now) const {
   wire::CsrView c;
@@ -45,13 +45,40 @@ wire::CsrView CsrApprovalService::View(const storage::CsrApprovalRequest& r, int
 }
 
 Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int64_t limit) {
-  auto list = store_->ListCsrRequests(all, static_cast<int>(std::clamp<int64_t>(limit, 1, kMaxCsrList)));
+  const int n = static_cast<int>(std::clamp<int64_t>(limit, 1, kMaxCsrList));
+  auto list = store_->ListCsrRequests(all, n);
   if (!list.ok()) return list.status();
+  auto kube = kube_->ListKubeCsrs(/*waiting_only=*/!all, n);
+  if (!kube.ok()) return kube.status();
   const int64_t now = clock_();
   std::vector<wire::CsrView> out;
-  out.reserve(list->size());
+  out.reserve(list->size() + kube->size());
   for (const auto& r : *list) out.push_back(View(r, now));
+  for (const auto& d : *kube) out.push_back(View(d, now));
+  // One order for both sources: waiting ones oldest first, all newest first.
+  std::stable_sort(out.begin(), out.end(), [all](const wire::CsrView& a, const wire::CsrView& b) {
+    return all ? a.created_at > b.created_at : a.created_at < b.created_at;
+  });
+  if (out.size() > static_cast<size_t>(n)) out.resize(static_cast<size_t>(n));
   return out;
+}
+
+wire::CsrView CsrApprovalService::View(const storage::KubeCsrDecision& d, int64_t now) {
+  wire::CsrView v;
+  v.source = "kubernetes";
+  v.name = d.name;
+  v.hostname = d.hostname;
+  v.kind = d.kind;
+  v.purpose = d.purpose;
+  v.public_key_sha256 = hex::Encode(d.public_key_sha256);
+  v.state = d.decision;
+  v.reason = d.reason;
+  if (d.decision == storage::kCsrDenied) v.deny_reason = d.message;
+  v.created_at = d.created_at;
+  v.age_seconds = now - d.created_at;
+  v.decided_at = d.decided_at;
+  if (d.decided_at) v.decided_by = d.decided_by;
+  return v;
 }
 
 Result<wire::CsrView> CsrApprovalService::Decide(std::string_view id_text, bool approve, const std::string& reason,

@@ -25,11 +25,13 @@ inline constexpr int64_t kMaxCsrList = 100000;
 class CsrApprovalService {
  public:
   using Clock = std::function<int64_t()>;
-  // BORROWED: store outlives the service.
-  CsrApprovalService(storage::CsrStore* store, Clock clock);
+  // BORROWED: the stores outlive the service.
+  CsrApprovalService(storage::CsrStore* store, storage::KubeApprovalStore* kube, Clock clock);
 
   // GET /v1/admin/csrs: the waiting requests of current epochs, oldest
-  // first; `all`: every request, newest first. At most `limit` (clamped to
+  // first; `all`: every request, newest first. Both the agents' requests
+  // (source "agent") and the API server's CSRs that approver mode decided
+  // (source "kubernetes", docs/kubernetes.md). At most `limit` (clamped to
   // 1 .. kMaxCsrList). The store's refusals.
   Result<std::vector<wire::CsrView>> List(bool all, int64_t limit);
 
@@ -47,7 +49,10 @@ class CsrApprovalService {
  private:
   wire::CsrView View(const storage::CsrApprovalRequest& r, int64_t now) const;
 
+  static wire::CsrView View(const storage::KubeCsrDecision& d, int64_t now);
+
   storage::CsrStore* store_;
+  storage::KubeApprovalStore* kube_;
   Clock clock_;
 };
 

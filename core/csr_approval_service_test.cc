@@ -20,7 +20,7 @@ class CsrApprovalServiceTest : public EveryStoreTest {
     EveryStoreTest::SetUp();
     if (skip_) return;
     machine_ = Enroll(tpm_, "node-1");
-    service_ = std::make_unique<CsrApprovalService>(store_.get(), [this] { return now_; });
+    service_ = std::make_unique<CsrApprovalService>(store_.get(), store_.get(), [this] { return now_; });
   }
   // A waiting client CSR of node-1 for a key whose SHA-256 is `key_byte`
   // repeated; its id.

@@ -1027,15 +1027,20 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
     if (args->Has("json")) return PrintJson(*r), kExitOk;
     auto csrs = DecodeAnswer(*r, wire::DecodeCsrList, &code);
     if (!csrs.ok()) return code;
-    Table table({"ID", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM", "STATE"});
+    // A kubelet's CSR in the API server (approver mode) is named by its
+    // metadata.name and decided there, not by `csr approve`.
+    Table table({"ID", "SOURCE", "HOSTNAME", "KIND", "KEY SHA-256", "AGE", "TPM", "STATE"});
     for (const wire::CsrView& c : *csrs) {
       const int64_t age = c.age_seconds;
       const std::string age_text = age < 120 ? std::to_string(age) + "s"
                                    : age < 7200 ? std::to_string(age / 60) + "m"
                                                 : std::to_string(age / 3600) + "h";
+      const bool kube = c.source == "kubernetes";
       std::string state = c.state;
-      if (!c.deny_reason.empty()) state += ": " + c.deny_reason;
-      table.Add({std::to_string(c.id), c.hostname, c.kind, c.public_key_sha256.substr(0, 16), age_text,
+      if (kube && !c.reason.empty()) state += ": " + c.reason;
+      else if (!c.deny_reason.empty()) state += ": " + c.deny_reason;
+      table.Add({kube ? c.name : std::to_string(c.id), c.source, c.hostname,
+                 kube ? c.kind + "/" + c.purpose : c.kind, c.public_key_sha256.substr(0, 16), age_text,
                  c.tpm_resident ? "yes" : "no", state});
     }
     table.Print();

@@ -28,6 +28,10 @@ json CsrJson(const CsrView& c) {
     j["decided_by"] = c.decided_by;
   }
   if (!c.deny_reason.empty()) j["deny_reason"] = c.deny_reason;
+  j["source"] = c.source;
+  if (!c.name.empty()) j["name"] = c.name;
+  if (!c.purpose.empty()) j["purpose"] = c.purpose;
+  if (!c.reason.empty()) j["reason"] = c.reason;
   return j;
 }
 
@@ -70,6 +74,18 @@ Result<CsrView> CsrFromJson(const json& j) {
   auto usages = admin_json::Strings(j, "usages");
   if (!usages.ok()) return usages.status();
   c.usages = std::move(usages).value();
+  // An appliance before approver mode sends no source: its CSRs are the agents'.
+  auto source = admin_json::String(j, "source");
+  auto name = admin_json::String(j, "name");
+  auto purpose = admin_json::String(j, "purpose");
+  auto reason = admin_json::String(j, "reason");
+  if (Status s = admin_json::FirstError({source.status(), name.status(), purpose.status(), reason.status()}); !s.ok()) {
+    return s;
+  }
+  c.source = source->value_or("agent");
+  c.name = name->value_or("");
+  c.purpose = purpose->value_or("");
+  c.reason = reason->value_or("");
   return c;
 }
 

@@ -32,6 +32,13 @@ struct CsrView {
   std::optional<int64_t> decided_at;  // with decided_by, once decided
   std::string decided_by;
   std::string deny_reason;  // "" is left out
+  // Where the request is: "agent" (a machine's submission to rackgate,
+  // identified by `id`) or "kubernetes" (a kubelet's CSR in the API server
+  // that approver mode decided, identified by `name`; docs/kubernetes.md).
+  std::string source = "agent";
+  std::string name;     // kubernetes: metadata.name; "" is left out
+  std::string purpose;  // kubernetes: join, rotation or serving; "" is left out
+  std::string reason;   // kubernetes: rackgate's reason code; "" is left out
   bool operator==(const CsrView&) const = default;
 };
 std::string EncodeCsrView(const CsrView& c);

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# approver.sh — approver mode (docs/kubernetes.md) against a real Kubernetes
+# 1.20 control plane (k8s-lib.sh: etcd, kube-apiserver, kube-controller-
+# manager's csrsigning), a real rackgated watching it with the approver's
+# RBAC (rbac-approver.yaml), the real rackgate-agent on swtpm machines and
+# the real kubelet:
+#  (a) the real kubelet's TLS bootstrap: the agent attests and registers the
+#      kubelet's key; the kubelet's own bootstrap CSR (bootstrap token) is
+#      approved by rackgate, issued by kube-controller-manager, and the
+#      kubelet writes kubelet-client-current.pem with that key;
+#  (b) never approved: a name that never attested, an attested name with a
+#      key nobody attested, SANs that are not enrolled, a machine that is
+#      untrusted after a bad boot; a name rackgate does not know is left
+#      pending for another approver;
+#  (c) the node's own serving and rotation CSRs (the calls the kubelet's
+#      certificate manager makes, as the node) approved while it attests;
+#  (d) rackgated restarted mid-watch and the API server restarted: nothing
+#      missed, nothing approved twice; 500 pending CSRs with bounded memory.
+# Usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+AGENT="$(realpath "${1:?usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL}")"
+RACKGATED="$(realpath "$2")"
+RACKGATECTL="$(realpath "$3")"
+# shellcheck source=../firmware-tests/lab.sh
+source "$HERE/../firmware-tests/lab.sh"
+# shellcheck source=../daemon/tests/appliance.sh
+source "$HERE/../daemon/tests/appliance.sh"
+# shellcheck source=k8s-lib.sh
+source "$HERE/k8s-lib.sh"
+
+lab_skip_unless_tools
+k8s_lab_bin || lab_skip "the Kubernetes binaries are not built (script/k8s-lab build)"
+lab_init k8s-approver
+T0=$SECONDS
+if ! k8s_lab_start "$LAB_DIR/k8s"; then
+  lab_not_ok "the Kubernetes lab starts" "$(tail -n 20 "$LAB_DIR"/k8s/logs/*.log 2>/dev/null | sed 's/^/#   /')"
+  lab_finish
+fi
+# k8s_lab_start took the EXIT trap: the swtpm lab's cleanup runs after it.
+K8S_ON_EXIT=lab_cleanup
+lab_ok "the Kubernetes lab starts ($K8S_START_MS ms: $K8S_START_PHASES)"
+
+rg_init "$RACKGATED" "$RACKGATECTL"
+lab_ca lab
+rg_config retry_after_seconds 1
+rg_config kubernetes "{\"kubeconfig\": \"$K8S_DIR/approver.kubeconfig\"}"
+for m in m1 m2 m3 m4 m5; do lab_machine "$m" lab; done
+rg_trust lab
+rg_start
+
+N="$LAB_DIR/nodes"
+mkdir -p "$N"
+# The machines' pool: approver mode; PCR 9 trusted on first use, so that a
+# PCR 9 extended behind the appliance's back is a bad boot.
+echo '{"kubelet_certificates": "approver"}' > "$N/settings.json"
+echo '{"tofu": {"sha256": [9]}}' > "$N/policy.json"
+rg_ctl pool put workers --settings "$N/settings.json" --policy "$N/policy.json" --token-required no >/dev/null
+for i in 1 2 3 4 5; do
+  rg_ctl enroll --hostname "node-$i" --pool workers --ek-cert "$(lab_dir "m$i")/ek-rsa.der" \
+    --address "InternalIP=10.0.0.1$i" --address "Hostname=node-$i" >/dev/null
+done
+
+# agent MACHINE: the agent's csr step (it attests first) into $N/MACHINE/pki;
+# its stderr in $N/MACHINE.err; returns its exit code.
+agent() {
+  local rc=0
+  "$AGENT" --tcti "$(lab_tcti "$1")" --url "$(rg_url "")" --ca "$RG_DIR/state/ca/ca.crt" --eventlog "" \
+    --max-wait "$(lab_seconds 30)" --steps csr --kubelet-dir "$N/$1/pki" --kubeconfig "$N/$1/kubeconfig" \
+    </dev/null 2>"$N/$1.err" {LAB_STDOUT}>&- {LAB_STDERR}>&- || rc=$?
+  cat "$N/$1.err" >&2
+  return "$rc"
+}
+BOOT="$K8S_DIR/bootstrap.kubeconfig"
+CLIENT="$K8S_SIGNER_CLIENT_KUBELET"
+SERVING="$K8S_SIGNER_SERVING"
+reason_of() { k8s_kubectl get csr "$1" -o jsonpath='{.status.conditions[*].reason}'; }
+has_certificate() { [[ -n "$(k8s_kubectl get csr "$1" -o jsonpath='{.status.certificate}')" ]]; }
+# decided NAME Approved|Denied REASON: within the lab's wait.
+decided() {
+  k8s_wait_csr_condition "$1" "$2" "$(lab_seconds 60)" && [[ "$(reason_of "$1")" == "$3" ]] ||
+    { echo "# $1: conditions '$(k8s_csr_conditions "$1")' reasons '$(reason_of "$1")'" >&2; return 1; }
+}
+pubkey() { openssl pkey -in "$1" -pubout 2>/dev/null | openssl dgst -sha256 -r | cut -d' ' -f1; }
+audit_count() {
+  rg_ctl audit --hostname "$1" --limit 1000 --json | lab_python -c 'import json, sys
+print(sum(1 for e in json.load(sys.stdin)["entries"] if e["action"] == sys.argv[1]))' "$2"
+}
+# node_kubeconfig NODE CERT KEY: a kubeconfig of the node's client certificate.
+node_kubeconfig() {
+  local out="$N/$1.kubeconfig"
+  KUBECONFIG="$out" kubectl config set-cluster lab --server="$(k8s_kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')" \
+    --certificate-authority="$K8S_DIR/pki/ca.crt" --embed-certs >/dev/null
+  KUBECONFIG="$out" kubectl config set-credentials node --client-certificate="$2" --client-key="$3" --embed-certs >/dev/null
+  KUBECONFIG="$out" kubectl config set-context lab --cluster=lab --user=node >/dev/null
+  KUBECONFIG="$out" kubectl config use-context lab >/dev/null
+  echo "$out"
+}
+
+# --- (a) the real kubelet's TLS bootstrap ---------------------------------------------
+lab_expect 0 "kubelet_key=registered" "(a) the agent attests and registers the kubelet's key" agent m1
+lab_check "(a) the key is where the kubelet's bootstrap takes it (kubelet-client.key.tmp, 0600)" \
+  test "$(stat -c %a "$N/m1/pki/kubelet-client.key.tmp" 2>/dev/null)" == 600
+cp "$N/m1/pki/kubelet-client.key.tmp" "$N/m1.registered.key"
+lab_check "(a) node-1 is not joined before its kubelet's CSR" test "$(rg_state node-1)" == attested
+k8s_kubelet_start node-1 "$N/m1"
+lab_check "(a) the kubelet's certificate file appears (approved by rackgate, issued by kube-controller-manager)" \
+  lab_wait "$(lab_seconds 120)" test -e "$N/m1/pki/kubelet-client-current.pem"
+lab_check "(a) with the key the agent registered" \
+  test "$(pubkey "$N/m1/pki/kubelet-client-current.pem")" == "$(pubkey "$N/m1.registered.key")"
+KUBELET_CSR="$(k8s_kubectl get csr -o jsonpath='{range .items[*]}{.metadata.name} {.spec.username}{"\n"}{end}' |
+  awk '$2 ~ /^system:bootstrap:/ { print $1 }' | head -n 1)"
+lab_check "(a) the kubelet's CSR: Approved with rackgate's reason" \
+  test "$(k8s_csr_conditions "$KUBELET_CSR") $(reason_of "$KUBELET_CSR")" == "Approved RackgateAttestedJoin"
+lab_check "(a) the certificate verifies against the cluster's signing CA" \
+  openssl verify -CAfile "$K8S_DIR/pki/signing-ca.crt" "$N/m1/pki/kubelet-client-current.pem"
+lab_check "(a) node-1 is joined" test "$(rg_state node-1)" == joined
+lab_check "(a) rackgatectl csr list --all: source kubernetes, the kubelet's CSR approved" \
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' csr list --all | grep -E '^$KUBELET_CSR +kubernetes +node-1 +client/join .*approved: RackgateAttestedJoin'"
+lab_check "(a) audited: kubelet_key_registered, kubernetes_csr_approved" \
+  test "$(audit_count node-1 kubelet_key_registered) $(audit_count node-1 kubernetes_csr_approved)" == "1 1"
+k8s_kubelet_stop
+
+# --- (b) never approved -----------------------------------------------------------------
+# A name rackgate does not know: left alone (another approver may own it).
+STRANGER="$(k8s_node_csr stranger "$N/stranger.key" "$BOOT" "$CLIENT")"
+# node-2 is enrolled and never attested.
+C="$(k8s_node_csr node-2 "$N/n2.key" "$BOOT" "$CLIENT")"
+lab_check_shown "(b) a name that never attested: Denied key_not_attested" decided "$C" Denied key_not_attested
+lab_check_fails "(b) ... and nothing issued" has_certificate "$C"
+lab_check "(b) a name rackgate does not know stays pending (no condition)" test -z "$(k8s_csr_conditions "$STRANGER")"
+lab_expect 0 "kubelet_key=registered" "(b) node-3 attests and registers its kubelet's key" agent m3
+C="$(k8s_node_csr node-3 "$N/n3-other.key" "$BOOT" "$CLIENT")"
+lab_check_shown "(b) an attested name with a key nobody attested: Denied key_not_attested" decided "$C" Denied key_not_attested
+lab_check "(b) node-3 is not joined" test "$(rg_state node-3)" == attested
+
+# --- (c) serving and rotation while the machine attests ---------------------------------
+lab_expect 0 "kubelet_key=registered" "(c) node-4 attests and registers its kubelet's key" agent m4
+C="$(k8s_node_csr node-4 "$N/m4/pki/kubelet-client.key.tmp" "$BOOT" "$CLIENT")"
+lab_check_shown "(c) node-4's bootstrap CSR with its registered key: Approved" decided "$C" Approved RackgateAttestedJoin
+k8s_wait_csr_issued "$C" "$(lab_seconds 60)"
+k8s_csr_certificate "$C" > "$N/n4-client.crt"
+NODE4="$(node_kubeconfig node-4 "$N/n4-client.crt" "$N/m4/pki/kubelet-client.key.tmp")"
+C="$(k8s_node_csr node-4 "$N/n4-serving.key" "$NODE4" "$SERVING" DNS:node-4 IP:10.0.0.14)"
+lab_check_shown "(c) a serving CSR for its enrolled names, as the node: Approved" decided "$C" Approved RackgateAttestedServing
+lab_check "(c) ... and issued by kube-controller-manager" k8s_wait_csr_issued "$C" "$(lab_seconds 60)"
+C="$(k8s_node_csr node-4 "$N/n4-serving2.key" "$NODE4" "$SERVING" DNS:node-4 IP:10.9.9.9)"
+lab_check_shown "(c) a serving CSR with a SAN that is not enrolled: Denied csr_san_not_enrolled" \
+  decided "$C" Denied csr_san_not_enrolled
+C="$(k8s_node_csr node-4 "$N/n4-rotated.key" "$NODE4" "$CLIENT")"
+lab_check_shown "(c) the node's rotation of its client certificate (a new key): Approved" \
+  decided "$C" Approved RackgateAttestedRotation
+# A bad boot: PCR 9 (trusted on first use) extended behind the appliance's back.
+lab_tpm m4 tpm2_pcrextend "9:sha256=$(printf 'rootkit' | openssl dgst -sha256 -r | cut -d' ' -f1)" >/dev/null
+lab_expect 3 "" "(c) after a bad boot node-4's attestation is refused" agent m4
+lab_check "(c) node-4 is untrusted" bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' show node-4 --json | grep -q '\"trust\": *\"untrusted\"'"
+C="$(k8s_node_csr node-4 "$N/n4-rotated2.key" "$NODE4" "$CLIENT")"
+lab_check_shown "(c) the next rotation of the untrusted machine: Denied machine_untrusted" \
+  decided "$C" Denied machine_untrusted
+
+# --- (d) restarts and a flood -------------------------------------------------------------
+lab_expect 0 "kubelet_key=registered" "(d) node-5 attests and registers its kubelet's key" agent m5
+rg_stop
+C5="$(k8s_node_csr node-5 "$N/m5/pki/kubelet-client.key.tmp" "$BOOT" "$CLIENT")"
+rg_start
+lab_check_shown "(d) a CSR filed while rackgated was down is approved once it is back" \
+  decided "$C5" Approved RackgateAttestedJoin
+rg_stop
+rg_start
+# A marker decided after the restart: the relist has seen node-5's CSR again.
+C="$(k8s_node_csr node-3 "$N/n3-marker1.key" "$BOOT" "$CLIENT")"
+decided "$C" Denied key_not_attested || true
+lab_check "(d) after another restart: node-5's CSR approved once (one condition, one audit row)" \
+  test "$(k8s_csr_conditions "$C5") $(audit_count node-5 kubernetes_csr_approved)" == "Approved 1"
+k8s_lab_restart_apiserver
+C="$(k8s_node_csr node-3 "$N/n3-marker2.key" "$BOOT" "$CLIENT")"
+lab_check_shown "(d) the API server restarted: the watch is back (a new CSR decided)" decided "$C" Denied key_not_attested
+k8s_lab_restart_apiserver --kill
+C="$(k8s_node_csr node-3 "$N/n3-marker3.key" "$BOOT" "$CLIENT")"
+lab_check_shown "(d) the API server killed and started: the watch is back again" decided "$C" Denied key_not_attested
+lab_check "(d) nothing approved twice: node-5 still one approval" test "$(audit_count node-5 kubernetes_csr_approved)" == 1
+
+# 500 CSRs nobody decides (names rackgate does not know), in one request.
+lab_python - "$N/flood.yaml" "$N/stranger.key" <<'PY'
+import base64, subprocess, sys
+out, key = sys.argv[1:]
+items = []
+for i in range(500):
+    pem = subprocess.run(["openssl", "req", "-new", "-key", key, "-subj", f"/O=system:nodes/CN=system:node:flood-{i}"],
+                         check=True, capture_output=True).stdout
+    items.append(f"""- apiVersion: certificates.k8s.io/v1
+  kind: CertificateSigningRequest
+  metadata: {{name: flood-{i}}}
+  spec:
+    signerName: kubernetes.io/kube-apiserver-client-kubelet
+    request: {base64.b64encode(pem).decode()}
+    usages: [digital signature, key encipherment, client auth]""")
+open(out, "w").write("apiVersion: v1\nkind: List\nitems:\n" + "\n".join(items) + "\n")
+PY
+k8s_kubectl_as "$BOOT" create -f "$N/flood.yaml" >/dev/null
+rg_stop
+rg_start   # relists all 500 (pages of 100)
+C="$(k8s_node_csr node-3 "$N/n3-marker4.key" "$BOOT" "$CLIENT")"
+lab_check_shown "(d) 500 pending CSRs: rackgated lists them and still decides a new one" decided "$C" Denied key_not_attested
+HWM_KB="$(awk '/^VmHWM/ { print $2 }' "/proc/$RG_PID/status")"
+lab_check "(d) rackgated's peak memory through it: $((HWM_KB / 1024)) MiB (< 128 MiB)" test "$HWM_KB" -lt $((128 * 1024))
+PENDING="$(k8s_kubectl get csr -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[*].type}{"\n"}{end}' |
+  awk '$1 ~ /^flood-/ && NF == 1' | wc -l)"
+lab_check "(d) the 500 are left pending (not rackgate's to decide): $PENDING" test "$PENDING" == 500
+lab_check "(d) rackgated logged no error writing to the API server" \
+  bash -c "! grep -q 'not written to the API server' '$RG_DIR/rackgated.log'"
+
+echo "# approver lab: $((SECONDS - T0)) s"
+lab_finish

@@ -7,6 +7,7 @@
 # openssl and curl. See README.md.
 #
 #   k8s_lab_bin                          # K8S_BIN, or fail: the caller skips
+#   k8s_ok / k8s_not_ok / k8s_check / k8s_plan   # numbered TAP, plan last
 #   k8s_lab_start DIR                    # PKI, etcd, apiserver, KCM, RBAC, kubeconfigs
 #   k8s_lab_stop                         # every process by pid (also the EXIT trap)
 #   k8s_lab_restart_apiserver            # same flags, same data, same port
@@ -53,12 +54,32 @@ k8s_log() { echo "# k8s-lab: $*" >&2; }
 # k8s_lab_bin: K8S_BIN, the directory script/k8s-lab built; fails (and says
 # so) when the binaries are not built.
 k8s_lab_bin() {
-  K8S_BIN="$("$K8S_SRC_DIR/script/k8s-lab" bin 2>/dev/null)" || return 1
+  K8S_BIN="$("$K8S_SRC_DIR/script/k8s-lab" bin 2>/dev/null)"
+}
+
+k8s_lab_tools() {
   local t
   for t in etcd kubectl openssl curl; do
-    command -v "$t" >/dev/null 2>&1 || { k8s_log "$t missing"; return 1; }
+    command -v "$t" >/dev/null 2>&1 || { k8s_log "$t missing (etcd-server, kubectl, openssl, curl)"; return 1; }
   done
 }
+
+# TAP: k8s_ok DESC, k8s_not_ok DESC [DIAGNOSTICS], k8s_check DESC CMD...
+# (ok when CMD succeeds), k8s_plan (the plan, printed last: also right when
+# a script stops early).
+K8S_TAP_N=0 K8S_TAP_FAILED=0
+k8s_ok() { K8S_TAP_N=$((K8S_TAP_N + 1)); echo "ok $K8S_TAP_N - ${1//$'\n'/ }"; }
+k8s_not_ok() {
+  K8S_TAP_N=$((K8S_TAP_N + 1)) K8S_TAP_FAILED=$((K8S_TAP_FAILED + 1))
+  echo "not ok $K8S_TAP_N - ${1//$'\n'/ }"
+  if [[ -n "${2:-}" ]]; then printf '%s\n' "$2" | sed 's/^/#   /'; fi
+  return 0
+}
+k8s_check() {
+  local desc="$1" out; shift
+  if out="$("$@" 2>&1)"; then k8s_ok "$desc"; else k8s_not_ok "$desc" "$out"; return 1; fi
+}
+k8s_plan() { echo "1..$K8S_TAP_N"; }
 
 k8s_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
@@ -279,6 +300,7 @@ k8s_apiserver_args() {
     --allow-privileged=false
     --cert-dir="$K8S_DIR/apiserver"
     --profiling=false
+    --request-timeout=10s
     --v=1
   )
 }
@@ -298,12 +320,20 @@ k8s_start_apiserver() {
   return 1
 }
 
-# k8s_lab_restart_apiserver: stops the API server by pid and starts it again
-# with the same command line (the same port, etcd and certificates); waits
-# until /readyz answers.
+# k8s_lab_restart_apiserver [--kill]: stops the API server by pid (TERM, a
+# graceful stop; --kill: SIGKILL, a crash) and starts it again with the
+# same command line (the same port, etcd and certificates); waits until
+# /readyz answers. A graceful stop waits for open watches (kube-controller-
+# manager's) up to the server's shutdown timeout, which 1.20 takes from
+# --request-timeout: 10 s here (60 s by default).
 k8s_lab_restart_apiserver() {
   local pid
   pid="$(k8s_pid_of kube-apiserver)"
+  if [[ "${1:-}" == --kill ]] && k8s_pid_alive "$pid"; then
+    kill -KILL "$pid" 2>/dev/null
+    k8s_wait 10 eval '! k8s_pid_alive '"$pid"
+    wait "$pid" 2>/dev/null
+  fi
   k8s_kill_pid "$pid"
   k8s_pid_alive "$pid" && { k8s_log "kube-apiserver (pid $pid) did not stop"; return 1; }
   k8s_spawn kube-apiserver "${K8S_APISERVER_ARGS[@]}"
@@ -438,6 +468,7 @@ k8s_lab_start() {
   t0="$(k8s_now_ms)"
   K8S_DIR="$(mkdir -p "$1" && cd "$1" && pwd)" || return 1
   k8s_lab_bin || { k8s_log "not built: script/k8s-lab build"; return 1; }
+  k8s_lab_tools || return 1
   mkdir -p "$K8S_DIR/logs" "$K8S_DIR/apiserver" "$K8S_DIR/kcm"
   : >> "$K8S_DIR/pids"
   trap k8s_lab_exit EXIT
@@ -463,14 +494,18 @@ k8s_lab_start() {
   K8S_START_MS=$(( $(k8s_now_ms) - t0 ))
 }
 
-# k8s_lab_stop: stops every process the lab started, by pid, the kubelet
-# and kube-controller-manager first, etcd last.
+# k8s_lab_stop: stops every process the lab started, by pid: kubelets,
+# kube-controller-manager, kube-apiserver (with no client left it stops at
+# once), etcd.
 k8s_lab_stop() {
   [[ -n "$K8S_DIR" && -f "$K8S_DIR/pids" ]] || return 0
-  local name pid
-  while read -r name pid; do
-    k8s_kill_pid "$pid"
-  done < <(tac "$K8S_DIR/pids")
+  local role name pid
+  for role in 'kubelet-*' kube-controller-manager kube-apiserver etcd '*'; do
+    while read -r name pid; do
+      # shellcheck disable=SC2053
+      [[ "$name" == $role ]] && k8s_kill_pid "$pid"
+    done < <(tac "$K8S_DIR/pids")
+  done
 }
 
 k8s_lab_exit() {

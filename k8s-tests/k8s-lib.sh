@@ -33,7 +33,8 @@
 #   logs/{etcd,kube-apiserver,kube-controller-manager,kubelet-NODE}.log
 #   pids                       "NAME PID" per process started (k8s_lab_stop reads it)
 # and sets K8S_DIR, K8S_API_URL, K8S_API_PORT, K8S_ETCD_URL, K8S_KCM_PORT,
-# K8S_TOKEN_ID, K8S_TOKEN (id.secret), K8S_START_MS (the start's wall time).
+# K8S_TOKEN_ID, K8S_TOKEN (id.secret), K8S_START_MS (the start's wall time)
+# and K8S_START_PHASES ("pki=MS etcd=MS kube-apiserver=MS ...").
 #
 # Waits are bounded and polled, never slept out: K8S_LAB_TIMEOUT seconds
 # (default 120) for each component to answer, far above the few seconds
@@ -117,10 +118,19 @@ k8s_pid_alive() {
 
 # k8s_kill_pid PID: TERM, then KILL after 15 s; only a process whose command
 # line names the lab's directory (so never a process this lab did not start,
-# even if the pid was reused).
+# even if the pid was reused). K8S_LAST_EXIT: its exit status (a process
+# that had already exited: the status it exited with; 143: TERM).
 k8s_kill_pid() {
   local pid="$1" i
-  [[ -n "$pid" && -n "$K8S_DIR" && -r "/proc/$pid/cmdline" ]] || return 0
+  K8S_LAST_EXIT=""
+  [[ -n "$pid" && -n "$K8S_DIR" ]] || return 0
+  if ! k8s_pid_alive "$pid"; then
+    # Exited already (a zombie until this shell, its parent, waits).
+    K8S_LAST_EXIT=0
+    wait "$pid" 2>/dev/null || K8S_LAST_EXIT=$?
+    return 0
+  fi
+  [[ -r "/proc/$pid/cmdline" ]] || return 0
   tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$K8S_DIR/" || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
   for i in $(seq 1 150); do
@@ -132,7 +142,8 @@ k8s_kill_pid() {
     kill -KILL "$pid" 2>/dev/null || true
     for i in $(seq 1 50); do k8s_pid_alive "$pid" || break; sleep 0.1; done
   fi
-  wait "$pid" 2>/dev/null || true
+  K8S_LAST_EXIT=0
+  wait "$pid" 2>/dev/null || K8S_LAST_EXIT=$?
 }
 
 # k8s_spawn NAME CMD...: starts CMD in the background, its output to
@@ -475,15 +486,21 @@ k8s_lab_start() {
   trap 'exit 129' HUP
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  K8S_START_PHASES="" K8S_PHASE_T="$t0"
   k8s_pki || { k8s_log "openssl failed"; return 1; }
+  k8s_phase pki
   k8s_start_etcd || { k8s_log "etcd did not start"; return 1; }
+  k8s_phase etcd
   k8s_start_apiserver || { k8s_log "kube-apiserver did not start"; return 1; }
+  k8s_phase kube-apiserver
   k8s_kubeconfig "$K8S_DIR/admin.kubeconfig" rackgate-lab-admin admin
   k8s_kubeconfig "$K8S_DIR/approver.kubeconfig" rackgate-approver approver
   k8s_kubeconfig "$K8S_DIR/kcm.kubeconfig" system:kube-controller-manager kcm
   k8s_objects || { k8s_log "creating the lab's objects failed"; return 1; }
   k8s_kubeconfig "$K8S_DIR/bootstrap.kubeconfig" "system:bootstrap:$K8S_TOKEN_ID" "token:$K8S_TOKEN"
+  k8s_phase objects
   k8s_start_kcm || { k8s_log "kube-controller-manager did not start"; return 1; }
+  k8s_phase kube-controller-manager
   # The token authenticator reads the Secret through an informer, RBAC
   # through another: ready when the token may create CSRs and the approver
   # may approve.
@@ -491,12 +508,20 @@ k8s_lab_start() {
     { k8s_log "the bootstrap token cannot create CSRs"; return 1; }
   k8s_wait "$K8S_LAB_TIMEOUT" k8s_can_i "$K8S_DIR/approver.kubeconfig" approve certificates.k8s.io signers "$K8S_SIGNER_CLIENT_KUBELET" ||
     { k8s_log "rackgate-approver cannot approve"; return 1; }
+  k8s_phase rbac
   K8S_START_MS=$(( $(k8s_now_ms) - t0 ))
 }
 
 # k8s_lab_stop: stops every process the lab started, by pid: kubelets,
 # kube-controller-manager, kube-apiserver (with no client left it stops at
 # once), etcd.
+# Appends "NAME=MS" (since the last phase) to K8S_START_PHASES.
+k8s_phase() {
+  local now; now="$(k8s_now_ms)"
+  K8S_START_PHASES="${K8S_START_PHASES:+$K8S_START_PHASES }$1=$((now - K8S_PHASE_T))"
+  K8S_PHASE_T="$now"
+}
+
 k8s_lab_stop() {
   [[ -n "$K8S_DIR" && -f "$K8S_DIR/pids" ]] || return 0
   local role name pid
@@ -622,6 +647,7 @@ k8s_kubelet_start() {
 # k8s_kubelet_stop: the kubelet by its pid (TERM, then KILL), and
 # /var/lib/kubelet{/device-plugins,} if the kubelet made them (empty).
 k8s_kubelet_stop() {
+  K8S_LAST_EXIT=""
   if [[ -n "$K8S_KUBELET_PID" ]]; then
     k8s_kill_pid "$K8S_KUBELET_PID"
     K8S_KUBELET_PID=""

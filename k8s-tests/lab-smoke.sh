@@ -247,6 +247,7 @@ else
   why="(still running: stopped by pid)"
 fi
 k8s_kubelet_stop
+why="$why, exit status ${K8S_LAST_EXIT:-unknown}"
 left="$(ps -eo pid=,args= | grep -F -- "$nd/" | grep -v grep || true)"
 mounts_after="$(mount | grep -cF "$D" || true)"
 if ! k8s_pid_alive "$kpid" && [[ -z "$left" ]] && [[ "$mounts_before" == 0 && "$mounts_after" == 0 ]]; then

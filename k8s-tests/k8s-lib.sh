@@ -1,4 +1,5 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034
+# (SC2034: the K8S_* globals are for the scripts that source this.)
 # k8s-lib.sh — the Kubernetes lab: a real Kubernetes 1.20 control plane
 # (etcd, kube-apiserver, kube-controller-manager with only the csrsigning
 # and csrcleaner controllers) on 127.0.0.1, for tests of rackgate's approver
@@ -121,7 +122,7 @@ k8s_pid_alive() {
 # even if the pid was reused). K8S_LAST_EXIT: its exit status (a process
 # that had already exited: the status it exited with; 143: TERM).
 k8s_kill_pid() {
-  local pid="$1" i
+  local pid="$1"
   K8S_LAST_EXIT=""
   [[ -n "$pid" && -n "$K8S_DIR" ]] || return 0
   if ! k8s_pid_alive "$pid"; then
@@ -133,14 +134,14 @@ k8s_kill_pid() {
   [[ -r "/proc/$pid/cmdline" ]] || return 0
   tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$K8S_DIR/" || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
-  for i in $(seq 1 150); do
+  for _ in $(seq 1 150); do
     k8s_pid_alive "$pid" || break
     sleep 0.1
   done
   if k8s_pid_alive "$pid"; then
     k8s_log "pid $pid did not stop on TERM in 15 s: KILL"
     kill -KILL "$pid" 2>/dev/null || true
-    for i in $(seq 1 50); do k8s_pid_alive "$pid" || break; sleep 0.1; done
+    for _ in $(seq 1 50); do k8s_pid_alive "$pid" || break; sleep 0.1; done
   fi
   K8S_LAST_EXIT=0
   wait "$pid" 2>/dev/null || K8S_LAST_EXIT=$?
@@ -268,8 +269,8 @@ k8s_kubectl() { k8s_kubectl_as "$K8S_DIR/admin.kubeconfig" "$@"; }
 k8s_etcd_healthy() { curl -sf --max-time 2 "$K8S_ETCD_URL/health" | grep -q '"health":"true"'; }
 
 k8s_start_etcd() {
-  local try cport pport
-  for try in 1 2 3 4 5 6; do
+  local cport pport
+  for _ in 1 2 3 4 5 6; do
     cport="$(k8s_free_port)" && pport="$(k8s_free_port)" || return 1
     [[ "$cport" != "$pport" ]] || continue
     K8S_ETCD_URL="http://127.0.0.1:$cport"
@@ -294,6 +295,7 @@ k8s_apiserver_ready() {
 # The API server's command line (K8S_APISERVER_ARGS) for port K8S_API_PORT.
 k8s_apiserver_args() {
   local p="$K8S_DIR/pki"
+  # shellcheck disable=SC2054 # (Node,RBAC: one flag's value)
   K8S_APISERVER_ARGS=(
     "$K8S_BIN/kube-apiserver"
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1
@@ -317,8 +319,7 @@ k8s_apiserver_args() {
 }
 
 k8s_start_apiserver() {
-  local try
-  for try in 1 2 3 4 5 6; do
+  for _ in 1 2 3 4 5 6; do
     K8S_API_PORT="$(k8s_free_port)" || return 1
     K8S_API_URL="https://127.0.0.1:$K8S_API_PORT"
     k8s_apiserver_args
@@ -354,8 +355,8 @@ k8s_lab_restart_apiserver() {
 k8s_kcm_healthy() { [[ "$(curl -sk --max-time 5 "https://127.0.0.1:$K8S_KCM_PORT/healthz")" == ok ]]; }
 
 k8s_start_kcm() {
-  local try p="$K8S_DIR/pki"
-  for try in 1 2 3 4 5 6; do
+  local p="$K8S_DIR/pki"
+  for _ in 1 2 3 4 5 6; do
     K8S_KCM_PORT="$(k8s_free_port)" || return 1
     # Only csrsigning and csrcleaner: no csrapproving (rackgate approves),
     # no service-account token controller (no --service-account-private-key-file).

@@ -16,6 +16,7 @@
 # directory but /var/lib/kubelet/device-plugins, removed again: README.md).
 set -uo pipefail
 
+# shellcheck source=k8s-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/k8s-lib.sh"
 
 if ! k8s_lab_bin; then
@@ -42,6 +43,7 @@ smoke_exit() {
   k8s_plan
   if [[ "${K8S_KEEP:-0}" == 1 ]]; then echo "# K8S_KEEP=1: kept $D" >&2; else rm -rf "$D"; fi
 }
+# shellcheck disable=SC2034 # (read by k8s-lib.sh)
 K8S_ON_EXIT=smoke_exit
 # Also before k8s_lab_start installs its trap.
 trap 'K8S_ON_EXIT=""; smoke_exit' EXIT
@@ -170,6 +172,7 @@ else
 fi
 
 # ---- 5. the API server restarts on the same data
+# shellcheck disable=SC2119 # (no --kill: a graceful stop)
 if k8s_lab_restart_apiserver && [[ -n "$(k8s_kubectl get csr "$csr_a" -o jsonpath='{.status.certificate}')" ]] &&
    k8s_can_i "$lab/bootstrap.kubeconfig" create certificates.k8s.io certificatesigningrequests; then
   k8s_ok "k8s_lab_restart_apiserver: ready again on port $K8S_API_PORT, the CSRs and the token kept"
@@ -195,9 +198,10 @@ kubelet_csr() {
           grep -qx "subject=CN=system:node:$node,O=system:nodes"; then echo "$name"; fi
     done
 }
+kubelet_csr_seen() { [[ -n "$(kubelet_csr)" ]]; }
 t0="$(k8s_now_ms)"
 csr_k=""
-k8s_wait "$T" eval '[[ -n "$(kubelet_csr)" ]]' && csr_k="$(kubelet_csr | head -n1)"
+k8s_wait "$T" kubelet_csr_seen && csr_k="$(kubelet_csr | head -n1)"
 if [[ -n "$csr_k" ]]; then
   k8s_ok "the kubelet creates its client CSR $csr_k ($(( $(k8s_now_ms) - t0 )) ms after it started)"
 else
@@ -248,6 +252,7 @@ else
 fi
 k8s_kubelet_stop
 why="$why, exit status ${K8S_LAST_EXIT:-unknown}"
+# shellcheck disable=SC2009 # (the whole command line, every process)
 left="$(ps -eo pid=,args= | grep -F -- "$nd/" | grep -v grep || true)"
 mounts_after="$(mount | grep -cF "$D" || true)"
 if ! k8s_pid_alive "$kpid" && [[ -z "$left" ]] && [[ "$mounts_before" == 0 && "$mounts_after" == 0 ]]; then
@@ -266,7 +271,7 @@ placed2="$(openssl pkey -in "$nd/pki/kubelet-client.key.tmp" -pubout -outform DE
 tmp_sum="$(sha256sum < "$nd/pki/kubelet-client.key.tmp")"
 k8s_kubelet_start "$node" "$nd" --rotate-certificates
 csr_r=""
-k8s_wait "$T" eval '[[ -n "$(kubelet_csr)" ]]' && csr_r="$(kubelet_csr | head -n1)"
+k8s_wait "$T" kubelet_csr_seen && csr_r="$(kubelet_csr | head -n1)"
 if [[ -n "$csr_r" ]]; then
   req_key="$(k8s_csr_request "$csr_r" | openssl req -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)"
   if [[ "$req_key" != "$placed2" && "$csr_r" == csr-* ]] &&

@@ -132,7 +132,7 @@ k8s_kill_pid() {
     return 0
   fi
   [[ -r "/proc/$pid/cmdline" ]] || return 0
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$K8S_DIR/" || return 0
+  [[ "$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" == *"$K8S_DIR/"* ]] || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
   for _ in $(seq 1 150); do
     k8s_pid_alive "$pid" || break
@@ -157,6 +157,12 @@ k8s_spawn() {
   echo "$name $K8S_PID" >> "$K8S_DIR/pids"
 }
 
+# k8s_log_last NAME: logs/NAME.log since NAME's last start.
+k8s_log_last() { awk '/^=== / { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$K8S_DIR/logs/$1.log"; }
+# k8s_log_grep NAME REGEX: the log since NAME's last start has REGEX (grep -E).
+# (grep without -q: under pipefail an early exit would fail the pipe.)
+k8s_log_grep() { k8s_log_last "$1" | grep -E -- "$2" >/dev/null; }
+
 k8s_pid_of() { awk -v n="$1" '$1 == n { p = $2 } END { print p }' "$K8S_DIR/pids"; }
 
 # k8s_await NAME PID SECONDS CMD...: polls CMD until it succeeds; fails
@@ -179,7 +185,7 @@ k8s_await() {
 }
 
 # Whether the last start of NAME failed to bind its port (then retried).
-k8s_bind_failed() { tail -n 40 "$K8S_DIR/logs/$1.log" | grep -qiE 'address already in use|bind: '; }
+k8s_bind_failed() { tail -n 40 "$K8S_DIR/logs/$1.log" | grep -iE 'address already in use|bind: ' >/dev/null; }
 
 # ---------------------------------------------------------------- PKI
 
@@ -266,7 +272,7 @@ k8s_kubectl() { k8s_kubectl_as "$K8S_DIR/admin.kubeconfig" "$@"; }
 
 # ---------------------------------------------------------------- processes
 
-k8s_etcd_healthy() { curl -sf --max-time 2 "$K8S_ETCD_URL/health" | grep -q '"health":"true"'; }
+k8s_etcd_healthy() { [[ "$(curl -sf --max-time 2 "$K8S_ETCD_URL/health")" == *'"health":"true"'* ]]; }
 
 k8s_start_etcd() {
   local cport pport

@@ -137,7 +137,7 @@ if openssl verify -CAfile "$pki/signing-ca.crt" "$c" >/dev/null 2>&1 &&
    [[ "$subject" == "subject=CN=system:node:node-a,O=system:nodes" ]] &&
    [[ "$(openssl x509 -in "$c" -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)" == \
       "$(openssl pkey -in "$D/keys/node-a.key" -pubout -outform DER | sha256sum)" ]] &&
-   openssl x509 -in "$c" -noout -ext extendedKeyUsage | grep -q 'TLS Web Client Authentication'; then
+   openssl x509 -in "$c" -noout -ext extendedKeyUsage | grep 'TLS Web Client Authentication' >/dev/null; then
   k8s_ok "the certificate verifies against the signing CA (not the cluster CA): $subject, client auth, the CSR's key"
 else
   k8s_not_ok "the certificate is the signing CA's, for node-a's key" "$subject"
@@ -165,7 +165,7 @@ out="$(k8s_kubectl_as "$a" certificate approve "$csr_s" 2>&1)"
 if [[ "$who" == "system:node:node-a "*system:nodes* ]] && k8s_wait_csr_issued "$csr_s" "$T" &&
    k8s_csr_certificate "$csr_s" > "$D/keys/node-a-serving.crt" &&
    openssl verify -CAfile "$pki/signing-ca.crt" "$D/keys/node-a-serving.crt" >/dev/null 2>&1 &&
-   openssl x509 -in "$D/keys/node-a-serving.crt" -noout -ext subjectAltName | grep -q 'DNS:node-a, IP Address:10.0.0.11'; then
+   openssl x509 -in "$D/keys/node-a-serving.crt" -noout -ext subjectAltName | grep 'DNS:node-a, IP Address:10.0.0.11' >/dev/null; then
   k8s_ok "a kubelet-serving CSR from the node's own certificate ($who): approved by rackgate-approver, issued with its SANs"
 else
   k8s_not_ok "a kubelet-serving CSR from the node's certificate" "$who / $out"
@@ -205,7 +205,7 @@ k8s_wait "$T" kubelet_csr_seen && csr_k="$(kubelet_csr | head -n1)"
 if [[ -n "$csr_k" ]]; then
   k8s_ok "the kubelet creates its client CSR $csr_k ($(( $(k8s_now_ms) - t0 )) ms after it started)"
 else
-  k8s_not_ok "the kubelet creates its client CSR" "$(grep -v FLAG: "$lab/logs/kubelet-$node.log" | tail -n 8)"
+  k8s_not_ok "the kubelet creates its client CSR" "$(k8s_log_last "kubelet-$node" | grep -v FLAG: | tail -n 8)"
   exit 1
 fi
 req_key="$(k8s_csr_request "$csr_k" | openssl req -noout -pubkey | openssl pkey -pubin -outform DER | sha256sum)"
@@ -215,12 +215,26 @@ if [[ "$req_key" == "$placed" ]]; then
 else
   k8s_not_ok "its CSR carries the pre-placed key" "$spec"
 fi
-if k8s_wait "$T" grep -q 'Waiting for client certificate to be issued' "$lab/logs/kubelet-$node.log" &&
+if k8s_wait "$T" k8s_log_grep "kubelet-$node" 'Waiting for client certificate to be issued' &&
    [[ "$(k8s_kubectl get csr "$csr_k" -o jsonpath='[{.status.conditions}]')" == "[]" ]] &&
    k8s_pid_alive "$K8S_KUBELET_PID" && [[ ! -e "$nd/kubeconfig" ]]; then
   k8s_ok "the kubelet waits for its certificate (pending, alive, no kubeconfig yet)"
 else
   k8s_not_ok "the kubelet waits for its certificate"
+fi
+
+# A kubelet restarted while it waits asks again with the same key, under the
+# same (key-derived) CSR name: it finds its pending CSR and waits on it.
+k8s_kubelet_stop
+first_exit="$K8S_LAST_EXIT"
+first_why="$(k8s_log_last "kubelet-$node" | grep -o 'failed to run Kubelet: .*' | head -n1)"
+k8s_kubelet_start "$node" "$nd"
+if k8s_wait "$T" k8s_log_grep "kubelet-$node" 'csr for this node is still valid' &&
+   [[ "$(kubelet_csr)" == "$csr_k" ]] &&
+   [[ "$(openssl pkey -in "$nd/pki/kubelet-client.key.tmp" -pubout -outform DER | sha256sum)" == "$placed" ]]; then
+  k8s_ok "stopped (TERM) while waiting (exit status $first_exit: \"$first_why\") and started again, the kubelet reuses its pending CSR $csr_k (same key, no second CSR)"
+else
+  k8s_not_ok "a restarted kubelet reuses its pending CSR" "CSRs for $node: $(kubelet_csr | tr '\n' ' ')"
 fi
 
 # rackgate's part, by hand.
@@ -245,8 +259,8 @@ fi
 # Without a container runtime the kubelet stops by itself after the
 # bootstrap; it is stopped by its pid otherwise.
 kpid="$K8S_KUBELET_PID"
-if k8s_wait "$T" grep -q 'failed to run Kubelet' "$lab/logs/kubelet-$node.log"; then
-  why="$(grep -o 'failed to run Kubelet: [^:]*: [^:]*' "$lab/logs/kubelet-$node.log" | head -n1)"
+if k8s_wait "$T" k8s_log_grep "kubelet-$node" 'failed to run Kubelet'; then
+  why="$(k8s_log_last "kubelet-$node" | grep -o 'failed to run Kubelet: [^:]*: [^:]*' | head -n1)"
 else
   why="(still running: stopped by pid)"
 fi
@@ -281,7 +295,7 @@ if [[ -n "$csr_r" ]]; then
     k8s_not_ok "with --rotate-certificates the kubelet ignores the pre-placed key" "csr $csr_r"
   fi
 else
-  k8s_not_ok "with --rotate-certificates the kubelet creates a CSR" "$(grep -v FLAG: "$lab/logs/kubelet-$node.log" | tail -n 8)"
+  k8s_not_ok "with --rotate-certificates the kubelet creates a CSR" "$(k8s_log_last "kubelet-$node" | grep -v FLAG: | tail -n 8)"
 fi
 k8s_kubelet_stop
 

@@ -50,6 +50,7 @@ K8S_SIGNER_SERVING=kubernetes.io/kubelet-serving
 K8S_DIR="" K8S_BIN="" K8S_API_PORT="" K8S_API_URL="" K8S_ETCD_URL="" K8S_KCM_PORT=""
 K8S_TOKEN_ID="" K8S_TOKEN="" K8S_START_MS="" K8S_KUBELET_PID="" K8S_KUBELET_NODE=""
 K8S_APISERVER_ARGS=()
+K8S_STDOUT="" K8S_STDERR=""
 
 k8s_log() { echo "# k8s-lab: $*" >&2; }
 
@@ -152,7 +153,9 @@ k8s_kill_pid() {
 k8s_spawn() {
   local name="$1"; shift
   echo "=== $(date -u +%FT%TZ) $*" >> "$K8S_DIR/logs/$name.log"
-  "$@" </dev/null >>"$K8S_DIR/logs/$name.log" 2>&1 &
+  # Not the copies of the test's stdout and stderr: a TAP reader waits for
+  # every holder of its pipe.
+  "$@" </dev/null >>"$K8S_DIR/logs/$name.log" 2>&1 {K8S_STDOUT}>&- {K8S_STDERR}>&- &
   K8S_PID=$!
   echo "$name $K8S_PID" >> "$K8S_DIR/pids"
 }
@@ -489,6 +492,10 @@ k8s_lab_start() {
   k8s_lab_tools || return 1
   mkdir -p "$K8S_DIR/logs" "$K8S_DIR/apiserver" "$K8S_DIR/kcm"
   : >> "$K8S_DIR/pids"
+  # The EXIT trap may run while a command's output is redirected (a signal
+  # arrives during `k8s_wait CMD`, whose output goes to /dev/null): it
+  # writes to these copies of the script's own stdout and stderr.
+  exec {K8S_STDOUT}>&1 {K8S_STDERR}>&2
   trap k8s_lab_exit EXIT
   trap 'exit 129' HUP
   trap 'exit 130' INT
@@ -544,10 +551,14 @@ k8s_lab_exit() {
   local rc=$?
   trap - EXIT
   set +e
+  k8s_lab_exit_inner 1>&"${K8S_STDOUT:-1}" 2>&"${K8S_STDERR:-2}"
+  exit "$rc"
+}
+
+k8s_lab_exit_inner() {
   k8s_lab_stop
   k8s_var_lib_kubelet_cleanup
   if [[ -n "${K8S_ON_EXIT:-}" ]]; then eval "$K8S_ON_EXIT"; fi
-  exit "$rc"
 }
 
 # ---------------------------------------------------------------- CSRs

@@ -36,7 +36,8 @@ smoke_exit() {
     for f in "$D"/lab/logs/*.log; do
       [[ -s "$f" ]] || continue
       echo "# the end of $(basename "$f"):"
-      grep -v 'FLAG:' "$f" | tail -n 6 | cut -c1-300 | sed 's/^/#   /'
+      # Not the goroutines a Go fatal error prints after its message.
+      grep -vE '^([[:space:]]|goroutine |created by |$)|FLAG:' "$f" | tail -n 6 | cut -c1-300 | sed 's/^/#   /'
     done
   fi
   echo "# lab-smoke: $((K8S_TAP_N - K8S_TAP_FAILED)) passed, $K8S_TAP_FAILED failed; $(( ($(k8s_now_ms) - SMOKE_T0) / 1000 )) s"

@@ -27,8 +27,11 @@ RACKGATECTL="$(realpath "$3")"
 source "$HERE/../firmware-tests/lab.sh"
 # shellcheck source=../daemon/tests/appliance.sh
 source "$HERE/../daemon/tests/appliance.sh"
+# shellcheck source=../firmware-tests/boot-lib.sh
+source "$HERE/../firmware-tests/boot-lib.sh"
 # shellcheck source=k8s-lib.sh
 source "$HERE/k8s-lib.sh"
+TESTDATA="${RACKGATE_TESTDATA_DIR:-$HERE/../testdata}"
 
 lab_skip_unless_tools
 k8s_lab_bin || lab_skip "the Kubernetes binaries are not built (script/k8s-lab build)"
@@ -39,7 +42,7 @@ if ! k8s_lab_start "$LAB_DIR/k8s"; then
   lab_finish
 fi
 # k8s_lab_start took the EXIT trap: the swtpm lab's cleanup runs after it.
-K8S_ON_EXIT=lab_cleanup
+K8S_ON_EXIT='lab_cleanup_inner "$rc"'  # k8s_lab_exit's rc (bash scopes it dynamically)
 lab_ok "the Kubernetes lab starts ($K8S_START_MS ms: $K8S_START_PHASES)"
 
 rg_init "$RACKGATED" "$RACKGATECTL"
@@ -52,21 +55,27 @@ rg_start
 
 N="$LAB_DIR/nodes"
 mkdir -p "$N"
-# The machines' pool: approver mode; PCR 9 trusted on first use, so that a
-# PCR 9 extended behind the appliance's back is a bad boot.
+# The machines' pool: approver mode. node-4's pool also has a boot policy
+# (PCR 4 trusted on first use, the event log checked against the quote), and
+# its swtpm a real firmware event log replayed into its PCRs, so that a PCR 4
+# extended behind the appliance's back is a bad boot.
 echo '{"kubelet_certificates": "approver"}' > "$N/settings.json"
-echo '{"tofu": {"sha256": [9]}}' > "$N/policy.json"
-rg_ctl pool put workers --settings "$N/settings.json" --policy "$N/policy.json" --token-required no >/dev/null
+echo '{"version": 1, "tofu": {"sha256": [4]}}' > "$N/policy.json"
+rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
+rg_ctl pool put guarded --settings "$N/settings.json" --policy "$N/policy.json" --token-required no >/dev/null
 for i in 1 2 3 4 5; do
-  rg_ctl enroll --hostname "node-$i" --pool workers --ek-cert "$(lab_dir "m$i")/ek-rsa.der" \
+  pool=workers; [[ "$i" == 4 ]] && pool=guarded
+  rg_ctl enroll --hostname "node-$i" --pool "$pool" --ek-cert "$(lab_dir "m$i")/ek-rsa.der" \
     --address "InternalIP=10.0.0.1$i" --address "Hostname=node-$i" >/dev/null
 done
+boot_replay_eventlog m4 "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin"
 
 # agent MACHINE: the agent's csr step (it attests first) into $N/MACHINE/pki;
 # its stderr in $N/MACHINE.err; returns its exit code.
 agent() {
-  local rc=0
-  "$AGENT" --tcti "$(lab_tcti "$1")" --url "$(rg_url "")" --ca "$RG_DIR/state/ca/ca.crt" --eventlog "" \
+  local rc=0 log=""
+  [[ -s "$(lab_dir "$1")/eventlog" ]] && log="$(cat "$(lab_dir "$1")/eventlog")"
+  "$AGENT" --tcti "$(lab_tcti "$1")" --url "$(rg_url "")" --ca "$RG_DIR/state/ca/ca.crt" --eventlog "$log" \
     --max-wait "$(lab_seconds 30)" --steps csr --kubelet-dir "$N/$1/pki" --kubeconfig "$N/$1/kubeconfig" \
     </dev/null 2>"$N/$1.err" {LAB_STDOUT}>&- {LAB_STDERR}>&- || rc=$?
   cat "$N/$1.err" >&2
@@ -151,8 +160,8 @@ lab_check_shown "(c) a serving CSR with a SAN that is not enrolled: Denied csr_s
 C="$(k8s_node_csr node-4 "$N/n4-rotated.key" "$NODE4" "$CLIENT")"
 lab_check_shown "(c) the node's rotation of its client certificate (a new key): Approved" \
   decided "$C" Approved RackgateAttestedRotation
-# A bad boot: PCR 9 (trusted on first use) extended behind the appliance's back.
-lab_tpm m4 tpm2_pcrextend "9:sha256=$(printf 'rootkit' | openssl dgst -sha256 -r | cut -d' ' -f1)" >/dev/null
+# A bad boot: PCR 4 extended behind the appliance's back.
+lab_tpm m4 tpm2_pcrextend "4:sha256=$(printf 'rootkit' | openssl dgst -sha256 -r | cut -d' ' -f1)" >/dev/null
 lab_expect 3 "" "(c) after a bad boot node-4's attestation is refused" agent m4
 lab_check "(c) node-4 is untrusted" bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' show node-4 --json | grep -q '\"trust\": *\"untrusted\"'"
 C="$(k8s_node_csr node-4 "$N/n4-rotated2.key" "$NODE4" "$CLIENT")"

@@ -16,6 +16,8 @@
 #include "agent/backoff.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
 #include "agent/renewal.h"
 #include "attest/boot_facts.h"
 #include "attest/ek_identity.h"
@@ -52,6 +54,25 @@ std::string Seconds(std::chrono::milliseconds d) {
 }
 
 Failure Unusable(const Status& s) { return Failure::Refused("bad_response", s.ToString()); }
+
+// The API server's answer as the agent ends on it: unreachable or busy is
+// waited out (exit 4); anything else needs an operator (exit 3).
+Failure KubeFailure(const Status& s) {
+  if (s.reason() == "kube_unavailable") return Failure::Retry(s.reason(), s.message());
+  return Failure::Refused(s.reason(), s.message());
+}
+
+// Why a CSR was denied or failed, from its conditions (another client's
+// text: made printable and cut).
+std::string ConditionText(const kube::Csr& c) {
+  for (const auto& cond : c.conditions) {
+    if (cond.type == "Denied" || cond.type == "Failed") {
+      return attest::PrintableAscii(cond.reason, 80) +
+             (cond.message.empty() ? "" : " (" + attest::PrintableAscii(cond.message, 200) + ")");
+    }
+  }
+  return "no reason given";
+}
 
 void Wipe(std::string* s) {
   if (!s->empty()) OPENSSL_cleanse(s->data(), s->size());
@@ -463,7 +484,76 @@ Outcome<Done> Agent::ApproverKey(const Attestation& a, const wire::MachineRecord
   }
   Log("ok", "kubelet_key=registered key_sha256=" + registered->key_sha256.substr(0, 16) + " path=" + path);
   done_.push_back("kubelet_key_registered");
+  if (!options_.bootstrap_kubeconfig.empty()) {
+    auto b = BootstrapThroughApi(req.csr_pem, key.get(), machine.hostname, registered->key_sha256);
+    if (!b.ok()) return b.failure();
+  }
   client_done_ = serving_done_ = true;
+  return Done{};
+}
+
+// A kubelet with --rotate-certificates makes a new in-memory key for its
+// bootstrap CSR (client-go's certificate manager) and never reads
+// kubelet-client.key.tmp, so its CSR would carry a key nobody attested. The
+// agent therefore files the CSR of the registered key itself, as the
+// kubelet would (the bootstrap kubeconfig's user, the kubelet's signer and
+// usages), under a name derived from the key so that a second run finds the
+// first one's CSR; the kubelet then starts with a valid certificate and
+// only rotates it.
+Outcome<Done> Agent::BootstrapThroughApi(const std::string& csr_pem, evp_pkey_st* key, const std::string& hostname,
+                                         const std::string& key_sha256_hex) {
+  step_ = "kubelet_bootstrap";
+  auto creds = kube::LoadKubeconfig(options_.bootstrap_kubeconfig);
+  if (!creds.ok()) return Failure::Refused(creds.status().reason(), creds.status().message());
+  const std::string server = creds->server;
+  const std::string ca_pem = creds->ca_pem;
+  auto client = kube::Client::Create(std::move(creds).value());
+  if (!client.ok()) return Failure::Refused(client.status().reason(), client.status().message());
+  kube::CsrRequest r;
+  r.name = "node-csr-rackgate-" + key_sha256_hex.substr(0, 32);
+  r.signer_name = kClientSigner;
+  r.request_pem = csr_pem;
+  r.usages = {"digital signature", "key encipherment", "client auth"};
+  auto filed = client->CreateCsr(r);
+  if (!filed.ok() && filed.status().reason() != "kube_conflict") return KubeFailure(filed.status());
+  const auto deadline = std::chrono::steady_clock::now() + options_.max_wait;
+  std::string cert_pem;
+  for (;;) {
+    auto c = client->GetCsr(r.name);
+    if (!c.ok()) return KubeFailure(c.status());
+    if (c->Denied() || c->Failed()) {
+      return Failure::Refused("kubelet_csr_denied", "the kubelet's CSR " + r.name + " was " +
+                                                        (c->Denied() ? "denied" : "not issued") + ": " +
+                                                        ConditionText(*c));
+    }
+    if (c->has_certificate) {
+      cert_pem = c->certificate_pem;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Failure::Retry("kubelet_csr_pending", "the kubelet's CSR " + r.name +
+                                                       " was not approved and issued within --max-wait");
+    }
+    clock_.sleep(std::chrono::seconds(1));
+  }
+  auto cert = CheckIssuedCertificate(cert_pem, key, kNodeCnPrefix + hostname);
+  if (!cert.ok()) return Unusable(cert.status());
+  std::string key_pem = PrivateKeyPem(key);
+  auto path = WriteKubeletPair(options_.kubelet_dir, kClientPrefix, *cert, key_pem, clock_.now());
+  Wipe(&key_pem);
+  if (!path.ok()) return Failure::FromStatus(path.status());
+  if (Status s = WriteInDir(options_.kubelet_dir, kCaFile, ca_pem, 0644); !s.ok()) return Failure::FromStatus(s);
+  const std::string ca = (std::filesystem::path(options_.kubelet_dir) / kCaFile).string();
+  const std::filesystem::path kc(options_.kubeconfig);
+  if (Status s = WriteInDir(kc.parent_path().string(), kc.filename().string(),
+                            RenderKubeconfig(server, ca, *path, *path), 0600);
+      !s.ok()) {
+    return Failure::FromStatus(s);
+  }
+  std::error_code ec;
+  std::filesystem::remove(std::filesystem::path(options_.kubelet_dir) / kBootstrapKeyFile, ec);
+  Log("ok", "kubelet_csr=" + r.name + " issued path=" + *path + " kubeconfig=" + options_.kubeconfig);
+  done_.push_back("kubelet_certificate_written");
   return Done{};
 }
 

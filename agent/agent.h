@@ -46,6 +46,12 @@ struct AgentOptions {
   std::string kubelet_dir;
   std::string kubeconfig;
   std::string apiserver;
+  // Approver mode (docs/kubernetes.md): the kubelet's bootstrap kubeconfig.
+  // Given: the agent files the kubelet's first client CSR in the API server
+  // with it and writes the issued certificate and the kubelet's kubeconfig,
+  // as a kubelet with --rotate-certificates needs; "": the key is left as
+  // kubelet-client.key.tmp for the kubelet's own TLS bootstrap.
+  std::string bootstrap_kubeconfig;
   std::vector<std::string> node_ips;
   bool tpm_key = false;
   std::chrono::seconds max_wait{3600};
@@ -122,6 +128,12 @@ class Agent {
   Outcome<wire::IssuedCertificate> SubmitCsr(const Attestation& a, const wire::CsrRequest& request);
   // Approver mode: registers the kubelet's bootstrap key (docs/kubernetes.md).
   Outcome<Done> ApproverKey(const Attestation& a, const wire::MachineRecord& machine);
+  // Approver mode with --bootstrap-kubeconfig: files `csr_pem` (the
+  // registered key's) in the API server as the bootstrapper, waits for the
+  // cluster to issue it, and writes the kubelet's certificate, the CA and
+  // its kubeconfig.
+  Outcome<Done> BootstrapThroughApi(const std::string& csr_pem, evp_pkey_st* key, const std::string& hostname,
+                                    const std::string& key_sha256_hex);
   // GET when `body` is empty, else POST; on every appliance in turn until
   // one answers (Failover::Call), or only the current one (`once`).
   Outcome<HttpResponse> Call(const char* method, const std::string& path, const std::string& body,

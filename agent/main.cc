@@ -71,6 +71,9 @@ constexpr char kHelp[] =
     "  --apiserver URL      the cluster's API server, https://... (required for csr)\n"
     "  --node-ip ADDR       an address for the serving certificate (repeatable)\n"
     "  --tpm-key            keep the client key in the TPM (certified by the AK)\n"
+    "  --bootstrap-kubeconfig FILE  approver mode: file the kubelet's first client\n"
+    "                       CSR with this kubeconfig and write its certificate\n"
+    "                       (for a kubelet with --rotate-certificates)\n"
     "\n"
     "  --help, --version\n"
     "\n"
@@ -117,7 +120,7 @@ struct Flags {
 std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
-    kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion,
+    kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
@@ -133,6 +136,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       {"apply-root", required_argument, nullptr, kApplyRoot},
       {"kubelet-dir", required_argument, nullptr, kKubeletDir},
       {"kubeconfig", required_argument, nullptr, kKubeconfig},
+      {"bootstrap-kubeconfig", required_argument, nullptr, kBootstrapKubeconfig},
       {"apiserver", required_argument, nullptr, kApiserver},
       {"node-ip", required_argument, nullptr, kNodeIp},
       {"tpm-key", no_argument, nullptr, kTpmKey},
@@ -175,6 +179,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kApplyRoot: o.apply_root = arg; break;
       case kKubeletDir: o.kubelet_dir = arg; break;
       case kKubeconfig: o.kubeconfig = arg; break;
+      case kBootstrapKubeconfig: o.bootstrap_kubeconfig = arg; break;
       case kApiserver: o.apiserver = arg; break;
       case kNodeIp: o.node_ips.push_back(arg); break;
       case kTpmKey: o.tpm_key = true; break;

@@ -49,7 +49,7 @@ rg_init "$RACKGATED" "$RACKGATECTL"
 lab_ca lab
 rg_config retry_after_seconds 1
 rg_config kubernetes "{\"kubeconfig\": \"$K8S_DIR/approver.kubeconfig\"}"
-for m in m1 m2 m3 m4 m5; do lab_machine "$m" lab; done
+for m in m1 m2 m3 m4 m5 m6; do lab_machine "$m" lab; done
 rg_trust lab
 rg_start
 
@@ -63,22 +63,23 @@ echo '{"kubelet_certificates": "approver"}' > "$N/settings.json"
 echo '{"version": 1, "tofu": {"sha256": [4]}}' > "$N/policy.json"
 rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
 rg_ctl pool put guarded --settings "$N/settings.json" --policy "$N/policy.json" --token-required no >/dev/null
-for i in 1 2 3 4 5; do
+for i in 1 2 3 4 5 6; do
   pool=workers; [[ "$i" == 4 ]] && pool=guarded
   rg_ctl enroll --hostname "node-$i" --pool "$pool" --ek-cert "$(lab_dir "m$i")/ek-rsa.der" \
     --address "InternalIP=10.0.0.1$i" --address "Hostname=node-$i" >/dev/null
 done
 boot_replay_eventlog m4 "$TESTDATA/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin"
 
-# agent MACHINE: the agent's csr step (it attests first) into $N/MACHINE/pki;
-# its stderr in $N/MACHINE.err; returns its exit code.
+# agent MACHINE [ARGS...]: the agent's csr step (it attests first) into
+# $N/MACHINE/pki; its stderr in $N/MACHINE.err; returns its exit code.
 agent() {
-  local rc=0 log=""
-  [[ -s "$(lab_dir "$1")/eventlog" ]] && log="$(cat "$(lab_dir "$1")/eventlog")"
-  "$AGENT" --tcti "$(lab_tcti "$1")" --url "$(rg_url "")" --ca "$RG_DIR/state/ca/ca.crt" --eventlog "$log" \
-    --max-wait "$(lab_seconds 30)" --steps csr --kubelet-dir "$N/$1/pki" --kubeconfig "$N/$1/kubeconfig" \
-    </dev/null 2>"$N/$1.err" {LAB_STDOUT}>&- {LAB_STDERR}>&- || rc=$?
-  cat "$N/$1.err" >&2
+  local m="$1" rc=0 log=""
+  shift
+  [[ -s "$(lab_dir "$m")/eventlog" ]] && log="$(cat "$(lab_dir "$m")/eventlog")"
+  "$AGENT" --tcti "$(lab_tcti "$m")" --url "$(rg_url "")" --ca "$RG_DIR/state/ca/ca.crt" --eventlog "$log" \
+    --max-wait "$(lab_seconds 30)" --steps csr --kubelet-dir "$N/$m/pki" --kubeconfig "$N/$m/kubeconfig" "$@" \
+    </dev/null 2>"$N/$m.err" {LAB_STDOUT}>&- {LAB_STDERR}>&- || rc=$?
+  cat "$N/$m.err" >&2
   return "$rc"
 }
 BOOT="$K8S_DIR/bootstrap.kubeconfig"
@@ -130,6 +131,28 @@ lab_check "(a) rackgatectl csr list --all: source kubernetes, the kubelet's CSR 
 lab_check "(a) audited: kubelet_key_registered, kubernetes_csr_approved" \
   test "$(audit_count node-1 kubelet_key_registered) $(audit_count node-1 kubernetes_csr_approved)" == "1 1"
 k8s_kubelet_stop
+
+# --- (a) with --rotate-certificates ---------------------------------------------------------
+# A kubelet with --rotate-certificates makes a new in-memory key for its
+# bootstrap CSR and never reads kubelet-client.key.tmp (README.md): the agent
+# files the CSR of the key it registered, with the bootstrap kubeconfig, and
+# the kubelet starts with the issued certificate.
+csrs_of() { k8s_kubectl get csr -o jsonpath='{range .items[*]}{.spec.username} {.spec.request}{"\n"}{end}' | wc -l; }
+lab_expect 0 "kubelet_csr=node-csr-rackgate-[0-9a-f]{32} issued" \
+  "(a) --bootstrap-kubeconfig: the agent files the kubelet's CSR, rackgate approves, the cluster issues" \
+  agent m6 --bootstrap-kubeconfig "$BOOT"
+lab_check "(a) ... the certificate (CN=system:node:node-6) and the kubelet's kubeconfig are written" \
+  test "$(openssl x509 -in "$N/m6/pki/kubelet-client-current.pem" -noout -subject 2>/dev/null) $(grep -c kubelet-client-current.pem "$N/m6/kubeconfig")" \
+    == "subject=O = system:nodes, CN = system:node:node-6 2"
+lab_check "(a) ... node-6 is joined" test "$(rg_state node-6)" == joined
+lab_expect 0 "kubelet_key=kept" "(a) the agent again: the kubelet's certificate is kept, nothing filed" \
+  agent m6 --bootstrap-kubeconfig "$BOOT"
+before="$(csrs_of)"
+k8s_kubelet_start node-6 "$N/m6" --rotate-certificates
+lab_check "(a) the real kubelet with --rotate-certificates takes the certificate and stops at the missing runtime" \
+  lab_wait "$(lab_seconds 120)" k8s_log_grep kubelet-node-6 'runtime'
+k8s_kubelet_stop
+lab_check "(a) ... without a bootstrap CSR of its own ($before CSRs before, $(csrs_of) after)" test "$(csrs_of)" == "$before"
 
 # --- (b) never approved -----------------------------------------------------------------
 # A name rackgate does not know: left alone (another approver may own it).

@@ -678,8 +678,10 @@ k8s_var_lib_kubelet_cleanup() {
   [[ -n "$K8S_DIR" && -f "$K8S_DIR/var-lib-kubelet.absent" ]] || return 0
   # Only while no other kubelet of this machine runs.
   pgrep -x kubelet >/dev/null 2>&1 && return 0
-  rmdir /var/lib/kubelet/device-plugins 2>/dev/null
-  rmdir /var/lib/kubelet 2>/dev/null
+  # Either may be missing (a kubelet that stopped before its device
+  # manager): not a failure (callers run set -e).
+  rmdir /var/lib/kubelet/device-plugins 2>/dev/null || true
+  rmdir /var/lib/kubelet 2>/dev/null || true
   rm -f "$K8S_DIR/var-lib-kubelet.absent"
   return 0
 }

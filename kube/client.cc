@@ -176,11 +176,12 @@ struct Client::Impl {
   Credentials creds;
   ClientOptions options;
 
-  // One call but a watch: `body` non-null is a PUT of JSON.
-  Result<Answer> Call(const std::string& path_and_query, const std::string* body) const;
+  // One call but a watch: `body` non-null is a `method` (PUT or POST) of JSON.
+  Result<Answer> Call(const std::string& path_and_query, const std::string* body, const char* method = "PUT") const;
 };
 
-Result<Answer> Client::Impl::Call(const std::string& path_and_query, const std::string* body) const {
+Result<Answer> Client::Impl::Call(const std::string& path_and_query, const std::string* body,
+                                  const char* method) const {
   CurlPtr c = NewHandle();
   SlistPtr headers = Headers(creds, body != nullptr);
   char error[CURL_ERROR_SIZE] = {0};
@@ -195,7 +196,7 @@ Result<Answer> Client::Impl::Call(const std::string& path_and_query, const std::
   set(curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &OnBody));
   set(curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &sink));
   if (body != nullptr) {
-    set(curl_easy_setopt(c.get(), CURLOPT_CUSTOMREQUEST, "PUT"));
+    set(curl_easy_setopt(c.get(), CURLOPT_CUSTOMREQUEST, method));
     set(curl_easy_setopt(c.get(), CURLOPT_POSTFIELDS, body->data()));
     set(curl_easy_setopt(c.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size())));
   }
@@ -263,6 +264,13 @@ Result<Csr> Client::GetCsr(std::string_view name) {
     return Status::Corruption("kube_response_invalid", "the API server answered another CSR than the one asked for");
   }
   return csr;
+}
+
+Result<Csr> Client::CreateCsr(const CsrRequest& request) {
+  const std::string body = CreateCsrBody(request);
+  Result<Answer> answer = impl_->Call(std::string(kCsrPath), &body, "POST");
+  if (!answer.ok()) return answer.status();
+  return ParseCsrJson(answer->body);
 }
 
 Status Client::UpdateApproval(const Csr& csr, bool approve, std::string_view reason, std::string_view message) {

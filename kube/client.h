@@ -86,6 +86,12 @@ class Client : public CsrSource {
   // kInvalidArgument "kube_name_invalid" for a name outside [A-Za-z0-9._-].
   Result<Csr> GetCsr(std::string_view name);
 
+  // POST .../certificatesigningrequests: files `request` as the
+  // credentials' user (a node's bootstrap token). The object as created
+  // (its generated name). kube_forbidden when the user may not create CSRs,
+  // kube_invalid (422) for a request the API server refuses.
+  Result<Csr> CreateCsr(const CsrRequest& request);
+
   // PUT .../certificatesigningrequests/NAME/approval with ApprovalBody(csr,
   // approve, reason, message, now). kube_conflict (409): the object changed
   // since `csr` was read: GetCsr and decide again. kube_not_found (404).

@@ -304,6 +304,16 @@ Result<CsrList> ParseCsrListJson(std::string_view text) {
   return list;
 }
 
+std::string CreateCsrBody(const CsrRequest& r) {
+  nlohmann::json body = {
+      {"apiVersion", "certificates.k8s.io/v1"},
+      {"kind", "CertificateSigningRequest"},
+      {"metadata", r.name.empty() ? json{{"generateName", r.generate_name}} : json{{"name", r.name}}},
+      {"spec", {{"signerName", r.signer_name}, {"request", Base64Encode(r.request_pem)}, {"usages", r.usages}}},
+  };
+  return body.dump();
+}
+
 std::string ApprovalBody(const Csr& csr, bool approve, std::string_view reason, std::string_view message,
                          int64_t now) {
   std::optional<json> parsed = ParseJson(csr.object_json);

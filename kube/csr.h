@@ -100,6 +100,17 @@ Result<Csr> ParseCsrJson(std::string_view text);
 std::string ApprovalBody(const Csr& csr, bool approve, std::string_view reason, std::string_view message,
                          int64_t now);
 
+// A new CertificateSigningRequest, as a node files it (Client::CreateCsr).
+struct CsrRequest {
+  std::string name;           // metadata.name ([A-Za-z0-9._-]); "" uses generate_name
+  std::string generate_name;  // metadata.generateName, e.g. "node-csr-"
+  std::string signer_name;
+  std::string request_pem;    // the PEM CSR; base64-encoded into spec.request
+  std::vector<std::string> usages;
+};
+// The JSON body of POST .../certificatesigningrequests for `r`.
+std::string CreateCsrBody(const CsrRequest& r);
+
 // "2026-11-28T01:02:03Z" (optionally with a fraction of a second, or an
 // offset "+01:00" instead of Z) as unix seconds; nullopt for anything else.
 std::optional<int64_t> ParseRfc3339(std::string_view text);

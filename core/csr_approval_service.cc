@@ -63,6 +63,25 @@ Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int64_t li
   return out;
 }
 
+Result<wire::CsrView> CsrApprovalService::DecideKube(std::string_view name, bool approve, const std::string& reason,
+                                                     const storage::Actor& actor) {
+  auto waiting = kube_->ListKubeCsrs(/*waiting_only=*/true, static_cast<int>(kMaxCsrList));
+  if (!waiting.ok()) return waiting.status();
+  auto it = std::find_if(waiting->begin(), waiting->end(),
+                         [&](const storage::KubeCsrDecision& d) { return d.name == name; });
+  if (it == waiting->end()) {
+    return Status::NotFound("csr_request_unknown",
+                            "no kubelet CSR of that name waits for an operator (rackgatectl csr list)");
+  }
+  storage::Actor a = actor;
+  a.why = reason.empty() ? "by " + a.name : reason;
+  auto d = kube_->DecideKubeCsr(it->uid, approve, reason, a, clock_());
+  if (!d.ok()) return d.status();
+  Log()->info("{} {} the kubelet's CSR {} of {} ({}); the watcher writes it to the API server", a.name,
+              approve ? "approved" : "denied", d->name, d->hostname, a.why);
+  return View(*d, clock_());
+}
+
 wire::CsrView CsrApprovalService::View(const storage::KubeCsrDecision& d, int64_t now) {
   wire::CsrView v;
   v.source = "kubernetes";
@@ -83,14 +102,21 @@ wire::CsrView CsrApprovalService::View(const storage::KubeCsrDecision& d, int64_
 
 Result<wire::CsrView> CsrApprovalService::Decide(std::string_view id_text, bool approve, const std::string& reason,
                                                  const storage::Actor& actor) {
-  int64_t id = 0;
-  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
-    return Status::InvalidArgument("field_invalid", "a CSR id is a positive number");
-  }
   // The machine is told why it was refused, so a denial must say it.
   if (!approve && reason.empty()) {
     return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
+  }
+  int64_t id = 0;
+  auto [p, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+  if (ec != std::errc() || p != id_text.data() + id_text.size() || id <= 0) {
+    // Not a number: the name of a kubelet's CSR in the API server that
+    // approver mode holds for an operator (docs/kubernetes.md).
+    if (!id_text.empty() && id_text.front() >= 'a' && id_text.front() <= 'z') {
+      return DecideKube(id_text, approve, reason, actor);
+    }
+    return Status::InvalidArgument("field_invalid",
+                                   "a CSR is named by its id (a positive number) or, for a kubelet's CSR in the "
+                                   "API server, by its name");
   }
   storage::Actor a = actor;
   a.why = reason.empty() ? "by " + a.name : reason;

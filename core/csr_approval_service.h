@@ -50,6 +50,9 @@ class CsrApprovalService {
   wire::CsrView View(const storage::CsrApprovalRequest& r, int64_t now) const;
 
   static wire::CsrView View(const storage::KubeCsrDecision& d, int64_t now);
+  // Decide for a waiting kubelet CSR of the API server, by its name.
+  Result<wire::CsrView> DecideKube(std::string_view name, bool approve, const std::string& reason,
+                                   const storage::Actor& actor);
 
   storage::CsrStore* store_;
   storage::KubeApprovalStore* kube_;

@@ -98,7 +98,7 @@ KubeAction KubeApprover::Handle(const KubeCsr& c) {
     storage::Machine machine;
     storage::KubeCsrDecision record;
     action = Decide(c, &machine, &record);
-    if (action.kind != KubeAction::Kind::kNone) {
+    if (action.kind != KubeAction::Kind::kNone || action.waiting) {
       action.hostname = machine.hostname;
       action.purpose = record.purpose;
       action = Record(std::move(record), std::move(action));
@@ -187,11 +187,23 @@ KubeAction KubeApprover::Decide(const KubeCsr& c, storage::Machine* m, storage::
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
     return Deny(refusals.front().reason, all);
   }
+  // Manual approval (docs/csr.md): a new node's key went through it when
+  // it was registered; a serving certificate or a rotation waits here.
+  const std::string approval(join                           ? kKubeApproveJoin
+                             : *kind == csr::Kind::kServing ? kKubeApproveServing
+                                                            : kKubeApproveRotation);
+  if ((!join && *kind == csr::Kind::kServing && settings->serving_csr_manual) ||
+      (!join && *kind == csr::Kind::kClient && settings->renewal_csr_manual)) {
+    // Recorded as waiting with the reason an approval will carry.
+    KubeAction w = None(approval);
+    w.waiting = true;
+    w.message = "every rule passed; waiting for an operator: rackgatectl csr approve " +
+                attest::PrintableAscii(c.name, 253);
+    return w;
+  }
   KubeAction a;
   a.kind = KubeAction::Kind::kApprove;
-  a.reason = std::string(join                   ? kKubeApproveJoin
-                         : *kind == csr::Kind::kServing ? kKubeApproveServing
-                                                        : kKubeApproveRotation);
+  a.reason = approval;
   a.message = "approved by rackgate: " + m->hostname + " attested with its TPM" +
               (key_registered ? " and registered this key" : "") + "; enrolled names and rules checked";
   return a;
@@ -199,7 +211,9 @@ KubeAction KubeApprover::Decide(const KubeCsr& c, storage::Machine* m, storage::
 
 KubeAction KubeApprover::Record(storage::KubeCsrDecision d, KubeAction a) {
   const storage::Actor actor{"rackgated", "approver mode"};
-  d.decision = std::string(a.kind == KubeAction::Kind::kApprove ? storage::kCsrApproved : storage::kCsrDenied);
+  d.decision = std::string(a.waiting                             ? storage::kCsrWaiting
+                           : a.kind == KubeAction::Kind::kApprove ? storage::kCsrApproved
+                                                                  : storage::kCsrDenied);
   d.reason = a.reason;
   d.message = a.message.substr(0, 512);
   auto recorded = store_->RecordKubeCsr(d, actor, clock_());
@@ -238,8 +252,9 @@ KubeAction KubeApprover::Carry(const storage::KubeCsrDecision& d) {
 void KubeApprover::Count(const KubeAction& a) {
   const char* verdict = a.kind == KubeAction::Kind::kApprove ? "approved"
                         : a.kind == KubeAction::Kind::kDeny  ? "denied"
+                        : a.waiting                          ? "waiting"
                                                              : "ignored";
-  if (a.kind == KubeAction::Kind::kNone) {
+  if (a.kind == KubeAction::Kind::kNone && !a.waiting) {
     Log()->debug("CSR left alone: {}", a.reason);
   } else {
     Log()->info("kubelet {} CSR of {} {}: {}", a.purpose, a.hostname, verdict, a.reason);

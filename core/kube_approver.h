@@ -69,6 +69,11 @@ struct KubeAction {
   // kNone only: the decision could not be made or recorded now (the store
   // failed); the watcher tries again at its next resync.
   bool retry = false;
+  // kNone only: every rule passed and the pool's csr_approval asks an
+  // operator (serving, or renewal for a rotation): recorded as waiting;
+  // `rackgatectl csr approve NAME` decides it and the watcher carries the
+  // decision out at its next resync.
+  bool waiting = false;
 };
 
 // Reasons of kNone (not decisions; logged and counted):

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/csr_approval_service.h"
 #include "core/csr_service.h"
 #include "core/secrets.h"
 #include "core/testing/core_fixture.h"
@@ -270,6 +271,47 @@ TEST_P(KubeApproverTest, ANewNodesCsrComesWithinTheWindowAfterItsAttestation) {
   ASSERT_TRUE(Register(key_.get()).ok());
   now_ += options_.client_window_seconds + 1;
   EXPECT_EQ(Verdict(approver_->Handle(Join("u1", key_.get()))), "deny:csr_window_expired");
+}
+
+TEST_P(KubeApproverTest, DeniesARequestWhoseSelfSignatureUsesSha1) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  KubeCsr c = AsNode(Join("u1", key_.get()));
+  CsrSpec spec;
+  spec.subject = {{"O", "system:nodes"}, {"CN", "system:node:node-1"}};
+  spec.md = EVP_sha1();
+  c.request_pem = MakeCsr(key_.get(), spec);
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "deny:csr_signature_invalid");
+}
+
+TEST_P(KubeApproverTest, AManualPoolsServingCsrWaitsForTheOperatorWhoseDecisionIsCarriedOut) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "csr_approval": {"serving": "manual"}})");
+  auto key = NewKey("EC", "P-256");
+  const KubeCsr c = Serving("u-srv", key.get(), "DNS:node-1.example");
+  const KubeAction waiting = approver_->Handle(c);
+  EXPECT_EQ(Verdict(waiting), "none:RackgateAttestedServing");
+  EXPECT_TRUE(waiting.waiting);
+  EXPECT_EQ(store_->GetKubeCsr("u-srv")->decision, "waiting");
+  // Seen again (a resync): still waiting, nothing decided twice.
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "none:waiting_for_operator");
+  // `rackgatectl csr list` shows it; `csr approve NAME` decides it.
+  CsrApprovalService service(store_.get(), store_.get(), [this] { return now_; });
+  auto listed = service.List(false, 100);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].source, "kubernetes");
+  EXPECT_EQ((*listed)[0].name, "csr-u-srv");
+  EXPECT_EQ((*listed)[0].purpose, "serving");
+  EXPECT_EQ(ReasonOf(service.Decide("csr-nope", true, "", storage::Actor{"alice", ""})), "csr_request_unknown");
+  auto approved = service.Decide("csr-u-srv", true, "", storage::Actor{"alice", ""});
+  ASSERT_TRUE(approved.ok()) << approved.status().ToString();
+  EXPECT_EQ(approved->state, "approved");
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "approve:RackgateAttestedServing");
+  // A rotation in a pool whose renewals are manual waits too.
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "csr_approval": {"renewal": "manual"}})");
+  EXPECT_TRUE(approver_->Handle(AsNode(Join("u-rot", key.get()))).waiting);
 }
 
 TEST_P(KubeApproverTest, CountsEveryVerdict) {

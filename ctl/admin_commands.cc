@@ -966,10 +966,13 @@ constexpr char kCsrHelp[] =
     "\n"
     "Kubelet CSRs that passed every rule and wait for an operator, because\n"
     "their pool's settings say \"csr_approval\": {\"client\": \"manual\"} (or\n"
-    "serving, renewal). Commands:\n"
+    "serving, renewal). In approver mode (docs/kubernetes.md) also the\n"
+    "kubelet's CSRs in the API server that rackgate decided or holds, named by\n"
+    "their metadata.name (SOURCE kubernetes). Commands:\n"
     "  list                   the waiting requests (--all: every request)\n"
-    "  approve ID             sign the machine's next submission of that key\n"
-    "  deny ID --reason TEXT  refuse it for good; the machine is told why\n"
+    "  approve ID|NAME        sign the machine's next submission of that key, or\n"
+    "                         approve the kubelet's CSR in the API server\n"
+    "  deny ID|NAME --reason TEXT  refuse it for good; the machine is told why\n"
     "Run `rackgatectl csr COMMAND --help` for a command's options.\n"
     "\n"
     "Options:\n"
@@ -978,27 +981,31 @@ constexpr char kCsrHelp[] =
 constexpr char kCsrListHelp[] =
     "Usage: rackgatectl csr list [--all] [--json]\n"
     "\n"
-    "The kubelet CSRs waiting for an operator: ID, machine, kind, key hash,\n"
-    "age, whether the key is TPM-resident, state.\n"
+    "The kubelet CSRs waiting for an operator: ID (or, for a CSR in the API\n"
+    "server, its NAME), SOURCE (agent or kubernetes), machine, kind (and\n"
+    "purpose: join, rotation, serving), key hash, age, whether the key is\n"
+    "TPM-resident, state (with rackgate's reason for a kubernetes one).\n"
     "\n"
     "Options:\n"
     "  --all                 every request and its decision, not only waiting ones\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kCsrApproveHelp[] =
-    "Usage: rackgatectl csr approve ID [--reason TEXT] [--json]\n"
+    "Usage: rackgatectl csr approve ID|NAME [--reason TEXT] [--json]\n"
     "\n"
     "Lets the machine's next submission of the same key be signed (every rule\n"
-    "is checked again then). Audited.\n"
+    "is checked again then). A NAME (a kubelet's CSR in the API server that\n"
+    "waits, approver mode): rackgated approves it there within 30 s. Audited.\n"
     "\n"
     "Options:\n"
     "  --reason TEXT         why, for the audit log\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kCsrDenyHelp[] =
-    "Usage: rackgatectl csr deny ID --reason TEXT [--json]\n"
+    "Usage: rackgatectl csr deny ID|NAME --reason TEXT [--json]\n"
     "\n"
-    "Refuses the request for good; the machine is told the reason. Audited.\n"
+    "Refuses the request for good; the machine is told the reason (a NAME:\n"
+    "the kubelet's CSR is denied in the API server within 30 s). Audited.\n"
     "\n"
     "Options:\n"
     "  --reason TEXT         why (required; the machine is told it)\n"
@@ -1048,8 +1055,13 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   }
   if (args->positional().size() != 1) return UsageError(help, "give one ID");
   const std::string& id = args->positional()[0];
-  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
-    return UsageError(help, "ID takes a whole number (see `rackgatectl csr list`), got '" + id + "'");
+  // A number: an agent's request; a name: a kubelet's CSR in the API server
+  // (approver mode), as `csr list` shows it.
+  const bool number = !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
+  const bool name = !id.empty() && id.size() <= 253 && id.front() >= 'a' && id.front() <= 'z' &&
+                    id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos;
+  if (!number && !name) {
+    return UsageError(help, "give the ID or NAME that `rackgatectl csr list` shows, got '" + id + "'");
   }
   if (sub == "deny" && args->Get("reason").value_or("").empty()) {
     return UsageError(help, "deny needs --reason TEXT (the machine is told it)");

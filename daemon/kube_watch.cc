@@ -16,6 +16,15 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
+// Every CSR again every 30 s: a decision that could not be written, or an
+// operator's decision on a waiting one (`rackgatectl csr approve NAME`),
+// reaches the API server at the next list.
+kube::InformerOptions InformerOptions() {
+  kube::InformerOptions o;
+  o.resync = std::chrono::seconds(30);
+  return o;
+}
+
 core::KubeCsr CoreView(const kube::Csr& c) {
   core::KubeCsr k;
   k.uid = c.uid;
@@ -49,7 +58,7 @@ KubeWatch::KubeWatch(kube::Client client, core::KubeApprover* approver, Metrics*
     : client_(std::move(client)),
       approver_(approver),
       metrics_(metrics),
-      informer_(&client_, [this](const kube::Csr& c) { Handle(c); }) {}
+      informer_(&client_, [this](const kube::Csr& c) { Handle(c); }, InformerOptions()) {}
 
 KubeWatch::~KubeWatch() {
   informer_.Stop();

@@ -143,7 +143,11 @@ Status CsrInformer::WatchOnce(bool* quick_and_empty) {
   ++counters_.watches;
   const uint64_t events_before = counters_.events;
   const auto start = std::chrono::steady_clock::now();
-  Status s = source_->Watch(ResourceVersion(), options_.watch_timeout_seconds,
+  int timeout = options_.watch_timeout_seconds;
+  if (options_.resync.count() > 0) {
+    timeout = std::clamp<int>(static_cast<int>(options_.resync.count() / 1000), 1, timeout);
+  }
+  Status s = source_->Watch(ResourceVersion(), timeout,
                             [this](const WatchEvent& ev) { return OnEvent(ev); }, &stop_);
   *quick_and_empty = counters_.events == events_before &&
                      std::chrono::steady_clock::now() - start < options_.min_watch;
@@ -153,10 +157,17 @@ Status CsrInformer::WatchOnce(bool* quick_and_empty) {
 void CsrInformer::Run() {
   bool need_list = true;
   int failures = 0;
+  auto listed_at = std::chrono::steady_clock::now();
   Log()->info("watching CertificateSigningRequests");
   while (!stop_) {
     bool quick_and_empty = false;
-    Status s = need_list ? Relist() : WatchOnce(&quick_and_empty);
+    const bool resync_due =
+        options_.resync.count() > 0 && std::chrono::steady_clock::now() - listed_at >= options_.resync;
+    const bool list_now = need_list || resync_due;
+    Status s = list_now ? Relist() : WatchOnce(&quick_and_empty);
+    // The interval counts from the end of a list (a long one is not
+    // followed at once by the next).
+    if (list_now) listed_at = std::chrono::steady_clock::now();
     if (stop_) break;
     if (s.ok()) {
       need_list = false;

@@ -27,6 +27,11 @@ struct InformerOptions {
   // A watch that ends sooner than this without any event counts as a failed
   // one (backoff), so a server that ends every watch at once is no busy loop.
   std::chrono::milliseconds min_watch{1000};
+  // List everything again this often (0: never), after the watch that is
+  // open then ends (each watch lasts at most this long): a handler that
+  // could not act on a CSR, or whose answer changes without an event (an
+  // operator's decision elsewhere), sees every CSR again.
+  std::chrono::milliseconds resync{0};
 };
 
 // A snapshot for metrics; every counter only grows.

@@ -134,6 +134,27 @@ TEST(CsrInformer, ListsPagesThenWatchesAndRelistsWhenGone) {
   EXPECT_EQ(c.errors, 0u);
 }
 
+TEST(CsrInformer, ListsEverythingAgainAfterTheResyncInterval) {
+  FakeSource source;
+  source.pages = {Page({"a"}, "1", ""), Page({"a"}, "3", "")};
+  source.watches = {{{Event(WatchEvent::Type::kAdded, "d", "2")}, Status::Ok()}};
+  InformerOptions o = FastOptions();
+  o.resync = milliseconds(1);
+  std::vector<std::string> seen;
+  CsrInformer informer(
+      &source,
+      [&seen](const Csr& c) {
+        seen.push_back(c.name);
+        std::this_thread::sleep_for(milliseconds(2));  // the interval passes
+      },
+      o);
+  RunUntilIdle(&informer, &source);
+  // The list, the watch's event, then, the interval over, the list again.
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "d", "a"}));
+  EXPECT_EQ(source.list_calls.size(), 2u);
+  EXPECT_EQ(informer.Counters().lists, 2u);
+}
+
 TEST(CsrInformer, ErrorsBackOffAndRetry) {
   FakeSource source;
   source.pages = {Status::IoError("kube_unavailable", "down"), Status::IoError("kube_unavailable", "down"),

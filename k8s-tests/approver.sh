@@ -191,6 +191,21 @@ C="$(k8s_node_csr node-4 "$N/n4-rotated2.key" "$NODE4" "$CLIENT")"
 lab_check_shown "(c) the next rotation of the untrusted machine: Denied machine_untrusted" \
   decided "$C" Denied machine_untrusted
 
+# A pool whose serving certificates wait for an operator: the CSR waits,
+# `rackgatectl csr approve NAME` decides, rackgated writes it at its next
+# resync (30 s).
+echo '{"kubelet_certificates": "approver", "csr_approval": {"serving": "manual"}}' > "$N/manual.json"
+rg_ctl pool put workers --settings "$N/manual.json" --token-required no >/dev/null
+NODE1="$(node_kubeconfig node-1 "$N/m1/pki/kubelet-client-current.pem" "$N/m1/pki/kubelet-client-current.pem")"
+C="$(k8s_node_csr node-1 "$N/n1-serving.key" "$NODE1" "$SERVING" DNS:node-1 IP:10.0.0.11)"
+waiting() { rg_ctl csr list | grep -Eq "^$1 +kubernetes +node-1 +serving/serving .*waiting"; }
+lab_check "(c) manual pool: node-1's serving CSR waits for an operator (csr list)" \
+  lab_wait "$(lab_seconds 60)" waiting "$C"
+lab_check "(c) ... and stays pending in the API server" test -z "$(k8s_csr_conditions "$C")"
+lab_expect 0 "" "(c) rackgatectl csr approve $C" rg_ctl csr approve "$C" --reason "lab: checked"
+lab_check_shown "(c) ... approved in the API server at the next resync" decided "$C" Approved RackgateAttestedServing
+rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
+
 # --- (d) restarts and a flood -------------------------------------------------------------
 lab_expect 0 "kubelet_key=registered" "(d) node-5 attests and registers its kubelet's key" agent m5
 rg_stop

@@ -32,6 +32,7 @@
 #include "attest/efi_structures.h"
 #include "attest/eventlog.h"
 #include "base/status.h"
+#include "base/text.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {
@@ -214,10 +215,10 @@ struct BootFacts {
 // Throws only on OpenSSL resource failure.
 BootFacts ExtractBootFacts(const EventLog& log);
 
-// Printable ASCII only, anything else as \xNN, so that log data can never
-// carry terminal escape sequences to an operator's screen or a log; cut to
-// at most `max` characters, ending in "..." when cut.
-std::string PrintableAscii(std::string_view s, size_t max = kMaxDescriptionChars);
+// base/text.h's PrintableAscii, cut at kMaxDescriptionChars unless told.
+inline std::string PrintableAscii(std::string_view s, size_t max = kMaxDescriptionChars) {
+  return text::PrintableAscii(s, max);
+}
 
 // A one-line description of an event's data for people: the variable name,
 // the application's path, the separator value, the logged string, ... .

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/text.h"
+
 namespace rackgate::kube {
 
 namespace {
@@ -76,25 +78,7 @@ std::optional<nlohmann::json> ParseJson(std::string_view text) {
   return doc;
 }
 
-std::string Printable(std::string_view text, size_t max) {
-  std::string out;
-  for (char c : text) {
-    const auto b = static_cast<uint8_t>(c);
-    if (b >= 0x20 && b < 0x7f) {
-      out.push_back(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", b);
-      out += buf;
-    }
-    if (out.size() > max) {
-      out.resize(max > 3 ? max - 3 : 0);
-      out += "...";
-      break;
-    }
-  }
-  return out;
-}
+std::string Printable(std::string_view s, size_t max) { return text::PrintableAscii(s, max); }
 
 std::optional<std::string> StringField(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return std::nullopt;
@@ -108,3 +92,4 @@ std::string DumpJson(const nlohmann::json& value) {
 }
 
 }  // namespace rackgate::kube
+#include "base/text.h"

@@ -93,7 +93,7 @@ lab_check "the agent keeps asking (re-attests and resubmits)" lab_wait 10 asked_
 lab_check "csr list shows one waiting CSR, node-a1's client CSR" \
   test "$(csr_field 0 hostname) $(csr_field 0 kind) $(csr_field 1 hostname)" == "node-a1 client "
 lab_check "csr list (table) names it with its key hash prefix" \
-  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' csr list | grep -Eq '^[0-9]+ +node-a1 +client +[0-9a-f]{16} '"
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' csr list | grep -Eq '^[0-9]+ +agent +node-a1 +client +[0-9a-f]{16} '"
 lab_check "asking again found the same request: one csr_waiting audit row" test "$(audit_count node-a1 csr_waiting)" == 1
 lab_check "node-a1 is not joined while its CSR waits" state_is node-a1 attested
 A1_ID="$(csr_field 0 id)"

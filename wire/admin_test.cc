@@ -226,7 +226,14 @@ CsrView SomeCsr() {
 }
 
 TEST(CsrView, RoundTripsAndTruncation) {
-  for (const CsrView& c : {SomeCsr(), CsrView{}}) {
+  // A kubelet's CSR in the API server that approver mode decided.
+  CsrView kube = SomeCsr();
+  kube.id = 0;
+  kube.source = "kubernetes";
+  kube.name = "node-csr-abc";
+  kube.purpose = "join";
+  kube.reason = "RackgateAttestedJoin";
+  for (const CsrView& c : {SomeCsr(), CsrView{}, kube}) {
     const std::string body = EncodeCsrView(c);
     auto back = DecodeCsrView(body);
     ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -236,7 +243,11 @@ TEST(CsrView, RoundTripsAndTruncation) {
   // Undecided: no decided_at, decided_by or deny_reason on the wire.
   EXPECT_EQ(EncodeCsrView(CsrView{}),
             R"({"age_seconds":0,"created_at":0,"csr":"","current":true,"hostname":"","id":0,"kind":"",)"
-            R"("public_key_sha256":"","state":"","tpm_resident":false,"usages":[]})");
+            R"("public_key_sha256":"","source":"agent","state":"","tpm_resident":false,"usages":[]})");
+  // An appliance before approver mode sends no source: the agent's.
+  auto old = DecodeCsrView(R"({"id":3,"hostname":"h","kind":"client","state":"waiting"})");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->source, "agent");
 }
 
 TEST(CsrView, RefusesMalformedFields) {

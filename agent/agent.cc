@@ -455,16 +455,24 @@ Outcome<Done> Agent::ApproverKey(const Attestation& a, const wire::MachineRecord
                             "drop require_tpm_key from the pool (or --tpm-key) for kubelet_certificates approver");
   }
   const std::string path = (std::filesystem::path(dir) / kBootstrapKeyFile).string();
-  // A key left by an earlier run (the kubelet has not used it yet) is
-  // registered again rather than replaced: the kubelet may have read it.
+  // A key left by an earlier try or run (the kubelet has not used it yet)
+  // is registered again rather than replaced: the kubelet may have read it.
   PkeyPtr key;
   if (auto held = ReadFile(path, 16 * 1024); held.ok()) {
     auto parsed = PrivateKeyFromPem(std::string_view(reinterpret_cast<const char*>(held->data()), held->size()));
     if (parsed.ok()) key = std::move(parsed).value();
     Wipe(&*held);
   }
-  const bool fresh = !key;
-  if (fresh) key = GenerateP256Key();
+  // A new key is written before it is registered: a registration that
+  // waits (a manual pool's 503 csr_awaiting_approval) is asked again with
+  // the same key, the one the operator approves.
+  if (!key) {
+    key = GenerateP256Key();
+    std::string pem = PrivateKeyPem(key.get());
+    Status s = WriteInDir(dir, kBootstrapKeyFile, pem, 0600);
+    Wipe(&pem);
+    if (!s.ok()) return Failure::FromStatus(s);
+  }
   CsrSubject subject{kNodesOrganization, kNodeCnPrefix + machine.hostname, {}, {}};
   auto csr = BuildCsrPem(subject, key.get(), SoftwareSigner(key.get()));
   if (!csr.ok()) return Failure::FromStatus(csr.status());
@@ -476,12 +484,6 @@ Outcome<Done> Agent::ApproverKey(const Attestation& a, const wire::MachineRecord
   if (!resp.ok()) return resp.failure();
   auto registered = UsableAnswer(wire::DecodeKubeletKeyRegistered(resp->body));
   if (!registered.ok()) return registered.failure();
-  if (fresh) {
-    std::string pem = PrivateKeyPem(key.get());
-    Status s = WriteInDir(dir, kBootstrapKeyFile, pem, 0600);
-    Wipe(&pem);
-    if (!s.ok()) return Failure::FromStatus(s);
-  }
   Log("ok", "kubelet_key=registered key_sha256=" + registered->key_sha256.substr(0, 16) + " path=" + path);
   done_.push_back("kubelet_key_registered");
   if (!options_.bootstrap_kubeconfig.empty()) {

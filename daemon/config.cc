@@ -153,6 +153,9 @@ Status ReadKubernetes(const json& v, Config* c) {
   if (k.in_cluster && !k.kubeconfig.empty()) {
     return Invalid("kubernetes", "set kubeconfig or in_cluster, not both");
   }
+  if (!k.in_cluster && k.kubeconfig.empty()) {
+    return Invalid("kubernetes", "needs kubeconfig (a file) or in_cluster: true; leave the section out for none");
+  }
   if (k.bootstrapper_groups.empty() || k.bootstrapper_groups.size() > 16) {
     return Invalid("kubernetes.bootstrapper_groups", "lists 1 to 16 groups");
   }

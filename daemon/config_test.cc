@@ -52,6 +52,34 @@ TEST(Config, PublicUrls) {
   EXPECT_FALSE(ParseConfig(many + "]}").ok());
 }
 
+// --- Approver mode (docs/kubernetes.md) ----------------------------------------
+
+TEST(Config, Kubernetes) {
+  EXPECT_FALSE(ParseConfig("{}")->kubernetes.enabled());
+  auto c = ParseConfig(
+      R"({"kubernetes":{"kubeconfig":"/etc/rackgate/k.kubeconfig","context":"lab",)"
+      R"("bootstrapper_groups":["system:serviceaccounts:openshift-machine-config-operator"],)"
+      R"("max_attestation_age_seconds":3600}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->kubernetes.enabled());
+  EXPECT_EQ(c->kubernetes.context, "lab");
+  EXPECT_EQ(c->kubernetes.bootstrapper_groups,
+            std::vector<std::string>{"system:serviceaccounts:openshift-machine-config-operator"});
+  EXPECT_EQ(c->kubernetes.max_attestation_age_seconds, 3600);
+  auto in = ParseConfig(R"({"kubernetes":{"in_cluster":true}})");
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ(in->kubernetes.bootstrapper_groups, std::vector<std::string>{"system:bootstrappers"});
+  for (const char* bad : {R"({"kubernetes":[]})", R"({"kubernetes":{}})", R"({"kubernetes":{"kubeconfig":1}})",
+                          R"({"kubernetes":{"kubeconfig":"/k","in_cluster":true}})",
+                          R"({"kubernetes":{"kubeconfig":"/k","bootstrapper_groups":[]}})",
+                          R"({"kubernetes":{"kubeconfig":"/k","max_attestation_age_seconds":5}})",
+                          R"({"kubernetes":{"kubeconfig":"/k","kube_config":"/k"}})"}) {
+    auto x = ParseConfig(bad);
+    ASSERT_FALSE(x.ok()) << bad;
+    EXPECT_EQ(x.status().reason(), "config_invalid") << bad;
+  }
+}
+
 // --- Observability (docs/observability.md) -------------------------------------
 
 TEST(Config, MetricsListenerAndPublicSwitch) {

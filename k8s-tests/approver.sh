@@ -49,7 +49,7 @@ rg_init "$RACKGATED" "$RACKGATECTL"
 lab_ca lab
 rg_config retry_after_seconds 1
 rg_config kubernetes "{\"kubeconfig\": \"$K8S_DIR/approver.kubeconfig\"}"
-for m in m1 m2 m3 m4 m5 m6; do lab_machine "$m" lab; done
+for m in m1 m2 m3 m4 m5 m6 m7; do lab_machine "$m" lab; done
 rg_trust lab
 rg_start
 
@@ -63,8 +63,10 @@ echo '{"kubelet_certificates": "approver"}' > "$N/settings.json"
 echo '{"version": 1, "tofu": {"sha256": [4]}}' > "$N/policy.json"
 rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
 rg_ctl pool put guarded --settings "$N/settings.json" --policy "$N/policy.json" --token-required no >/dev/null
-for i in 1 2 3 4 5 6; do
-  pool=workers; [[ "$i" == 4 ]] && pool=guarded
+echo '{"kubelet_certificates": "approver", "csr_approval": {"client": "manual"}}' > "$N/manual-join.json"
+rg_ctl pool put manual-join --settings "$N/manual-join.json" --token-required no >/dev/null
+for i in 1 2 3 4 5 6 7; do
+  pool=workers; [[ "$i" == 4 ]] && pool=guarded; [[ "$i" == 7 ]] && pool=manual-join
   rg_ctl enroll --hostname "node-$i" --pool "$pool" --ek-cert "$(lab_dir "m$i")/ek-rsa.der" \
     --address "InternalIP=10.0.0.1$i" --address "Hostname=node-$i" >/dev/null
 done
@@ -153,6 +155,23 @@ lab_check "(a) the real kubelet with --rotate-certificates takes the certificate
   lab_wait "$(lab_seconds 120)" k8s_log_grep kubelet-node-6 'runtime'
 k8s_kubelet_stop
 lab_check "(a) ... without a bootstrap CSR of its own ($before CSRs before, $(csrs_of) after)" test "$(csrs_of)" == "$before"
+
+# A pool whose new nodes wait for an operator: the key registration waits
+# (503 csr_awaiting_approval, the agent asks again with the same key) until
+# `rackgatectl csr approve ID`, and the kubelet's CSR of that key is approved.
+agent m7 --max-wait "$(lab_seconds 120)" >/dev/null 2>&1 &
+M7_PID=$!
+echo "$M7_PID" >> "$LAB_DIR/pids"
+agent_waits() { rg_ctl csr list | grep -Eq '^[0-9]+ +agent +node-7 +client '; }
+lab_check "(a) manual pool: node-7's key registration waits for an operator (csr list)" \
+  lab_wait "$(lab_seconds 60)" agent_waits
+M7_ID="$(rg_ctl csr list | awk '$3 == "node-7" { print $1 }' | head -n 1)"
+lab_expect 0 "" "(a) rackgatectl csr approve $M7_ID" rg_ctl csr approve "$M7_ID" --reason "lab: rack plan checked"
+rc=0; wait "$M7_PID" || rc=$?
+lab_check "(a) ... the agent registers that same key and ends with exit 0 (exit $rc)" \
+  bash -c "[[ $rc == 0 ]] && grep -q 'kubelet_key=registered' '$N/m7.err'"
+C="$(k8s_node_csr node-7 "$N/m7/pki/kubelet-client.key.tmp" "$BOOT" "$CLIENT")"
+lab_check_shown "(a) ... and the kubelet's CSR of it is approved" decided "$C" Approved RackgateAttestedJoin
 
 # --- (b) never approved -----------------------------------------------------------------
 # A name rackgate does not know: left alone (another approver may own it).

@@ -14,8 +14,9 @@ namespace rackgate::core {
 
 // The event types on the wire, as the events table stores them.
 inline constexpr std::string_view kEventTypes[] = {
-    "attestation_failed", "machine_untrusted",   "machine_trusted", "machine_revoked",
-    "certificate_issued", "certificate_renewed", "csr_waiting",       "anonymous_refusals",
+    "attestation_failed",      "machine_untrusted",     "machine_trusted",        "machine_revoked",
+    "certificate_issued",      "certificate_renewed",   "csr_waiting",            "anonymous_refusals",
+    "kubernetes_csr_approved", "kubernetes_csr_denied", "kubernetes_csr_waiting",
 };
 bool IsEventType(std::string_view type);
 

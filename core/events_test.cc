@@ -48,10 +48,14 @@ TEST(EventBodyTest, BadStoredDetailBecomesEmptyObject) {
   EXPECT_NO_THROW(EventBody(e));
 }
 
-TEST(EventTypesTest, KnowsTheEightTypes) {
+TEST(EventTypesTest, KnowsTheElevenTypes) {
   for (auto t : kEventTypes) EXPECT_TRUE(IsEventType(t));
-  EXPECT_EQ(std::size(kEventTypes), 8u);
+  EXPECT_EQ(std::size(kEventTypes), 11u);
+  for (auto t : {"kubernetes_csr_approved", "kubernetes_csr_denied", "kubernetes_csr_waiting"}) {
+    EXPECT_TRUE(IsEventType(t)) << t;
+  }
   EXPECT_FALSE(IsEventType("revoke"));
+  EXPECT_FALSE(IsEventType("kubelet_key_registered"));
   EXPECT_FALSE(IsEventType(""));
 }
 

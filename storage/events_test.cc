@@ -44,6 +44,8 @@ TEST_F(EventsTest, EachReportedAuditActionYieldsExactlyOneEvent) {
       {"untrusted", "machine_untrusted"},     {"trusted", "machine_trusted"},
       {"certificate_issued", "certificate_issued"}, {"certificate_renewed", "certificate_renewed"},
       {"csr_waiting", "csr_waiting"},         {"anonymous_refusals", "anonymous_refusals"},
+      {"kubernetes_csr_approved", "kubernetes_csr_approved"}, {"kubernetes_csr_denied", "kubernetes_csr_denied"},
+      {"kubernetes_csr_waiting", "kubernetes_csr_waiting"},
   };
   for (const auto& [action, type] : kMap) {
     const size_t before = Events().size();
@@ -72,11 +74,96 @@ TEST_F(EventsTest, EachReportedAuditActionYieldsExactlyOneEvent) {
 TEST_F(EventsTest, OtherAuditActionsYieldNone) {
   Machine m = Attested("node-1", "1");  // enroll, attest
   for (const char* action : {"csr_approved", "csr_denied", "csr_refused", "config_served", "approve", "reset",
-                             "untrusted_", "revoked"}) {
+                             "untrusted_", "revoked", "kubelet_key_registered", "kubernetes_csr_", "kubernetes_csr"}) {
     ASSERT_TRUE(store_->AuditMachineEvent(m.id, action, "{}", Op(), 2000).ok()) << action;
   }
   ASSERT_TRUE(store_->Reset("node-1", Op(), 2100).ok());
   EXPECT_TRUE(Events().empty());
+}
+
+// Approver mode (storage/kube_approvals.cc): each recorded decision on a
+// Kubernetes CSR is an event of its audit action's name, carrying the audit
+// detail; a kubelet key registered is none.
+TEST_F(EventsTest, KubeCsrDecisionsYieldOneEventEachAndKeyRegistrationNone) {
+  Machine m = Attested("node-1", "1");
+  ASSERT_TRUE(store_->SyncWebhooks({{"https://all.example/hook", {}},
+                                    {"https://kube.example/hook", {"kubernetes_csr_denied"}}},
+                                   1000)
+                  .ok());
+  Bytes key = testing::B("kubelet-key");
+  key.resize(32, 0x5a);
+  AttestedKey k;
+  k.machine_id = m.id;
+  k.kind = "client";
+  k.public_key_sha256 = key;
+  const Actor rackgate{"rackgate", "approver mode"};
+  ASSERT_TRUE(store_->RegisterAttestedKey(k, std::nullopt, rackgate, 1500).ok());
+  ASSERT_TRUE(Events().empty()) << "kubelet_key_registered is no event";
+
+  auto csr = [&](const std::string& uid, std::string_view decision, std::string_view purpose) {
+    KubeCsrDecision d;
+    d.uid = uid;
+    d.name = "csr-" + uid;
+    d.machine_id = m.id;
+    d.kind = "client";
+    d.purpose = std::string(purpose);
+    d.public_key_sha256 = key;
+    d.requester = "system:bootstrap:abcdef";
+    d.decision = std::string(decision);
+    d.reason = decision == kCsrWaiting ? "" : (decision == kCsrApproved ? "attested_key" : "denied_for_test");
+    d.decided_by = decision == kCsrWaiting ? "" : "rackgate";
+    return d;
+  };
+  const struct {
+    const char* uid;
+    std::string_view decision;
+    std::string_view purpose;
+    const char* type;
+  } kCases[] = {
+      {"u-approved", kCsrApproved, kKubePurposeJoin, "kubernetes_csr_approved"},
+      {"u-denied", kCsrDenied, kKubePurposeRotation, "kubernetes_csr_denied"},
+      {"u-waiting", kCsrWaiting, kKubePurposeRotation, "kubernetes_csr_waiting"},
+  };
+  int64_t now = 2000;
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.type);
+    const size_t before = Events().size();
+    auto r = store_->RecordKubeCsr(csr(c.uid, c.decision, c.purpose), rackgate, ++now);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto events = Events();
+    ASSERT_EQ(events.size(), before + 1);
+    const Event& e = events.front();  // newest first
+    EXPECT_EQ(e.type, c.type);
+    EXPECT_EQ(e.at, now);
+    ASSERT_TRUE(e.machine_id.has_value());
+    EXPECT_EQ(*e.machine_id, m.id);
+    EXPECT_EQ(e.hostname, "node-1");
+    EXPECT_EQ(e.pool, m.pool);
+    EXPECT_EQ(e.actor, "rackgate");
+    EXPECT_EQ(e.why, "approver mode");
+    json detail = json::parse(e.detail_json);
+    EXPECT_EQ(detail.at("name"), std::string("csr-") + c.uid);
+    EXPECT_EQ(detail.at("uid"), c.uid);
+    EXPECT_EQ(detail.at("kind"), "client");
+    EXPECT_EQ(detail.at("purpose"), std::string(c.purpose));
+    EXPECT_EQ(detail.at("reason"), r->reason);
+    EXPECT_EQ(detail.at("public_key_sha256").get<std::string>().size(), 64u);
+    EXPECT_EQ(detail.at("requester"), "system:bootstrap:abcdef");
+    const bool to_kube = std::string_view(c.type) == "kubernetes_csr_denied";
+    ASSERT_EQ(e.deliveries.size(), to_kube ? 2u : 1u) << "the filter takes kubernetes_csr_denied only";
+    EXPECT_EQ(e.deliveries[0].webhook, "https://all.example/hook");
+  }
+  // An operator's decision on the waiting one is an event too.
+  ASSERT_TRUE(store_->DecideKubeCsr("u-waiting", false, "not ours", Op(), 2100).ok());
+  auto events = Events();
+  ASSERT_EQ(events.size(), std::size(kCases) + 1);
+  EXPECT_EQ(events.front().type, "kubernetes_csr_denied");
+  EXPECT_EQ(events.front().actor, Op().name);
+  EXPECT_EQ(json::parse(events.front().detail_json).at("reason"), "not ours");
+  EXPECT_EQ(Pending(), static_cast<int64_t>(std::size(kCases) + 1 + 2));
+  // The same key again: still no event.
+  ASSERT_TRUE(store_->RegisterAttestedKey(k, std::nullopt, rackgate, 2200).ok());
+  EXPECT_EQ(Events().size(), std::size(kCases) + 1);
 }
 
 TEST_F(EventsTest, RefusedAttestationYieldsAttestationFailed) {

@@ -476,7 +476,8 @@ END;
 //    an operator, by the API object's uid, recorded before the API server is
 //    told, so no CSR is decided twice.
 // The audit actions they write (kubelet_key_registered, kubernetes_csr_*)
-// are no webhook events: events_from_audit is left as version 10 made it.
+// are no webhook events here; version 12 makes the kubernetes_csr_* ones
+// events.
 constexpr char kV11KubeApprovals[] = R"sql(
 CREATE TABLE attested_keys (
   machine_id        INTEGER NOT NULL REFERENCES machines(id) ON DELETE CASCADE,
@@ -508,6 +509,99 @@ CREATE INDEX kube_csrs_decision ON kube_csrs(decision, created_at);
 CREATE INDEX kube_csrs_machine ON kube_csrs(machine_id);
 )sql";
 
+// Approver mode's decisions as webhook events (docs/events.md): the audit
+// actions kubernetes_csr_approved, kubernetes_csr_denied and
+// kubernetes_csr_waiting become events of the same names (kubelet_key_registered
+// stays none). events and event_deliveries are rebuilt as version 10 rebuilt
+// them, for the same reason (a CHECK cannot change in place) and the same
+// way: triggers dropped, rows copied, the old tables dropped child first, the
+// new ones renamed, indexes and triggers made again, and the events'
+// AUTOINCREMENT counter carried over.
+constexpr char kV12KubeCsrEvents[] = R"sql(
+DROP TRIGGER events_from_audit;
+DROP TRIGGER events_from_attestations;
+DROP TRIGGER events_fan_out;
+
+CREATE TABLE events_v12 (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  at             INTEGER NOT NULL,
+  type           TEXT NOT NULL
+                 CHECK (type IN ('attestation_failed', 'machine_untrusted', 'machine_trusted', 'machine_revoked',
+                                 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                                 'anonymous_refusals', 'kubernetes_csr_approved', 'kubernetes_csr_denied',
+                                 'kubernetes_csr_waiting')),
+  machine_id     INTEGER,
+  hostname       TEXT NOT NULL DEFAULT '',
+  pool           TEXT NOT NULL DEFAULT '',
+  actor          TEXT NOT NULL DEFAULT '',
+  why            TEXT NOT NULL DEFAULT '',
+  detail_json    TEXT NOT NULL DEFAULT '{}',
+  attestation_id INTEGER,
+  reason         TEXT NOT NULL DEFAULT '',
+  reasons_json   TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+INSERT INTO events_v12 SELECT id, at, type, machine_id, hostname, pool, actor, why, detail_json, attestation_id,
+                              reason, reasons_json FROM events;
+INSERT INTO sqlite_sequence (name, seq) SELECT 'events_v12', 0 WHERE NOT EXISTS
+  (SELECT 1 FROM sqlite_sequence WHERE name = 'events_v12');
+UPDATE sqlite_sequence SET seq = max(seq, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))
+  WHERE name = 'events_v12';
+
+CREATE TABLE event_deliveries_v12 (
+  event_id        INTEGER NOT NULL REFERENCES events_v12(id) ON DELETE CASCADE,
+  webhook         TEXT NOT NULL REFERENCES webhooks(url) ON DELETE CASCADE,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  delivered_at    INTEGER,
+  last_error      TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (event_id, webhook)
+) STRICT, WITHOUT ROWID;
+INSERT INTO event_deliveries_v12 SELECT event_id, webhook, attempts, next_attempt_at, delivered_at, last_error
+  FROM event_deliveries;
+
+DROP TABLE event_deliveries;
+DROP TABLE events;
+ALTER TABLE events_v12 RENAME TO events;
+ALTER TABLE event_deliveries_v12 RENAME TO event_deliveries;
+CREATE INDEX events_at ON events(at);
+CREATE INDEX event_deliveries_due ON event_deliveries(next_attempt_at) WHERE delivered_at IS NULL;
+CREATE INDEX event_deliveries_webhook ON event_deliveries(webhook);
+
+CREATE TRIGGER events_from_audit AFTER INSERT ON audit
+WHEN NEW.action IN ('untrusted', 'trusted', 'revoke', 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                    'anonymous_refusals', 'kubernetes_csr_approved', 'kubernetes_csr_denied',
+                    'kubernetes_csr_waiting')
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, why, detail_json)
+  VALUES (NEW.at,
+          CASE NEW.action
+            WHEN 'untrusted' THEN 'machine_untrusted'
+            WHEN 'trusted' THEN 'machine_trusted'
+            WHEN 'revoke' THEN 'machine_revoked'
+            ELSE NEW.action
+          END,
+          NEW.machine_id, NEW.hostname,
+          COALESCE((SELECT pool FROM machines WHERE id = NEW.machine_id), ''),
+          NEW.actor, NEW.why, NEW.detail_json);
+END;
+
+CREATE TRIGGER events_from_attestations AFTER INSERT ON attestations
+WHEN NEW.verdict = 'refused'
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, attestation_id, reason, reasons_json)
+  SELECT NEW.at, 'attestation_failed', m.id, m.hostname, m.pool, 'attestation', NEW.id, NEW.reason,
+         NEW.reasons_json
+  FROM machines m WHERE m.id = NEW.machine_id;
+END;
+
+CREATE TRIGGER events_fan_out AFTER INSERT ON events
+BEGIN
+  INSERT INTO event_deliveries (event_id, webhook, next_attempt_at)
+  SELECT NEW.id, w.url, NEW.at FROM webhooks w
+  WHERE w.types = '' OR instr(w.types, ',' || NEW.type || ',') > 0;
+END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -521,6 +615,10 @@ constexpr Migration kMigrations[] = {
     {10, "anonymous refusals: event type anonymous_refusals (events and event_deliveries rebuilt)",
      kV10AnonymousRefusals},
     {11, "approver mode: attested_keys, kube_csrs", kV11KubeApprovals},
+    {12,
+     "approver mode's decisions as events: event types kubernetes_csr_approved, kubernetes_csr_denied, "
+     "kubernetes_csr_waiting (events and event_deliveries rebuilt)",
+     kV12KubeCsrEvents},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

@@ -391,12 +391,53 @@ CREATE INDEX kube_csrs_decision ON kube_csrs(decision, created_at);
 CREATE INDEX kube_csrs_machine ON kube_csrs(machine_id);
 )sql";
 
+// Version 5: SQLite's version 12 (approver mode's decisions as events), as
+// there: the event types kubernetes_csr_approved, kubernetes_csr_denied and
+// kubernetes_csr_waiting, made from the audit actions of those names. The
+// action list is the trigger's WHEN (as version 3 has it), so the trigger is
+// made again; the function (whose ELSE already passes the new actions through
+// as their type) is replaced with the same body, so that this version states
+// the whole path from audit row to event.
+constexpr char kV5KubeCsrEvents[] = R"sql(
+ALTER TABLE events DROP CONSTRAINT events_type_check;
+ALTER TABLE events ADD CONSTRAINT events_type_check
+  CHECK (type IN ('attestation_failed', 'machine_untrusted', 'machine_trusted', 'machine_revoked',
+                  'certificate_issued', 'certificate_renewed', 'csr_waiting', 'anonymous_refusals',
+                  'kubernetes_csr_approved', 'kubernetes_csr_denied', 'kubernetes_csr_waiting'));
+CREATE OR REPLACE FUNCTION rackgate_events_from_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO events (at, type, machine_id, hostname, pool, actor, why, detail_json)
+  VALUES (NEW.at,
+          CASE NEW.action
+            WHEN 'untrusted' THEN 'machine_untrusted'
+            WHEN 'trusted' THEN 'machine_trusted'
+            WHEN 'revoke' THEN 'machine_revoked'
+            ELSE NEW.action
+          END,
+          NEW.machine_id, NEW.hostname,
+          COALESCE((SELECT m.pool FROM machines m WHERE m.id = NEW.machine_id), ''),
+          NEW.actor, NEW.why, NEW.detail_json);
+  RETURN NULL;
+END;
+$$;
+DROP TRIGGER events_from_audit ON audit;
+CREATE TRIGGER events_from_audit AFTER INSERT ON audit FOR EACH ROW
+  WHEN (NEW.action IN ('untrusted', 'trusted', 'revoke', 'certificate_issued', 'certificate_renewed', 'csr_waiting',
+                       'anonymous_refusals', 'kubernetes_csr_approved', 'kubernetes_csr_denied',
+                       'kubernetes_csr_waiting'))
+  EXECUTE FUNCTION rackgate_events_from_audit();
+)sql";
+
 constexpr PostgresMigration kPostgresMigrations[] = {
     {1, "the whole schema of SQLite's version 8: tables, triggers for events and the append-only audit, NOTIFY",
      kV1},
     {2, "boot policy observation: pools.boot_policy_mode, boot_observations (SQLite's version 9)", kV2Observe},
     {3, "anonymous refusals: event type anonymous_refusals (SQLite's version 10)", kV3AnonymousRefusals},
     {4, "approver mode: attested_keys, kube_csrs (SQLite's version 11)", kV4KubeApprovals},
+    {5,
+     "approver mode's decisions as events: event types kubernetes_csr_approved, kubernetes_csr_denied, "
+     "kubernetes_csr_waiting (SQLite's version 12)",
+     kV5KubeCsrEvents},
 };
 
 // 1 when rackgate_schema exists (in the search_path), else 0.

@@ -320,7 +320,8 @@ TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
   const std::vector<std::string> kWrites = {
       "INSERT INTO pools (name, created_at, updated_at) VALUES ('workers', 1, 1)",
       "INSERT INTO webhooks (url, types, added_at) VALUES ('https://all', '', 1), "
-      "('https://revoked', ',machine_revoked,', 1), ('https://certs', ',certificate_issued,csr_waiting,', 1)",
+      "('https://revoked', ',machine_revoked,', 1), "
+      "('https://certs', ',certificate_issued,csr_waiting,kubernetes_csr_denied,', 1)",
       // Event actions, and one that is none.
       "INSERT INTO audit (id, at, actor, action, machine_id, hostname, why, detail_json) "
       "VALUES (1, 10, 'uid:0(root)', 'revoke', 1, 'node-1', 'stolen', '{\"k\":1}')",
@@ -330,6 +331,15 @@ TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
       "VALUES (4, 13, 'a', 'certificate_issued', 1, 'node-1')",
       "INSERT INTO audit (id, at, actor, action) VALUES (5, 14, 'a', 'pool_set')",
       "INSERT INTO audit (id, at, actor, action, machine_id, hostname) VALUES (6, 15, 'a', 'csr_waiting', 99, 'gone')",
+      // Approver mode: its decisions are events, a key registered is none.
+      "INSERT INTO audit (id, at, actor, action, machine_id, hostname, detail_json) "
+      "VALUES (7, 16, 'rackgate', 'kubernetes_csr_approved', 1, 'node-1', '{\"uid\":\"u1\"}')",
+      "INSERT INTO audit (id, at, actor, action, machine_id, hostname) "
+      "VALUES (8, 17, 'rackgate', 'kubernetes_csr_denied', 1, 'node-1')",
+      "INSERT INTO audit (id, at, actor, action, machine_id, hostname) "
+      "VALUES (9, 18, 'rackgate', 'kubernetes_csr_waiting', 1, 'node-1')",
+      "INSERT INTO audit (id, at, actor, action, machine_id, hostname) "
+      "VALUES (10, 19, 'rackgate', 'kubelet_key_registered', 1, 'node-1')",
       // A refused attestation is an event, a good one is not.
       "INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, reason, reasons_json) "
       "VALUES (1, 0, 's1', 20, 'refused', 'pcr_mismatch', '[\"pcr_mismatch\"]')",
@@ -352,13 +362,15 @@ TEST_F(PostgresSchemaTest, EventsTriggersMatchSqlite) {
       "SELECT event_id, webhook, attempts, next_attempt_at, delivered_at, last_error FROM event_deliveries "
       "ORDER BY event_id, webhook";
   const auto lite_events = Rows(lite.get(), kEvents, 12);
-  EXPECT_EQ(lite_events.size(), 6u);
+  EXPECT_EQ(lite_events.size(), 9u);
   EXPECT_EQ(Rows(pg.get(), kEvents, 12), lite_events);
   const auto lite_deliveries = Rows(lite.get(), kDeliveries, 6);
-  EXPECT_EQ(lite_deliveries.size(), 9u);
+  EXPECT_EQ(lite_deliveries.size(), 13u);
   EXPECT_EQ(Rows(pg.get(), kDeliveries, 6), lite_deliveries);
   EXPECT_EQ(Rows(pg.get(), "SELECT type, pool FROM events WHERE id = 1", 2),
             std::vector<std::string>{"machine_revoked|workers"});
+  EXPECT_EQ(Rows(pg.get(), "SELECT type FROM events WHERE type LIKE 'kube%' ORDER BY id", 1),
+            (std::vector<std::string>{"kubernetes_csr_approved", "kubernetes_csr_denied", "kubernetes_csr_waiting"}));
 }
 
 // Notifications received on `listener`, as "channel:payload": once `want`

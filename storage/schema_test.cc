@@ -290,15 +290,16 @@ INSERT INTO attestations (machine_id, attest_epoch, session_id, at, verdict, rea
   EXPECT_EQ(store->CountUntrusted().value(), 1);
 }
 
-// kV10AnonymousRefusals rebuilds events and event_deliveries to admit the
-// new type: every event and delivery survives, the foreign keys and the
-// fan-out still work, and an event id is never given out twice (the
-// AUTOINCREMENT counter is carried over past a purged newest event).
-TEST(Migrations, AnonymousRefusalsKeepEventsDeliveriesAndIds) {
-  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
+// kV10AnonymousRefusals and kV12KubeCsrEvents rebuild events and
+// event_deliveries to admit new types: every event and delivery survives,
+// the foreign keys and the fan-out still work, and an event id is never
+// given out twice (the AUTOINCREMENT counter is carried over past a purged
+// newest event). `action` is an audit action of the new types: no event
+// before the migration, an event of type `action` after it.
+void ExpectEventsRebuildKeepsEventsDeliveriesAndIds(const std::string& description, const std::string& action) {
   int version = 0;
   for (const Migration& m : Migrations()) {
-    if (std::string(m.description).find("anonymous refusals") != std::string::npos) version = m.version;
+    if (std::string(m.description).find(description) != std::string::npos) version = m.version;
   }
   ASSERT_GT(version, 1);
   TempDir dir;
@@ -318,7 +319,10 @@ INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state
 UPDATE event_deliveries SET delivered_at = 125, attempts = 1 WHERE event_id = 1;
 DELETE FROM events WHERE id = 3;
 )sql");
-    ASSERT_EQ(QueryInt(c.get(), "SELECT count(*) FROM events"), 2);
+    c->Exec(("INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state, why) VALUES "
+             "(150, 'rackgated', '" + action + "', 7, 'node-1', 'attested', 'attested', '')")
+                .c_str());
+    ASSERT_EQ(QueryInt(c.get(), "SELECT count(*) FROM events"), 2) << action << " is no event before";
   }
   auto store = MustOpen(path);
   ASSERT_NE(store, nullptr);
@@ -334,11 +338,11 @@ DELETE FROM events WHERE id = 3;
   EXPECT_FALSE((*events)[0].deliveries[0].delivered_at.has_value());
 
   // The new type, fanned out to the webhook, numbered after the purged 3.
-  ASSERT_TRUE(store->AuditMachineEvent(7, "anonymous_refusals", R"({"count":3})", Op(), 200).ok());
+  ASSERT_TRUE(store->AuditMachineEvent(7, action, R"({"count":3})", Op(), 200).ok());
   events = store->ListEvents();
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 3u);
-  EXPECT_EQ((*events)[0].type, "anonymous_refusals");
+  EXPECT_EQ((*events)[0].type, action);
   EXPECT_EQ((*events)[0].id, 4);
   EXPECT_EQ((*events)[0].deliveries.size(), 1u);
 
@@ -349,6 +353,26 @@ DELETE FROM events WHERE id = 3;
   EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM event_deliveries"), 2);
   Stmt fk = c->Prepare("PRAGMA foreign_key_check");
   EXPECT_FALSE(fk.Step());
+  // One of each trigger and index, on the rebuilt tables; no table left over.
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'events_%'"),
+            3);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name IN ('events_at', "
+                              "'event_deliveries_due', 'event_deliveries_webhook')"),
+            3);
+  EXPECT_EQ(QueryInt(c.get(), "SELECT count(*) FROM sqlite_schema WHERE name GLOB '*_v1[0-9]'"), 0);
+}
+
+TEST(Migrations, AnonymousRefusalsKeepEventsDeliveriesAndIds) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
+  ExpectEventsRebuildKeepsEventsDeliveriesAndIds("anonymous refusals", "anonymous_refusals");
+}
+
+TEST(Migrations, KubeCsrEventsKeepEventsDeliveriesAndIds) {
+  RACKGATE_SQLITE_ONLY("the SQLite schema and file; schema_postgres is PostgreSQL's");
+  for (const char* action : {"kubernetes_csr_approved", "kubernetes_csr_denied", "kubernetes_csr_waiting"}) {
+    SCOPED_TRACE(action);
+    ExpectEventsRebuildKeepsEventsDeliveriesAndIds("decisions as events", action);
+  }
 }
 
 TEST(Migrations, NewerDatabaseIsRefusedAndLeftAlone) {

@@ -216,6 +216,17 @@ TEST_P(KubeApproverTest, ARegisteredKeyJoinsOnceAndAMachineJoinsOnce) {
   EXPECT_EQ(Verdict(approver_->Handle(Join("u3", second.get()))), "deny:client_cert_already_issued");
 }
 
+TEST_P(KubeApproverTest, DeniesASoftwareKeyWhenThePoolNowRequiresATpmKey) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  // The pool asks for TPM-resident keys after the (software) key was
+  // registered: the kubelet's CSR of it is not approved.
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "require_tpm_key": true})");
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u1", key_.get()))), "deny:csr_tpm_key_required");
+  EXPECT_EQ(Machine().state, storage::MachineState::kAttested);
+}
+
 TEST_P(KubeApproverTest, DeniesARequesterThatIsNeitherTheNodeNorABootstrapper) {
   if (skip_) GTEST_SKIP() << *skip_;
   ApproverPool();

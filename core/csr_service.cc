@@ -109,6 +109,11 @@ CsrService::CsrService(storage::CsrStore* store, AttestationService* attestation
 
 Status CsrService::Reload() { return issuer_->Reload(); }
 
+Status CsrService::RefusalOf(const storage::Machine& m, const CsrVerdict& refused) {
+  if (refused.trace == CsrVerdict::Trace::kNone) return refused.refusal;
+  return Refuse(m, refused.refusal, refused.kind, refused.trace == CsrVerdict::Trace::kCounted);
+}
+
 Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable) {
   const std::string& reason = refusal.reason();
   const std::string& message = refusal.message();
@@ -445,8 +450,7 @@ Result<storage::AttestedKey> CsrService::RegisterKey(const std::optional<std::st
   const storage::Machine& m = auth->machine;
   CsrVerdict verdict = Decide(*auth, submission, Purpose::kRegisterKey);
   if (verdict.outcome == CsrVerdict::Outcome::kRefused) {
-    if (verdict.trace == CsrVerdict::Trace::kNone) return verdict.refusal;
-    return Refuse(m, verdict.refusal, verdict.kind, verdict.trace == CsrVerdict::Trace::kCounted);
+    return RefusalOf(m, verdict);
   }
   if (verdict.outcome == CsrVerdict::Outcome::kAnswered) {
     // A client certificate rackgate itself issued for this key (the pool
@@ -481,8 +485,7 @@ Result<storage::AttestedKey> CsrService::RegisterKey(const std::optional<std::st
 Result<CsrIssued> CsrService::Carry(const storage::Machine& m, CsrVerdict verdict) {
   switch (verdict.outcome) {
     case CsrVerdict::Outcome::kRefused:
-      if (verdict.trace == CsrVerdict::Trace::kNone) return verdict.refusal;
-      return Refuse(m, verdict.refusal, verdict.kind, verdict.trace == CsrVerdict::Trace::kCounted);
+      return RefusalOf(m, verdict);
     case CsrVerdict::Outcome::kAnswered:
       Log()->info("{} certificate {} sent again to {} ({})", verdict.kind, verdict.earlier->serial, Who(m),
                   verdict.answered_because);

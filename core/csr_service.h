@@ -150,6 +150,9 @@ class CsrService {
 
  private:
   Status Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable = false);
+  // A refused verdict's answer, leaving the trace it asks for (Refuse, or
+  // nothing for kNone). Submit's and RegisterKey's one way to refuse.
+  Status RefusalOf(const storage::Machine& m, const CsrVerdict& refused);
   // A verdict refused with `refusal`, leaving `trace`.
   static CsrVerdict Refused(Status refusal, CsrVerdict::Trace trace, std::string kind);
   // The client certificate already issued for this key, when the machine

@@ -296,6 +296,26 @@ std::string DescribeImageLoad(const Event& ev) {
   return "image of " + size + (path.ok() ? "" : ", malformed device path");
 }
 
+// A PCR 9 measurement for people: grub's path, or what the Linux EFI stub
+// measured. SECURITY: the stub's load options are the kernel command line,
+// which may carry a secret (see KernelCmdlinePolicy); only their size is
+// shown, as for any tagged event other than the initrd's.
+std::string DescribeBootFile(const Event& ev) {
+  if (ev.type == kEvEventTag) {
+    ByteReader r(ev.data);
+    uint32_t id;
+    ByteReader payload;
+    if (r.ReadU32LE(&id) && r.ReadU32LEPrefixed(&payload) && r.empty()) {
+      if (id == kInitrdEventTagId) return "Linux EFI stub initrd";
+      if (id == kLoadOptionsEventTagId) {
+        return "Linux EFI stub load options (" + std::to_string(payload.remaining()) + " bytes)";
+      }
+    }
+    return "tagged event (" + std::to_string(ev.data.size()) + " bytes)";
+  }
+  return DescribeEvent(ev);
+}
+
 // The PE section name an event's data gives, as systemd-stub logs it:
 // UTF-16LE with one terminating NUL, 2..8 printable ASCII characters (no
 // space), the first a '.'. Nullopt for anything else.
@@ -543,7 +563,7 @@ BootFacts Extractor::Run(const EventLog& log) {
     }
 
     // Verified text events say exactly what they extended; everything else
-    // on PCRs 2, 4 and 7 is judged by its digest.
+    // on PCRs 2, 4, 7 and 9 is judged by its digest.
     bool accounted = verified && (ev.type == kEvSeparator || ev.type == kEvEfiAction ||
                                   ev.type == kEvAction);
 
@@ -600,6 +620,9 @@ BootFacts Extractor::Run(const EventLog& log) {
       if (ev.pcr == kPcrOptionRoms) list = &facts_.option_roms;
       if (list != nullptr) {
         list->push_back(Measurement{ev.index, ev.pcr, ev.type, ev.digests, DescribeEvent(ev)});
+      }
+      if (ev.pcr == kPcrBootFiles) {
+        facts_.boot_files.push_back(Measurement{ev.index, ev.pcr, ev.type, ev.digests, DescribeBootFile(ev)});
       }
     }
 

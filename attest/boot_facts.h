@@ -1,6 +1,6 @@
 // Boot facts: what a parsed measured-boot event log says about how a machine
 // booted (Secure Boot state and databases, authorities, boot applications,
-// option ROMs, kernel command line, separators), extracted so that a policy
+// boot files, option ROMs, kernel command line, separators), extracted so that a policy
 // can judge it. See docs/eventlog.md and docs/policy.md.
 //
 // Trust model. A replayed log binds, per PCR, the order of the events and
@@ -139,6 +139,11 @@ struct KernelCmdline {
 // (e.g. ".linux"): the first's digest is of the name in ASCII with its NUL,
 // the second's of the section's contents.
 inline constexpr uint32_t kPcrUkiSections = 11;
+// PCR 9, where grub measures every file it reads (its grub.cfg, the kernel,
+// the initramfs; EV_IPL, the data a path no digest covers) and the Linux EFI
+// stub measures the initrd it loads (EV_EVENT_TAG kInitrdEventTagId).
+inline constexpr uint32_t kPcrBootFiles = 9;
+
 // A PE section name has at most 8 bytes.
 inline constexpr size_t kMaxUkiSectionNameChars = 8;
 
@@ -191,6 +196,11 @@ struct BootFacts {
   // EV_EFI_BOOT_SERVICES_APPLICATION events (description: the file path), and
   // anything else that reached PCR 4.
   std::vector<Measurement> boot_applications;
+  // PCR 9 measurements other than verified separators and action strings:
+  // the files grub read (EV_IPL, description: the logged path), the initrd
+  // the Linux EFI stub loaded, and anything else that reached PCR 9. The
+  // path is the log's word only; each is judged by its digest.
+  std::vector<Measurement> boot_files;
   // PCR 2 measurements other than verified separators and action strings:
   // option ROMs and add-in drivers (EV_EFI_BOOT_SERVICES_DRIVER,
   // EV_EFI_RUNTIME_SERVICES_DRIVER, EV_EFI_PLATFORM_FIRMWARE_BLOB(2)).

@@ -16,6 +16,7 @@
 
 #include "attest/testing/event_log_builder.h"
 #include "attest/test_util.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 namespace {
@@ -87,6 +88,7 @@ TEST(BootFactsFiles, SecureBootStateOfEveryLog) {
       {"go-attestation_short_no_action_eventlog.bin", SecureBootState::kNotMeasured},
       {"go-attestation_ubuntu_2104_shielded_vm_no_secure_boot_eventlog.bin",
        SecureBootState::kDisabled},
+      {"rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin", SecureBootState::kEnabled},
       {"tpm2-tools_event-arch-linux.bin", SecureBootState::kDisabled},
       {"tpm2-tools_event-bootorder.bin", SecureBootState::kDisabled},
       {"tpm2-tools_event-gce-ubuntu-2104-log.bin", SecureBootState::kDisabled},
@@ -172,6 +174,46 @@ TEST(BootFactsFiles, CoreosFacts) {
     pcrs.insert(s.pcr);
   }
   EXPECT_EQ(pcrs, (std::set<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// The firmware lab's real chain (OVMF with Microsoft's keys, Secure Boot on,
+// shim 15.8, Debian's signed grub and kernel; testdata/README.md): every
+// fact read on PCRs 4, 7, 8 and 9, as `tpm2_eventlog` lists the events.
+TEST(BootFactsFiles, FirmwareLabChain) {
+  const BootFacts f = FactsOfFile("rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin");
+  EXPECT_EQ(f.secure_boot, SecureBootState::kEnabled);
+  std::vector<std::string> names;
+  for (const SecureBootVariable& v : f.secure_boot_variables) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"SecureBoot", "PK", "KEK", "db", "dbx"}));
+  ASSERT_NE(Var(f, "db"), nullptr);
+  EXPECT_EQ(SignatureCount(*Var(f, "db")), 2u);   // Microsoft's Windows PCA and UEFI CA
+  EXPECT_EQ(SignatureCount(*Var(f, "dbx")), 1u);  // one placeholder hash
+  // PCR 7 after the separator: the firmware's db entry that verified shim,
+  // shim's SbatLevel, and shim's vendor certificate that verified grub.
+  EXPECT_EQ(Indices(f.authorities), (std::vector<uint32_t>{31, 35, 37}));
+  EXPECT_EQ(f.authorities[0].description.rfind("db: certificate (1556 bytes), owner 77fa9abd", 0), 0u);
+  EXPECT_EQ(f.authorities[2].description.rfind("MokListRT: certificate (930 bytes)", 0), 0u);
+  // PCR 4: shim, grub, and the kernel twice (grub's shim-lock check and the
+  // load), one Authenticode hash.
+  EXPECT_EQ(Indices(f.boot_applications), (std::vector<uint32_t>{32, 38, 50, 51}));
+  EXPECT_EQ(f.boot_applications[2].digests.at(kAlgSha256), f.boot_applications[3].digests.at(kAlgSha256));
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_EQ(f.kernel_cmdlines[0].event_index, 52u);
+  EXPECT_TRUE(f.kernel_cmdlines[0].verified);
+  EXPECT_EQ(f.kernel_cmdlines[0].text,
+            "/vmlinuz console=ttyS0 quiet panic=-1 rackgate.url=https://10.0.2.100:22623");
+  // PCR 9: the files grub read, each by the SHA-256 of the file (sha256sum
+  // of the ESP's grub.cfg, vmlinuz and initrd.img when the log was made).
+  ASSERT_EQ(Indices(f.boot_files), (std::vector<uint32_t>{43, 49, 54}));
+  EXPECT_EQ(f.boot_files[0].description, "(hd0)/EFI/debian/grub.cfg");
+  EXPECT_EQ(f.boot_files[1].description, "/vmlinuz");
+  EXPECT_EQ(f.boot_files[2].description, "/initrd.img");
+  EXPECT_EQ(hex::Encode(f.boot_files[0].digests.at(kAlgSha256)).substr(0, 16), "6927d560ee8a5b7a");
+  EXPECT_EQ(hex::Encode(f.boot_files[2].digests.at(kAlgSha256)).substr(0, 16), "4066e6d7b09b21f3");
+  ASSERT_EQ(f.separators.size(), 8u);
+  for (const Separator& s : f.separators) EXPECT_EQ(s.kind, SeparatorKind::kNormal);
+  EXPECT_TRUE(f.anomalies.empty());
+  EXPECT_TRUE(f.data_mismatches.empty());
 }
 
 TEST(BootFactsFiles, OptionRomsAndAuthorities) {
@@ -405,6 +447,36 @@ TEST(BootFacts, SystemdTaggedCommandLine) {
   ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
   EXPECT_TRUE(f.kernel_cmdlines[0].verified);
   EXPECT_EQ(f.kernel_cmdlines[0].text, "root=/dev/vda ro");
+}
+
+// Everything measured on PCR 9 is a boot file, whatever its type: grub's
+// paths, the Linux EFI stub's initrd, a relabelled image. The stub's load
+// options (the command line) are never shown, only their size.
+TEST(BootFacts, EveryPcr9MeasurementIsABootFile) {
+  const Bytes cmdline = testing::Utf16("root=/dev/vda luks.key=SECRET", true);
+  Bytes options;
+  PutU32(&options, kLoadOptionsEventTagId);
+  PutU32(&options, static_cast<uint32_t>(cmdline.size()));
+  testing::Put(&options, cmdline);
+  Bytes initrd;
+  PutU32(&initrd, kInitrdEventTagId);
+  PutU32(&initrd, 12);
+  testing::Put(&initrd, Str("Linux initrd"));
+  EventLogBuilder b;
+  b.Measure(9, kEvIpl, Str("grub.cfg contents"), Str(std::string_view("/boot/grub/grub.cfg\0", 20)));
+  b.Measure(9, kEvEventTag, cmdline, options);
+  b.Measure(9, kEvEventTag, Str("initrd contents"), initrd);
+  b.Measure(9, kEvEfiBootServicesApplication, Str("image"), testing::ImageLoadEvent("\\evil.efi"));
+  b.Separator(9);  // a verified separator says what it extended: not a file
+  const BootFacts f = Facts(b);
+  ASSERT_EQ(f.boot_files.size(), 4u);
+  EXPECT_EQ(f.boot_files[0].description, "/boot/grub/grub.cfg");
+  EXPECT_EQ(f.boot_files[1].description, "Linux EFI stub load options (" + std::to_string(cmdline.size()) + " bytes)");
+  EXPECT_EQ(f.boot_files[2].description, "Linux EFI stub initrd");
+  EXPECT_EQ(f.boot_files[3].type, kEvEfiBootServicesApplication);
+  for (const Measurement& m : f.boot_files) EXPECT_EQ(m.description.find("SECRET"), std::string::npos);
+  EXPECT_TRUE(f.kernel_cmdlines.empty());  // the stub's PCR 9 options are no command line fact
+  EXPECT_TRUE(f.boot_applications.empty());
 }
 
 // --- systemd: PCR 12 command lines, PCR 11 UKI sections -------------------

@@ -23,7 +23,9 @@ constexpr uint32_t kPcrBootApplications = 4;
 constexpr uint32_t kPcrSecureBoot = 7;
 constexpr uint32_t kMaxSeparatorPcr = 7;
 constexpr uint32_t kPcrGrubCmdline = 8;
-constexpr uint32_t kPcrLinuxStubLoadOptions = 9;
+// The Linux EFI stub logs its load options here (kLoadOptionsEventTagId);
+// no fact reads them as a command line, boot_files judges them by digest.
+constexpr uint32_t kPcrLinuxStubLoadOptions = kPcrBootFiles;
 constexpr uint32_t kPcrSystemdKernelConfig = 12;
 
 std::span<const uint8_t> AsBytes(std::string_view s) {
@@ -486,6 +488,9 @@ Verdict Evaluator::Run() {
   CheckDigests("authorities", "authority", facts_.authorities, kPcrSecureBoot,
                policy_.allowed_authorities, policy_.forbidden_authorities,
                "authority_not_allowed", "authority_forbidden");
+  CheckDigests("boot_files", "boot file", facts_.boot_files, kPcrBootFiles,
+               policy_.allowed_boot_files, policy_.forbidden_boot_files, "boot_file_not_allowed",
+               "boot_file_forbidden");
   CheckKernelCmdline();
   CheckUki();
   CheckSecureBootDb();
@@ -511,6 +516,7 @@ std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy) {
       !policy.forbidden_authorities.empty()) {
     out.insert(kPcrSecureBoot);
   }
+  if (policy.allowed_boot_files || !policy.forbidden_boot_files.empty()) out.insert(kPcrBootFiles);
   if (policy.kernel_cmdline) {
     out.insert({kPcrGrubCmdline, kPcrLinuxStubLoadOptions, kPcrUkiSections,
                 kPcrSystemdKernelConfig});

@@ -94,6 +94,10 @@ struct BootPolicy {
   // configuration) must be in it.
   std::optional<std::vector<PolicyDigest>> allowed_authorities;
   std::vector<PolicyDigest> forbidden_authorities;
+  // When set, every boot file (PCR 9 measurement: grub's grub.cfg, kernel
+  // and initramfs, the Linux EFI stub's initrd) must be in it.
+  std::optional<std::vector<PolicyDigest>> allowed_boot_files;
+  std::vector<PolicyDigest> forbidden_boot_files;
   // Judged on every command line the log carries on a quoted PCR: grub's
   // (PCR 8), systemd-boot's and systemd-stub's (PCR 12), a UKI's .cmdline
   // section (PCR 11, by digest: only `exact` can judge it).
@@ -129,8 +133,8 @@ struct Evidence {
 // One broken rule.
 struct Violation {
   std::string rule;     // policy field: eventlog, pcrs, secure_boot, separators,
-                        // boot_applications, authorities, kernel_cmdline, uki,
-                        // db, dbx, uki_signed, tofu
+                        // boot_applications, authorities, boot_files,
+                        // kernel_cmdline, uki, db, dbx, uki_signed, tofu
   std::string reason;   // stable, lower_snake_case
   std::string message;  // names the PCR, event or digest; never a value the
                         // evidence was compared against, never a secret
@@ -149,11 +153,12 @@ struct Verdict {
 
 // The PCRs whose events the policy's rules read from the log, each of which
 // the machine must quote for its rule to pass: 0-7 (require_separators), 4
-// (boot_applications), 7 (require_secure_boot, authorities), 8, 9, 11 and 12
-// (kernel_cmdline: grub on 8, the Linux EFI stub on 9, a UKI's .cmdline
-// section on 11, systemd-boot and systemd-stub on 12), 11 (uki, uki_signed),
-// 7 (db/dbx). Golden and
-// TOFU PCRs are the policy's own lists (BootPolicy::pcrs, ::tofu).
+// (boot_applications), 7 (require_secure_boot, authorities), 9 (boot_files),
+// 8, 9, 11 and 12 (kernel_cmdline: grub on 8, a UKI's .cmdline section on 11,
+// systemd-boot and systemd-stub on 12; and 9, where the Linux EFI stub logs
+// its load options — not read as a command line, but quoted so that a
+// boot_files rule, or a pin, can judge it), 11 (uki, uki_signed), 7 (db/dbx).
+// Golden and TOFU PCRs are the policy's own lists (BootPolicy::pcrs, ::tofu).
 std::set<uint32_t> PcrsReadFromLog(const BootPolicy& policy);
 
 // The boot phases systemd-pcrphase measures into PCR 11 from userspace, in
@@ -177,8 +182,9 @@ Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
 // the replay's own reason),
 // then each rule the policy sets is checked. A rule that reads facts needs
 // their PCR quoted, else pcr_not_quoted under that rule (PCR 7 for
-// secure_boot and authorities, 4 for boot_applications, 0-7 for separators;
-// 11 for uki; command lines on unquoted PCRs do not count). Reasons:
+// secure_boot and authorities, 4 for boot_applications, 9 for boot_files,
+// 0-7 for separators; 11 for uki; command lines on unquoted PCRs do not
+// count). Reasons:
 //   pcrs:               pcr_not_quoted, pcr_mismatch
 //   secure_boot:        secure_boot_disabled, secure_boot_not_measured,
 //                       secure_boot_unverifiable, secure_boot_no_separator,
@@ -186,6 +192,7 @@ Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
 //   separators:         separator_missing, separator_error, separator_malformed
 //   boot_applications:  boot_application_not_allowed, boot_application_forbidden
 //   authorities:        authority_not_allowed, authority_forbidden
+//   boot_files:         boot_file_not_allowed, boot_file_forbidden
 //   kernel_cmdline:     kernel_cmdline_missing, kernel_cmdline_unverified,
 //                       kernel_cmdline_mismatch, kernel_cmdline_required_missing,
 //                       kernel_cmdline_forbidden_present

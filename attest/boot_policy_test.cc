@@ -266,6 +266,38 @@ TEST(Evaluate, PcrsReadFromLog) {
   p = BootPolicy{};
   p.uki_signed.emplace();
   EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{11}));
+  p = BootPolicy{};
+  p.forbidden_boot_files.push_back(Sha256Digest(Bytes(32, 1)));
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{9}));
+  p = BootPolicy{};
+  p.allowed_boot_files.emplace();
+  EXPECT_EQ(PcrsReadFromLog(p), (std::set<uint32_t>{9}));
+}
+
+// boot_files judges every PCR 9 measurement by digest, names the file as the
+// log calls it, and needs PCR 9 quoted.
+TEST(Evaluate, BootFiles) {
+  Case c(ReadLog("rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin"));
+  ASSERT_EQ(c.facts.boot_files.size(), 3u);
+  BootPolicy p;
+  p.allowed_boot_files.emplace();
+  for (const Measurement& m : c.facts.boot_files) p.allowed_boot_files->push_back(Sha256Digest(m.digests.at(kAlgSha256)));
+  EXPECT_TRUE(c.Judge(p).ok);
+  // Without the initramfs's digest on the list.
+  p.allowed_boot_files->pop_back();
+  Verdict v = c.Judge(p);
+  ASSERT_EQ(Reasons(v), (std::multiset<std::string>{"boot_files/boot_file_not_allowed"}));
+  EXPECT_NE(v.violations[0].message.find("boot file event 54 (EV_IPL, logged as \"/initrd.img\") sha256:4066e6d7"),
+            std::string::npos)
+      << v.violations[0].message;
+  // Forbidden wins over allowed.
+  p.allowed_boot_files->push_back(Sha256Digest(c.facts.boot_files[2].digests.at(kAlgSha256)));
+  p.forbidden_boot_files.push_back(Sha256Digest(c.facts.boot_files[0].digests.at(kAlgSha256)));
+  EXPECT_EQ(Reasons(c.Judge(p)), (std::multiset<std::string>{"boot_files/boot_file_forbidden"}));
+  // PCR 9 unquoted: nothing on it is bound.
+  c.evidence.quoted.at(kAlgSha256).erase(9);
+  c.evidence.quoted.at(kAlgSha1).erase(9);
+  EXPECT_EQ(Reasons(c.Judge(p)), (std::multiset<std::string>{"boot_files/pcr_not_quoted"}));
 }
 
 // --- Secure Boot db and dbx ----------------------------------------------------

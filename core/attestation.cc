@@ -58,8 +58,9 @@ std::vector<attest::PcrSelection> Selection(const std::vector<attest::PcrSelecti
       for (const auto& [pcr, v] : bank) want[alg].insert(pcr);
     }
     for (const auto& s : policy->tofu) want[s.hash_alg].insert(s.pcrs.begin(), s.pcrs.end());
-    // The PCRs the rules read from the event log: grub's command line in
-    // 8/9, systemd-boot's and systemd-stub's in 12, a UKI's sections in 11.
+    // The PCRs the rules read from the event log (attest::PcrsReadFromLog:
+    // grub's command line in 8, the files it read in 9, systemd-boot's and
+    // systemd-stub's command lines in 12, a UKI's sections in 11, ...).
     // Events in a PCR that is not quoted are unverified.
     const uint16_t bank = base.empty() ? attest::kAlgSha256 : base.front().hash_alg;
     for (uint32_t pcr : attest::PcrsReadFromLog(*policy)) want[bank].insert(pcr);

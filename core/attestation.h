@@ -148,8 +148,9 @@ struct EvidenceContext {
 // policy's (docs/policy.md, "Observe"): what the firmware's event log
 // covers and a proposal may judge (0-7: firmware, Secure Boot, boot
 // applications; 8, 9: grub and the Linux EFI stub; 11: a UKI; 12: systemd's
-// command lines). PCR 10 (IMA) is left out: the firmware log never holds it.
-inline constexpr uint32_t kObservedPcrs[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12};
+// command lines; 14: shim's MOK lists). PCR 10 (IMA) is left out: the
+// firmware log never holds it.
+inline constexpr uint32_t kObservedPcrs[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14};
 
 // A store failure, as every core service answers it: reason "busy" (the
 // machine may try again; the cause stays in the appliance's log), or

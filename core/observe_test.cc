@@ -111,7 +111,7 @@ TEST_F(ObserveTest, ObservingPoolAsksForTheBootsPcrs) {
   SetPool(std::nullopt, storage::kPolicyModeObserve);
   auto c = attestation_->Challenge(m.ChallengeRequest(), caller_);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,8,9,11,12");
+  EXPECT_EQ(attest::FormatPcrSelectionList(c->pcr_selection), "sha256:0,1,2,3,4,5,6,7,8,9,11,12,14");
 }
 
 // Without a policy in force an observing pool releases nothing: the machine
@@ -365,7 +365,7 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   EXPECT_FALSE(failures->front().reasons.empty());
   for (const auto& r : failures->front().reasons) {
     EXPECT_TRUE(r.rfind("pcrs:", 0) == 0 || r.rfind("boot_applications:", 0) == 0 ||
-                r.rfind("authorities:", 0) == 0 || r.rfind("secure_boot:", 0) == 0 ||
+                r.rfind("authorities:", 0) == 0 || r.rfind("boot_files:", 0) == 0 || r.rfind("secure_boot:", 0) == 0 ||
                 r.rfind("separators:", 0) == 0 || r.rfind("kernel_cmdline:", 0) == 0 || r.rfind("db", 0) == 0)
         << r;
   }

@@ -29,7 +29,14 @@ using json = nlohmann::json;
 
 constexpr uint32_t kPcrBootApplications = 4;
 constexpr uint32_t kPcrSecureBoot = 7;
-constexpr uint32_t kLastFirmwarePcr = 7;
+// The PCRs that carry a separator: the firmware's, before it hands over.
+constexpr uint32_t kMaxSeparatorPcr = 7;
+// The PCRs a proposal pins by majority: the firmware's (0-7), grub's
+// commands and command line (8), the files it read (9: grub.cfg, kernel,
+// initramfs) and shim's MOK state (14). Never 10 (IMA), 11 (a UKI's sections
+// and systemd's boot phases, which change as the machine boots: the uki
+// rules judge them) or 12 (systemd's command lines and credentials).
+constexpr uint32_t kProposedPcrs[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 14};
 // Entries of one set named per difference before the rest are counted.
 constexpr size_t kMaxListed = 5;
 
@@ -157,7 +164,7 @@ Value SecureBootValue(const Machine& m) {
 
 Value SeparatorsValue(const Machine& m) {
   std::string problems;
-  for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
+  for (uint32_t pcr = 0; pcr <= kMaxSeparatorPcr; ++pcr) {
     if (!m.Quoted(pcr)) {
       problems += (problems.empty() ? "" : ", ") + NotQuoted(pcr);
       continue;
@@ -375,6 +382,7 @@ class Proposer {
     GroupPlatforms();
     ProposeSecureBoot();
     ProposeCmdline();
+    ProposeBootFiles();
     ProposeUki();
     ProposePcrs();
     JudgeEach();
@@ -554,6 +562,20 @@ class Proposer {
     }
   }
 
+  // grub's grub.cfg, kernel and initramfs (PCR 9), by digest.
+  void ProposeBootFiles() {
+    const std::vector<Value> files = Collect([](const Machine& m) {
+      Value v = MeasurementsValue(m, attest::kPcrBootFiles, m.facts.boot_files);
+      // A fleet whose PCR 9 holds nothing (no grub in the chain) gets no
+      // list: the PCR 9 pin already says "nothing".
+      if (v.is_set && v.set.empty()) v.sets_nothing = true;
+      return v;
+    });
+    if (const Value* v = Candidate("boot_files.allowed", files, SetDifference("boot file"))) {
+      p_.policy.allowed_boot_files = PolicyDigests(*v);
+    }
+  }
+
   void ProposeUki() {
     std::vector<Value> values = Collect(UkiValue);
     const Value* v = Candidate("uki.sections", values, SetDifference("UKI section"));
@@ -573,7 +595,7 @@ class Proposer {
   }
 
   void ProposePcrs() {
-    for (uint32_t pcr = 0; pcr <= kLastFirmwarePcr; ++pcr) {
+    for (uint32_t pcr : kProposedPcrs) {
       std::vector<Value> values = Collect([pcr](const Machine& m) { return PcrValue(m, pcr); });
       auto pcr_difference = [pcr](const Value& mine, const Value&) {
         return std::vector<std::string>{"PCR " + std::to_string(pcr) +

@@ -57,8 +57,8 @@ struct RuleValue {
 
 // One candidate rule: "require_secure_boot", "require_separators",
 // "boot_applications.allowed", "authorities.allowed", "db.required",
-// "dbx.required", "kernel_cmdline.exact", "uki.sections", "pcrs.sha256.N"
-// (N = 0..7, each PCR its own rule).
+// "dbx.required", "kernel_cmdline.exact", "boot_files.allowed",
+// "uki.sections", "pcrs.sha256.N" (N = 0..9 and 14, each PCR its own rule).
 struct RuleOutcome {
   std::string rule;
   // A strict majority agreed. When its value sets nothing (Secure Boot not

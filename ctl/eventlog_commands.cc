@@ -182,8 +182,8 @@ void PrintFacts(const attest::BootFacts& f) {
     seps += " " + std::to_string(s.pcr) + ":" + SeparatorKindName(s.kind);
   }
   std::printf("  separators (PCR:kind):%s\n", seps.empty() ? " none" : seps.c_str());
-  std::printf("  boot applications: %zu, authorities: %zu, option ROMs: %zu\n",
-              f.boot_applications.size(), f.authorities.size(), f.option_roms.size());
+  std::printf("  boot applications: %zu, authorities: %zu, boot files: %zu, option ROMs: %zu\n",
+              f.boot_applications.size(), f.authorities.size(), f.boot_files.size(), f.option_roms.size());
   for (const attest::KernelCmdline& k : f.kernel_cmdlines) {
     std::printf("  kernel command line (event %u, PCR %u, %s, %s): %s\n", k.event_index, k.pcr,
                 k.source.c_str(), k.verified ? "verified" : "DOES NOT MATCH ITS DIGEST",
@@ -232,6 +232,7 @@ nlohmann::json EventLogJson(const attest::EventLog& log, const attest::BootFacts
             {"separators", separators},
             {"boot_applications", f.boot_applications.size()},
             {"authorities", f.authorities.size()},
+            {"boot_files", f.boot_files.size()},
             {"option_roms", f.option_roms.size()},
             {"kernel_cmdlines", cmdlines},
             {"data_mismatches", f.data_mismatches.size()},

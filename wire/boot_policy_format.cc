@@ -94,6 +94,9 @@ std::string FormatBootPolicyJson(const attest::BootPolicy& p) {
   if (ojson r = DigestRule(p.allowed_authorities, p.forbidden_authorities); !r.is_null()) {
     doc["authorities"] = std::move(r);
   }
+  if (ojson r = DigestRule(p.allowed_boot_files, p.forbidden_boot_files); !r.is_null()) {
+    doc["boot_files"] = std::move(r);
+  }
   if (p.kernel_cmdline) {
     // Written as it is, even when it sets nothing (which the parser
     // refuses): the writer never turns a rule into no rule.

@@ -44,6 +44,9 @@ void ExpectSamePolicy(const BootPolicy& a, const BootPolicy& b) {
   ASSERT_EQ(a.allowed_authorities.has_value(), b.allowed_authorities.has_value());
   if (a.allowed_authorities) ExpectSameDigests(*a.allowed_authorities, *b.allowed_authorities);
   ExpectSameDigests(a.forbidden_authorities, b.forbidden_authorities);
+  ASSERT_EQ(a.allowed_boot_files.has_value(), b.allowed_boot_files.has_value());
+  if (a.allowed_boot_files) ExpectSameDigests(*a.allowed_boot_files, *b.allowed_boot_files);
+  ExpectSameDigests(a.forbidden_boot_files, b.forbidden_boot_files);
   ASSERT_EQ(a.kernel_cmdline.has_value(), b.kernel_cmdline.has_value());
   if (a.kernel_cmdline) {
     EXPECT_EQ(a.kernel_cmdline->exact, b.kernel_cmdline->exact);
@@ -79,6 +82,8 @@ BootPolicy EveryParsedField() {
   p.forbidden_boot_applications = {D(kAlgSha384, 0xdd)};
   p.allowed_authorities = std::vector<PolicyDigest>{};  // allows nothing: must survive
   p.forbidden_authorities = {D(kAlgSha256, 0x11)};
+  p.allowed_boot_files = std::vector<PolicyDigest>{D(kAlgSha256, 0x31), D(kAlgSha256, 0x32)};
+  p.forbidden_boot_files = {D(kAlgSha256, 0x33)};
   p.kernel_cmdline = attest::KernelCmdlinePolicy{
       "root=/dev/sda1 ro \"quoted\" \\ back", {" ro ", "lockdown=integrity"}, {"init=", "rd.break"}};
   attest::UkiPolicy uki;
@@ -110,7 +115,7 @@ TEST(FormatBootPolicyJson, RoundTripsTheEmptyPolicy) {
 
 TEST(FormatBootPolicyJson, RoundTripsEachFieldAlone) {
   const BootPolicy full = EveryParsedField();
-  std::vector<BootPolicy> singles(8);
+  std::vector<BootPolicy> singles(9);
   singles[0].pcrs = full.pcrs;
   singles[1].require_secure_boot = true;
   singles[2].require_separators = true;
@@ -119,6 +124,7 @@ TEST(FormatBootPolicyJson, RoundTripsEachFieldAlone) {
   singles[5].kernel_cmdline = attest::KernelCmdlinePolicy{std::nullopt, {}, {"init="}};
   singles[6].uki = full.uki;
   singles[7].tofu = full.tofu;
+  singles[8].forbidden_boot_files = full.forbidden_boot_files;
   for (size_t i = 0; i < singles.size(); ++i) {
     SCOPED_TRACE(i);
     const std::string text = FormatBootPolicyJson(singles[i]);
@@ -256,7 +262,7 @@ TEST(FormatBootPolicyJson, FieldOrderIsTheFormatsOrder) {
   size_t last = 0;
   for (const char* key : {"\"version\"", "\"pcrs\"", "\"require_secure_boot\"",
                           "\"require_separators\"", "\"boot_applications\"", "\"authorities\"",
-                          "\"kernel_cmdline\"", "\"uki\"", "\"db\"", "\"dbx\"", "\"uki_signed\"",
+                          "\"boot_files\"", "\"kernel_cmdline\"", "\"uki\"", "\"db\"", "\"dbx\"", "\"uki_signed\"",
                           "\"tofu\""}) {
     const size_t at = text.find(std::string("\n  ") + key);
     ASSERT_NE(at, std::string::npos) << key << "\n" << text;

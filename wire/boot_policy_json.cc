@@ -302,7 +302,8 @@ attest::SignedPcr11Policy ReadUkiSigned(const json& j) {
 BootPolicy ReadPolicy(const json& j) {
   OnlyKeys(Object(j, "policy"), "policy",
            {"version", "comment", "pcrs", "require_secure_boot", "require_separators",
-            "boot_applications", "authorities", "kernel_cmdline", "uki", "tofu", "db", "dbx", "uki_signed"});
+            "boot_applications", "authorities", "boot_files", "kernel_cmdline", "uki", "tofu", "db", "dbx",
+            "uki_signed"});
   if (!j.contains("version")) Fail("policy", "missing \"version\"");
   const json& version = j.at("version");
   if (!version.is_number_integer() || version.get<int64_t>() != kBootPolicyVersion) {
@@ -324,6 +325,9 @@ BootPolicy ReadPolicy(const json& j) {
   if (j.contains("authorities")) {
     ReadDigestRule(j.at("authorities"), "authorities", &p.allowed_authorities,
                    &p.forbidden_authorities);
+  }
+  if (j.contains("boot_files")) {
+    ReadDigestRule(j.at("boot_files"), "boot_files", &p.allowed_boot_files, &p.forbidden_boot_files);
   }
   if (j.contains("kernel_cmdline")) {
     const json& k = j.at("kernel_cmdline");

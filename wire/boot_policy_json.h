@@ -57,7 +57,7 @@ Result<attest::PcrValues> ParsePcrValuesJson(std::string_view json);
 // The policy document of `policy` (docs/policy.md; wire/boot_policy_format.cc),
 // pretty-printed with a 2-space indent and a final newline, "version": 1
 // first, then the rules in the format's order: pcrs, require_secure_boot,
-// require_separators, boot_applications, authorities, kernel_cmdline, uki,
+// require_separators, boot_applications, authorities, boot_files, kernel_cmdline, uki,
 // db, dbx, uki_signed, tofu. Digests are written "bank:<lower-case hex>";
 // every list is sorted and without duplicates (digests and PEM keys by their
 // text, command-line strings byte-wise, TOFU PCRs numerically); banks

@@ -199,6 +199,9 @@ TEST(ParseBootPolicy, UnknownFieldsAreRefusedAtEveryLevel) {
   EXPECT_NE(Message(R"({"version": 1, "require_secureboot": true})").find("require_secureboot"),
             std::string::npos);
   EXPECT_EQ(Reason(R"({"version": 1, "boot_applications": {"allow": []}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "boot_file": {"allowed": []}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "boot_files": {"allowd": []}})"), "policy_malformed");
+  EXPECT_EQ(Reason(R"({"version": 1, "boot_files": {"allowed": ["sha256:00"]}})"), "policy_malformed");
   EXPECT_EQ(Reason(R"({"version": 1, "kernel_cmdline": {"required": ["ro"], "forbiden": ["x"]}})"),
             "policy_malformed");
 }

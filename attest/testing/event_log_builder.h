@@ -175,6 +175,22 @@ class EventLogBuilder {
 
   const Bytes& bytes() const { return log_; }
 
+  // The events of `log` after its Spec ID event, written again in order,
+  // each passed through `edit` first: it may change an event's data and
+  // digests, or return false to leave the event out. For variants of a real
+  // log (sha1 and sha256 banks, as this builder declares) that a test makes
+  // the way firmware and boot loaders would have measured them.
+  template <typename Edit>
+  EventLogBuilder& CopyOf(const attest::EventLog& log, const Edit& edit) {
+    for (attest::Event ev : log.events) {
+      if (ev.index == 0 && log.crypto_agile) continue;  // the Spec ID event: ours
+      if (!edit(ev)) continue;
+      std::vector<std::pair<uint16_t, Bytes>> digests(ev.digests.begin(), ev.digests.end());
+      Raw(ev.pcr, ev.type, digests, ev.data);
+    }
+    return *this;
+  }
+
  private:
   Bytes log_;
 };

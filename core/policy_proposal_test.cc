@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "attest/boot_facts.h"
 #include "attest/eventlog.h"
+#include "attest/testing/event_log_builder.h"
 #include "core/policy_service.h"
 #include "core/secrets.h"
 #include "wire/admin_policy.h"
@@ -323,6 +325,198 @@ TEST(ProposeBootPolicy, KernelCmdlineExactNeverShownInDifferences) {
   // a path is no secret. The command line is not.)
   EXPECT_EQ(FormatProposalText(q).find(*q.policy.kernel_cmdline->exact), std::string::npos);
   EXPECT_EQ(FormatProposalText(q).find(" root="), std::string::npos);
+}
+
+// --- The firmware lab's real chain -------------------------------------------------
+//
+// The VM log (OVMF, Secure Boot on, shim -> Debian's grub -> Debian's kernel;
+// testdata/README.md) and variants of it made as the firmware and grub would
+// have measured them: events rewritten with their digests recomputed, the
+// quote the replay of the variant.
+
+constexpr char kFirmwareLab[] = "rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin";
+// Its events, as `rackgatectl eventlog show` lists them.
+constexpr uint32_t kEvSecureBoot = 4, kEvDbAuthority = 31, kEvMokListRtAuthority = 37;
+constexpr uint32_t kEvGrubCfg = 43, kEvMenuentry = 46, kEvLinuxCmd = 48, kEvKernelCmdline = 52;
+constexpr uint32_t kEvInitrd = 54;
+constexpr char kLabCmdline[] = "console=ttyS0 quiet panic=-1 rackgate.url=https://10.0.2.100:22623";
+
+attest::EventLog LabLog() {
+  auto log = attest::ParseEventLog(ReadLog(kFirmwareLab));
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  return log.ok() ? *log : attest::EventLog{};
+}
+
+// Digests of `measured` in the log's banks (sha1, sha256).
+void Remeasure(attest::Event* ev, const Bytes& measured) {
+  for (auto& [alg, digest] : ev->digests) digest = testing::Digest(alg, measured);
+}
+
+// The lab machine `host`, its log passed through `edit` (EventLogBuilder::CopyOf).
+template <typename Edit>
+ObservedBoot LabMachine(const std::string& host, const Edit& edit) {
+  ObservedBoot b;
+  b.hostname = host;
+  b.tpm_manufacturer = "IBM";
+  b.tpm_model = "swtpm";
+  b.event_log = testing::EventLogBuilder().CopyOf(LabLog(), edit).bytes();
+  b.quoted = ReplayOf(b.event_log);
+  return b;
+}
+
+ObservedBoot LabMachine(const std::string& host) {
+  return LabMachine(host, [](attest::Event&) { return true; });
+}
+
+// Secure Boot off, as OVMF and shim then measure it: SecureBoot = 0, and no
+// authority verified shim or grub (shim's SbatLevel stays).
+bool SecureBootOff(attest::Event& ev) {
+  if (ev.index == kEvDbAuthority || ev.index == kEvMokListRtAuthority) return false;
+  if (ev.index == kEvSecureBoot) {
+    ev.data = testing::UefiVariable(attest::kEfiGlobalVariableGuid, "SecureBoot", Bytes{0});
+    Remeasure(&ev, ev.data);
+  }
+  return true;
+}
+
+// Another kernel command line, as editing grub.cfg makes it: grub's commands
+// and command line on PCR 8 carry the new text, and grub.cfg's own digest on
+// PCR 9 changes.
+bool AnotherCmdline(attest::Event& ev) {
+  if (ev.index == kEvGrubCfg) Remeasure(&ev, testing::Str("grub.cfg with another command line"));
+  if (ev.index == kEvMenuentry || ev.index == kEvLinuxCmd || ev.index == kEvKernelCmdline) {
+    std::string data(ev.data.begin(), ev.data.end());
+    const size_t at = data.find(kLabCmdline);
+    EXPECT_NE(at, std::string::npos) << ev.index;
+    if (at == std::string::npos) return true;
+    data.insert(at + std::string(kLabCmdline).size(), " rackgate.extra=1");
+    ev.data.assign(data.begin(), data.end());
+    // grub measures the text after its prefix ("grub_cmd: ", "kernel_cmdline: "), without the NUL.
+    std::string text = data.substr(data.find(": ") + 2);
+    if (!text.empty() && text.back() == '\0') text.pop_back();
+    Remeasure(&ev, testing::Str(text));
+  }
+  return true;
+}
+
+// A tampered initramfs: the same path, another file.
+bool TamperedInitramfs(attest::Event& ev) {
+  if (ev.index == kEvInitrd) Remeasure(&ev, testing::Str("an initramfs with something added"));
+  return true;
+}
+
+std::multiset<std::string> Reasons(const attest::Verdict& v) {
+  std::multiset<std::string> out;
+  for (const attest::Violation& x : v.violations) out.insert(x.rule + "/" + x.reason);
+  return out;
+}
+
+std::string ViolationsText(const attest::Verdict& v) {
+  std::string out;
+  for (const attest::Violation& x : v.violations) out += x.rule + ": " + x.reason + ": " + x.message + "\n";
+  return out;
+}
+
+TEST(ProposeFromFirmwareLab, ThreeAlikeMachinesGetEveryRuleOfTheirChain) {
+  const std::vector<ObservedBoot> boots = {LabMachine("vm-1"), LabMachine("vm-2"), LabMachine("vm-3")};
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_TRUE(p.odd.empty()) << FormatProposalText(p);
+  EXPECT_TRUE(p.unusable.empty());
+  ASSERT_EQ(p.platforms.size(), 1u);
+  for (const RuleOutcome& r : p.rules) EXPECT_TRUE(r.decided) << r.rule;
+  const attest::BootPolicy& policy = p.policy;
+  EXPECT_TRUE(policy.require_secure_boot);
+  EXPECT_TRUE(policy.require_separators);
+  ASSERT_TRUE(policy.allowed_boot_applications.has_value());
+  EXPECT_EQ(policy.allowed_boot_applications->size(), 3u);  // shim, grub, the kernel (twice, one hash)
+  ASSERT_TRUE(policy.allowed_authorities.has_value());
+  EXPECT_EQ(policy.allowed_authorities->size(), 3u);  // db, SbatLevel, MokListRT
+  ASSERT_TRUE(policy.secure_boot_db.has_value());
+  EXPECT_EQ(policy.secure_boot_db->db_required_certificates.size(), 2u);
+  EXPECT_EQ(policy.secure_boot_db->dbx_required_hashes.size(), 1u);
+  ASSERT_TRUE(policy.kernel_cmdline.has_value());
+  EXPECT_EQ(policy.kernel_cmdline->exact, std::string("/vmlinuz ") + kLabCmdline);
+  ASSERT_TRUE(policy.allowed_boot_files.has_value());
+  EXPECT_EQ(policy.allowed_boot_files->size(), 3u);  // grub.cfg, vmlinuz, initrd.img
+  EXPECT_TRUE(Rule(p, "boot_files.allowed").proposed);
+  std::vector<uint32_t> pinned;
+  for (const auto& [pcr, v] : policy.pcrs.at(kAlgSha256)) pinned.push_back(pcr);
+  EXPECT_EQ(pinned, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 14}));
+  EXPECT_FALSE(policy.uki.has_value());
+  // The kernel's path is shown, its command line never.
+  const std::string text = FormatProposalText(p) + ShownProposal(p).dump();
+  EXPECT_EQ(text.find("rackgate.url"), std::string::npos);
+  EXPECT_NE(ShownProposal(p).dump().find("/initrd.img"), std::string::npos) << ShownProposal(p).dump(2);
+  for (const ObservedBoot& b : boots) EXPECT_TRUE(Judge(policy, b).ok);
+}
+
+// The firmware lab's three refusals, judged by the proposal of three alike
+// machines: each names the rule of the difference (and the pin it breaks).
+TEST(ProposeFromFirmwareLab, SecureBootOffAnotherCmdlineAndTamperedInitramfsAreRefusedByRule) {
+  const std::vector<ObservedBoot> boots = {LabMachine("vm-1"), LabMachine("vm-2"), LabMachine("vm-3")};
+  const attest::BootPolicy policy = ProposeBootPolicy(boots).policy;
+
+  const attest::Verdict off = Judge(policy, LabMachine("vm-off", SecureBootOff));
+  EXPECT_EQ(Reasons(off), (std::multiset<std::string>{"secure_boot/secure_boot_disabled", "pcrs/pcr_mismatch"}))
+      << ViolationsText(off);
+  EXPECT_NE(ViolationsText(off).find("sha256 PCR 7"), std::string::npos) << ViolationsText(off);
+
+  const attest::Verdict cmdline = Judge(policy, LabMachine("vm-cmdline", AnotherCmdline));
+  EXPECT_EQ(Reasons(cmdline),
+            (std::multiset<std::string>{"kernel_cmdline/kernel_cmdline_mismatch", "boot_files/boot_file_not_allowed",
+                                        "pcrs/pcr_mismatch", "pcrs/pcr_mismatch"}))
+      << ViolationsText(cmdline);
+  EXPECT_NE(ViolationsText(cmdline).find("\"(hd0)/EFI/debian/grub.cfg\""), std::string::npos);
+  EXPECT_EQ(ViolationsText(cmdline).find("rackgate.extra"), std::string::npos);  // never the text
+
+  const attest::Verdict initrd = Judge(policy, LabMachine("vm-initrd", TamperedInitramfs));
+  EXPECT_EQ(Reasons(initrd), (std::multiset<std::string>{"boot_files/boot_file_not_allowed", "pcrs/pcr_mismatch"}))
+      << ViolationsText(initrd);
+  EXPECT_NE(ViolationsText(initrd).find("boot file event 54 (EV_IPL, logged as \"/initrd.img\")"), std::string::npos)
+      << ViolationsText(initrd);
+  EXPECT_NE(ViolationsText(initrd).find("sha256 PCR 9"), std::string::npos) << ViolationsText(initrd);
+}
+
+// A fourth machine with another initramfs is odd, and the difference names
+// the file.
+TEST(ProposeFromFirmwareLab, TamperedFourthIsOddByItsBootFile) {
+  const std::vector<ObservedBoot> boots = {LabMachine("vm-1"), LabMachine("vm-2"), LabMachine("vm-3"),
+                                           LabMachine("vm-4", TamperedInitramfs)};
+  const Proposal p = ProposeBootPolicy(boots);
+  ASSERT_EQ(p.odd.size(), 1u) << FormatProposalText(p);
+  const OddMachine* odd = Odd(p, "vm-4");
+  ASSERT_NE(odd, nullptr);
+  EXPECT_TRUE(HasDifference(*odd, "boot_files.allowed", "(/initrd.img) not on the majority's list"))
+      << FormatProposalText(p);
+  EXPECT_TRUE(HasDifference(*odd, "pcrs.sha256.9", "PCR 9 differs"));
+  EXPECT_TRUE(HasViolation(*odd, "boot_files", "boot_file_not_allowed"));
+}
+
+// Values that differ per machine are never pinned: OVMF's PXE and HTTP boot
+// options (PCR 1) carry the NIC's MAC, which the lab's VMs share but real
+// machines do not.
+TEST(ProposeFromFirmwareLab, PerMachineMacLeavesPcr1Undecided) {
+  auto with_mac = [](const std::string& mac) {
+    return [mac](attest::Event& ev) {
+      if (ev.pcr != 1 || ev.type != attest::kEvEfiVariableBoot) return true;
+      const Bytes from = testing::Utf16("525400123456"), to = testing::Utf16(mac);
+      auto at = std::search(ev.data.begin(), ev.data.end(), from.begin(), from.end());
+      if (at == ev.data.end()) return true;
+      std::copy(to.begin(), to.end(), at);
+      Remeasure(&ev, ev.data);  // H(UEFI_VARIABLE_DATA); EDK2's H(VariableData) is judged alike
+      return true;
+    };
+  };
+  const std::vector<ObservedBoot> boots = {LabMachine("vm-1", with_mac("5254000000a1")),
+                                           LabMachine("vm-2", with_mac("5254000000a2")),
+                                           LabMachine("vm-3", with_mac("5254000000a3"))};
+  const Proposal p = ProposeBootPolicy(boots);
+  EXPECT_TRUE(p.odd.empty()) << FormatProposalText(p);
+  EXPECT_FALSE(Rule(p, "pcrs.sha256.1").decided);
+  EXPECT_EQ(p.policy.pcrs.at(kAlgSha256).count(1), 0u);
+  EXPECT_EQ(p.policy.pcrs.at(kAlgSha256).size(), 10u);  // 0, 2-9, 14
+  ASSERT_TRUE(p.policy.allowed_boot_files.has_value());
+  for (const ObservedBoot& b : boots) EXPECT_TRUE(Judge(p.policy, b).ok);
 }
 
 // --- Renderings ------------------------------------------------------------------

@@ -56,10 +56,8 @@ rg_init "$RACKGATED" "$RACKGATECTL"
 "$RACKGATECTL" init --state-dir "$RG_DIR/state" --renew-serving-cert --name localhost \
   --address 127.0.0.1 --address "$VM_APPLIANCE_IP" >/dev/null
 rg_config retry_after_seconds 1
-# Quotes cover grub's PCRs too: 8 (its commands, the kernel command line),
-# 9 (the files it reads: grub.cfg, kernel, initramfs) and 14 (shim's MOK
-# lists). rackgated's default (0-7) leaves the initramfs unquoted.
-rg_config default_pcr_selection '"sha256:0,1,2,3,4,5,6,7,8,9,14"'
+# No PCR selection of the lab's own: an observing pool quotes grub's PCRs 8
+# and 9 and shim's 14 too, and the accepted policy asks for what it pins.
 lab_ca lab
 # vm4 boots once, in (e): a new machine whose initramfs was tampered with.
 for m in "${MACHINES[@]}" vm4; do lab_machine_create "$m" lab & done
@@ -172,28 +170,24 @@ lab_check_shown "(b) policy propose from the real logs has a proposal ($SHA): 3 
   py "$LAB_DIR/propose.json" '
 print("#", d["summary"])
 sys.exit(0 if d["summary"] == {"machines": 3, "odd": 0, "platforms": 1, "unusable": 0} else 1)'
-lab_check_shown "(b) it pins PCRs 0-7, Secure Boot and the kernel command line grub measured" \
+lab_check_shown "(b) it pins PCRs 0-9 and 14, requires Secure Boot, grub's kernel command line and the files grub read (boot_files: grub.cfg, vmlinuz, initrd.img)" \
   py "$LAB_DIR/proposed.json" '
 pcrs = d.get("pcrs", {}).get("sha256", {})
 print("# pcrs:", sorted(pcrs, key=int), "keys:", sorted(d))
-sys.exit(0 if "7" in pcrs and d.get("kernel_cmdline") and d.get("require_secure_boot") else 1)'
-lab_check_shown "(b) policy accept --proposal SHA" \
-  rg_ctl policy accept --pool "$POOL" --proposal "$SHA" --reason "lab: the real firmware boot"
-# The proposal pins PCRs 0-7 only (docs/policy-proposal.md): grub's
-# measurements of the files it read (PCR 9: grub.cfg, kernel, initramfs)
-# and of its commands (PCR 8) are pinned by the operator from the
-# machine's own log, which replays to what its quote vouched for.
+files = d.get("boot_files", {}).get("allowed", [])
+sys.exit(0 if sorted(pcrs, key=int) == [str(n) for n in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 14)]
+         and d.get("kernel_cmdline", {}).get("exact") and d.get("require_secure_boot") and len(files) == 3 else 1)'
+# The console carried vm-1's firmware log: its replay is what the proposal
+# pinned for grub's PCRs (8: its commands; 9: the files it read).
 vm_eventlog vm1 "$LAB_DIR/vm1.eventlog.bin"
 "$RACKGATECTL" eventlog replay "$LAB_DIR/vm1.eventlog.bin" --json > "$LAB_DIR/vm1.replay.json"
-lab_check_shown "(b) the console carried the firmware log; it replays (PCR 8 and 9 in sha256)" \
-  py "$LAB_DIR/vm1.replay.json" 'p = d["pcrs"]["sha256"]; sys.exit(0 if "8" in p and "9" in p else 1)'
-py "$LAB_DIR/proposed.json" '
-r = json.load(open(sys.argv[2]))["pcrs"]["sha256"]
-for n in ("8", "9"):
-    d["pcrs"]["sha256"][n] = r[n]
-json.dump(d, open(sys.argv[3], "w"), indent=1)' "$LAB_DIR/vm1.replay.json" "$LAB_DIR/pinned.json"
-lab_check_shown "(b) policy put: the proposal with PCR 8 and 9 pinned" \
-  rg_ctl policy put --pool "$POOL" --policy "$LAB_DIR/pinned.json" --reason "lab: pin grub's PCRs 8 and 9"
+lab_check_shown "(b) the console carried the firmware log; its PCRs 8, 9 and 14 are the ones proposed" \
+  py "$LAB_DIR/vm1.replay.json" '
+r = d["pcrs"]["sha256"]
+p = json.load(open(sys.argv[2]))["pcrs"]["sha256"]
+sys.exit(0 if all(r[n].lower() == p[n].lower() for n in ("8", "9", "14")) else 1)' "$LAB_DIR/proposed.json"
+lab_check_shown "(b) policy accept --proposal SHA" \
+  rg_ctl policy accept --pool "$POOL" --proposal "$SHA" --reason "lab: the real firmware boot"
 
 # --- (c) join ------------------------------------------------------------------------
 echo "# (c) the three boot again and join"
@@ -288,20 +282,20 @@ refusal vm1 vm-1 cmdline ms "kernel_cmdline kernel_cmdline_mismatch" "(e) anothe
 cp "$VM_DIR/good/initrd.img" "$LAB_DIR/tampered.img"
 printf '\0\0\0\0' >> "$LAB_DIR/tampered.img"
 vm_media tampered "" "$LAB_DIR/tampered.img"
-refusal vm4 vm-4 tampered ms "pcrs pcr_mismatch \\(sha256 PCR 9 " "(e) a new machine, a tampered initramfs"
-lab_check_shown "(e) a tampered initramfs: PCR 9 is the only rule it breaks" \
-  only_since vm-4 "$REFUSAL_MARK" "pcrs pcr_mismatch \\(sha256 PCR 9 "
+refusal vm4 vm-4 tampered ms "boot_files boot_file_not_allowed .*/initrd\\.img" "(e) a new machine, a tampered initramfs"
+lab_check_shown "(e) a tampered initramfs breaks only boot_files (naming /initrd.img) and PCR 9's pin" \
+  only_since vm-4 "$REFUSAL_MARK" "boot_files boot_file_not_allowed .*/initrd\\.img|pcrs pcr_mismatch \\(sha256 PCR 9 "
 refused_first_boot() {
   if grep -a 'RACKGATE-LAB: ignition exit' "$(lab_dir vm4)/serial.boot" >/dev/null; then echo "Ignition ran"; return 1; fi
   secret_free vm4
 }
 lab_check_shown "(e) the refused first boot: Ignition never ran, nothing secret on vm-4's disk" refused_first_boot
 rg_ctl status --json > "$LAB_DIR/status.json"
-lab_check_shown "(e) the appliance's record: vm-4's failure, boot_policy_violation, PCR 9's rule" \
+lab_check_shown "(e) the appliance's record: vm-4's failure, boot_policy_violation, the boot_files rule" \
   py "$LAB_DIR/status.json" '
 f = [x for x in d["recent_failures"] if x["hostname"] == "vm-4"]
 print("#", f[:1])
-sys.exit(0 if f and f[0]["reason"] == "boot_policy_violation" and "pcrs:pcr_mismatch" in f[0]["reasons"] else 1)'
+sys.exit(0 if f and f[0]["reason"] == "boot_policy_violation" and "boot_files:boot_file_not_allowed" in f[0]["reasons"] else 1)'
 lab_check "(e) vm-4 stays enrolled" test "$(rg_state vm-4)" == enrolled
 rg_ctl show vm-1 --json > "$LAB_DIR/show.vm1.json" || true
 

@@ -219,7 +219,7 @@ PY
 SHA="$(boot_json "$LAB_DIR/propose.json" proposal_sha256 2>/dev/null || echo '')"
 lab_check_shown "(c) propose --json has a proposal_sha256 ($SHA), the one the text shows" \
   bash -c "[[ '$SHA' =~ ^[0-9a-f]{64}\$ ]] && grep -q -- '--proposal $SHA' '$LAB_DIR/propose.txt'"
-lab_check_shown "(c) the proposed policy pins the sha256 PCRs the two alike share (PCR 0-7 rules)" \
+lab_check_shown "(c) the proposed policy pins the sha256 PCRs the two alike share (PCR 0-9 and 14 rules)" \
   py "$LAB_DIR/proposed.json" '
 pcrs = d.get("pcrs", {}).get("sha256", {})
 print("# pcrs:", sorted(pcrs))

@@ -46,7 +46,8 @@ Status FleetCounter::DatabaseAnswers() {
 WriteDelta FleetCounter::TakeWriteDelta() {
   std::lock_guard lock(mu_);
   const storage::MaintenanceStore::WriteStats now = maintenance_->GetWriteStats();
-  const WriteDelta d{now.commits - seen_.commits, now.writes - seen_.writes};
+  const WriteDelta d{now.commits - seen_.commits, now.writes - seen_.writes, now.statements - seen_.statements,
+                     now.transactions - seen_.transactions};
   seen_ = now;
   return d;
 }

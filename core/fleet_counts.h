@@ -35,6 +35,8 @@ struct FleetCounts {
 struct WriteDelta {
   uint64_t commits = 0;
   uint64_t writes = 0;
+  uint64_t statements = 0;    // every round trip: reads, writes, BEGIN/COMMIT
+  uint64_t transactions = 0;
 };
 
 // Every machine state's name (docs/lifecycle.md), in lifecycle order: the

@@ -29,6 +29,9 @@ std::shared_ptr<spdlog::logger> Log() {
 }
 
 constexpr char kDbUpHelp[] = "1 when the database answered the last check, 0 when it did not.";
+constexpr char kStatementsHelp[] =
+    "Statements run on the database, reads and writes, BEGIN and COMMIT included (round trips).";
+constexpr char kTransactionsHelp[] = "Transactions run on the database, reads and writes.";
 constexpr char kMachinesHelp[] = "Machines by state (docs/lifecycle.md), counted at scrape time.";
 constexpr char kExpiryHelp[] =
     "notAfter of the serving certificate, the appliance CA and the cluster CA (unix seconds).";
@@ -110,6 +113,8 @@ void DeclareApplianceMetrics(Metrics* m, const std::string& version) {
            MetricType::kCounter, {});
   m->Touch("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).",
            MetricType::kCounter, {});
+  m->Touch("rackgate_db_statements_total", kStatementsHelp, MetricType::kCounter, {});
+  m->Touch("rackgate_db_transactions_total", kTransactionsHelp, MetricType::kCounter, {});
   m->Declare("rackgate_certificate_expiry_timestamp_seconds", kExpiryHelp, MetricType::kGauge, {"certificate"});
   // Attestation decisions: every reason of the one table, so that an alert
   // on any of them sees a 0 from the start.
@@ -193,6 +198,8 @@ void CollectScrapeMetrics(Metrics* m, core::FleetCounter* fleet, const ExpiryFil
                 static_cast<double>(w.commits));
   m->CounterInc("rackgate_db_writes_total", "Writes run in those transactions (committed or refused).", {},
                 static_cast<double>(w.writes));
+  m->CounterInc("rackgate_db_statements_total", kStatementsHelp, {}, static_cast<double>(w.statements));
+  m->CounterInc("rackgate_db_transactions_total", kTransactionsHelp, {}, static_cast<double>(w.transactions));
   const std::pair<const char*, const std::string*> certs[] = {
       {"serving", &files.serving_certificate}, {"appliance_ca", &files.appliance_ca}, {"cluster_ca", &files.cluster_ca}};
   for (const auto& [name, path] : certs) {

@@ -14,7 +14,13 @@ constexpr std::chrono::milliseconds kMaxBackoff{5000};
 
 Database::Database(const StoreOptions& options, Opener open, std::unique_ptr<Connection> writer)
     : options_(options), open_(std::move(open)), writer_(std::move(writer)) {
+  writer_->CountRoundTripsIn(&round_trips_);
   idle_readers_.reserve(static_cast<size_t>(std::max(0, options_.max_idle_readers.value_or(options_.max_readers))));
+}
+
+RoundTrips Database::GetRoundTrips() const {
+  return {round_trips_.statements.load(std::memory_order_relaxed),
+          round_trips_.transactions.load(std::memory_order_relaxed)};
 }
 
 std::pair<uint64_t, uint64_t> Database::CommitsAndWrites() const {
@@ -52,6 +58,7 @@ std::unique_ptr<Connection> Database::AcquireReader() {
     readers_cv_.notify_one();
     Fail(conn.status());
   }
+  (*conn)->CountRoundTripsIn(&round_trips_);
   return std::move(conn).value();
 }
 
@@ -111,6 +118,7 @@ Connection& Database::Writer() {
     Fail(conn.status());
   }
   writer_ = std::move(conn).value();
+  writer_->CountRoundTripsIn(&round_trips_);
   writer_backoff_ = std::chrono::milliseconds(0);
   writer_error_.reset();
   return *writer_;

@@ -94,6 +94,9 @@ class Database {
   // Write transactions committed since construction, and the writes they
   // carried.
   std::pair<uint64_t, uint64_t> CommitsAndWrites() const;
+  // Statements and transactions run since construction, on every connection
+  // (RoundTripCounts).
+  RoundTrips GetRoundTrips() const;
 
   const StoreOptions& options() const { return options_; }
 
@@ -149,6 +152,7 @@ class Database {
   std::condition_variable queue_cv_;
   std::deque<Pending*> queue_;   // guarded by queue_mu_
   bool committing_ = false;      // guarded by queue_mu_
+  RoundTripCounts round_trips_;
   uint64_t commits_ = 0;         // guarded by queue_mu_
   uint64_t grouped_writes_ = 0;  // guarded by queue_mu_
 

@@ -325,7 +325,7 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& url,
 Stmt PgConnection::Prepare(const std::string& sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) it = cache_.emplace(sql, std::make_unique<PgStmt>(this, sql)).first;
-  return Stmt(it->second.get());
+  return Stmt(it->second.get(), counts_);
 }
 
 void PgConnection::Check(const PGresult* res, const std::string& sql) {

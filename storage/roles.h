@@ -568,10 +568,15 @@ class MaintenanceStore {
   virtual Result<int64_t> CountOpenSessions(int64_t now) = 0;
 
   // Writes are committed in groups (docs/storage.md, "Group commit"): the
-  // write transactions committed since Open, and the writes they carried.
+  // write transactions committed since Open, and the writes they carried;
+  // and every round trip since Open: statements executed and transactions
+  // run, reads included (docs/storage.md, "Statements and writes per
+  // machine").
   struct WriteStats {
     uint64_t commits = 0;
     uint64_t writes = 0;
+    uint64_t statements = 0;
+    uint64_t transactions = 0;
   };
   virtual WriteStats GetWriteStats() const = 0;
 

@@ -20,6 +20,7 @@
 #error "storage/sql.h is internal to storage/; include storage/store.h"
 #endif
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -80,12 +81,29 @@ class StmtImpl {
   virtual std::vector<uint8_t> Blob(int col) const = 0;
 };
 
+// Round trips to the database, as the database sees them: each execution of
+// a statement (BEGIN, COMMIT, SAVEPOINT and a write's lock included; DDL run
+// by Exec and a backend's own statement preparation not), and each
+// transaction (every statement runs in one: the store runs none outside a
+// Transaction). A Database's connections share one; counts, not times, so
+// that a test can hold them exact (docs/storage.md, "Statements and writes
+// per machine").
+struct RoundTripCounts {
+  std::atomic<uint64_t> statements{0};
+  std::atomic<uint64_t> transactions{0};
+};
+struct RoundTrips {
+  uint64_t statements = 0;
+  uint64_t transactions = 0;
+};
+
 // A prepared statement BORROWED from its connection's cache for one use:
 // bind, step, read columns. The destructor clears it so the next user starts
 // clean.
 class Stmt {
  public:
-  explicit Stmt(StmtImpl* impl) : impl_(impl) {}
+  // `counts` (may be null) is told of each execution.
+  explicit Stmt(StmtImpl* impl, RoundTripCounts* counts = nullptr) : impl_(impl), counts_(counts) {}
   ~Stmt() { impl_->Clear(); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
@@ -113,13 +131,18 @@ class Stmt {
   }
 
   // True when a row is available, false when done.
-  bool Step() { return impl_->Step(); }
+  bool Step() {
+    if (!executed_ && counts_ != nullptr) counts_->statements.fetch_add(1, std::memory_order_relaxed);
+    executed_ = true;
+    return impl_->Step();
+  }
   // Steps to the end (a statement that returns no rows, or whose rows are
   // ignored), then rewinds it so that it can be bound and run again.
   void Run() {
     while (Step()) {
     }
     impl_->Rewind();
+    executed_ = false;
   }
 
   bool IsNull(int col) const { return impl_->IsNull(col); }
@@ -138,6 +161,8 @@ class Stmt {
 
  private:
   StmtImpl* impl_;
+  RoundTripCounts* counts_;
+  bool executed_ = false;
 };
 
 // One database connection and its statement cache, used by one thread at a
@@ -177,8 +202,15 @@ class Connection {
   // failover): the Database opens a new one rather than use it again.
   virtual bool Broken() const noexcept { return false; }
 
+  // Where this connection's statements and transactions are counted (the
+  // Database's; null: nowhere). Set before the connection is used.
+  void CountRoundTripsIn(RoundTripCounts* counts) { counts_ = counts; }
+  RoundTripCounts* round_trip_counts() const { return counts_; }
+
  protected:
   Connection() = default;
+  // For the backends' Prepare: Stmt(impl, counts_).
+  RoundTripCounts* counts_ = nullptr;
 };
 
 // A transaction on one connection. Rolls back in the destructor unless
@@ -186,9 +218,15 @@ class Connection {
 class Transaction {
  public:
   using Kind = Connection::TxKind;
-  Transaction(Connection* conn, Kind kind) : conn_(conn) { conn_->Begin(kind); }
+  Transaction(Connection* conn, Kind kind) : conn_(conn) {
+    conn_->Begin(kind);
+    if (RoundTripCounts* c = conn_->round_trip_counts()) c->transactions.fetch_add(1, std::memory_order_relaxed);
+  }
   ~Transaction() {
-    if (!done_ && conn_->InTransaction()) conn_->RollbackQuietly();
+    if (!done_ && conn_->InTransaction()) {
+      conn_->RollbackQuietly();
+      if (RoundTripCounts* c = conn_->round_trip_counts()) c->statements.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;

@@ -106,7 +106,7 @@ Stmt SqliteConnection::Prepare(const std::string& sql) {
     }
     it = cache_.emplace(sql, std::make_unique<SqliteStmt>(db_.get(), raw)).first;
   }
-  return Stmt(it->second.get());
+  return Stmt(it->second.get(), counts_);
 }
 
 void SqliteConnection::Exec(const char* sql) {

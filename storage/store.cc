@@ -69,7 +69,8 @@ int Store::CurrentSchemaVersion() { return LatestSchemaVersion(); }
 
 Store::WriteStats SqlStore::GetWriteStats() const {
   auto [commits, writes] = db_->CommitsAndWrites();
-  return {commits, writes};
+  const RoundTrips r = db_->GetRoundTrips();
+  return {commits, writes, r.statements, r.transactions};
 }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {

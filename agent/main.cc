@@ -17,9 +17,11 @@
 #include "agent/client.h"
 #include "agent/endpoints.h"
 #include "agent/failure.h"
+#include "agent/install.h"
 #include "agent/kubelet.h"
 #include "agent/tpm.h"
 #include "attest/boot_facts.h"
+#include "base/files.h"
 
 #ifndef RACKGATE_VERSION
 #define RACKGATE_VERSION "dev"
@@ -75,6 +77,13 @@ constexpr char kHelp[] =
     "  --bootstrap-kubeconfig FILE  approver mode: file the kubelet's first client\n"
     "                       CSR with this kubeconfig and write its certificate\n"
     "                       (for a kubelet with --rotate-certificates)\n"
+    "Bundle (the self-contained agent, docs/nodes.md):\n"
+    "  --install-root DIR   once the steps succeeded, install this bundle into the\n"
+    "                       real root DIR (an initramfs's /sysroot): the agent at\n"
+    "                       DIR/opt/rackgate-agent, its service and renewal timer\n"
+    "                       enabled in DIR/etc/systemd/system, the CA and\n"
+    "                       DIR/etc/rackgate/agent.env from --url, --ca, --apiserver,\n"
+    "                       --node-ip and --tpm-key\n"
     "\n"
     "  --help, --version\n"
     "\n"
@@ -113,6 +122,7 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
 struct Flags {
   std::vector<std::string> urls;
   std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
+  std::string install_root;
   AgentOptions options;
 };
 
@@ -122,6 +132,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
+    kInstallRoot,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
@@ -141,6 +152,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       {"apiserver", required_argument, nullptr, kApiserver},
       {"node-ip", required_argument, nullptr, kNodeIp},
       {"tpm-key", no_argument, nullptr, kTpmKey},
+      {"install-root", required_argument, nullptr, kInstallRoot},
       {"help", no_argument, nullptr, kHelpFlag},
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
@@ -184,6 +196,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kApiserver: o.apiserver = arg; break;
       case kNodeIp: o.node_ips.push_back(arg); break;
       case kTpmKey: o.tpm_key = true; break;
+      case kInstallRoot: f.install_root = arg; break;
       case kHelpFlag: std::fputs(kHelp, stdout); return kExitOk;
       case kVersion: std::printf("rackgate-agent %s\n", RACKGATE_VERSION); return kExitOk;
       case ':': return Usage(std::string("option needs a value: ") + argv[optind - 1]);
@@ -264,6 +277,33 @@ int RunAgent(const Flags& f, const std::vector<Endpoint>& urls) {
   return agent.Run();
 }
 
+int InstallFailed(const rackgate::Status& s) {
+  std::fprintf(stderr, "rackgate-agent: step=install failed reason=%s message=\"%s\"\n", s.reason().c_str(),
+               rackgate::attest::PrintableAscii(s.message(), 300).c_str());
+  return kExitLocalIo;
+}
+
+// --install-root: the bundle into the real root, for later boots' service.
+int InstallBundle(const Flags& f) {
+  InstallOptions io;
+  io.urls = f.urls;
+  io.apiserver = f.options.apiserver;
+  for (const auto& ip : f.options.node_ips) {
+    io.agent_args.push_back("--node-ip");
+    io.agent_args.push_back(ip);
+  }
+  if (f.options.tpm_key) io.agent_args.push_back("--tpm-key");
+  auto ca = rackgate::ReadFile(f.ca, 64 * 1024);
+  if (!ca.ok()) return InstallFailed(ca.status());
+  io.ca_pem.assign(ca->begin(), ca->end());
+  auto root = Root::Open(f.install_root);
+  if (!root.ok()) return InstallFailed(root.status());
+  if (rackgate::Status s = InstallIntoRoot(io, &*root); !s.ok()) return InstallFailed(s);
+  std::fprintf(stderr, "rackgate-agent: step=install ok root=%s dir=%s\n",
+               rackgate::attest::PrintableAscii(f.install_root, 300).c_str(), kInstalledDir);
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   Flags f;
   if (auto rc = ParseFlags(argc, argv, &f)) return *rc;
@@ -271,7 +311,9 @@ int Main(int argc, char** argv) {
   if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
   if (f.ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
   if (auto rc = CheckSteps(f.steps, &f.options)) return *rc;
-  return RunAgent(f, *parsed_urls);
+  const int rc = RunAgent(f, *parsed_urls);
+  if (rc != kExitOk || f.install_root.empty()) return rc;
+  return InstallBundle(f);
 }
 
 }  // namespace

@@ -11,14 +11,13 @@
 #include <string>
 
 #include "base/status.h"
+#include "wire/agent_bundle_paths.h"
 
 namespace rackgate::core {
 
-// Where the Debian package installs the fragment (agent/meson.build).
-inline constexpr char kDefaultAgentBundlePath[] = "/usr/lib/rackgate/agent-initramfs.cpio.zst";
-// No bundle the build makes comes near this (7.5 MB); a file beyond it is
-// not a bundle and is never read into memory.
-inline constexpr size_t kMaxAgentBundleBytes = 64u << 20;
+// The default path and the size bound (wire/agent_bundle_paths.h).
+using wire::kDefaultAgentBundlePath;
+using wire::kMaxAgentBundleBytes;
 
 struct AgentBundleView {
   // SHARED and immutable: stays valid as long as the caller holds it, even

@@ -8,10 +8,13 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "wire/agent_bundle_paths.h"
 #include "wire/data_url.h"
 #include "ctl/args.h"
+#include "ctl/initramfs_cpio.h"
 #include "base/files.h"
 #include "base/hex.h"
+#include "base/sha256.h"
 #include "ctl/offline.h"
 
 namespace rackgate::ctl {
@@ -24,6 +27,8 @@ constexpr char kHelp[] =
     "Usage: rackgatectl pointer --pool POOL [--url https://HOST:PORT] [--ca CA.crt]\n"
     "         [--state-dir DIR] [--token-file FILE | --no-token] [--spec 3.0|3.1|3.2|3.3|3.4]\n"
     "         [--json]\n"
+    "       rackgatectl pointer --kernel-args [--url https://HOST:PORT]... [--ca CA.crt]\n"
+    "         [--state-dir DIR] [--bundle FILE] [--initramfs-ca OUT] [--json]\n"
     "\n"
     "Prints the pointer Ignition config for machines of POOL: Ignition merges the\n"
     "pool's public config from URL/config/POOL with the provisioning token (from\n"
@@ -33,18 +38,33 @@ constexpr char kHelp[] =
     "(which the node's Ignition log shows: prefer 3.1+ where the node allows).\n"
     "The output is JSON already; --json is accepted and prints the same.\n"
     "\n"
+    "With --kernel-args: what an immutable node (no dpkg) needs to attest from its\n"
+    "initramfs with the agent bundle the appliance serves (docs/nodes.md): the\n"
+    "kernel arguments (rackgate.url=URL[,URL...]), the bundle's URL and the\n"
+    "SHA-256 of FILE (what the appliance serves when FILE is its config's\n"
+    "agent_bundle), and, with --initramfs-ca, the appliance CA written to OUT as\n"
+    "an initramfs part (a gzip-compressed newc cpio holding /etc/rackgate/ca.pem)\n"
+    "to append after the bundle. No pool and no token: the agent attests, and\n"
+    "its pool is its enrollment's.\n"
+    "\n"
     "Options:\n"
     "  --pool POOL       the pool\n"
-    "  --url URL         the appliance as machines reach it (default https://$(hostname -f):22623)\n"
+    "  --url URL         the appliance as machines reach it (default https://$(hostname -f):22623);\n"
+    "                    with --kernel-args repeatable, for several appliances\n"
     "  --ca FILE         the appliance CA (default DIR/ca/ca.crt)\n"
     "  --state-dir DIR   the appliance's state directory (default /var/lib/rackgate)\n"
     "  --token-file FILE the pool's provisioning token\n"
     "  --no-token        for a pool created with --token-required no\n"
     "  --spec VERSION    the pointer's Ignition spec (default 3.3; 3.4 needs Ignition\n"
     "                    2.15 or later: Debian 12's 2.14 reads up to 3.3)\n"
-    "  --json            print JSON (the same output)\n"
+    "  --kernel-args     print the kernel arguments and initramfs parts instead\n"
+    "  --bundle FILE     the agent bundle (default /usr/lib/rackgate/agent-initramfs.cpio.zst)\n"
+    "  --initramfs-ca OUT  write the appliance CA's initramfs part to OUT\n"
+    "  --json            print JSON (the pointer: the same output; --kernel-args:\n"
+    "                    {\"kernel_args\", \"agent_initramfs\", \"ca_initramfs\"})\n"
     "\n"
-    "Exit status: 0 printed; 2 unusable input (no CA, no token, bad URL or spec).\n";
+    "Exit status: 0 printed; 2 unusable input (no CA, no token, no bundle, bad URL\n"
+    "or spec, OUT not writable).\n";
 
 // The spec versions a pointer may have, as --spec names them.
 std::optional<std::string> SpecVersion(const std::string& spec) {
@@ -60,7 +80,113 @@ std::string Fqdn() {
   return name;
 }
 
+// The appliance CA from --ca, or DIR/ca/ca.crt; exit code on failure.
+std::optional<int> ReadCa(const Args& args, std::string* out) {
+  const std::string ca_path =
+      args.Get("ca").value_or(args.Get("state-dir").value_or("/var/lib/rackgate") + "/ca/ca.crt");
+  auto ca = ReadFile(ca_path, 64 * 1024);
+  if (!ca.ok()) return Fail("pointer", ca.status(), kExitUnusable);
+  out->assign(ca->begin(), ca->end());
+  if (out->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return Fail("pointer", Status::InvalidArgument("ca_invalid", ca_path + " holds no PEM certificate"),
+                kExitUnusable);
+  }
+  return std::nullopt;
+}
+
+std::string TrimUrl(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+// --kernel-args: reads the bundle, writes the CA's part, prints.
+int RunKernelArgs(const Args& args) {
+  for (const char* flag : {"pool", "token-file", "no-token", "spec"}) {
+    if (args.Has(flag)) {
+      return Usage(kHelp, Status::InvalidArgument("usage", std::string("--kernel-args takes no --") + flag +
+                                                               ": the initramfs agent attests, and its pool is "
+                                                               "its enrollment's"));
+    }
+  }
+  KernelArgsOptions o;
+  for (const std::string& url : args.GetAll("url")) o.urls.push_back(TrimUrl(url));
+  if (o.urls.empty()) o.urls.push_back("https://" + Fqdn() + ":22623");
+  for (const std::string& url : o.urls) {
+    if (!KernelArgsUrlOk(url)) {
+      return Usage(kHelp, Status::InvalidArgument("usage", "--url must be https://HOST[:PORT] with no space, quote "
+                                                           "or comma: " + url));
+    }
+  }
+  std::string ca_pem;
+  if (auto rc = ReadCa(args, &ca_pem)) return *rc;
+  o.bundle_file = args.Get("bundle").value_or(wire::kDefaultAgentBundlePath);
+  auto bundle = ReadFile(o.bundle_file, wire::kMaxAgentBundleBytes);
+  if (!bundle.ok()) {
+    return Fail("pointer", Status::InvalidArgument(bundle.status().reason(), bundle.status().message() +
+                                                       " (give --bundle FILE: the appliance config's agent_bundle)"),
+                kExitUnusable);
+  }
+  o.bundle_sha256 = sha256::Hex(*bundle);
+  o.bundle_bytes = bundle->size();
+  if (auto out = args.Get("initramfs-ca")) {
+    const std::vector<uint8_t> part = Gzip(CaInitramfsCpio(ca_pem));
+    // The CA is public; WriteFileAtomic's 0600 is the reader's to widen.
+    if (Status s = WriteFileAtomic(*out, part); !s.ok()) return Fail("pointer", s, kExitUnusable);
+    o.ca_initramfs_file = *out;
+    o.ca_initramfs_sha256 = sha256::Hex(part);
+  }
+  std::fputs((args.Has("json") ? KernelArgsJson(o) : KernelArgsText(o)).c_str(), stdout);
+  return kExitOk;
+}
+
 }  // namespace
+
+bool KernelArgsUrlOk(const std::string& url) {
+  if (url.rfind("https://", 0) != 0 || url.size() <= 8 || url.size() > 512) return false;
+  for (char c : url) {
+    if (c <= ' ' || c > '~' || c == '"' || c == '\'' || c == ',' || c == '\\') return false;
+  }
+  return true;
+}
+
+std::string KernelArgs(const KernelArgsOptions& o) {
+  std::string args = "rackgate.url=";
+  for (size_t i = 0; i < o.urls.size(); ++i) args += (i ? "," : "") + o.urls[i];
+  return args;
+}
+
+std::string KernelArgsJson(const KernelArgsOptions& o) {
+  const std::string base = o.urls.empty() ? "" : o.urls.front();
+  json doc = {{"kernel_args", KernelArgs(o)},
+              {"agent_initramfs",
+               {{"url", base + wire::kAgentInitramfsPath},
+                {"sha256_url", base + wire::kAgentInitramfsDigestPath},
+                {"sha256", o.bundle_sha256},
+                {"bytes", o.bundle_bytes},
+                {"file", o.bundle_file}}},
+              {"ca_initramfs", nullptr}};
+  if (!o.ca_initramfs_file.empty()) {
+    doc["ca_initramfs"] = {{"file", o.ca_initramfs_file}, {"sha256", o.ca_initramfs_sha256},
+                           {"path", kInitramfsCaPath}};
+  }
+  return doc.dump(2) + "\n";
+}
+
+std::string KernelArgsText(const KernelArgsOptions& o) {
+  const std::string base = o.urls.empty() ? "" : o.urls.front();
+  std::string t = "# Kernel command line: add\n" + KernelArgs(o) + "\n";
+  t += "# Initramfs: append to the vendor initramfs, in this order:\n";
+  t += "#  1. the agent bundle, " + base + wire::kAgentInitramfsPath + "\n";
+  t += "#     sha256 " + o.bundle_sha256 + " (" + std::to_string(o.bundle_bytes) + " bytes, " + o.bundle_file + ";\n";
+  t += "#     the appliance serves it at " + base + wire::kAgentInitramfsDigestPath + ")\n";
+  if (o.ca_initramfs_file.empty()) {
+    t += "#  2. the appliance CA as " + std::string(kInitramfsCaPath) + ": write it with --initramfs-ca OUT\n";
+  } else {
+    t += "#  2. the appliance CA as " + std::string(kInitramfsCaPath) + ", " + o.ca_initramfs_file + "\n";
+    t += "#     sha256 " + o.ca_initramfs_sha256 + "\n";
+  }
+  return t;
+}
 
 std::string PointerConfig(const PointerOptions& o) {
   const bool url_token = o.spec == "3.0.0";
@@ -79,10 +205,18 @@ std::string PointerConfig(const PointerOptions& o) {
 }
 
 int RunPointer(int argc, char** argv, int first) {
-  auto args =
-      Args::Parse(argc, argv, first, {{"pool", "url", "ca", "state-dir", "token-file", "spec"}, {"no-token", "json"}, 0});
+  auto args = Args::Parse(argc, argv, first,
+                          {{"pool", "url", "ca", "state-dir", "token-file", "spec", "bundle", "initramfs-ca"},
+                           {"no-token", "json", "kernel-args"},
+                           0});
   if (!args.ok()) return Usage(kHelp, args.status());
   if (args->Has("help")) return std::fputs(kHelp, stdout), kExitOk;
+  if (args->Has("kernel-args")) return RunKernelArgs(*args);
+  for (const char* flag : {"bundle", "initramfs-ca"}) {
+    if (args->Has(flag)) {
+      return Usage(kHelp, Status::InvalidArgument("usage", std::string("--") + flag + " belongs to --kernel-args"));
+    }
+  }
   if (Status s = args->Require({"pool"}); !s.ok()) return Usage(kHelp, s);
   if (args->Has("token-file") == args->Has("no-token")) {
     return Usage(kHelp, Status::InvalidArgument("usage", "give --token-file FILE, or --no-token for an open pool"));
@@ -97,20 +231,11 @@ int RunPointer(int argc, char** argv, int first) {
     o.spec = *version;
   }
   o.pool = *args->Get("pool");
-  o.url = args->Get("url").value_or("https://" + Fqdn() + ":22623");
-  while (!o.url.empty() && o.url.back() == '/') o.url.pop_back();
+  o.url = TrimUrl(args->Get("url").value_or("https://" + Fqdn() + ":22623"));
   if (o.url.rfind("https://", 0) != 0) {
     return Usage(kHelp, Status::InvalidArgument("usage", "--url must start with https://"));
   }
-  const std::string ca_path =
-      args->Get("ca").value_or(args->Get("state-dir").value_or("/var/lib/rackgate") + "/ca/ca.crt");
-  auto ca = ReadFile(ca_path, 64 * 1024);
-  if (!ca.ok()) return Fail("pointer", ca.status(), kExitUnusable);
-  o.ca_pem.assign(ca->begin(), ca->end());
-  if (o.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-    return Fail("pointer", Status::InvalidArgument("ca_invalid", ca_path + " holds no PEM certificate"),
-                kExitUnusable);
-  }
+  if (auto rc = ReadCa(*args, &o.ca_pem)) return *rc;
   if (auto f = args->Get("token-file")) {
     auto t = ReadFile(*f, 4096);
     if (!t.ok()) return Fail("pointer", t.status(), kExitUnusable);

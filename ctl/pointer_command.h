@@ -1,11 +1,15 @@
 // `rackgatectl pointer`: the pointer Ignition config a machine boots with
-// (docs/ignition.md). Offline: it needs the appliance CA and, for a pool that
-// requires one, the provisioning token.
+// (docs/ignition.md), or with --kernel-args what an immutable node boots the
+// agent bundle with (docs/nodes.md). Offline: it needs the appliance CA and,
+// for a pool that requires one, the provisioning token; --kernel-args needs
+// the bundle file instead of a token.
 #ifndef RACKGATE_DAEMON_CTL_POINTER_COMMAND_H_
 #define RACKGATE_DAEMON_CTL_POINTER_COMMAND_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rackgate::ctl {
 
@@ -24,6 +28,33 @@ struct PointerOptions {
 // for spec 3.0.0, which has no httpHeaders, in the URL as ?token=
 // (percent-encoded).
 std::string PointerConfig(const PointerOptions& o);
+
+// What `pointer --kernel-args` tells an operator.
+struct KernelArgsOptions {
+  std::vector<std::string> urls;  // the appliances, each https://HOST:PORT (KernelArgsUrlOk)
+  std::string bundle_file;        // the agent bundle read, its SHA-256 and size
+  std::string bundle_sha256;
+  uint64_t bundle_bytes = 0;
+  std::string ca_initramfs_file;  // the CA's initramfs part written, or ""
+  std::string ca_initramfs_sha256;
+};
+
+// True when `url` can stand in a kernel argument as one of rackgate.url's
+// comma-separated appliances: https://, printable ASCII with no space,
+// quote or comma (the kernel splits its command line on spaces, honours
+// double quotes, and the agent splits the value on commas).
+bool KernelArgsUrlOk(const std::string& url);
+// "rackgate.url=URL[,URL...]": the argument the initramfs's /init passes
+// to the agent's --url.
+std::string KernelArgs(const KernelArgsOptions& o);
+// The JSON document of --kernel-args --json: {"kernel_args",
+// "agent_initramfs": {"url", "sha256_url", "sha256", "bytes", "file"},
+// "ca_initramfs": {"file", "sha256", "path"} or null}. Fetch URLs name the
+// first appliance.
+std::string KernelArgsJson(const KernelArgsOptions& o);
+// The text form: the kernel arguments alone on the one line that is not a
+// comment ("# ..."), then the initramfs parts in the order to append them.
+std::string KernelArgsText(const KernelArgsOptions& o);
 
 int RunPointer(int argc, char** argv, int first);
 

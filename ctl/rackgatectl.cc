@@ -50,7 +50,7 @@ constexpr char kHelp[] =
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
-    "  pointer          print a pool's pointer Ignition config\n"
+    "  pointer          print a pool's pointer Ignition config, or --kernel-args\n"
     "  ca import|generate --cluster\n"
     "                   the cluster CA that signs kubelet certificates\n"
     "  db migrate       copy a stopped appliance's SQLite store into PostgreSQL\n"
@@ -152,7 +152,7 @@ constexpr CommandFlags kCommands[] = {
     {"csr list", "--all"},
     {"csr approve", "--reason"},
     {"csr deny", "--reason"},
-    {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec"},
+    {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec --kernel-args --bundle --initramfs-ca"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
     {"db migrate", "--to --from --state-dir --dry-run"},

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hex.h"
+#include "wire/agent_bundle_paths.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
@@ -54,8 +55,8 @@ void PublicHandlers::Register(Router* router) {
   }
   router->Add("POST", "/v1/machine/kubelet-key", [this](const Request& r) { return RegisterKubeletKey(r); });
   if (bundle_ != nullptr) {
-    router->Add("GET", "/v1/agent/initramfs", [this](const Request& r) { return AgentInitramfs(r); });
-    router->Add("GET", "/v1/agent/initramfs.sha256", [this](const Request& r) { return AgentInitramfsDigest(r); });
+    router->Add("GET", wire::kAgentInitramfsPath, [this](const Request& r) { return AgentInitramfs(r); });
+    router->Add("GET", wire::kAgentInitramfsDigestPath, [this](const Request& r) { return AgentInitramfsDigest(r); });
   }
 }
 

@@ -9,20 +9,28 @@
 #       and the firmware's own event log (securityfs); the pool observes,
 #       the agents wait (503 boot_policy_observing) and give up; the
 #       appliance recorded the three boots; nothing secret on any disk;
-#   (b) `policy propose` from those real boots (three alike, none odd),
-#       `policy accept`; the operator pins grub's PCRs 8 and 9 from a log
-#       the console carried (`policy put`);
+#   (b) `policy propose` from those real boots (three alike, none odd):
+#       PCRs 0-9 and 14 pinned, boot_files (grub.cfg, kernel, initramfs);
+#       `policy accept`, nothing added by hand;
 #   (c) the three boot again and join: in the initramfs the agent attests
 #       and writes the attested config as Ignition's user config
 #       (/usr/lib/ignition/user.ign), then the real Ignition applies it to
 #       the disk (secrets included); kubelet's certificates signed by the
-#       cluster CA on the disk (read from the host with debugfs);
-#   (d) a reboot of a joined machine: attests again, keeps its config and
-#       certificates byte for byte;
+#       cluster CA on the disk (read from the host with debugfs); the agent
+#       installed itself on the disk (/opt/rackgate-agent, its unit and
+#       timer enabled) for later boots;
+#   (d) a reboot of a joined machine: the agent installed on the disk (its
+#       unit's command, chroot into the disk) attests again, keeps its
+#       config and certificates byte for byte;
 #   (e) refusals, each by the rule rackgated names: Secure Boot off,
 #       another kernel command line (grub's, PCR 8), and a new machine's
-#       first boot with a tampered initramfs (PCR 9 alone): Ignition never
+#       first boot with a tampered initramfs (boot_files naming
+#       /initrd.img, and PCR 9's pin): Ignition never
 #       runs, nothing secret reaches its disk.
+# The initramfs is built as an operator would: the fragment fetched from
+# rackgated (GET /v1/agent/initramfs), checked against the digest
+# `rackgatectl pointer --kernel-args` printed and the appliance's .sha256,
+# with the CA's part and the kernel arguments rackgatectl emitted.
 # Usage: vm-boot.sh FRAGMENT RACKGATED RACKGATECTL
 set -euo pipefail
 
@@ -58,6 +66,8 @@ rg_init "$RACKGATED" "$RACKGATECTL"
 rg_config retry_after_seconds 1
 # No PCR selection of the lab's own: an observing pool quotes grub's PCRs 8
 # and 9 and shim's 14 too, and the accepted policy asks for what it pins.
+# The appliance serves the build's fragment (docs/nodes.md).
+rg_config agent_bundle "\"$FRAGMENT\""
 lab_ca lab
 # vm4 boots once, in (e): a new machine whose initramfs was tampered with.
 for m in "${MACHINES[@]}" vm4; do lab_machine_create "$m" lab & done
@@ -93,8 +103,30 @@ rg_ctl enroll --hostname vm-4 --pool "$POOL" --ek-cert "$(lab_dir vm4)/ek-rsa.de
   --address "InternalIP=$VM_NODE_IP" >/dev/null
 vm_disk vm4
 rg_ctl policy observe --pool "$POOL" --reason "lab: learn a real firmware boot" >/dev/null
-vm_init "$FRAGMENT"
+# The fragment as a node fetches it, and its digest as the appliance serves it.
+served_code="$(rg_get /v1/agent/initramfs "$LAB_DIR/served.cpio.zst")"
+rg_get /v1/agent/initramfs.sha256 "$LAB_DIR/served.sha256" >/dev/null
+vm_init "$LAB_DIR/served.cpio.zst"
 vm_media good
+served_digest() {
+  local want
+  want="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["agent_initramfs"]["sha256"])' \
+    "$VM_DIR/kernel-args.json")"
+  [[ "$served_code" == 200 ]] || { echo "GET /v1/agent/initramfs: $served_code"; return 1; }
+  [[ "$(sha256sum < "$LAB_DIR/served.cpio.zst" | cut -d' ' -f1)" == "$want" ]] || { echo "served bytes are not $want"; return 1; }
+  [[ "$(cut -d' ' -f1 "$LAB_DIR/served.sha256")" == "$want" ]] || { echo "served .sha256: $(cat "$LAB_DIR/served.sha256")"; return 1; }
+  cmp -s "$LAB_DIR/served.cpio.zst" "$FRAGMENT" || { echo "served bytes are not the build's fragment"; return 1; }
+}
+lab_check_shown "the served fragment has the SHA-256 rackgatectl pointer --kernel-args printed, and .sha256 says so too" served_digest
+lab_check_shown "rackgatectl's kernel arguments are on the boot's command line: $VM_KERNEL_ARGS" \
+  grep -qF " $VM_KERNEL_ARGS" "$VM_DIR/good/grub.cfg"
+ca_part() {
+  zcat "$VM_DIR/ca.cpio.gz" | (cd "$LAB_DIR" && rm -rf ca-part && mkdir ca-part && cd ca-part && cpio -id --quiet) &&
+    cmp -s "$LAB_DIR/ca-part/etc/rackgate/ca.pem" "$RG_DIR/state/ca/ca.crt" || { echo "no CA at /etc/rackgate/ca.pem"; return 1; }
+  # The base part carries no CA of its own: the agent trusts rackgatectl's.
+  if gzip -dc "$VM_DIR/base.cpio.gz" | cpio -t --quiet | grep ca.pem >/dev/null; then echo "the base part has a CA"; return 1; fi
+}
+lab_check_shown "rackgatectl's CA part holds the appliance CA at /etc/rackgate/ca.pem, the only CA in the initramfs" ca_part
 
 # py FILE CODE ARGS...: CODE with `d`, FILE's JSON; exits as CODE says.
 py() {
@@ -219,6 +251,25 @@ by_ignition() {
   vm_disk_cat "$1" /etc/.ignition-result.json | grep '"provisioningDate"' >/dev/null || { echo "no /etc/.ignition-result.json"; return 1; }
   if vm_disk_has "$1" /var/lib/rackgate-agent/config-applied; then echo "the agent applied the config"; return 1; fi
 }
+# installed M: what --install-root wrote on M's disk, read from the host.
+installed() {
+  local m="$1" f
+  grep -a 'step=install ok root=/sysroot' "$(lab_dir "$m")/serial.boot" >/dev/null || { echo "no step=install ok"; return 1; }
+  for f in /opt/rackgate-agent/rackgate-agent /opt/rackgate-agent/lib/ld-linux-x86-64.so.2 \
+           /opt/rackgate-agent/lib/libtss2-tcti-device.so.0 /etc/rackgate/ca.pem; do
+    vm_disk_has "$m" "$f" || { echo "no $f"; return 1; }
+  done
+  vm_disk_cat "$m" /etc/systemd/system/rackgate-agent.service |
+    grep -x 'ExecStart=/opt/rackgate-agent/lib/ld-linux-x86-64.so.2 /opt/rackgate-agent/rackgate-agent .* --steps attest,csr .*' >/dev/null ||
+    { echo "the unit does not run /opt/rackgate-agent"; return 1; }
+  vm_disk_cat "$m" /etc/systemd/system/rackgate-agent-renew.timer | grep '^OnUnitInactiveSec=' >/dev/null || { echo "no timer"; return 1; }
+  for f in multi-user.target.wants/rackgate-agent.service timers.target.wants/rackgate-agent-renew.timer; do
+    PATH=$PATH:/usr/sbin:/sbin debugfs -R "stat /etc/systemd/system/$f" "$(lab_dir "$m")/disk.img" 2>/dev/null |
+      grep 'Fast link dest: "/etc/systemd/system/' >/dev/null || { echo "$f is not enabled"; return 1; }
+  done
+  vm_disk_cat "$m" /etc/rackgate/agent.env | grep -x "RACKGATE_URL=https://$VM_APPLIANCE_IP:22623" >/dev/null || { echo "agent.env: no URL"; return 1; }
+  vm_disk_cat "$m" /etc/rackgate/ca.pem | cmp -s - "$RG_DIR/state/ca/ca.crt" || { echo "not the appliance CA"; return 1; }
+}
 n=1
 for m in "${MACHINES[@]}"; do
   judge "$m" "$RC_OK" "$R_JOINED" "(c) vm-$n: attested, config applied, kubelet certificates issued"
@@ -227,6 +278,8 @@ for m in "${MACHINES[@]}"; do
     joined_disk "$m" "vm-$n"
   lab_check_shown "(c) vm-$n: the attested files were written by the real Ignition in the initramfs, not by the agent" \
     by_ignition "$m"
+  lab_check_shown "(c) vm-$n: the agent installed itself on the disk for later boots (/opt/rackgate-agent, unit and timer enabled, agent.env)" \
+    installed "$m"
   n=$((n + 1))
 done
 
@@ -241,6 +294,9 @@ reset_after="$(rg_ctl show vm-1 --json | py /dev/stdin 'print(d["last_attestatio
 lab_check "(d) a fresh attestation was recorded (reset count $reset_before -> $reset_after)" test "$reset_after" -gt "$reset_before"
 lab_check "(d) its certificates and config are kept byte for byte" test "$(disk_digest vm1)" == "$before"
 lab_check "(d) vm-1 is still joined" test "$(rg_state vm-1)" == joined
+lab_check_shown "(d) the agent that ran was the disk's: the installed unit's command in the real root" \
+  grep -aq '^RACKGATE-LAB: agent from the disk: /opt/rackgate-agent/lib/ld-linux-x86-64.so.2 /opt/rackgate-agent/rackgate-agent ' \
+  "$(lab_dir vm1)/serial.boot"
 
 # --- (e) refusals --------------------------------------------------------------------
 # Each refused boot is judged by the agent's line (403

@@ -2,9 +2,11 @@
 # (TCG, no KVM needed): OVMF with Microsoft's Secure Boot keys, shim,
 # Debian's signed grub and kernel, a TPM 2.0 CRB device backed by the
 # machine's swtpm (lab.sh's, with EK certificates from a lab CA), and a
-# minimal initramfs: busybox-static, the virtio network modules and the
+# minimal initramfs: busybox-static, the virtio network modules, the
 # self-contained agent (script/agent-bundle's fragment, appended as it is
-# served). Source it after lab.sh and appliance.sh, and lab_init.
+# served) and the appliance CA's part, with the kernel arguments, as
+# `rackgatectl pointer --kernel-args --initramfs-ca` emits them. Source it
+# after lab.sh and appliance.sh, rg_init and lab_init.
 #
 #   vm_skip_unless_tools
 #   vm_init FRAGMENT                    # the agent's initramfs fragment
@@ -23,7 +25,7 @@
 # guest connection (a chardev guestfwd carries one connection for the
 # whole run, not one per TLS session).
 
-VM_KERNEL_VERSION="" VM_KERNEL="" VM_FRAGMENT="" VM_DIR=""
+VM_KERNEL_VERSION="" VM_KERNEL="" VM_FRAGMENT="" VM_DIR="" VM_KERNEL_ARGS=""
 VM_SHIM=/usr/lib/shim/shimx64.efi.signed
 VM_GRUB=/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed
 VM_OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.ms.fd
@@ -62,20 +64,28 @@ vm_skip_unless_tools() {
 }
 
 # vm_init FRAGMENT: the agent bundle every initramfs carries, and the
-# parts of the initramfs all machines share.
+# parts of the initramfs all machines share. What an operator gets from
+# rackgatectl is used as it comes: the kernel arguments (VM_KERNEL_ARGS)
+# and the CA's initramfs part ($VM_DIR/ca.cpio.gz), from `pointer
+# --kernel-args --initramfs-ca`; the fragment's digest it printed is
+# checked against the appliance's GET /v1/agent/initramfs.sha256.
 vm_init() {
   VM_FRAGMENT="$(realpath "$1")"
   VM_DIR="$LAB_DIR/vm"
   mkdir -p "$VM_DIR"
+  "$RG_CTL" pointer --kernel-args --url "https://$VM_APPLIANCE_IP:22623" --state-dir "$RG_DIR/state" \
+    --bundle "$VM_FRAGMENT" --initramfs-ca "$VM_DIR/ca.cpio.gz" --json > "$VM_DIR/kernel-args.json"
+  VM_KERNEL_ARGS="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["kernel_args"])' \
+    "$VM_DIR/kernel-args.json")"
   vm_base_initramfs "$VM_DIR/base.cpio.gz"
 }
 
 # The initramfs's own part: busybox, /init, the network modules (and what
-# they need, as modprobe resolves it), the appliance CA.
+# they need, as modprobe resolves it).
 vm_base_initramfs() {
   local out="$1" r="$VM_DIR/initramfs" mod
   rm -rf "$r"
-  mkdir -p "$r/bin" "$r/dev" "$r/proc" "$r/sys" "$r/run" "$r/tmp" "$r/etc/rackgate" "$r/lib/modules"
+  mkdir -p "$r/bin" "$r/dev" "$r/proc" "$r/sys" "$r/run" "$r/tmp" "$r/etc" "$r/lib/modules"
   cp "$VM_BUSYBOX" "$r/bin/busybox"
   : > "$r/etc/modules"
   while read -r _ mod; do
@@ -85,7 +95,6 @@ vm_base_initramfs() {
   done < <(for mod in "${VM_MODULES[@]}"; do  # modprobe takes one module (the rest are its parameters)
              PATH=$PATH:/usr/sbin:/sbin modprobe -S "$VM_KERNEL_VERSION" --show-depends "$mod"
            done | awk '$1 == "insmod" { print $1, $2 }' | awk '!seen[$2]++')
-  cp "$RG_DIR/state/ca/ca.crt" "$r/etc/rackgate/ca.pem"
   # Ignition and what it loads, where its PT_INTERP and the loader's
   # default path find them; a setfiles that relabels nothing (no SELinux).
   mkdir -p "$r/usr/bin" "$r/usr/lib/ignition" "$r/lib64" "$r/lib/x86_64-linux-gnu"
@@ -135,20 +144,49 @@ kubelet="--kubelet-dir /sysroot/var/lib/kubelet/pki --kubeconfig /sysroot/var/li
 kubelet="$kubelet --apiserver @APISERVER@ --node-ip @NODE_IP@"
 ign="--root /sysroot --platform metal --log-to-stdout --config-cache /run/ignition.json"
 ign="$ign --state-file /run/ignition.state --neednet /run/ignition.neednet"
+# disk_agent: a later boot runs the agent the first boot installed on the
+# disk (--install-root): the installed unit's ExecStart with its
+# EnvironmentFile, in the real root (chroot: nothing of the initramfs, its
+# own agent included, is visible there), as systemd would run it. Only the
+# mounts are the initramfs's, and --max-wait.
+disk_agent() {
+  unit=/sysroot/etc/systemd/system/rackgate-agent.service
+  if [ ! -f "$unit" ] || [ ! -f /sysroot/etc/rackgate/agent.env ]; then
+    echo "RACKGATE-LAB: no agent installed on the disk"
+    return 1
+  fi
+  while IFS='=' read -r k v; do
+    case "$k" in RACKGATE_*) export "$k=$v" ;; esac
+  done < /sysroot/etc/rackgate/agent.env
+  mkdir -p /sysroot/dev /sysroot/proc /sysroot/sys
+  mount -o bind /dev /sysroot/dev
+  mount -t proc proc /sysroot/proc
+  mount -t sysfs sysfs /sysroot/sys
+  mount -t securityfs securityfs /sysroot/sys/kernel/security
+  cmd="$(sed -n 's/^ExecStart=//p' "$unit")"
+  echo "RACKGATE-LAB: agent from the disk: $cmd"
+  eval "chroot /sysroot $cmd --max-wait 10"
+  rc=$?
+  echo "RACKGATE-LAB: agent exit=$rc"
+  umount /sysroot/sys/kernel/security /sysroot/sys /sysroot/proc /sysroot/dev
+  return $rc
+}
 if ! mount -t ext4 /dev/vdb /sysroot; then
   agent
 elif [ -e /sysroot/etc/.ignition-result.json ]; then
-  # A later boot: attest again, keep (or renew) kubelet's certificates.
+  # A later boot: attest again, keep (or renew) kubelet's certificates,
+  # with the agent installed in the real root.
   echo "RACKGATE-LAB: disk mounted, provisioned"
-  agent --steps attest,csr $kubelet
+  disk_agent
 else
   # The first boot: the agent attests and writes the attested config where
   # Ignition looks for the user config in an initramfs
   # (/usr/lib/ignition/user.ign); then the real Ignition fetches and applies
   # it. Ignition runs only after the agent succeeded: nothing of the
-  # attested config exists before the machine proved itself.
+  # attested config exists before the machine proved itself. Once it has,
+  # the agent installs itself into the real root for later boots.
   echo "RACKGATE-LAB: disk mounted, first boot"
-  if agent --steps attest,config,csr --config-out /usr/lib/ignition/user.ign $kubelet; then
+  if agent --steps attest,config,csr --config-out /usr/lib/ignition/user.ign $kubelet --install-root /sysroot; then
     ignition $ign --stage fetch && ignition $ign --stage files
     echo "RACKGATE-LAB: ignition exit=$?"
     rm -f /usr/lib/ignition/user.ign /run/ignition.json
@@ -164,10 +202,10 @@ INIT
 }
 
 # vm_media NAME [CMDLINE_EXTRA] [INITRD]: an ESP image with the Secure Boot
-# chain, the kernel, grub.cfg (console on the serial port, the appliance's
-# URL) and the initramfs: the base part and the
-# agent fragment, concatenated as a boot loader appends a served fragment
-# (or INITRD, a file made otherwise). Prints nothing; the image is
+# chain, the kernel, grub.cfg (console on the serial port, rackgatectl's
+# kernel arguments) and the initramfs: the base part, the agent fragment
+# and the CA's part, concatenated as a boot loader appends a served
+# fragment (or INITRD, a file made otherwise). Prints nothing; the image is
 # $VM_DIR/NAME/esp.img. The agent waits at most 10 s for an appliance
 # that does not answer or answers 503 (an observing pool).
 vm_media() {
@@ -175,13 +213,13 @@ vm_media() {
   mkdir -p "$d"
   if [[ -z "$initrd" ]]; then
     initrd="$d/initrd.img"
-    cat "$VM_DIR/base.cpio.gz" "$VM_FRAGMENT" > "$initrd"
+    cat "$VM_DIR/base.cpio.gz" "$VM_FRAGMENT" "$VM_DIR/ca.cpio.gz" > "$initrd"
   fi
   cat > "$d/grub.cfg" <<CFG
 set timeout=0
 set default=0
 menuentry "rackgate lab" {
-  linux /vmlinuz console=ttyS0 quiet panic=-1 rackgate.url=https://$VM_APPLIANCE_IP:22623${extra:+ $extra}
+  linux /vmlinuz console=ttyS0 quiet panic=-1 $VM_KERNEL_ARGS${extra:+ $extra}
   initrd /initrd.img
 }
 CFG

@@ -186,6 +186,8 @@ const std::vector<ReasonRule>& ReasonTable() {
       // ledger: admin refusals whose answer is 409 whatever their Status
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
+      // reset of a revoked machine without unrevoke (issue 32).
+      {"machine_revoked", kConflict},
       {"audit_chain_broken", kConflict},
       // policy accept (docs/policy.md, "From observation to enforcement").
       {"proposal_changed", kConflict},

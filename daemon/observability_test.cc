@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "storage/store.h"
 #include "storage/testing/test_store.h"
@@ -109,6 +110,43 @@ TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
   const std::string text = m.Render();
   EXPECT_NE(text.find("rackgate_admin_refusals_total{reason=\"hostname_unknown\"} 11\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rackgate_admin_refusals_unaudited_total 7\n"), std::string::npos) << text;
+}
+
+// Issue 32: a refused read (`rackgatectl show` with a typo) is logged and
+// counted but never becomes a permanent audit row, and takes no share of
+// the minute's budget; a refused change in the same minute still does.
+TEST(Observability, RefusedReadsAreNotAudited) {
+  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
+  const std::string dir = TempDirPath();
+  auto store = storage::testing::OpenTestStore(dir + "/db");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Metrics m;
+  core::AuditService audit(store->get());
+  AdminRefusalLog log(&audit, &m, 1);
+  AdminRefusal read;
+  read.method = "GET";
+  read.route = "/v1/admin/machines/{hostname}";
+  read.status = 404;
+  read.reason = "hostname_unknown";
+  read.path_params["hostname"] = "nod-1";
+  for (int i = 0; i < 5; ++i) log.Record(read, 7200 + i);
+  AdminRefusal change = read;
+  change.method = "POST";
+  change.route = "/v1/admin/machines/{hostname}/revoke";
+  log.Record(change, 7210);
+  storage::AuditFilter f;
+  f.limit = 100;
+  auto rows = (*store)->ListAudit(f);
+  ASSERT_TRUE(rows.ok());
+  std::vector<std::string> refused;
+  for (const auto& row : *rows) {
+    if (row.action == "admin_refused") refused.push_back(row.detail_json);
+  }
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("\"method\":\"POST\""), std::string::npos) << refused[0];
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("rackgate_admin_refusals_total{reason=\"hostname_unknown\"} 6\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rackgate_admin_refusals_unaudited_total 1"), std::string::npos) << text;
 }
 
 }  // namespace

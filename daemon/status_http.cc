@@ -73,7 +73,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"ignition_config_invalid", kUnacceptable},
 
       // The machine and its session.
-      {"machine_revoked", kRefused},
+      // On the admin API: a reset of a revoked machine without unrevoke
+      // (issue 32), a conflict with the machine's state, 409.
+      {"machine_revoked", kRefused, kConflict},
       {"machine_unknown", kRefused},
       {"state_conflict", kRefused},
       {"session_unknown", kRefused},
@@ -186,8 +188,6 @@ const std::vector<ReasonRule>& ReasonTable() {
       // ledger: admin refusals whose answer is 409 whatever their Status
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
-      // reset of a revoked machine without unrevoke (issue 32).
-      {"machine_revoked", kConflict},
       {"audit_chain_broken", kConflict},
       // policy accept (docs/policy.md, "From observation to enforcement").
       {"proposal_changed", kConflict},

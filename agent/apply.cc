@@ -330,8 +330,9 @@ struct ResolvedOwners {
   std::vector<Owner> directories, files, links;
 };
 
-// path_exists unless what `probe` found at `path` may be replaced by a
-// write of `kind`; `same` says whether it already is what would be written.
+// path_exists unless what Probe `found` at `path` may be replaced (as the
+// write would: never a directory, anything else only with `overwrite`);
+// `same` says whether it already is what would be written (kept as it is).
 Status CheckReplaceable(const std::optional<struct stat>& found, std::string_view path, bool overwrite,
                         bool same) {
   if (!found || same) return Status::Ok();
@@ -352,17 +353,21 @@ bool SameFile(Root* root, const std::optional<struct stat>& found, std::string_v
 Status CheckFile(Root* root, std::string_view path, std::span<const uint8_t> data, bool overwrite) {
   auto found = root->Probe(path);
   if (!found.ok()) return found.status();
-  if (*found && S_ISDIR((*found)->st_mode)) return Status::InvalidArgument("path_exists", std::string(path) + " is a directory");
   return CheckReplaceable(*found, path, overwrite, SameFile(root, *found, path, data));
 }
 
-Status CheckLink(Root* root, std::string_view path, std::string_view target, bool overwrite) {
+// A symbolic link is the same when it holds `target`; a hard link when it is
+// the target's file already (Root::Hardlink keeps both).
+Status CheckLink(Root* root, std::string_view path, std::string_view target, bool hard, bool overwrite) {
   auto found = root->Probe(path);
   if (!found.ok()) return found.status();
   bool same = false;
-  if (*found && S_ISLNK((*found)->st_mode)) {
+  if (*found && !hard && S_ISLNK((*found)->st_mode)) {
     auto text = root->ReadLink(path);
     same = text.ok() && *text == target;
+  } else if (*found && hard) {
+    auto to = root->Probe(target);
+    same = to.ok() && *to && (*to)->st_dev == (*found)->st_dev && (*to)->st_ino == (*found)->st_ino;
   }
   return CheckReplaceable(*found, path, overwrite, same);
 }
@@ -404,12 +409,12 @@ Result<ResolvedOwners> CheckPlan(const IgnitionPlan& plan, Root* root, const std
                                                            " is not a regular file");
       }
     }
-    if (Status s = CheckLink(root, l.path, l.target, l.overwrite); !s.ok()) return s;
+    if (Status s = CheckLink(root, l.path, l.target, l.hard, l.overwrite); !s.ok()) return s;
   }
   for (const auto& u : plan.units) {
     const std::string path = kUnitDir + u.name;
     if (u.mask) {
-      if (Status s = CheckLink(root, path, "/dev/null", true); !s.ok()) return s;
+      if (Status s = CheckLink(root, path, "/dev/null", false, true); !s.ok()) return s;
     } else if (u.contents) {
       if (Status s = CheckFile(root, path, AsBytes(*u.contents), true); !s.ok()) return s;
     }

@@ -237,6 +237,15 @@ TEST_F(ApplyTest, Issue32NothingIsWrittenUnlessEverythingCanBe) {
                   .ok());
   EXPECT_EQ(Read(root_ / "etc/hostname"), "node-1");
   EXPECT_EQ(Read(root_ / "etc/l"), "node-1");
+  // And again (a re-run): everything there is what would be written.
+  EXPECT_TRUE(Apply(Config(R"({"files": [)" + first +
+                           R"(], "links": [{"path": "/etc/l", "target": "/etc/hostname", "hard": true},
+                           {"path": "/etc/s", "target": "/etc/hostname"}]})"))
+                  .ok());
+  EXPECT_TRUE(Apply(Config(R"({"files": [)" + first +
+                           R"(], "links": [{"path": "/etc/l", "target": "/etc/hostname", "hard": true},
+                           {"path": "/etc/s", "target": "/etc/hostname"}]})"))
+                  .ok());
 }
 
 // A directory the agent may not write (a read-only mount under a unit's

@@ -366,7 +366,11 @@ Outcome<Done> Agent::Config(const Attestation& a) {
     done_.push_back("config_written");
   }
   if (!options_.apply_root.empty()) {
-    if (Status s = ApplyIgnition(*plan, options_.apply_root); !s.ok()) return Failure::FromStatus(s);
+    // The stamp is checked with the config: nothing is applied that could
+    // not be marked as applied.
+    if (Status s = ApplyIgnition(*plan, options_.apply_root, {kConfigStampInRoot}); !s.ok()) {
+      return Failure::FromStatus(s);
+    }
     details += " applied=" + options_.apply_root + " files=" + std::to_string(plan->files.size()) +
                " directories=" + std::to_string(plan->directories.size()) +
                " links=" + std::to_string(plan->links.size()) + " units=" + std::to_string(plan->units.size());

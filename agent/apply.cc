@@ -5,7 +5,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cctype>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -323,6 +325,116 @@ std::span<const uint8_t> AsBytes(const std::string& s) {
   return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
+// The owners of a plan's directories, files and links, in plan order.
+struct ResolvedOwners {
+  std::vector<Owner> directories, files, links;
+};
+
+// path_exists unless what Probe `found` at `path` may be replaced (as the
+// write would: never a directory, anything else only with `overwrite`);
+// `same` says whether it already is what would be written (kept as it is).
+Status CheckReplaceable(const std::optional<struct stat>& found, std::string_view path, bool overwrite,
+                        bool same) {
+  if (!found || same) return Status::Ok();
+  if (S_ISDIR(found->st_mode)) return Status::InvalidArgument("path_exists", std::string(path) + " is a directory");
+  if (!overwrite) return Status::InvalidArgument("path_exists", std::string(path) + " exists and overwrite is false");
+  return Status::Ok();
+}
+
+// Whether the regular file at `path` holds exactly `data` (WriteFile's
+// idempotence rule for overwrite false).
+bool SameFile(Root* root, const std::optional<struct stat>& found, std::string_view path,
+              std::span<const uint8_t> data) {
+  if (!found || !S_ISREG(found->st_mode) || static_cast<size_t>(found->st_size) != data.size()) return false;
+  auto existing = root->ReadFile(path, data.size());
+  return existing.ok() && std::equal(existing->begin(), existing->end(), data.begin(), data.end());
+}
+
+Status CheckFile(Root* root, std::string_view path, std::span<const uint8_t> data, bool overwrite) {
+  auto found = root->Probe(path);
+  if (!found.ok()) return found.status();
+  return CheckReplaceable(*found, path, overwrite, SameFile(root, *found, path, data));
+}
+
+// A symbolic link is the same when it holds `target`; a hard link when it is
+// the target's file already (Root::Hardlink keeps both).
+Status CheckLink(Root* root, std::string_view path, std::string_view target, bool hard, bool overwrite) {
+  auto found = root->Probe(path);
+  if (!found.ok()) return found.status();
+  bool same = false;
+  if (*found && !hard && S_ISLNK((*found)->st_mode)) {
+    auto text = root->ReadLink(path);
+    same = text.ok() && *text == target;
+  } else if (*found && hard) {
+    auto to = root->Probe(target);
+    same = to.ok() && *to && (*to)->st_dev == (*found)->st_dev && (*to)->st_ino == (*found)->st_ino;
+  }
+  return CheckReplaceable(*found, path, overwrite, same);
+}
+
+// The whole plan checked against `root` before anything is written (issue
+// 32: a run that failed half-way had written /etc/hostname already): every
+// owner resolved, every target's directory writable, nothing in the way
+// that the write would refuse. Returns the resolved owners.
+Result<ResolvedOwners> CheckPlan(const IgnitionPlan& plan, Root* root, const std::vector<std::string>& also_writes) {
+  ResolvedOwners out;
+  for (const auto& d : plan.directories) {
+    auto owner = ResolveOwner(root, d.user, d.group);
+    if (!owner.ok()) return owner.status().Annotate(d.path);
+    out.directories.push_back(*owner);
+    auto found = root->Probe(d.path);
+    if (!found.ok()) return found.status();
+    if (*found && !S_ISDIR((*found)->st_mode)) {
+      return Status::InvalidArgument("path_exists", d.path + " exists and is not a directory");
+    }
+  }
+  std::set<std::string> planned_files;
+  static const std::vector<uint8_t> kEmpty;
+  for (const auto& f : plan.files) {
+    auto owner = ResolveOwner(root, f.user, f.group);
+    if (!owner.ok()) return owner.status().Annotate(f.path);
+    out.files.push_back(*owner);
+    if (Status s = CheckFile(root, f.path, f.contents ? *f.contents : kEmpty, f.overwrite); !s.ok()) return s;
+    planned_files.insert(f.path);
+  }
+  for (const auto& l : plan.links) {
+    auto owner = ResolveOwner(root, l.user, l.group);
+    if (!owner.ok()) return owner.status().Annotate(l.path);
+    out.links.push_back(*owner);
+    if (l.hard && !planned_files.count(l.target)) {
+      auto target = root->Probe(l.target);
+      if (!target.ok()) return target.status();
+      if (!*target || !S_ISREG((*target)->st_mode)) {
+        return Status::InvalidArgument("path_invalid", l.path + ": hard link target " + l.target +
+                                                           " is not a regular file");
+      }
+    }
+    if (Status s = CheckLink(root, l.path, l.target, l.hard, l.overwrite); !s.ok()) return s;
+  }
+  for (const auto& u : plan.units) {
+    const std::string path = kUnitDir + u.name;
+    if (u.mask) {
+      if (Status s = CheckLink(root, path, "/dev/null", false, true); !s.ok()) return s;
+    } else if (u.contents) {
+      if (Status s = CheckFile(root, path, AsBytes(*u.contents), true); !s.ok()) return s;
+    }
+    for (const auto& d : u.dropins) {
+      if (Status s = CheckFile(root, path + ".d/" + d.name, AsBytes(d.contents), true); !s.ok()) return s;
+    }
+    if (u.enabled) {
+      auto found = root->Probe(kWantsDir + u.name);
+      if (!found.ok()) return found.status();
+      if (*found && (*u.enabled ? S_ISDIR((*found)->st_mode) : !S_ISLNK((*found)->st_mode))) {
+        return Status::InvalidArgument("path_exists", kWantsDir + u.name + " is not a symlink");
+      }
+    }
+  }
+  for (const auto& p : also_writes) {
+    if (auto found = root->Probe(p); !found.ok()) return found.status();
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<uint8_t>> DecodeDataUrl(std::string_view url, size_t max_bytes) {
@@ -372,28 +484,29 @@ Result<IgnitionPlan> ParseIgnitionConfig(std::string_view text) {
   return plan;
 }
 
-Status ApplyIgnition(const IgnitionPlan& plan, const std::string& root_dir) {
+Status ApplyIgnition(const IgnitionPlan& plan, const std::string& root_dir,
+                     const std::vector<std::string>& also_writes) {
   auto root = Root::Open(root_dir);
   if (!root.ok()) return root.status();
-  for (const auto& d : plan.directories) {
-    auto owner = ResolveOwner(&*root, d.user, d.group);
-    if (!owner.ok()) return owner.status().Annotate(d.path);
-    if (Status s = root->MakeDirectory(d.path, d.mode, *owner); !s.ok()) return s;
+  // Everything checked first; nothing is written unless all of it can be.
+  auto owners = CheckPlan(plan, &*root, also_writes);
+  if (!owners.ok()) return owners.status();
+  for (size_t i = 0; i < plan.directories.size(); ++i) {
+    const auto& d = plan.directories[i];
+    if (Status s = root->MakeDirectory(d.path, d.mode, owners->directories[i]); !s.ok()) return s;
   }
-  for (const auto& f : plan.files) {
-    auto owner = ResolveOwner(&*root, f.user, f.group);
-    if (!owner.ok()) return owner.status().Annotate(f.path);
+  for (size_t i = 0; i < plan.files.size(); ++i) {
+    const auto& f = plan.files[i];
     static const std::vector<uint8_t> kEmpty;
-    if (Status s = root->WriteFile(f.path, f.contents ? *f.contents : kEmpty, f.mode, *owner, f.overwrite);
+    if (Status s = root->WriteFile(f.path, f.contents ? *f.contents : kEmpty, f.mode, owners->files[i], f.overwrite);
         !s.ok()) {
       return s;
     }
   }
-  for (const auto& l : plan.links) {
-    auto owner = ResolveOwner(&*root, l.user, l.group);
-    if (!owner.ok()) return owner.status().Annotate(l.path);
+  for (size_t i = 0; i < plan.links.size(); ++i) {
+    const auto& l = plan.links[i];
     Status s = l.hard ? root->Hardlink(l.path, l.target, l.overwrite)
-                      : root->Symlink(l.path, l.target, *owner, l.overwrite);
+                      : root->Symlink(l.path, l.target, owners->links[i], l.overwrite);
     if (!s.ok()) return s;
   }
   for (const auto& u : plan.units) {

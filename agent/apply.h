@@ -98,10 +98,20 @@ Result<std::vector<uint8_t>> DecodeDataUrl(std::string_view url, size_t max_byte
 // Writes `plan` into `root_dir`: directories, then files, then links, then
 // units (contents under /etc/systemd/system/NAME, drop-ins under NAME.d/,
 // `enabled` as a symlink in /etc/systemd/system/multi-user.target.wants/,
-// `mask` as a symlink to /dev/null). Stops at the first failure, with the
-// path in the message (rootfs.h reasons; "owner_unknown" for a user or
-// group name the root does not know).
-Status ApplyIgnition(const IgnitionPlan& plan, const std::string& root_dir);
+// `mask` as a symlink to /dev/null).
+//
+// Checked whole before anything is written: every owner resolved
+// ("owner_unknown" for a user or group name the root does not know), every
+// target's directory writable (io_failed: a read-only file system, as under
+// a unit's ProtectSystem=, or no permission), nothing in the way that a
+// write would refuse (path_exists, path_not_directory, a hard link's
+// missing target). `also_writes` are more paths the caller will write after
+// (the agent's stamp), checked the same way. A refusal of the check writes
+// nothing. Only a failure of the writing itself (a full disk, a race with
+// another writer) can stop it part-way; it stops at the first, with the
+// path in the message, and each file written so far is whole (rootfs.h).
+Status ApplyIgnition(const IgnitionPlan& plan, const std::string& root_dir,
+                     const std::vector<std::string>& also_writes = {});
 
 }  // namespace rackgate::agent
 

@@ -184,6 +184,84 @@ TEST_F(ApplyTest, LinksAndUnits) {
       fs::exists(fs::symlink_status(root_ / "etc/systemd/system/multi-user.target.wants/kubelet.service")));
 }
 
+// Issue 32: a run that failed had already written /etc/hostname. Now the
+// whole config is checked against the root first: whatever entry would
+// fail, the files before it are not written either.
+TEST_F(ApplyTest, Issue32NothingIsWrittenUnlessEverythingCanBe) {
+  fs::create_directories(root_ / "etc");
+  std::ofstream(root_ / "etc/passwd") << "root:x:0:0::/root:/bin/sh\n";
+  std::ofstream(root_ / "etc/group") << "root:x:0:\n";
+  std::ofstream(root_ / "etc/kept") << "theirs";
+  std::ofstream(root_ / "blocker") << "a file where a directory is needed";
+  const std::string first = R"({"path": "/etc/hostname", "contents": {"source": "data:,node-1"}},
+      {"path": "/etc/kubernetes/pull-secret", "contents": {"source": "data:,s3cret"}})";
+  const struct {
+    const char* what;
+    std::string storage;
+    const char* reason;
+  } cases[] = {
+      {"a later file that exists with other contents",
+       R"({"files": [)" + first + R"(, {"path": "/etc/kept", "contents": {"source": "data:,ours"}}]})",
+       "path_exists"},
+      {"a later file under a file", R"({"files": [)" + first + R"(, {"path": "/blocker/x"}]})",
+       "path_not_directory"},
+      {"a later file whose owner the root does not know",
+       R"({"files": [)" + first + R"(, {"path": "/etc/x", "user": {"name": "nobody-here"}}]})", "owner_unknown"},
+      {"a directory where a file is",
+       R"({"files": [)" + first + R"(], "directories": [{"path": "/blocker"}]})", "path_exists"},
+      {"a hard link to nothing",
+       R"({"files": [)" + first + R"(], "links": [{"path": "/etc/l", "target": "/etc/none", "hard": true}]})",
+       "path_invalid"},
+      {"a symlink over a file without overwrite",
+       R"({"files": [)" + first + R"(], "links": [{"path": "/etc/kept", "target": "/x"}]})", "path_exists"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(Apply(Config(c.storage)).reason(), c.reason);
+    EXPECT_FALSE(fs::exists(root_ / "etc/hostname"));
+    EXPECT_FALSE(fs::exists(root_ / "etc/kubernetes"));
+    EXPECT_EQ(Read(root_ / "etc/kept"), "theirs");
+  }
+  // A unit whose drop-in directory is a file: the files go neither.
+  fs::create_directories(root_ / "etc/systemd/system");
+  std::ofstream(root_ / "etc/systemd/system/k.service.d") << "in the way";
+  EXPECT_EQ(Apply(Config(R"({"files": [)" + first + R"(]})",
+                         R"({"units": [{"name": "k.service", "dropins": [{"name": "a.conf", "contents": "x"}]}]})"))
+                .reason(),
+            "path_not_directory");
+  EXPECT_FALSE(fs::exists(root_ / "etc/hostname"));
+  // The same config without its bad entry goes through whole; a hard link
+  // to a file the same config writes is fine.
+  ASSERT_TRUE(Apply(Config(R"({"files": [)" + first +
+                           R"(], "links": [{"path": "/etc/l", "target": "/etc/hostname", "hard": true}]})"))
+                  .ok());
+  EXPECT_EQ(Read(root_ / "etc/hostname"), "node-1");
+  EXPECT_EQ(Read(root_ / "etc/l"), "node-1");
+  // And again (a re-run): everything there is what would be written.
+  EXPECT_TRUE(Apply(Config(R"({"files": [)" + first +
+                           R"(], "links": [{"path": "/etc/l", "target": "/etc/hostname", "hard": true},
+                           {"path": "/etc/s", "target": "/etc/hostname"}]})"))
+                  .ok());
+  EXPECT_TRUE(Apply(Config(R"({"files": [)" + first +
+                           R"(], "links": [{"path": "/etc/l", "target": "/etc/hostname", "hard": true},
+                           {"path": "/etc/s", "target": "/etc/hostname"}]})"))
+                  .ok());
+}
+
+// A directory the agent may not write (a read-only mount under a unit's
+// ProtectSystem=, or permissions) fails the check: nothing is written.
+TEST_F(ApplyTest, Issue32AnUnwritableTargetIsFoundBeforeAnythingIsWritten) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes any directory; the check's permission case needs a user";
+  fs::create_directories(root_ / "var/lib");
+  fs::permissions(root_ / "var/lib", fs::perms::owner_read | fs::perms::owner_exec);
+  const Status s = Apply(Config(R"({"files": [{"path": "/etc/hostname", "contents": {"source": "data:,n"}},
+      {"path": "/var/lib/kubelet/config.yaml", "contents": {"source": "data:,x"}}]})"));
+  fs::permissions(root_ / "var/lib", fs::perms::owner_all);
+  EXPECT_EQ(s.reason(), "io_failed");
+  EXPECT_NE(s.message().find("/var/lib/kubelet/config.yaml"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::exists(root_ / "etc/hostname"));
+}
+
 TEST_F(ApplyTest, OwnersByIdAndName) {
   if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
   fs::create_directories(root_ / "etc");

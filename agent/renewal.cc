@@ -155,7 +155,7 @@ Result<wire::RenewalProof> MakeRenewalProof(const HeldCertificate& current, std:
 }
 
 std::string ConfigStampPath(const std::string& apply_root) {
-  return (std::filesystem::path(apply_root) / "var/lib/rackgate-agent/config-applied").string();
+  return (std::filesystem::path(apply_root) / (kConfigStampInRoot + 1)).string();
 }
 
 bool ConfigStampExists(const std::string& apply_root) {

@@ -83,6 +83,8 @@ Result<wire::RenewalProof> MakeRenewalProof(const HeldCertificate& current, std:
 // The first-boot stamp: the attested config is applied under `apply_root`
 // once, and this file records that it was (docs/agent.md):
 // <apply_root>/var/lib/rackgate-agent/config-applied.
+// The stamp's path inside the apply root.
+inline constexpr char kConfigStampInRoot[] = "/var/lib/rackgate-agent/config-applied";
 std::string ConfigStampPath(const std::string& apply_root);
 bool ConfigStampExists(const std::string& apply_root);
 // Writes the stamp ("applied_at=<unix time> hostname=<name>\n", 0644),

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -332,6 +333,67 @@ Status Root::RemoveSymlink(std::string_view path) {
   if (!S_ISLNK(st.st_mode)) return Status::InvalidArgument("path_exists", std::string(path) + " is not a symlink");
   if (::unlinkat(loc->dir.get(), loc->name.c_str(), 0) != 0) return Errno("unlink " + std::string(path));
   return Status::Ok();
+}
+
+namespace {
+
+// kIoError unless files can be made in directory `dir`: a read-only mount
+// (ProtectSystem= in a unit, a read-only root) or no write permission.
+// `path` is what the caller wanted to write, for the message.
+Status CheckWritableDirectory(int dir, std::string_view path) {
+  struct statvfs fs;
+  if (::fstatvfs(dir, &fs) != 0) return Errno("statvfs for " + std::string(path));
+  if ((fs.f_flag & ST_RDONLY) != 0) {
+    errno = EROFS;
+    return Errno("cannot write " + std::string(path));
+  }
+  if (::faccessat(dir, ".", W_OK | X_OK, AT_EACCESS) != 0) return Errno("cannot write " + std::string(path));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::optional<struct stat>> Root::Probe(std::string_view path) {
+  auto parts = SplitCleanPath(path);
+  if (!parts.ok()) return parts.status();
+  // The deepest existing directory on the way: try the path, then its
+  // parent, ... A missing directory is what WriteFile would create there.
+  for (size_t depth = parts->size(); depth > 0; --depth) {
+    std::string prefix;
+    for (size_t i = 0; i < depth; ++i) prefix += "/" + (*parts)[i];
+    auto loc = ResolveParent(prefix, false);
+    // ResolveParent leaves the failed openat's errno in place (its last
+    // call is the Errno() that made the status; closing fds keeps errno).
+    const int resolve_errno = errno;
+    if (!loc.ok()) {
+      if (loc.status().code() == Status::Code::kIoError && resolve_errno == ENOENT) continue;
+      return loc.status();
+    }
+    if (Status s = CheckWritableDirectory(loc->dir.get(), path); !s.ok()) return s;
+    if (depth < parts->size()) return std::optional<struct stat>();  // a directory to create
+    struct stat st;
+    if (::fstatat(loc->dir.get(), loc->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return std::optional(st);
+    if (errno != ENOENT) return Errno("stat " + std::string(path));
+    return std::optional<struct stat>();
+  }
+  // Nothing below the root exists: the root itself receives it.
+  if (Status s = CheckWritableDirectory(fd_.get(), path); !s.ok()) return s;
+  return std::optional<struct stat>();
+}
+
+Result<std::string> Root::ReadLink(std::string_view path) {
+  auto loc = ResolveParent(path, false);
+  if (!loc.ok()) {
+    if (loc.status().code() == Status::Code::kIoError) return Status::NotFound("path_absent", std::string(path));
+    return loc.status();
+  }
+  char buf[kMaxPath + 1];
+  const ssize_t n = ::readlinkat(loc->dir.get(), loc->name.c_str(), buf, kMaxPath);
+  if (n < 0) {
+    if (errno == ENOENT) return Status::NotFound("path_absent", std::string(path));
+    return Errno("readlink " + std::string(path));
+  }
+  return std::string(buf, static_cast<size_t>(n));
 }
 
 Result<std::vector<uint8_t>> Root::ReadFile(std::string_view path, size_t max_bytes) {

@@ -18,6 +18,7 @@
 #error "agent/rootfs.h is internal to rackgate-agent"
 #endif
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -83,6 +84,17 @@ class Root {
   Status Hardlink(std::string_view path, std::string_view target, bool overwrite);
   // Removes `path` if it is a symbolic link; nothing if it does not exist.
   Status RemoveSymlink(std::string_view path);
+  // What is at `path`, resolved as WriteFile resolves it but creating and
+  // changing nothing: its lstat, or nullopt when it (or a directory on the
+  // way) does not exist yet. The directory a write would go into (the
+  // nearest existing one) must be writable: kIoError io_failed ("... Read-only
+  // file system", "... Permission denied") otherwise. Resolution's own
+  // refusals as WriteFile's (path_invalid, path_not_directory, ...). For
+  // checking a whole config before writing any of it (apply.h).
+  Result<std::optional<struct stat>> Probe(std::string_view path);
+  // The target of the symbolic link at `path`, as stored. kNotFound
+  // ("path_absent") when there is none; kIoError when it is no link.
+  Result<std::string> ReadLink(std::string_view path);
   // Reads the regular file at `path` (not following a final symlink), at
   // most `max_bytes`. kNotFound ("path_absent") when it does not exist.
   Result<std::vector<uint8_t>> ReadFile(std::string_view path, size_t max_bytes);

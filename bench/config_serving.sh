@@ -78,8 +78,13 @@ http {
   }
 }
 CONF
+# Stopped by its PID on every way out: lab_init's EXIT trap stops what
+# $LAB_DIR/pids lists (lab_kill_pid knows nginx), and the end of this script
+# stops it first and checks it is gone (issue 32: its master outlived the
+# benchmark by hours when the trap did not know it).
 "$NGINX" -c "$D/nginx.conf" -p "$D" -g 'daemon off;' </dev/null >"$D/nginx.out" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
-echo $! >> "$LAB_DIR/pids"
+NGINX_PID=$!
+echo "$NGINX_PID" >> "$LAB_DIR/pids"
 for _ in $(seq 1 50); do
   curl -sS -o /dev/null --cacert "$RG_DIR/state/ca/ca.crt" "https://127.0.0.1:$NPORT/config/bench" 2>/dev/null && break
   sleep 0.1
@@ -106,4 +111,9 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 rg_stop
 ratio="$(lab_python -c "print(f'{$best_rg / $best_nginx:.3f}')")"
+lab_kill_pid "$NGINX_PID"
+if ! lab_pid_gone "$NGINX_PID" || pgrep -f -- "$D/nginx.conf" >/dev/null; then
+  echo "config-serving: nginx ($NGINX_PID) is still running after the benchmark" >&2
+  exit 1
+fi
 echo "config-serving: rate=${best_rg}/s nginx=${best_nginx}/s ratio=${ratio}"

@@ -75,6 +75,8 @@ Result<AuditVerdict> AuditService::Verify(const std::optional<std::string>& anch
   return v;
 }
 
+bool RefusalIsAudited(std::string_view method) { return method != "GET" && method != "HEAD"; }
+
 Status AuditService::RecordAdminRefusal(const AdminRefusalRecord& r, int64_t now) {
   nlohmann::json detail = {{"method", r.method}, {"route", r.route}, {"reason", r.reason}, {"user", r.user}};
   if (r.uid) detail["uid"] = *r.uid;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -40,6 +41,15 @@ struct AdminRefusalRecord {
   std::optional<uint32_t> uid;
   std::string hostname;  // "" when none; one over 253 bytes is not kept
 };
+
+// Whether a refused admin request with `method` gets an admin_refused row
+// (docs/audit.md, "Refused requests"): only a request that asked to change
+// something (POST, PUT, PATCH, DELETE, or a method the server does not
+// know) is kept in the permanent chain. A refused read (GET, HEAD) changed
+// nothing and asked for nothing to change: a typo in `rackgatectl show`
+// must not become a row nobody may ever delete. Refused reads are still
+// logged and counted (rackgate_admin_refusals_total).
+bool RefusalIsAudited(std::string_view method);
 
 // A walk of the chain as the admin API (and rackgatectl-state's offline
 // `audit verify --database`) reports it.

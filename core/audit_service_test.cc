@@ -32,6 +32,13 @@ class AuditServiceTest : public EveryStoreTest {
   SoftMachine second_;
 };
 
+// Issue 32: only refused changes are audited (docs/audit.md).
+TEST(AuditRefusals, OnlyRefusedChangesAreAudited) {
+  EXPECT_FALSE(RefusalIsAudited("GET"));
+  EXPECT_FALSE(RefusalIsAudited("HEAD"));
+  for (const char* m : {"POST", "PUT", "PATCH", "DELETE", "other"}) EXPECT_TRUE(RefusalIsAudited(m)) << m;
+}
+
 TEST_P(AuditServiceTest, ListsTheNewestRowsAscending) {
   AuditService service(store_.get());
   auto all = service.List(std::nullopt, 100, 0);

@@ -453,7 +453,7 @@ TEST_P(RenewalTest, AServingCertificateRenewsWithItsOwnProof) {
 TEST_P(RenewalTest, OnlyAJoinedMachineRenews) {
   const CsrIssued first = Join();
   // The operator resets the machine; it attests again but has not joined.
-  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"test", "reset"}, now_).ok());
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"test", "reset"}, now_, false).ok());
   const std::string token = Reattest(first.not_after - 100);
   ASSERT_EQ(store_->GetMachine("node-1")->state, storage::MachineState::kAttested);
   auto r = csrs_->Submit(token, Renewal(token, key_.get(), first.certificate_pem, next_.get()));

@@ -227,6 +227,12 @@ Result<Enrolled> MachineService::Enroll(const wire::EnrollRequest& request, cons
   Enrolled out;
   out.created = o->outcome == storage::kEnrollCreated;
   out.answer.summary = EnrollSummary(m.hostname, o->outcome, o->changes);
+  // An enroll never lifts a revocation (only a new EK, --replace-ek, or a
+  // reset with unrevoke does): say so, or "unchanged" reads as all is well.
+  if (m.state == storage::MachineState::kRevoked) {
+    out.answer.summary += "; the machine is REVOKED and stays refused (`rackgatectl reset " + m.hostname +
+                          " --unrevoke --reason TEXT` lifts it)";
+  }
   out.answer.machine = View(m);
   out.answer.outcome = std::move(o->outcome);
   out.answer.changes = std::move(o->changes);
@@ -287,6 +293,11 @@ Result<std::vector<wire::MachineView>> MachineService::List(const std::optional<
                                                             const std::optional<std::string>& state) {
   storage::MachineFilter filter;
   filter.pool = pool;
+  // A pool that does not exist is an operator's typo, not an empty pool:
+  // refused (pool_unknown), where an empty table would read as "no machines".
+  if (pool) {
+    if (auto p = inventory_->GetPool(*pool); !p.ok()) return p.status();
+  }
   if (state) {
     filter.state = storage::ParseMachineState(*state);
     if (!filter.state) return Status::InvalidArgument("state_invalid", "unknown machine state '" + *state + "'");
@@ -341,22 +352,25 @@ Result<wire::MachineView> MachineService::Approve(const std::string& hostname, c
 
 Result<wire::MachineView> MachineService::Revoke(const std::string& hostname, const std::string& reason,
                                                  const storage::Actor& actor) {
-  return Act("revoke", hostname, reason, actor);
+  if (reason.empty()) {
+    return Status::InvalidArgument("field_missing", "a reason is required to revoke a machine");
+  }
+  storage::Actor a = actor;
+  a.why = reason;
+  auto m = inventory_->Revoke(hostname, a, attestation_->Now());
+  if (!m.ok()) return m.status();
+  Log()->info("{} revoke {}: now {} ({})", a.name, hostname, storage::StateName(m->state), a.why);
+  return View(*m);
 }
 
 Result<wire::MachineView> MachineService::Reset(const std::string& hostname, const std::string& reason,
-                                                const storage::Actor& actor) {
-  return Act("reset", hostname, reason, actor);
-}
-
-Result<wire::MachineView> MachineService::Act(const std::string& verb, const std::string& hostname,
-                                              const std::string& reason, const storage::Actor& actor) {
+                                                bool unrevoke, const storage::Actor& actor) {
   storage::Actor a = actor;
   a.why = reason.empty() ? "by " + a.name : reason;
-  const int64_t now = attestation_->Now();
-  auto m = verb == "revoke" ? inventory_->Revoke(hostname, a, now) : inventory_->Reset(hostname, a, now);
+  auto m = inventory_->Reset(hostname, a, attestation_->Now(), unrevoke);
   if (!m.ok()) return m.status();
-  Log()->info("{} {} {}: now {} ({})", a.name, verb, hostname, storage::StateName(m->state), a.why);
+  Log()->info("{} reset {}{}: now {} ({})", a.name, hostname, unrevoke ? " (unrevoke)" : "",
+              storage::StateName(m->state), a.why);
   return View(*m);
 }
 

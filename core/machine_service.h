@@ -69,7 +69,8 @@ class MachineService {
   Result<wire::ImportAnswer> Import(const ImportDecoder& decode, const storage::Actor& actor);
 
   // Every machine, or those of `pool` and/or in `state` (state_invalid,
-  // kInvalidArgument, for an unknown state name), each with its last report.
+  // kInvalidArgument, for an unknown state name; pool_unknown, kNotFound,
+  // for a pool that does not exist), each with its last report.
   Result<std::vector<wire::MachineView>> List(const std::optional<std::string>& pool,
                                               const std::optional<std::string>& state);
   // One machine with its last good attestation and last report:
@@ -81,10 +82,14 @@ class MachineService {
   // store's refusals (hostname_taken, pool_unknown, state_conflict, ...).
   Result<wire::MachineView> Approve(const std::string& hostname, const wire::ApprovalRequest& request,
                                     const storage::Actor& actor);
-  // `reason` "" is "by USER".
+  // Any state -> revoked. `reason` is required (field_missing when empty):
+  // whoever finds a revoked machine later must learn why from the audit.
   Result<wire::MachineView> Revoke(const std::string& hostname, const std::string& reason,
                                    const storage::Actor& actor);
-  Result<wire::MachineView> Reset(const std::string& hostname, const std::string& reason,
+  // attested/provisioned/joined -> enrolled; `reason` "" is "by USER". A
+  // revoked machine only with `unrevoke` (the store's machine_revoked
+  // otherwise: revoked is terminal until an operator lifts it explicitly).
+  Result<wire::MachineView> Reset(const std::string& hostname, const std::string& reason, bool unrevoke,
                                   const storage::Actor& actor);
   // The machine as it was (deleted set); `reason` "" is "deleted by USER".
   // machine_active, hostname_unknown.
@@ -98,10 +103,6 @@ class MachineService {
                                    const storage::Actor& actor);
 
  private:
-  // Revoke or Reset.
-  Result<wire::MachineView> Act(const std::string& verb, const std::string& hostname, const std::string& reason,
-                                const storage::Actor& actor);
-
   storage::InventoryStore* inventory_;
   storage::AttestationStore* attestations_;
   storage::IgnitionStore* reports_;

@@ -300,7 +300,17 @@ TEST_P(MachineServiceTest, ListAndShowWithTheLastReportAndAttestation) {
   ASSERT_TRUE(waiting.ok());
   ASSERT_EQ(waiting->size(), 1u);
   EXPECT_EQ(waiting->front().hostname, "pending-1");
-  EXPECT_TRUE(machines_.List(std::string("other"), std::nullopt)->empty());
+  // An empty pool lists nothing; a pool that does not exist is refused
+  // (issue 32: `list --pool nope` was an empty table and exit 0).
+  storage::Pool other;
+  other.name = "other";
+  ASSERT_TRUE(store_->PutPool(other, actor_, now_).ok());
+  auto empty = machines_.List(std::string("other"), std::nullopt);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE(empty->empty());
+  auto nope = machines_.List(std::string("nope"), std::nullopt);
+  EXPECT_EQ(Reason(nope.status()), "pool_unknown");
+  EXPECT_EQ(nope.status().code(), Status::Code::kNotFound);
   EXPECT_EQ(Reason(machines_.List(std::nullopt, std::string("sleeping")).status()), "state_invalid");
 
   auto shown = machines_.Show("node-1");
@@ -365,16 +375,30 @@ TEST_P(MachineServiceTest, RevokeResetDeleteAndRename) {
   SoftMachine m, n;
   ASSERT_TRUE(machines_.Enroll(Request(m, "node-1"), actor_).ok());
   ASSERT_TRUE(machines_.Enroll(Request(n, "node-2"), actor_).ok());
-  EXPECT_EQ(Reason(machines_.Reset("node-1", "", actor_).status()), "state_conflict");
-  auto revoked = machines_.Revoke("node-1", "", actor_);
+  EXPECT_EQ(Reason(machines_.Reset("node-1", "", false, actor_).status()), "state_conflict");
+  // Issue 32: a revoke needs a reason; a revoked machine is reset only
+  // when the operator asks to lift the revocation.
+  EXPECT_EQ(Reason(machines_.Revoke("node-1", "", actor_).status()), "field_missing");
+  EXPECT_EQ(machines_.Show("node-1")->state, "enrolled");
+  auto revoked = machines_.Revoke("node-1", "disk stolen", actor_);
   ASSERT_TRUE(revoked.ok());
   EXPECT_EQ(revoked->state, "revoked");
-  EXPECT_EQ(LastWhy(), "by operator");
-  auto reset = machines_.Reset("node-1", "racked again", actor_);
+  EXPECT_EQ(LastWhy(), "disk stolen");
+  EXPECT_EQ(Reason(machines_.Reset("node-1", "racked again", false, actor_).status()), "machine_revoked");
+  EXPECT_EQ(machines_.Show("node-1")->state, "revoked");
+  EXPECT_EQ(LastWhy(), "disk stolen");
+  // Enrolling it again says it is revoked, and leaves it so.
+  auto again = machines_.Enroll(Request(m, "node-1"), actor_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->answer.outcome, storage::kEnrollUnchanged);
+  EXPECT_EQ(again->answer.machine.state, "revoked");
+  EXPECT_NE(again->answer.summary.find("REVOKED"), std::string::npos) << again->answer.summary;
+  EXPECT_NE(again->answer.summary.find("--unrevoke"), std::string::npos) << again->answer.summary;
+  auto reset = machines_.Reset("node-1", "racked again", true, actor_);
   ASSERT_TRUE(reset.ok());
   EXPECT_EQ(reset->state, "enrolled");
   EXPECT_EQ(LastWhy(), "racked again");
-  EXPECT_EQ(Reason(machines_.Revoke("node-9", "", actor_).status()), "hostname_unknown");
+  EXPECT_EQ(Reason(machines_.Revoke("node-9", "why", actor_).status()), "hostname_unknown");
 
   // Rename: a new name is required, free and valid; the machine quiet.
   EXPECT_EQ(Reason(machines_.Rename("node-1", {"", ""}, actor_).status()), "field_missing");

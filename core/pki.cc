@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -102,12 +104,22 @@ std::string KeyPem(EVP_PKEY* key) {
   return s;
 }
 
+// Creates the directory holding `path` with `mode`. A private directory
+// (mode 0700) that exists with more than that, and is ours, is narrowed to
+// it: a key's directory made 0755 by an older init (issue 32) is private
+// after the next one.
 Status MakeParentDir(const std::string& path, mode_t mode) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos || slash == 0) return Status::Ok();
   std::string dir = path.substr(0, slash);
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return Status::IoError("file_unwritable", "cannot create directory " + dir);
+  if (::mkdir(dir.c_str(), mode) == 0) return Status::Ok();
+  if (errno != EEXIST) {
+    return Status::IoError("file_unwritable", "cannot create directory " + dir + ": " + std::strerror(errno));
+  }
+  struct stat st;
+  if (mode == 0700 && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+      (st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return Status::IoError("file_unwritable", "cannot make " + dir + " private: " + std::strerror(errno));
   }
   return Status::Ok();
 }
@@ -165,8 +177,11 @@ Status IssueServingCertificate(const ServingCertOptions& options, const std::str
   if (!ca || !ca_key || X509_check_private_key(ca.get(), ca_key.get()) != 1) {
     return Status::InvalidArgument("pki_invalid", "CA certificate and key do not belong together");
   }
-  if (Status s = MakeParentDir(cert_path, 0755); !s.ok()) return s;
+  // The key's directory first, and private: the certificate usually sits
+  // beside the key (tls/), and whichever made the directory set its mode
+  // (docs/systemd.md: ca/ and tls/ are 0700).
   if (Status s = MakeParentDir(key_path, 0700); !s.ok()) return s;
+  if (Status s = MakeParentDir(cert_path, 0755); !s.ok()) return s;
   PkeyPtr key = NewKey();
   std::string cn = options.dns_names.empty() ? options.ip_addresses.front() : options.dns_names.front();
   X509Ptr cert = NewCert(key.get(), cn, options.validity_days, 300);

@@ -83,7 +83,8 @@ constexpr char kListHelp[] =
     "digits), last attestation, trust, last provisioning report, addresses.\n"
     "\n"
     "Options:\n"
-    "  --pool POOL           only the machines of POOL\n"
+    "  --pool POOL           only the machines of POOL (a pool that does not\n"
+    "                        exist is refused: pool_unknown)\n"
     "  --state STATE         only machines in STATE (pending, enrolled, attested,\n"
     "                        provisioned, joined, revoked)\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
@@ -99,36 +100,42 @@ constexpr char kShowHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kRevokeHelp[] =
-    "Usage: rackgatectl revoke HOSTNAME [--reason TEXT] [--json]\n"
+    "Usage: rackgatectl revoke HOSTNAME --reason TEXT [--json]\n"
     "\n"
-    "Any state -> revoked: the machine's tokens stop working at once. Terminal\n"
-    "until the machine is enrolled again with --replace-ek. Audited with your\n"
-    "user and the reason.\n"
+    "Any state -> revoked: the machine's tokens stop working at once, it is\n"
+    "refused attestation, config and certificates. Revoked is terminal: only\n"
+    "`rackgatectl reset HOSTNAME --unrevoke --reason TEXT` (the same TPM, a\n"
+    "false alarm) or `rackgatectl enroll --replace-ek` (a new TPM) undoes it.\n"
+    "Audited with your user and the reason.\n"
     "\n"
     "Options:\n"
-    "  --reason TEXT         why, for the audit log\n"
+    "  --reason TEXT         why, for the audit log (required: there is no\n"
+    "                        prompt, so scripts and terminals give it alike)\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kResetHelp[] =
-    "Usage: rackgatectl reset HOSTNAME [--reason TEXT] [--json]\n"
+    "Usage: rackgatectl reset HOSTNAME [--reason TEXT] [--unrevoke] [--json]\n"
     "\n"
-    "attested/provisioned/joined/revoked -> enrolled: lets the machine\n"
-    "re-provision (clears trust-on-first-use values and the issued client\n"
-    "certificate mark). Audited with your user and the reason.\n"
+    "attested/provisioned/joined -> enrolled: lets the machine re-provision\n"
+    "(clears trust-on-first-use values and the issued client certificate mark).\n"
+    "A revoked machine is refused (machine_revoked) unless --unrevoke is given.\n"
+    "Audited with your user and the reason.\n"
     "\n"
     "Options:\n"
-    "  --reason TEXT         why, for the audit log\n"
+    "  --reason TEXT         why, for the audit log (default \"by USER\")\n"
+    "  --unrevoke            also lift a revocation (revoked -> enrolled)\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kAuditHelp[] =
     "Usage: rackgatectl audit [--hostname NAME] [--limit N] [--json]\n"
     "\n"
-    "The audit log, newest first: when, who (user and uid over the admin\n"
-    "socket, or the machine), what, which machine, the state change and why.\n"
+    "The latest entries of the audit log, printed oldest first (the newest\n"
+    "last, as a log reads): when, who (user and uid over the admin socket, or\n"
+    "the machine), what, which machine, the state change and why.\n"
     "\n"
     "Options:\n"
     "  --hostname NAME       only the entries of one machine\n"
-    "  --limit N             at most N entries, 1 to 10000 (default 50)\n"
+    "  --limit N             the latest N entries, 1 to 10000 (default 50)\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kStatusHelp[] =
@@ -419,17 +426,32 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
   return kExitOk;
 }
 
+Result<wire::ReasonRequest> MachineActionRequest(const std::string& verb, const Args& args) {
+  const auto usage = [](const std::string& why) { return Status::InvalidArgument("usage", why); };
+  if (args.positional().size() != 1) return usage("give one HOSTNAME");
+  wire::ReasonRequest body{args.Get("reason").value_or(""), args.Has("unrevoke")};
+  // A revocation is read later by someone who must learn why: no default
+  // reason, and no prompt (a prompt would hang a script or be answered
+  // with Enter).
+  if (verb == "revoke" && body.reason.find_first_not_of(" \t") == std::string::npos) {
+    return usage("give --reason TEXT: why the machine is revoked (kept in the audit log)");
+  }
+  return body;
+}
+
 int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first) {
   if (verb == "approve") return RunApprove(socket, argc, argv, first);
-  const char* help = verb == "revoke" ? kRevokeHelp : kResetHelp;
-  auto args = Args::Parse(argc, argv, first, {{"reason"}, {"json"}, 1});
+  const bool revoke = verb == "revoke";
+  const char* help = revoke ? kRevokeHelp : kResetHelp;
+  auto args = revoke ? Args::Parse(argc, argv, first, {{"reason"}, {"json"}, 1})
+                     : Args::Parse(argc, argv, first, {{"reason"}, {"json", "unrevoke"}, 1});
   if (!args.ok()) return UsageError(help, args.status().message());
   if (args->Has("help")) return PrintHelp(help);
-  if (args->positional().size() != 1) return UsageError(help, "give one HOSTNAME");
-  const wire::ReasonRequest body{args->Get("reason").value_or("")};
+  auto body = MachineActionRequest(verb, *args);
+  if (!body.ok()) return UsageError(help, body.status().message());
   int code = kExitOk;
   auto r = SendText(socket, "POST", "/v1/admin/machines/" + args->positional()[0] + "/" + verb,
-                    wire::EncodeReasonRequest(body), &code);
+                    wire::EncodeReasonRequest(*body), &code);
   if (!r.ok()) return code;
   if (args->Has("json")) return PrintJson(*r), kExitOk;
   auto m = DecodeAnswer(*r, wire::DecodeMachineView, &code);

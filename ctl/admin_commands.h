@@ -7,6 +7,10 @@
 
 #include <string>
 
+#include "base/status.h"
+#include "ctl/args.h"
+#include "wire/admin_machines.h"
+
 namespace rackgate::ctl {
 
 // `socket` is the admin socket path (--socket, default /run/rackgate/admin.sock).
@@ -16,6 +20,10 @@ int RunImport(const std::string& socket, int argc, char** argv, int first);
 int RunList(const std::string& socket, int argc, char** argv, int first);
 int RunShow(const std::string& socket, int argc, char** argv, int first);
 // approve, revoke, reset: `verb` is the command word.
+// The body of revoke or reset from its parsed command line: kInvalidArgument
+// ("usage") for anything but one HOSTNAME, and for a revoke without a
+// --reason (or a blank one); reset's --unrevoke as given.
+Result<wire::ReasonRequest> MachineActionRequest(const std::string& verb, const Args& args);
 int RunMachineAction(const std::string& verb, const std::string& socket, int argc, char** argv, int first);
 int RunAudit(const std::string& socket, int argc, char** argv, int first);
 int RunStatus(const std::string& socket, int argc, char** argv, int first);

@@ -1,7 +1,9 @@
 // rackgatectl verify-quote, makecredential and ek verify.
 #include "ctl/offline.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -122,6 +124,20 @@ constexpr char kEkVerifyHelp[] =
 
 int Usage(const char* help, const Status& why) { return UsageError(help, why.message()); }
 
+std::string PermissionHint(const std::string& command, const Status& s) {
+  if (s.message().find(std::strerror(EACCES)) == std::string::npos) return "";
+  if (command == "init") {
+    return "the state directory is the rackgate user's (0700): run init as that user, "
+           "`sudo -u rackgate rackgatectl init --state-dir ...`";
+  }
+  if (command == "pointer") {
+    return "the appliance CA and tokens in the state directory are readable by root and the rackgate "
+           "user only: run `sudo rackgatectl pointer ...` (or sudo -u rackgate)";
+  }
+  return "the file is not yours to read or write: run the command with sudo, or as the rackgate user "
+         "(sudo -u rackgate)";
+}
+
 int Fail(const char* command, const Status& s, int code) {
   // A refusal has one form for every command (docs/cli.md, "Exit status"),
   // the one the admin API's refusals print: scripts match it.
@@ -129,6 +145,10 @@ int Fail(const char* command, const Status& s, int code) {
     std::fprintf(stderr, "rackgatectl: refused: %s\n", s.ToString().c_str());
   } else {
     std::fprintf(stderr, "rackgatectl %s: error: %s\n", command, s.ToString().c_str());
+  }
+  // A bare "Permission denied" does not say who may: name the user.
+  if (const std::string hint = PermissionHint(command, s); !hint.empty()) {
+    std::fprintf(stderr, "rackgatectl %s: %s\n", command, hint.c_str());
   }
   return code;
 }

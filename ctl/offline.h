@@ -4,6 +4,8 @@
 #ifndef RACKGATE_DAEMON_CTL_OFFLINE_H_
 #define RACKGATE_DAEMON_CTL_OFFLINE_H_
 
+#include <string>
+
 #include "base/status.h"
 
 namespace rackgate::ctl {
@@ -17,7 +19,12 @@ int Usage(const char* help, const Status& why);
 // Prints on stderr, and returns `code`: for kExitRefused
 // "rackgatectl: refused: reason: message" (docs/cli.md), otherwise
 // "rackgatectl COMMAND: error: reason: message".
+// A permission failure (`s` carries strerror(EACCES)) also gets a line
+// naming who may run `command` (PermissionHint).
 int Fail(const char* command, const Status& s, int code);
+// For a failure whose message says "Permission denied", what to run
+// instead (init: `sudo -u rackgate`; pointer: `sudo`); "" otherwise.
+std::string PermissionHint(const std::string& command, const Status& s);
 
 // rackgatectl verify-quote ... (argv[first] is the first flag)
 int RunVerifyQuote(int argc, char** argv, int first);

@@ -47,6 +47,8 @@ constexpr char kHelp[] =
     "  events           webhook events and their deliveries\n"
     "  csr list|approve|deny\n"
     "                   kubelet CSRs waiting for an operator (manual approval)\n"
+    "  policy observe|propose|accept|put|enforce|show\n"
+    "                   a pool's boot policy: observe boots, then enforce\n"
     "\n"
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
@@ -136,7 +138,7 @@ constexpr CommandFlags kCommands[] = {
     {"show", ""},
     {"approve", "--hostname --pool --address --var --reason"},
     {"revoke", "--reason"},
-    {"reset", "--reason"},
+    {"reset", "--reason --unrevoke"},
     {"audit", "--hostname --limit"},
     {"audit verify", "--database --anchor"},
     {"delete", "--reason"},

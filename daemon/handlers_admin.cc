@@ -135,16 +135,18 @@ Result<Response> AdminApi::Show(const Request& request) {
   return Response::Json(200, wire::EncodeMachineView(*m));
 }
 
-// POST .../revoke and .../reset: the body's reason is optional, and a body
-// that is no JSON object is read as none, as the appliance always did.
+// POST .../revoke and .../reset: a body that is no JSON object is read as
+// none, as the appliance always did (the core then refuses a revoke without
+// a reason, and a reset of a revoked machine without unrevoke).
 Result<Response> AdminApi::Action(const Request& request, const std::string& verb) {
   if (verb == "approve") return ApproveMachine(request);
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  auto body = wire::DecodeReasonRequest(request.body);
-  const std::string reason = body.ok() ? body->reason : "";
+  auto decoded = wire::DecodeReasonRequest(request.body);
+  const wire::ReasonRequest body = decoded.ok() ? *decoded : wire::ReasonRequest{};
   const std::string& host = request.PathParam("hostname");
-  auto m = verb == "revoke" ? core_->machines.Revoke(host, reason, *actor) : core_->machines.Reset(host, reason, *actor);
+  auto m = verb == "revoke" ? core_->machines.Revoke(host, body.reason, *actor)
+                            : core_->machines.Reset(host, body.reason, body.unrevoke, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
 }

@@ -227,6 +227,9 @@ void AdminRefusalLog::Record(const AdminRefusal& r, int64_t now) {
               hostname.empty() ? "" : " hostname=" + Clip(hostname));
   // The reason is the server's own code (bounded), never the client's text.
   metrics_->CounterInc("rackgate_admin_refusals_total", kRefusedHelp, {{"reason", reason}});
+  // Only a refused change is audited; a refused read is logged and
+  // counted above, and takes no share of the per-minute budget.
+  if (!core::RefusalIsAudited(r.method)) return;
 
   bool audit = false;
   int64_t summary = 0;

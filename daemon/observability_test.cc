@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "storage/store.h"
 #include "storage/testing/test_store.h"
@@ -76,39 +78,76 @@ TEST(Observability, ObservingPoolsAreAGaugeOfTheirOwn) {
   EXPECT_NE(text.find("rackgate_pool_boot_policy_observing{pool=\"enforced\"} 0\n"), std::string::npos) << text;
 }
 
-TEST(Observability, AuditedRefusalsAreBoundedPerMinute) {
-  if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
-  const std::string dir = TempDirPath();
-  auto store = storage::testing::OpenTestStore(dir + "/db");
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  Metrics m;
-  core::AuditService audit(store->get());
-  AdminRefusalLog log(&audit, &m, 3);
-  AdminRefusal r;
-  r.method = "POST";
-  r.route = "/v1/admin/machines/{hostname}/revoke";
-  r.status = 404;
-  r.reason = "hostname_unknown";
-  r.peer = PeerCred{1, ::geteuid(), ::getegid(), {}};
-  r.path_params["hostname"] = "node-1";
+// A refusal log over a fresh store; the admin_refused rows it wrote.
+class RefusalLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = storage::testing::BackendUnavailable()) GTEST_SKIP() << *why;
+    auto store = storage::testing::OpenTestStore(TempDirPath() + "/db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    audit_ = std::make_unique<core::AuditService>(store_.get());
+  }
+  // A 404 hostname_unknown refusal of `method` on `route`.
+  static AdminRefusal Refusal(const std::string& method, const std::string& route) {
+    AdminRefusal r;
+    r.method = method;
+    r.route = route;
+    r.status = 404;
+    r.reason = "hostname_unknown";
+    r.peer = PeerCred{1, ::geteuid(), ::getegid(), {}};
+    r.path_params["hostname"] = "node-1";
+    return r;
+  }
+  // The detail of every admin_refused row.
+  std::vector<std::string> RefusedRows() {
+    storage::AuditFilter f;
+    f.limit = 100;
+    auto rows = store_->ListAudit(f);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<std::string> out;
+    if (!rows.ok()) return out;
+    for (const auto& row : *rows) {
+      if (row.action == "admin_refused") out.push_back(row.detail_json);
+    }
+    return out;
+  }
+
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<core::AuditService> audit_;
+  Metrics metrics_;
+};
+
+TEST_F(RefusalLogTest, AuditedRefusalsAreBoundedPerMinute) {
+  AdminRefusalLog log(audit_.get(), &metrics_, 3);
+  const AdminRefusal r = Refusal("POST", "/v1/admin/machines/{hostname}/revoke");
   for (int i = 0; i < 10; ++i) log.Record(r, 6000 + i);  // one minute
   log.Record(r, 6060);                                    // the next
-  storage::AuditFilter f;
-  f.limit = 100;
-  auto rows = (*store)->ListAudit(f);
-  ASSERT_TRUE(rows.ok());
-  int refused = 0;
-  for (const auto& row : *rows) {
-    if (row.action != "admin_refused") continue;
-    ++refused;
-    EXPECT_NE(row.detail_json.find("\"route\":\"/v1/admin/machines/{hostname}/revoke\""), std::string::npos);
-    EXPECT_NE(row.detail_json.find("\"reason\":\"hostname_unknown\""), std::string::npos);
-    EXPECT_NE(row.detail_json.find("\"uid\":"), std::string::npos);
+  const auto refused = RefusedRows();
+  for (const auto& detail : refused) {
+    EXPECT_NE(detail.find("\"route\":\"/v1/admin/machines/{hostname}/revoke\""), std::string::npos);
+    EXPECT_NE(detail.find("\"reason\":\"hostname_unknown\""), std::string::npos);
+    EXPECT_NE(detail.find("\"uid\":"), std::string::npos);
   }
-  EXPECT_EQ(refused, 4);  // 3 in the first minute, 1 in the next
-  const std::string text = m.Render();
+  EXPECT_EQ(refused.size(), 4u);  // 3 in the first minute, 1 in the next
+  const std::string text = metrics_.Render();
   EXPECT_NE(text.find("rackgate_admin_refusals_total{reason=\"hostname_unknown\"} 11\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rackgate_admin_refusals_unaudited_total 7\n"), std::string::npos) << text;
+}
+
+// Issue 32: a refused read (`rackgatectl show` with a typo) is logged and
+// counted but never becomes a permanent audit row, and takes no share of
+// the minute's budget; a refused change in the same minute still does.
+TEST_F(RefusalLogTest, RefusedReadsAreNotAudited) {
+  AdminRefusalLog log(audit_.get(), &metrics_, 1);
+  for (int i = 0; i < 5; ++i) log.Record(Refusal("GET", "/v1/admin/machines/{hostname}"), 7200 + i);
+  log.Record(Refusal("POST", "/v1/admin/machines/{hostname}/revoke"), 7210);
+  const auto refused = RefusedRows();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("\"method\":\"POST\""), std::string::npos) << refused[0];
+  const std::string text = metrics_.Render();
+  EXPECT_NE(text.find("rackgate_admin_refusals_total{reason=\"hostname_unknown\"} 6\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rackgate_admin_refusals_unaudited_total 1"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -73,7 +73,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"ignition_config_invalid", kUnacceptable},
 
       // The machine and its session.
-      {"machine_revoked", kRefused},
+      // On the admin API: a reset of a revoked machine without unrevoke
+      // (issue 32), a conflict with the machine's state, 409.
+      {"machine_revoked", kRefused, kConflict},
       {"machine_unknown", kRefused},
       {"state_conflict", kRefused},
       {"session_unknown", kRefused},

@@ -176,6 +176,14 @@ TEST(StatusHttp, MachineActiveAndAuditChainBrokenAre409) {
   EXPECT_FALSE(Header(AdminErrorResponse(Status::InvalidArgument("machine_active", "x")), "Retry-After"));
 }
 
+// Issue 32: a reset of a revoked machine without unrevoke is a conflict on
+// the admin API (409); a revoked machine on the machines' API stays 403.
+TEST(StatusHttp, MachineRevokedIs409ForOperatorsAnd403ForMachines) {
+  EXPECT_EQ(AdminErrorResponse(Status::InvalidArgument("machine_revoked", "give --unrevoke")).status, 409);
+  EXPECT_EQ(ErrorResponse(Status::VerificationFailed("machine_revoked", "this machine is revoked"), {}).status, 403);
+  EXPECT_EQ(RuleForReason("machine_revoked")->status, 403);
+}
+
 // Manual CSR approval: a waiting CSR is 503 with Retry-After (the agent keeps
 // asking), a denied one 403 with the operator's reason and no Retry-After.
 TEST(StatusHttp, CsrApprovalWaitsAndDenialIsFinal) {

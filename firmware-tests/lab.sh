@@ -120,10 +120,12 @@ lab_python() {
 
 # lab_init NAME: makes the test's private temp dir and installs the cleanup
 # trap that stops every swtpm this test started and removes the dir.
-# LAB_KEEP=1 keeps the dir for debugging.
+# LAB_KEEP=1 keeps the dir for debugging. LAB_RUN_TAG (bench/meson.build
+# sets it) goes into the dir's name, so that bench/left_running.sh can find
+# whatever a run's scripts left behind, and nobody else's.
 lab_init() {
   LAB_NAME="$1"
-  LAB_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rackgate-lab.${LAB_NAME}.XXXXXX")"
+  LAB_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rackgate-lab.${LAB_RUN_TAG:+$LAB_RUN_TAG.}${LAB_NAME}.XXXXXX")"
   mkdir -p "$LAB_DIR/ca" "$LAB_DIR/m"
   : > "$LAB_DIR/pids"
   # One line per TAP result, for the plan: also counts results printed from
@@ -146,10 +148,12 @@ lab_kill_pid() {
   [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 0
   # Only processes this lab started: a swtpm, a rackgated, an Ignition
   # (under timeout), a rackgate-agent (boot-lib.sh), a
-  # rackgate-webhook-receiver (life.sh) or a QEMU (vm-lib.sh), whose command
-  # line names the lab's directory.
+  # rackgate-webhook-receiver (life.sh), a QEMU (vm-lib.sh) or an nginx
+  # (bench/config_serving.sh: its master's title is "nginx: master process
+  # /usr/sbin/nginx -c DIR/..."), whose command line names the lab's
+  # directory.
   if ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null |
-      grep -Eq -- "(swtpm|rackgated|rackgate-agent|rackgate-webhook-receiver|ignition|qemu-system-x86_64).*$LAB_DIR/"; then
+      grep -Eq -- "(swtpm|rackgated|rackgate-agent|rackgate-webhook-receiver|ignition|qemu-system-x86_64|nginx).*$LAB_DIR/"; then
     return 0
   fi
   kill -TERM "$pid" 2>/dev/null || return 0

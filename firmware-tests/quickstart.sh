@@ -102,7 +102,7 @@ sudo() {
   "\$@"
 }
 apt() {
-  [[ "\$*" == "install ./rackgate_*.deb" ]] || { qs_fail "apt \$*: only 'apt install ./rackgate_*.deb' is mapped"; return 2; }
+  [[ "\$*" == "install ./rackgate_*.deb curl" ]] || { qs_fail "apt \$*: only 'apt install ./rackgate_*.deb curl' is mapped"; return 2; }
   ln -sf "$RACKGATED" "$BIN/rackgated"
   ln -sf "$RACKGATECTL" "$BIN/rackgatectl"
   # The postinst's systemd-tmpfiles --create: the package's directories.
@@ -236,6 +236,52 @@ if ! err="$(extract 2>&1)"; then
 fi
 kinds=("$STEPS"/*.kind)
 lab_ok "docs/quickstart.md: ${#kinds[@]} quickstart blocks"
+
+# Every program the appliance's blocks run is on a fresh Debian 12 (a
+# debootstrap root with sudo), or comes with the packages, or an earlier
+# block's `apt install` names it (issue 32: step 6's curl was none of these).
+tools_named() {
+  lab_python - "$STEPS" <<'PY'
+import glob, re, sys
+fresh = set("sudo apt apt-get cat tee cp mv rm mkdir chmod chown ls echo printf test grep sed "
+            "getent usermod systemctl journalctl sha256sum head tail".split())
+packaged = {"rackgatectl", "rackgated"}
+installed, bad = set(), []
+for kind_file in sorted(glob.glob(sys.argv[1] + "/*.kind")):
+    if open(kind_file).read() != "run":
+        continue
+    heredoc, continued = None, False
+    for line in open(kind_file[:-5] + ".sh"):
+        line = line.strip()
+        if heredoc:
+            heredoc = None if line == heredoc else heredoc
+            continue
+        # A continuation line holds arguments, not a command.
+        was_continued, continued = continued, line.endswith("\\")
+        if was_continued:
+            continue
+        if m := re.search(r"<<-?\s*'?(\w+)'?", line):
+            heredoc = m.group(1)
+        for part in re.split(r"\|\||&&|\||;", line):
+            words = part.split()
+            while words and (words[0] == "sudo" or words[0].startswith("-") or "=" in words[0]):
+                words = words[2:] if words[0] == "-u" else words[1:]
+            if not words or words[0].startswith(("#", "\\", '"', "{", "}", "]", "<", ">")):
+                continue
+            cmd = words[0]
+            if cmd in ("apt", "apt-get") and len(words) > 1 and words[1] == "install":
+                installed.update(w for w in words[2:] if not w.startswith(("-", ".", "/")))
+            if cmd not in fresh | packaged | installed and re.fullmatch(r"[a-z][a-z0-9._-]*", cmd):
+                bad.append(f"{kind_file[:-5]}.sh: {cmd}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+if unnamed="$(tools_named)"; then
+  lab_ok "the quickstart installs every tool its blocks run that a fresh Debian 12 lacks"
+else
+  lab_not_ok "the quickstart installs every tool its blocks run that a fresh Debian 12 lacks" "$unnamed"
+fi
 
 boot_new_machine m1 "$NODE_IP"
 fixtures

@@ -67,7 +67,7 @@ TEST_F(StoreTest, EveryStateChangeHasExactlyOneAuditRow) {
   step(store_->RecordAttestationSuccess(Record(m, 300), MakeToken(m, "1", 300), std::nullopt));
   step(store_->Transition(m.id, {MachineState::kAttested}, MachineState::kProvisioned, Op(), "config_fetched", 400));
   step(store_->Transition(m.id, {MachineState::kProvisioned}, MachineState::kJoined, Op(), "client_csr_signed", 500));
-  step(store_->Reset("node-1", Op(), 600));
+  step(store_->Reset("node-1", Op(), 600, false));
   step(store_->RecordAttestationSuccess(Record(m, 700), MakeToken(m, "2", 700), std::nullopt));
   step(store_->Revoke("node-1", Op(), 800));
 
@@ -129,7 +129,7 @@ TEST_F(StoreTest, NoSecretReachesTheAuditLog) {
   AttestationRecord r = Record(m, 1002);
   r.session_id = s.id;
   ASSERT_TRUE(store_->RecordAttestationSuccess(r, t, std::nullopt).ok());
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 1003).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1003, false).ok());
   auto hex = [](const Bytes& b) {
     std::string out;
     char buf[3];
@@ -172,7 +172,7 @@ class AuditChainTest : public StoreTest {
     ASSERT_TRUE(store_->Approve("node-0", Op(), 200).ok());
     Attested("node-x", "x");
     ASSERT_TRUE(store_->Revoke("node-1", Op("bad disk"), 300).ok());
-    ASSERT_TRUE(store_->Reset("node-x", Op(), 310).ok());
+    ASSERT_TRUE(store_->Reset("node-x", Op(), 310, false).ok());
     ASSERT_TRUE(store_->RenameMachine("node-2", "node-2b", Op("typo"), 320).ok());
     ASSERT_TRUE(store_->DeleteMachine("node-1", Op("gone"), 330).ok());
     ASSERT_TRUE(store_->PutPool(Pool{"infra"}, Op(), 340).ok());

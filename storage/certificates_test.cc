@@ -47,7 +47,7 @@ TEST_F(StoreTest, ALostClientCertificateIsFoundByItsKeyUntilReset) {
   EXPECT_EQ(found->certificate_pem, c.certificate_pem);
   ExpectFailure(store_->FindClientCertificate(m.id, B("spki-other")).status(), Status::Code::kNotFound,
                 "certificate_unknown");
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200, false).ok());
   ExpectFailure(store_->FindClientCertificate(m.id, B("spki-c1")).status(), Status::Code::kNotFound,
                 "certificate_unknown");
 }
@@ -191,7 +191,7 @@ TEST_F(StoreTest, OnlyAJoinedMachineRenewsAndAResetEndsItsCertificates) {
   ExpectFailure(store_->RecordRenewal(Cert(m, "s2", "serving"), "s1", Op(), 1090).status(),
                 Status::Code::kInvalidArgument, "state_conflict");
   ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c1"), Op(), 1100).ok());
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1200, false).ok());
   EXPECT_FALSE(store_->GetCertificate("c1")->since_reset);
   // Joined again after the reset: the certificates from before are history.
   auto again = store_->RecordAttestationSuccess(Record(m, 1300), MakeToken(m, "a2", 1300), std::nullopt);

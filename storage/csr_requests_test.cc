@@ -132,7 +132,7 @@ TEST_F(CsrRequestTest, AResetStartsOver) {
   auto first = store_->QueueCsrRequest(Request(m, "k1"), limits_, Daemon(), 2000);
   ASSERT_TRUE(store_->DecideCsrRequest(first->id, true, "", Op(), 2100).ok());
   ASSERT_TRUE(store_->RecordCertificate(Cert(m, "01"), Op(), 2200).ok());
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 2300).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 2300, false).ok());
   // The old approval does not carry over: the same key waits again.
   auto again = store_->QueueCsrRequest(Request(m, "k1"), limits_, Daemon(), 2400);
   ASSERT_TRUE(again.ok());

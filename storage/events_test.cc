@@ -77,7 +77,7 @@ TEST_F(EventsTest, OtherAuditActionsYieldNone) {
                              "untrusted_", "revoked", "kubelet_key_registered", "kubernetes_csr_", "kubernetes_csr"}) {
     ASSERT_TRUE(store_->AuditMachineEvent(m.id, action, "{}", Op(), 2000).ok()) << action;
   }
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 2100).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 2100, false).ok());
   EXPECT_TRUE(Events().empty());
 }
 

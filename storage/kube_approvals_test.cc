@@ -172,7 +172,7 @@ TEST_P(KubeApprovalTest, AResetMakesTheKeysStale) {
   ASSERT_TRUE(store_->FindAttestedKey(m.id, "client", KeyHash("k1")).ok());
   ExpectFailure(store_->FindAttestedKey(m.id, "serving", KeyHash("k1")).status(), Status::Code::kNotFound, "key_unknown");
   ExpectFailure(store_->FindAttestedKey(9999, "client", KeyHash("k1")).status(), Status::Code::kNotFound, "key_unknown");
-  ASSERT_TRUE(store_->Reset("node-1", Op(), 1600).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 1600, false).ok());
   ExpectFailure(store_->FindAttestedKey(m.id, "client", KeyHash("k1")).status(), Status::Code::kNotFound, "key_unknown");
   // An approved join with the stale key is refused.
   ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1700), MakeToken(m, "a2", 1700), std::nullopt).ok());

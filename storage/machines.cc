@@ -128,7 +128,7 @@ Result<Machine> SqlStore::Revoke(const std::string& hostname, const Actor& actor
   });
 }
 
-Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor, int64_t now, bool unrevoke) {
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
     return db_->Write([&](Connection& c) {
@@ -138,6 +138,7 @@ Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor,
       if (!Contains(kFrom, m.state)) {
         Fail(Status::InvalidArgument("state_conflict", MachineIs(m) + "; reset needs one of: " + Join(kFrom)));
       }
+      if (m.state == MachineState::kRevoked && !unrevoke) Fail(RevokedRefusal(m.hostname));
       {
         Stmt s = c.Prepare(
             "UPDATE machines SET state = 'enrolled', tofu_pcrs_json = NULL, client_cert_issued_at = NULL, "
@@ -148,7 +149,8 @@ Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor,
       Machine after = MustMachineById(c, m.id);
       WriteAudit(c, actor, now,
                  {"reset", &after, m.state, MachineState::kEnrolled,
-                  json{{"tofu_cleared", m.tofu_pcrs_json.has_value()},
+                  json{{"unrevoked", m.state == MachineState::kRevoked},
+                       {"tofu_cleared", m.tofu_pcrs_json.has_value()},
                        {"client_cert_mark_cleared", m.client_cert_issued_at.has_value()},
                        {"sessions_dropped", sessions},
                        {"tokens_dropped", tokens}}});

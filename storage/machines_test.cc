@@ -122,7 +122,7 @@ TEST_F(StoreTest, ResetClearsMarksCredentialsAndBaseline) {
   EXPECT_EQ(joined->state, MachineState::kJoined);
   ASSERT_TRUE(store_->CreateSession(MakeSession(m, "s1", 1030)).ok());
 
-  auto reset = store_->Reset("node-1", Op("reinstall"), 1100);
+  auto reset = store_->Reset("node-1", Op("reinstall"), 1100, false);
   ASSERT_TRUE(reset.ok()) << reset.status().ToString();
   EXPECT_EQ(reset->state, MachineState::kEnrolled);
   EXPECT_FALSE(reset->tofu_pcrs_json.has_value());
@@ -139,18 +139,27 @@ TEST_F(StoreTest, ResetClearsMarksCredentialsAndBaseline) {
   ExpectFailure(store_->ConsumeSession("s1", 1101).status(), Status::Code::kNotFound, "session_unknown");
   // A new counter baseline (e.g. after a TPM clear).
   ExpectFailure(store_->LastSuccessfulAttestation(m.id).status(), Status::Code::kNotFound, "attestation_unknown");
-  ExpectFailure(store_->Reset("node-1", Op(), 1300).status(), Status::Code::kInvalidArgument, "state_conflict");
+  ExpectFailure(store_->Reset("node-1", Op(), 1300, false).status(), Status::Code::kInvalidArgument, "state_conflict");
   // A client certificate may be issued once more, after a new attestation.
   ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 1350), MakeToken(m, "b", 1350), std::nullopt).ok());
   EXPECT_TRUE(store_->RecordCertificate(Cert(m, "02"), Op(), 1360).ok());
   Enroll("node-2", "b", MachineState::kPending);
-  ExpectFailure(store_->Reset("node-2", Op(), 1300).status(), Status::Code::kInvalidArgument, "state_conflict");
-  ExpectFailure(store_->Reset("ghost", Op(), 1300).status(), Status::Code::kNotFound, "hostname_unknown");
+  ExpectFailure(store_->Reset("node-2", Op(), 1300, false).status(), Status::Code::kInvalidArgument, "state_conflict");
+  ExpectFailure(store_->Reset("ghost", Op(), 1300, false).status(), Status::Code::kNotFound, "hostname_unknown");
 
   ASSERT_TRUE(store_->Revoke("node-2", Op(), 1400).ok());
-  auto back = store_->Reset("node-2", Op("false alarm"), 1500);
+  // Issue 32: revoked is terminal; a plain reset does not lift it, and
+  // changes nothing (no audit row either).
+  const size_t audited = AuditCount();
+  auto refused = store_->Reset("node-2", Op("oops"), 1450, false);
+  ExpectFailure(refused.status(), Status::Code::kInvalidArgument, "machine_revoked");
+  EXPECT_NE(refused.status().message().find("--unrevoke"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(store_->GetMachine("node-2")->state, MachineState::kRevoked);
+  EXPECT_EQ(AuditCount(), audited);
+  auto back = store_->Reset("node-2", Op("false alarm"), 1500, true);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->state, MachineState::kEnrolled);
+  EXPECT_EQ(AuditCount(), audited + 1);
 }
 
 TEST_F(StoreTest, TransitionChecksTheStateInTheSameTransaction) {
@@ -305,7 +314,7 @@ TEST_F(StoreTest, RenameRefusalsChangeNothing) {
   EXPECT_EQ(AuditCount(), before);
   EXPECT_EQ(store_->GetMachine("node-y")->hostname, "node-y");
   // After a reset the machine may be renamed.
-  ASSERT_TRUE(store_->Reset("node-z", Op(), 600).ok());
+  ASSERT_TRUE(store_->Reset("node-z", Op(), 600, false).ok());
   EXPECT_TRUE(store_->RenameMachine("node-z", "node-zz", Op(), 610).ok());
 }
 

@@ -445,10 +445,14 @@ class InventoryStore : public virtual PoolReader, public virtual MachineReader {
   // any -> revoked (audited as revoke); revoked already: a no-op. Its tokens
   // stop resolving at once (token_revoked).
   virtual Result<Machine> Revoke(const std::string& hostname, const Actor& actor, int64_t now) = 0;
-  // attested/provisioned/joined/revoked -> enrolled (audited as reset): clears
-  // the TOFU values and the client-certificate mark, drops open sessions and
-  // tokens, so the machine must attest again and may join once more.
-  virtual Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now) = 0;
+  // attested/provisioned/joined -> enrolled (audited as reset): clears the
+  // TOFU values and the client-certificate mark, drops open sessions and
+  // tokens, so the machine must attest again and may join once more. A
+  // revoked machine only when `unrevoke` (machine_revoked, kInvalidArgument,
+  // otherwise): revoked is terminal until an operator lifts it in so many
+  // words, checked in the same transaction as the change, so that a revoke
+  // landing between an operator's look and the reset is never undone.
+  virtual Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now, bool unrevoke) = 0;
   // Moves the machine to `to` when its current state is one of `from`, checked
   // in the same transaction as the change (state_conflict otherwise, and
   // nothing changes). Audited under `action`. When the machine is already in

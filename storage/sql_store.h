@@ -57,7 +57,7 @@ class SqlStore : public Store {
   Result<std::vector<Machine>> ListMachines(const MachineFilter& filter) override;
   Result<Machine> Approve(const std::string& hostname, const Actor& actor, int64_t now) override;
   Result<Machine> Revoke(const std::string& hostname, const Actor& actor, int64_t now) override;
-  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now, bool unrevoke) override;
   Result<Machine> Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
                              const Actor& actor, const std::string& action, int64_t now) override;
   Result<std::map<std::string, int64_t>> CountByState() override;

@@ -287,4 +287,10 @@ void CheckNoImportDuplicates(const std::vector<ImportRow>& rows) {
                                message + ": each machine appears once in an inventory; nothing was imported"));
 }
 
+Status RevokedRefusal(const std::string& hostname) {
+  return Status::InvalidArgument(
+      "machine_revoked", "'" + hostname + "' is revoked; a reset lifts a revocation only when asked to: " +
+                             "rackgatectl reset " + hostname + " --unrevoke --reason TEXT");
+}
+
 }  // namespace rackgate::storage

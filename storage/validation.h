@@ -56,6 +56,11 @@ void CheckKubeCsrDecision(const KubeCsrDecision& d);
 // An operator's reason for a denial: 1..256 printable characters.
 void CheckDenyReason(const std::string& reason);
 
+// The refusal of a reset of revoked machine `hostname` without unrevoke
+// (machine_revoked, kInvalidArgument): the message names the flag that
+// lifts a revocation. One wording for every backend.
+Status RevokedRefusal(const std::string& hostname);
+
 // field_invalid unless min <= size <= max.
 void CheckSize(const char* field, size_t size, size_t min, size_t max);
 bool IsPrintableAscii(std::string_view s);

@@ -11,6 +11,8 @@
 # 2. `systemd-analyze verify` accepts both units and the agent's timer, with
 #    no message about them; the timer starts rackgate-agent.service, which
 #    can run again (no RemainAfterExit=yes).
+# 2b. The agent unit makes exactly /etc, /var/lib/kubelet and
+#    /var/lib/rackgate-agent writable, the last two as StateDirectory=.
 # 3. `systemd-analyze security --offline=true` rates rackgated.service at an
 #    overall exposure of at most 2.0 (and the agent at most 2.5).
 # 4. systemd-sysusers and systemd-tmpfiles accept the snippets (in a scratch
@@ -138,6 +140,23 @@ if grep -qE '^ExecStart=.* --steps attest,config,csr .*--apiserver \$\{RACKGATE_
   pass "rackgate-agent.service runs every step (attest,config,csr)"
 else
   fail "rackgate-agent.service does not run --steps attest,config,csr with --apiserver \${RACKGATE_APISERVER}"
+fi
+
+# --- 2b. what the agent may write ------------------------------------------
+# Every directory the agent writes with the unit's flags and its defaults
+# (--kubelet-dir /var/lib/kubelet/pki, --kubeconfig /var/lib/kubelet/
+# kubeconfig, the stamp in /var/lib/rackgate-agent, the config in /etc) is
+# writable whether or not it exists before the first start: /etc by
+# ReadWritePaths=, the /var/lib ones by StateDirectory= (issue 32: a
+# "-/var/lib/kubelet" was dropped on a node without it, and the agent's
+# mkdir met a read-only /var/lib). Nothing else is.
+rw=$(sed -n 's/^ReadWritePaths=//p' "$agent_unit" | tr '\n' ' ')
+state=$(sed -n 's/^StateDirectory=//p' "$agent_unit" | tr '\n' ' ')
+if [ "$rw" = "/etc " ] && [ "$state" = "rackgate-agent kubelet " ] &&
+    grep -qx 'ProtectSystem=strict' "$agent_unit"; then
+  pass "rackgate-agent.service writes /etc, /var/lib/kubelet and /var/lib/rackgate-agent, all made before the sandbox"
+else
+  fail "rackgate-agent.service: ReadWritePaths='$rw' StateDirectory='$state' (want '/etc' and 'rackgate-agent kubelet' under ProtectSystem=strict)"
 fi
 
 # --- 3. exposure -------------------------------------------------------------

@@ -468,7 +468,11 @@ Result<ApprovalRequest> DecodeApprovalRequest(std::string_view body) {
   return r;
 }
 
-std::string EncodeReasonRequest(const ReasonRequest& r) { return json{{"reason", r.reason}}.dump(); }
+std::string EncodeReasonRequest(const ReasonRequest& r) {
+  json j{{"reason", r.reason}};
+  if (r.unrevoke) j["unrevoke"] = true;
+  return j.dump();
+}
 
 Result<ReasonRequest> DecodeReasonRequest(std::string_view body) {
   ReasonRequest r;
@@ -476,6 +480,7 @@ Result<ReasonRequest> DecodeReasonRequest(std::string_view body) {
   auto doc = admin_json::ParseObject(body);
   if (!doc.ok()) return doc.status();
   r.reason = Text(*doc, "reason");
+  r.unrevoke = Flag(*doc, "unrevoke");
   return r;
 }
 

@@ -199,9 +199,11 @@ std::string EncodeApprovalRequest(const ApprovalRequest& r);
 Result<ApprovalRequest> DecodeApprovalRequest(std::string_view body);
 
 // The body of revoke, reset and DELETE: {"reason": TEXT}, optional (an
-// empty body has no reason; a reason that is not a string reads as none).
+// empty body has no reason; a reason that is not a string reads as none);
+// reset's may add "unrevoke": true (anything else reads as false).
 struct ReasonRequest {
   std::string reason;
+  bool unrevoke = false;
   bool operator==(const ReasonRequest&) const = default;
 };
 std::string EncodeReasonRequest(const ReasonRequest& r);

@@ -347,6 +347,11 @@ TEST(ReasonAndRename, RoundTripAndRefuse) {
   EXPECT_EQ(*DecodeReasonRequest(""), ReasonRequest{});
   EXPECT_EQ(*DecodeReasonRequest(R"({"reason":1})"), ReasonRequest{});
   EXPECT_EQ(DecodeReasonRequest("nope").status().reason(), "bad_json");
+  // reset's unrevoke (issue 32): only a JSON true lifts a revocation.
+  const ReasonRequest lift{"false alarm", true};
+  EXPECT_EQ(*DecodeReasonRequest(EncodeReasonRequest(lift)), lift);
+  EXPECT_FALSE(DecodeReasonRequest(EncodeReasonRequest(why))->unrevoke);
+  EXPECT_FALSE(DecodeReasonRequest(R"({"reason":"x","unrevoke":"yes"})")->unrevoke);
   const RenameRequest rename{"node-2", "typo"};
   auto renamed = DecodeRenameRequest(EncodeRenameRequest(rename));
   ASSERT_TRUE(renamed.ok());

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -234,7 +235,12 @@ int RunInit(int argc, char** argv, int first) {
   // cannot be used as it is.
   auto fail = [](const Status& s) { return Fail("init", s, kExitUnusable); };
   if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
-    return fail(Status::IoError("file_unwritable", "cannot create " + dir));
+    return fail(Status::IoError("file_unwritable", "cannot create " + dir + ": " + std::strerror(errno)));
+  }
+  // Before anything else, one clear failure (Fail names the user to run
+  // as) rather than whichever file happens to be unreadable first.
+  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {
+    return fail(Status::IoError("file_unwritable", dir + ": " + std::strerror(errno)));
   }
   json report = {{"state_dir", dir}};
   const std::string crt = dir + "/tls/server.crt", key = dir + "/tls/server.key";

@@ -70,7 +70,7 @@ enroll        | --hostname node-1 --pool workers --ek-public $EK/ek-rsa2048.pub 
 list          | --pool workers                                      | 0 | yes | -
 show          | node-1                                              | 0 | yes | -
 revoke        | node-1 --reason cli-test                            | 0 | yes | -
-reset         | node-1 --reason cli-test                            | 0 | yes | -
+reset         | node-1 --reason cli-test --unrevoke                 | 0 | yes | -
 approve       | node-1 --reason cli-test                            | 1 | no  | -
 pool remove-template | workers public                               | 0 | yes | -
 audit         | --hostname node-1                                   | 0 | yes | --limit abc~--limit takes a whole number, got 'abc'

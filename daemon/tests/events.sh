@@ -119,7 +119,9 @@ lab_check "the operator's reason is in the revocation" \
   lcheck 'e["type"] == "machine_revoked" and e["machine"]["hostname"] == "node-1" and e["detail"]["why"] == "stolen"'
 
 # A new event while everything is up arrives within a few polls.
-rg_ctl reset node-2 >/dev/null
+# node-2 is revoked: a plain reset is refused (issue 32), --unrevoke lifts it.
+lab_expect 1 'machine_revoked: .*--unrevoke' "a plain reset of a revoked machine is refused" rg_ctl reset node-2
+lab_check "reset --unrevoke lifts the revocation" rg_ctl reset node-2 --unrevoke --reason "events test"
 before="$(lines)"
 rg_ctl revoke node-2 --reason again >/dev/null
 lab_wait 10 at_least_lines $(( before + 1 )) || true

@@ -48,13 +48,17 @@ lab_check "route label is the pattern" grep -q 'method="GET",route="/config/{poo
 lab_check "unmatched paths are route=\"other\"" grep -q 'route="other",status="404"' "$M"
 lab_check "no client text in labels" bash -c "! grep -Eq 'tok3n|secret-pool|path-xyz' '$M'"
 
-# A refused admin request: logged and audited.
+# A refused read: logged, not audited (issue 32); a refused change: both.
 rg_ctl show no-such-machine >/dev/null 2>&1 || true
-lab_check "the refused admin request is audited as admin_refused" \
+lab_check "the refused read is logged with its route" grep -q 'admin GET /v1/admin/machines/{hostname} refused' "$RG_DIR/rackgated.log"
+lab_check_fails "the refused read is not audited" \
   bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q admin_refused"
-lab_check "the refusal is logged with its route" grep -q 'admin GET /v1/admin/machines/{hostname} refused' "$RG_DIR/rackgated.log"
+rg_ctl revoke no-such-machine --reason typo >/dev/null 2>&1 || true
+lab_check "the refused change is audited as admin_refused" \
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' audit --json | grep -q admin_refused"
+lab_check "the refusal is logged with its route" grep -q 'admin POST /v1/admin/machines/{hostname}/revoke refused' "$RG_DIR/rackgated.log"
 rg_get /metrics "$M" >/dev/null
-lab_check "refusals are counted by reason" grep -Eq '^rackgate_admin_refusals_total\{reason="hostname_unknown"\} 1' "$M"
+lab_check "refusals are counted by reason, reads and changes alike" grep -Eq '^rackgate_admin_refusals_total\{reason="hostname_unknown"\} 2' "$M"
 lab_check "status shows the unknown EK section" bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' status | grep -q 'unknown EKs knocking (last hour): 0'"
 
 # /metrics off the machines' port.

@@ -1248,7 +1248,7 @@ Result<Machine> FakeStore::Revoke(const std::string& hostname, const Actor& acto
   });
 }
 
-Result<Machine> FakeStore::Reset(const std::string& hostname, const Actor& actor, int64_t now) {
+Result<Machine> FakeStore::Reset(const std::string& hostname, const Actor& actor, int64_t now, bool unrevoke) {
   std::lock_guard lock(mu_);
   return Guard([&]() -> Result<Machine> {
     CheckActor(actor);
@@ -1257,6 +1257,7 @@ Result<Machine> FakeStore::Reset(const std::string& hostname, const Actor& actor
                   m.state)) {
       Fail(Status::InvalidArgument("state_conflict", Is(m) + "; reset needs attested, provisioned, joined or revoked"));
     }
+    if (m.state == MachineState::kRevoked && !unrevoke) Fail(RevokedRefusal(m.hostname));
     const MachineState from = m.state;
     m.state = MachineState::kEnrolled;
     m.tofu_pcrs_json.reset();
@@ -1264,7 +1265,8 @@ Result<Machine> FakeStore::Reset(const std::string& hostname, const Actor& actor
     m.updated_at = now;
     ++state_->epochs[m.id];
     state_->DropCredentials(m.id);
-    state_->Audit(actor, now, "reset", &m, from, MachineState::kEnrolled, "{}");
+    state_->Audit(actor, now, "reset", &m, from, MachineState::kEnrolled,
+                  from == MachineState::kRevoked ? "{\"unrevoked\":true}" : "{}");
     return m;
   });
 }

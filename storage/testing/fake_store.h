@@ -118,7 +118,7 @@ class FakeStore final : public Store {
   Result<Machine> Approve(const std::string& hostname, const ApprovalChanges& changes, const Actor& actor,
                           int64_t now) override;
   Result<Machine> Revoke(const std::string& hostname, const Actor& actor, int64_t now) override;
-  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now) override;
+  Result<Machine> Reset(const std::string& hostname, const Actor& actor, int64_t now, bool unrevoke) override;
   Result<Machine> Transition(int64_t machine_id, const std::vector<MachineState>& from, MachineState to,
                              const Actor& actor, const std::string& action, int64_t now) override;
   Result<Machine> DeleteMachine(const std::string& hostname, const Actor& actor, int64_t now) override;

@@ -134,7 +134,7 @@ class Database {
   // p's error.
   void Submit(Pending* p);
   // Runs a group on the writer connection: one transaction, a savepoint per
-  // write. Only the thread that set committing_ gets here.
+  // write (none for a group of one). Only the thread that set committing_ gets here.
   void RunGroup(const std::vector<Pending*>& group) noexcept;
   // A usable writer, or throws (db_unavailable while the backoff lasts).
   // Only the thread that set committing_ calls it.

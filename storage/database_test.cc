@@ -107,5 +107,34 @@ TEST_F(DatabasePoolTest, ReadersIdleForReaderIdleMsAreClosed) {
   EXPECT_EQ(readers_opened_.load(), 8) << "readers idle for longer than reader_idle_ms were used again";
 }
 
+// A group of one runs without a savepoint: a write that fails after it
+// changed something leaves nothing behind, commits nothing, costs no
+// SAVEPOINT/RELEASE, and the next write runs as usual.
+TEST_F(DatabasePoolTest, ALoneWriteThatFailsLeavesNothing) {
+  auto db = Make(StoreOptions{});
+  ASSERT_NE(db, nullptr);
+  db->Write([](Connection& c) { c.Exec("CREATE TABLE t (v INTEGER)"); });
+  const RoundTrips before = db->GetRoundTrips();
+  EXPECT_THROW(db->Write([](Connection& c) {
+    c.Run("INSERT INTO t (v) VALUES (1)");
+    Fail(Status::InvalidArgument("refused", "after a change"));
+  }),
+               StoreError);
+  const RoundTrips after = db->GetRoundTrips();
+  // BEGIN IMMEDIATE, the INSERT, the rollback: no savepoint, no COMMIT.
+  EXPECT_EQ(after.statements - before.statements, 3u);
+  EXPECT_EQ(after.transactions - before.transactions, 1u);
+  const auto count = [&] {
+    return db->Read([](Connection& c) {
+      Stmt s = c.Prepare("SELECT count(*) FROM t");
+      EXPECT_TRUE(s.Step());
+      return s.Int(0);
+    });
+  };
+  EXPECT_EQ(count(), 0);
+  db->Write([](Connection& c) { c.Run("INSERT INTO t (v) VALUES (2)"); });
+  EXPECT_EQ(count(), 1);
+}
+
 }  // namespace
 }  // namespace rackgate::storage

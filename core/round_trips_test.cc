@@ -9,20 +9,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
 #include "core/testing/core_fixture.h"
-#include "core/secrets.h"
-#include "core/signer.h"
 #include "core/testing/csr_test_util.h"
 
 namespace rackgate::core {
 namespace {
 
-using testing::CoreTest;
 using testing::SoftMachine;
 using csr::test_util::CsrSpec;
 using csr::test_util::MakeCsr;
@@ -38,35 +34,8 @@ constexpr Figures kSqlite{68, 12};  // 2026-11-28, no savepoint for a group of o
 constexpr Figures kPostgres{72, 12};
 constexpr uint64_t kSlack = 2;
 
-constexpr char kPublic[] =
-    R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/pool", "mode": 420,)"
-    R"( "contents": {"source": "data:,{{pool}}"}}]}})";
-
-class RoundTripsTest : public CoreTest {
+class RoundTripsTest : public testing::JoinTest {
  protected:
-  RoundTripsTest() {
-    csr_options_.cluster_ca_certificate = dir_.File("ca.crt");
-    csr_options_.cluster_ca_key = dir_.File("ca.key");
-    if (!csr::GenerateClusterCa("test cluster CA", 3650, csr_options_.cluster_ca_certificate,
-                                csr_options_.cluster_ca_key)
-             .ok()) {
-      throw std::runtime_error("cluster CA");
-    }
-    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), csr_options_, nullptr);
-    IgnitionOptions o;
-    o.appliance_url = "https://appliance.example:22623";
-    o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
-    ignition_ = std::make_unique<IgnitionService>(store_.get(), attestation_.get(), o, nullptr);
-  }
-
-  void SetUp() override {
-    CoreTest::SetUp();
-    if (skip_) return;
-    ASSERT_TRUE(store_->SetPoolTemplate("workers", "public", std::string(kPublic), Sha256Hex(kPublic),
-                                        storage::Actor{"test", ""}, now_)
-                    .ok());
-  }
-
   static bool OnPostgres() {
     const char* s = std::getenv("RACKGATE_TEST_STORE");
     return s != nullptr && std::string(s) == "postgresql";
@@ -94,10 +63,6 @@ class RoundTripsTest : public CoreTest {
     const storage::MaintenanceStore::WriteStats after = store_->GetWriteStats();
     return {after.statements - before.statements, after.transactions - before.transactions};
   }
-
-  CsrOptions csr_options_;
-  std::unique_ptr<CsrService> csrs_;
-  std::unique_ptr<IgnitionService> ignition_;
 };
 
 TEST_F(RoundTripsTest, JoiningOneMachineCostsNoMoreThanMeasured) {

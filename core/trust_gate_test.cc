@@ -32,34 +32,17 @@ using nlohmann::json;
 
 constexpr char kClientSigner[] = "kubernetes.io/kube-apiserver-client-kubelet";
 constexpr char kServingSigner[] = "kubernetes.io/kubelet-serving";
-constexpr char kPublic[] =
-    R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/pool", "mode": 420,)"
-    R"( "contents": {"source": "data:,{{pool}}"}}]}})";
 
-class TrustGateTest : public CoreTest {
+class TrustGateTest : public JoinTest {
  protected:
   TrustGateTest() {
     attestation_ = std::make_unique<AttestationService>(store_.get(), &anchors_, options_, &metrics_,
                                                         [this] { return now_; });
-    csr_options_.cluster_ca_certificate = dir_.File("ca.crt");
-    csr_options_.cluster_ca_key = dir_.File("ca.key");
-    if (!csr::GenerateClusterCa("test cluster CA", 3650, csr_options_.cluster_ca_certificate,
-                                csr_options_.cluster_ca_key)
-             .ok()) {
-      throw std::runtime_error("cluster CA");
-    }
-    csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), csr_options_, nullptr);
-    IgnitionOptions o;
-    o.appliance_url = "https://appliance.example:22623";
-    o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
-    ignition_ = std::make_unique<IgnitionService>(store_.get(), attestation_.get(), o, nullptr);
+    BuildJoinServices();
   }
   void SetUp() override {
-    CoreTest::SetUp();
+    JoinTest::SetUp();
     if (skip_) return;
-    ASSERT_TRUE(store_->SetPoolTemplate("workers", "public", std::string(kPublic), Sha256Hex(kPublic),
-                                        storage::Actor{"test", ""}, now_)
-                    .ok());
     ASSERT_TRUE(store_->SyncWebhooks({{"https://ops.example/hook", {}}}, now_).ok());
   }
 
@@ -108,9 +91,6 @@ class TrustGateTest : public CoreTest {
   }
 
   Metrics metrics_;
-  CsrOptions csr_options_;
-  std::unique_ptr<CsrService> csrs_;
-  std::unique_ptr<IgnitionService> ignition_;
 };
 
 // The attack of issue 27, item 1: the victim's EK (public) and an AK of the

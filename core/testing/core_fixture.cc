@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "attest/quote.h"
+#include "core/secrets.h"
+#include "core/signer.h"
 #include "storage/testing/fake_store.h"
 #include "storage/testing/test_store.h"
 
@@ -135,6 +137,39 @@ EvidenceResult CoreTest::Attest(const SoftMachine& m) {
   auto result = attestation_->Evidence(m.Answer(*challenge), caller_);
   if (!result.ok()) throw std::runtime_error("evidence: " + result.status().ToString());
   return std::move(result).value();
+}
+
+namespace {
+constexpr char kJoinPublicTemplate[] =
+    R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/pool", "mode": 420,)"
+    R"( "contents": {"source": "data:,{{pool}}"}}]}})";
+}  // namespace
+
+JoinTest::JoinTest() {
+  csr_options_.cluster_ca_certificate = dir_.File("ca.crt");
+  csr_options_.cluster_ca_key = dir_.File("ca.key");
+  if (!csr::GenerateClusterCa("test cluster CA", 3650, csr_options_.cluster_ca_certificate,
+                              csr_options_.cluster_ca_key)
+           .ok()) {
+    throw std::runtime_error("cluster CA");
+  }
+  BuildJoinServices();
+}
+
+void JoinTest::BuildJoinServices() {
+  csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), csr_options_, nullptr);
+  IgnitionOptions o;
+  o.appliance_url = "https://appliance.example:22623";
+  o.appliance_ca_pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n";
+  ignition_ = std::make_unique<IgnitionService>(store_.get(), attestation_.get(), o, nullptr);
+}
+
+void JoinTest::SetUp() {
+  CoreTest::SetUp();
+  if (skip_) return;
+  ASSERT_TRUE(store_->SetPoolTemplate("workers", "public", std::string(kJoinPublicTemplate),
+                                      Sha256Hex(kJoinPublicTemplate), storage::Actor{"test", ""}, now_)
+                  .ok());
 }
 
 }  // namespace rackgate::core::testing

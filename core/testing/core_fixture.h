@@ -18,6 +18,8 @@
 #include "attest/ek_identity.h"
 #include "attest/testing/soft_tpm.h"
 #include "core/attestation.h"
+#include "core/csr_service.h"
+#include "core/ignition_service.h"
 #include "storage/store.h"
 
 namespace rackgate::core::testing {
@@ -98,6 +100,22 @@ class CoreTest : public ::testing::Test {
 
   // Rebuilds the service with options_ (after a test changes them).
   void Restart();
+};
+
+// A CoreTest with the services a machine joins through after it attested:
+// the attested config (IgnitionService; SetUp gives pool "workers" a public
+// template writing /etc/pool) and kubelet CSRs (CsrService, with a cluster
+// CA made for the test). A fixture that replaces attestation_ calls
+// BuildJoinServices() again, since both services hold it.
+class JoinTest : public CoreTest {
+ protected:
+  JoinTest();
+  void SetUp() override;
+  void BuildJoinServices();
+
+  CsrOptions csr_options_;
+  std::unique_ptr<CsrService> csrs_;
+  std::unique_ptr<IgnitionService> ignition_;
 };
 
 // A CoreTest that runs once per store: on the fake and on the environment's

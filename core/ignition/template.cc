@@ -51,6 +51,9 @@ Result<json> ParseBounded(std::string_view text) {
   } catch (const json::parse_error& e) {
     return Status::InvalidArgument("template_invalid",
                                    "not JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (406): found by ignition_template_fuzz.
+    return Status::InvalidArgument("template_invalid", std::string("not JSON: ") + e.what());
   } catch (const ParseRefusal& e) {
     return Status::InvalidArgument("template_invalid", e.what());
   }

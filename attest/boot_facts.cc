@@ -71,6 +71,21 @@ std::optional<std::string> TextOf(std::span<const uint8_t> data) {
   return s;
 }
 
+// A TCG_PCClientTaggedEvent (EV_EVENT_TAG's data): u32 id, then a u32
+// length and that many bytes, and nothing after. Nullopt when malformed.
+struct TaggedEvent {
+  uint32_t id = 0;
+  std::span<const uint8_t> payload;
+};
+std::optional<TaggedEvent> ParseTaggedEvent(std::span<const uint8_t> data) {
+  ByteReader r(data);
+  TaggedEvent t;
+  ByteReader payload;
+  if (!r.ReadU32LE(&t.id) || !r.ReadU32LEPrefixed(&payload) || !r.empty()) return std::nullopt;
+  t.payload = payload.rest();
+  return t;
+}
+
 bool IsSecureBootVariableName(const std::string& name) {
   return name == "SecureBoot" || name == "PK" || name == "KEK" || name == "db" ||
          name == "dbx" || name == "dbt" || name == "dbr";
@@ -180,13 +195,8 @@ std::vector<std::span<const uint8_t>> CoveredBytes(const Event& ev) {
       return {};
     }
     case kEvEventTag: {
-      ByteReader r(data);
-      uint32_t id;
-      ByteReader payload;
-      if (ev.pcr == kPcrSystemdKernelConfig && r.ReadU32LE(&id) &&
-          id == kLoadOptionsEventTagId && r.ReadU32LEPrefixed(&payload) && r.empty()) {
-        return {payload.rest()};
-      }
+      auto tag = ParseTaggedEvent(data);
+      if (ev.pcr == kPcrSystemdKernelConfig && tag && tag->id == kLoadOptionsEventTagId) return {tag->payload};
       return {};
     }
     default:
@@ -302,14 +312,10 @@ std::string DescribeImageLoad(const Event& ev) {
 // shown, as for any tagged event other than the initrd's.
 std::string DescribeBootFile(const Event& ev) {
   if (ev.type == kEvEventTag) {
-    ByteReader r(ev.data);
-    uint32_t id;
-    ByteReader payload;
-    if (r.ReadU32LE(&id) && r.ReadU32LEPrefixed(&payload) && r.empty()) {
-      if (id == kInitrdEventTagId) return "Linux EFI stub initrd";
-      if (id == kLoadOptionsEventTagId) {
-        return "Linux EFI stub load options (" + std::to_string(payload.remaining()) + " bytes)";
-      }
+    auto tag = ParseTaggedEvent(ev.data);
+    if (tag && tag->id == kInitrdEventTagId) return "Linux EFI stub initrd";
+    if (tag && tag->id == kLoadOptionsEventTagId) {
+      return "Linux EFI stub load options (" + std::to_string(tag->payload.size()) + " bytes)";
     }
     return "tagged event (" + std::to_string(ev.data.size()) + " bytes)";
   }
@@ -368,13 +374,8 @@ std::optional<CmdlineCandidate> KernelCmdlineOf(const Event& ev) {
   if (ev.pcr == kPcrSystemdKernelConfig) {
     if (ev.type == kEvIpl) return CmdlineCandidate{"systemd", data, true};
     if (ev.type == kEvEventTag) {
-      ByteReader r(data);
-      uint32_t id;
-      ByteReader payload;
-      if (r.ReadU32LE(&id) && id == kLoadOptionsEventTagId && r.ReadU32LEPrefixed(&payload) &&
-          r.empty()) {
-        return CmdlineCandidate{"systemd", payload.rest(), true};
-      }
+      auto tag = ParseTaggedEvent(data);
+      if (tag && tag->id == kLoadOptionsEventTagId) return CmdlineCandidate{"systemd", tag->payload, true};
     }
   }
   return std::nullopt;
@@ -729,13 +730,10 @@ std::string DescribeEvent(const Event& ev) {
       break;
     }
     case kEvEventTag: {
-      ByteReader r(data);
-      uint32_t id;
-      ByteReader payload;
-      if (r.ReadU32LE(&id) && r.ReadU32LEPrefixed(&payload) && r.empty()) {
+      if (auto tag = ParseTaggedEvent(data)) {
         char buf[24];
-        std::snprintf(buf, sizeof(buf), "tag 0x%08x: ", id);
-        s = buf + TextOf(payload.rest()).value_or(std::to_string(payload.remaining()) + " bytes");
+        std::snprintf(buf, sizeof(buf), "tag 0x%08x: ", tag->id);
+        s = buf + TextOf(tag->payload).value_or(std::to_string(tag->payload.size()) + " bytes");
       } else {
         s = size;
       }

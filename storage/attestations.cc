@@ -50,7 +50,7 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
     Fail(Status::InvalidArgument("state_conflict", "'" + m.hostname + "' is " + std::string(StateName(m.state)) +
                                                        " and cannot attest"));
   }
-  const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, Epoch(c, m.id));
+  const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, m.attest_epoch);
   // A reboot re-attests: only an enrolled machine moves.
   const MachineState to = m.state == MachineState::kEnrolled ? MachineState::kAttested : m.state;
   {
@@ -60,14 +60,10 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
     s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json).Run();
   }
   {
-    Stmt s = c.Prepare("SELECT 1 FROM tokens WHERE hash = ?1");
-    s.BindBlob(1, token.hash);
-    if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
-  }
-  {
+    // A taken hash inserts nothing (one statement, not a check and an insert).
     Stmt s = c.Prepare(
         "INSERT INTO tokens (hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (hash) DO NOTHING");
     s.BindBlob(1, token.hash)
         .BindInt(2, token.machine_id)
         .BindText(3, token.session_id)
@@ -76,6 +72,7 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
         .BindBlob(6, token.nonce)
         .BindBlob(7, token.ak_public)
         .Run();
+    if (c.Changes() != 1) Fail(Status::InvalidArgument("field_invalid", "the token hash is taken"));
   }
   Machine after = m;
   after.state = to;
@@ -101,7 +98,7 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
 // RecordAttestationFailure's transaction body.
 void RecordFailureIn(Connection& c, const AttestationRecord& record, int max_failures_per_machine) {
   const Machine m = MustMachineById(c, record.machine_id);
-  InsertAttestation(c, record, kVerdictRefused, Epoch(c, m.id));
+  InsertAttestation(c, record, kVerdictRefused, m.attest_epoch);
   // The latest attestation failed: the machine is untrusted until one
   // passes (docs/trust.md). Its state is never changed here. A revoked
   // machine has no trust to lose (revoked is terminal).

@@ -44,15 +44,11 @@ namespace {
 // Inserts `cert` for machine `m` in the machine's current epoch, so that a
 // reset or an EK replacement ends its renewals.
 void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate& cert, int64_t now) {
-  {
-    Stmt s = c.Prepare("SELECT 1 FROM certificates WHERE serial = ?1");
-    s.BindText(1, cert.serial);
-    if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
-  }
+  // A taken serial inserts nothing (one statement, not a check and an insert).
   Stmt s = c.Prepare(
       "INSERT INTO certificates (serial, machine_id, hostname, kind, subject, sans_json, public_key_sha256, "
       "tpm_resident, not_before, not_after, issued_at, certificate_pem, attest_epoch) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (serial) DO NOTHING");
   s.BindText(1, cert.serial)
       .BindInt(2, m.id)
       .BindText(3, m.hostname)
@@ -65,8 +61,9 @@ void InsertCertificate(Connection& c, const Machine& m, const IssuedCertificate&
       .BindInt(10, cert.not_after)
       .BindInt(11, now)
       .BindText(12, cert.certificate_pem)
-      .BindInt(13, Epoch(c, m.id))
+      .BindInt(13, m.attest_epoch)
       .Run();
+  if (c.Changes() != 1) Fail(Status::InvalidArgument("field_invalid", "the serial is taken"));
 }
 
 // RecordCertificate's checks and writes, inside the caller's write
@@ -123,7 +120,7 @@ Machine RecordRenewalIn(Connection& c, const IssuedCertificate& cert, const std:
   {
     Stmt s = c.Prepare("SELECT machine_id, kind, attest_epoch, replaced_by FROM certificates WHERE serial = ?1");
     s.BindText(1, replaces);
-    if (!s.Step() || s.Int(0) != m.id || s.Text(1) != cert.kind || s.Int(2) != Epoch(c, m.id)) {
+    if (!s.Step() || s.Int(0) != m.id || s.Text(1) != cert.kind || s.Int(2) != m.attest_epoch) {
       Fail(Status::VerificationFailed("renewal_proof_invalid",
                                       "the renewed certificate is not this machine's current " + cert.kind +
                                           " certificate"));

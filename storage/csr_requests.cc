@@ -77,7 +77,7 @@ Result<CsrApprovalRequest> SqlStore::QueueCsrRequest(const CsrApprovalRequest& r
     for (const auto& u : r.usages) CheckSize("usages[]", u.size(), 1, 64);
     return db_->Write([&](Connection& c) {
       Machine m = MustMachineById(c, r.machine_id);
-      const int64_t epoch = Epoch(c, m.id);
+      const int64_t epoch = m.attest_epoch;
       {
         Stmt s = c.Prepare(std::string(kCsrRequestSelect) +
                            "WHERE r.machine_id = ?1 AND r.attest_epoch = ?2 AND r.kind = ?3 AND "

@@ -125,7 +125,7 @@ Machine ApplyApprovedJoin(Connection& c, const Machine& m, const KubeCsrDecision
     Stmt s = c.Prepare(
         "UPDATE attested_keys SET used_by_uid = ?5 WHERE machine_id = ?1 AND attest_epoch = ?2 AND kind = ?3 AND "
         "public_key_sha256 = ?4 AND used_by_uid = ''");
-    s.BindInt(1, m.id).BindInt(2, Epoch(c, m.id)).BindText(3, d.kind).BindBlob(4, d.public_key_sha256);
+    s.BindInt(1, m.id).BindInt(2, m.attest_epoch).BindText(3, d.kind).BindBlob(4, d.public_key_sha256);
     s.BindText(5, d.uid).Run();
     if (c.Changes() != 1) Fail(Status::VerificationFailed("key_not_attested", "the CSR's key was used"));
   }
@@ -196,7 +196,7 @@ Result<AttestedKey> SqlStore::RegisterAttestedKey(const AttestedKey& key, const 
             "INSERT INTO attested_keys (machine_id, attest_epoch, kind, public_key_sha256, tpm_resident, "
             "registered_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
         s.BindInt(1, m.id)
-            .BindInt(2, Epoch(c, m.id))
+            .BindInt(2, m.attest_epoch)
             .BindText(3, key.kind)
             .BindBlob(4, key.public_key_sha256)
             .BindInt(5, key.tpm_resident ? 1 : 0)

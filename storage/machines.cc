@@ -4,7 +4,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "storage/audit.h"
@@ -80,25 +79,10 @@ Result<std::vector<Machine>> SqlStore::ListMachines(const MachineFilter& filter)
         filter.state ? std::optional<std::string>(StateName(*filter.state)) : std::nullopt;
     return db_->Read([&](Connection& c) {
       std::vector<Machine> out;
-      std::unordered_map<int64_t, size_t> index;
-      {
-        Stmt s = c.Prepare(std::string(kMachineSelect) +
-                           "WHERE (CAST(?1 AS TEXT) IS NULL OR pool = ?1) AND (CAST(?2 AS TEXT) IS NULL OR state = ?2) ORDER BY hostname");
-        s.BindOptText(1, filter.pool).BindOptText(2, state);
-        while (s.Step()) {
-          index.emplace(s.Int(0), out.size());
-          out.push_back(ReadMachine(s));
-        }
-      }
-      Stmt s = c.Prepare(
-          "SELECT a.machine_id, a.kind, a.value FROM addresses a JOIN machines m ON m.id = a.machine_id "
-          "WHERE (CAST(?1 AS TEXT) IS NULL OR m.pool = ?1) AND (CAST(?2 AS TEXT) IS NULL OR m.state = ?2) ORDER BY a.machine_id, a.kind, "
-          "a.value");
+      Stmt s = c.Prepare(MachineSelect(c) +
+                         "WHERE (CAST(?1 AS TEXT) IS NULL OR pool = ?1) AND (CAST(?2 AS TEXT) IS NULL OR state = ?2) ORDER BY hostname");
       s.BindOptText(1, filter.pool).BindOptText(2, state);
-      while (s.Step()) {
-        auto it = index.find(s.Int(0));
-        if (it != index.end()) out[it->second].addresses.push_back({s.Text(1), s.Text(2)});
-      }
+      while (s.Step()) out.push_back(ReadMachine(s));
       return out;
     });
   });

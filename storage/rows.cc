@@ -4,11 +4,56 @@
 #include "base/hex.h"
 #include "storage/validation.h"
 
+#include <string_view>
 #include <utility>
 
 namespace rackgate::storage {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+namespace {
+
+// A machine's addresses as one text, "kind value" lines (kinds are names and
+// values printable ASCII: validation.cc admits no line break in either),
+// sorted in C++ (NormalizeAddresses), not by the database's collation.
+constexpr char kSqliteAddresses[] =
+    "(SELECT group_concat(kind || ' ' || value, char(10)) FROM addresses a WHERE a.machine_id = machines.id)";
+constexpr char kPostgresAddresses[] =
+    "(SELECT string_agg(kind || ' ' || value, chr(10)) FROM addresses a WHERE a.machine_id = machines.id)";
+
+std::string MachineSelectWith(const char* addresses) {
+  return std::string(
+             "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
+             "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, "
+             "client_cert_issued_at, vars_json, "
+             // Trust (docs/trust.md).
+             "trust, trust_reason, trust_changed_at, attest_epoch, ") +
+         addresses + " FROM machines ";
+}
+
+std::vector<Address> ParseAddresses(const std::optional<std::string>& text) {
+  std::vector<Address> out;
+  if (!text) return out;
+  size_t start = 0;
+  while (start <= text->size()) {
+    size_t end = text->find('\n', start);
+    if (end == std::string::npos) end = text->size();
+    const std::string_view line(text->data() + start, end - start);
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) Fail(Status::Corruption("db_corrupt", "an address row without a kind"));
+    out.push_back({std::string(line.substr(0, space)), std::string(line.substr(space + 1))});
+    start = end + 1;
+  }
+  return NormalizeAddresses(std::move(out));
+}
+
+}  // namespace
+
+const std::string& MachineSelect(const Connection& c) {
+  static const std::string sqlite = MachineSelectWith(kSqliteAddresses);
+  static const std::string postgres = MachineSelectWith(kPostgresAddresses);
+  return c.dialect() == Dialect::kPostgres ? postgres : sqlite;
+}
 
 Machine ReadMachine(const Stmt& s) {
   Machine m;
@@ -40,31 +85,16 @@ Machine ReadMachine(const Stmt& s) {
   m.trust = s.OptText(17).value_or("");
   m.trust_reason = s.Text(18);
   m.trust_changed_at = s.OptInt(19);
+  m.attest_epoch = s.Int(20);
+  m.addresses = ParseAddresses(s.OptText(21));
   return m;
 }
-
-namespace {
-
-std::vector<Address> LoadAddresses(Connection& c, int64_t machine_id) {
-  Stmt s = c.Prepare("SELECT kind, value FROM addresses WHERE machine_id = ?1 ORDER BY kind, value");
-  s.BindInt(1, machine_id);
-  std::vector<Address> out;
-  while (s.Step()) out.push_back({s.Text(0), s.Text(1)});
-  return out;
-}
-
-}  // namespace
 
 std::optional<Machine> LoadMachine(Connection& c, const char* where, const std::function<void(Stmt&)>& bind) {
-  std::optional<Machine> m;
-  {
-    Stmt s = c.Prepare(std::string(kMachineSelect) + where);
-    bind(s);
-    if (!s.Step()) return std::nullopt;
-    m = ReadMachine(s);
-  }
-  m->addresses = LoadAddresses(c, m->id);
-  return m;
+  Stmt s = c.Prepare(MachineSelect(c) + where);
+  bind(s);
+  if (!s.Step()) return std::nullopt;
+  return ReadMachine(s);
 }
 
 std::optional<Machine> MachineById(Connection& c, int64_t id) {
@@ -86,13 +116,6 @@ Machine MustMachineByHostname(Connection& c, const std::string& hostname) {
   auto m = MachineByHostname(c, hostname);
   if (!m) Fail(Status::NotFound("hostname_unknown", "no machine is enrolled as '" + hostname + "'"));
   return std::move(*m);
-}
-
-int64_t Epoch(Connection& c, int64_t machine_id) {
-  Stmt s = c.Prepare("SELECT attest_epoch FROM machines WHERE id = ?1");
-  s.BindInt(1, machine_id);
-  if (!s.Step()) Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(machine_id)));
-  return s.Int(0);
 }
 
 void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Address>& addresses) {

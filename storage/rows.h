@@ -37,17 +37,14 @@ json DetailObject(const char* what, const std::string& json_text, size_t max_byt
 
 // --- machines and addresses ---------------------------------------------------
 
-// The columns ReadMachine reads, in its order; append a WHERE clause.
-inline constexpr char kMachineSelect[] =
-    "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
-    "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, client_cert_issued_at, "
-    "vars_json, "
-    // Trust (docs/trust.md).
-    "trust, trust_reason, trust_changed_at "
-    "FROM machines ";
+// The columns ReadMachine reads, in its order, for the connection's
+// dialect; append a WHERE clause. The machine's addresses and attest_epoch
+// come in the same row (one statement per machine, not two or three:
+// docs/performance.md, "Round trips per joined machine").
+const std::string& MachineSelect(const Connection& c);
 // db_corrupt when the stored state is not a state name.
 Machine ReadMachine(const Stmt& s);
-// The machine, with its addresses, selected by kMachineSelect + `where`.
+// The machine, with its addresses, selected by MachineSelect + `where`.
 std::optional<Machine> LoadMachine(Connection& c, const char* where, const std::function<void(Stmt&)>& bind);
 std::optional<Machine> MachineById(Connection& c, int64_t id);
 std::optional<Machine> MachineByHostname(Connection& c, const std::string& hostname);
@@ -56,8 +53,6 @@ Machine MustMachineById(Connection& c, int64_t id);                           //
 Machine MustMachineByHostname(Connection& c, const std::string& hostname);  // hostname_unknown
 // "'node-1' is joined": how a state_conflict message starts.
 std::string MachineIs(const Machine& m);
-// The machine's attest_epoch (docs/storage.md); machine_unknown.
-int64_t Epoch(Connection& c, int64_t machine_id);
 void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Address>& addresses);
 // Open sessions and tokens die with an identity change (reset, new EK).
 // Returns how many sessions and tokens were dropped.

@@ -13,43 +13,42 @@ Status SqlStore::CreateSession(const Session& session) {
   return Guard([&]() -> Status {
     if (Status s = CheckSession(session); !s.ok()) return s;
     db_->Write([&](Connection& c) {
+      // One statement: inserted only for a known machine and a free id; why
+      // not is asked only when it was not.
       {
-        Stmt s = c.Prepare("SELECT 1 FROM machines WHERE id = ?1");
-        s.BindInt(1, session.machine_id);
-        if (!s.Step()) {
-          Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(session.machine_id)));
-        }
+        Stmt s = c.Prepare(
+            "INSERT INTO sessions (id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, "
+            "created_at, expires_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 "
+            "WHERE EXISTS (SELECT 1 FROM machines WHERE id = ?2) ON CONFLICT (id) DO NOTHING");
+        s.BindText(1, session.id)
+            .BindInt(2, session.machine_id)
+            .BindBlob(3, session.nonce)
+            .BindBlob(4, session.secret_hash)
+            .BindBlob(5, session.ak_public)
+            .BindBlob(6, session.ak_name)
+            .BindText(7, session.pcr_selection)
+            .BindInt(8, session.created_at)
+            .BindInt(9, session.expires_at)
+            .Run();
+        if (c.Changes() == 1) return true;
       }
-      {
-        Stmt s = c.Prepare("SELECT 1 FROM sessions WHERE id = ?1");
-        s.BindText(1, session.id);
-        if (s.Step()) Fail(Status::InvalidArgument("field_invalid", "the session id is taken"));
+      Stmt known = c.Prepare("SELECT 1 FROM machines WHERE id = ?1");
+      known.BindInt(1, session.machine_id);
+      if (!known.Step()) {
+        Fail(Status::NotFound("machine_unknown", "no machine with id " + std::to_string(session.machine_id)));
       }
-      Stmt s = c.Prepare(
-          "INSERT INTO sessions (id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, "
-          "created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-      s.BindText(1, session.id)
-          .BindInt(2, session.machine_id)
-          .BindBlob(3, session.nonce)
-          .BindBlob(4, session.secret_hash)
-          .BindBlob(5, session.ak_public)
-          .BindBlob(6, session.ak_name)
-          .BindText(7, session.pcr_selection)
-          .BindInt(8, session.created_at)
-          .BindInt(9, session.expires_at)
-          .Run();
-      return true;
+      Fail(Status::InvalidArgument("field_invalid", "the session id is taken"));
     });
     return Status::Ok();
   });
 }
 
-Session ReadSession(Connection& c, const std::string& id) {
-  Stmt s = c.Prepare(
-      "SELECT id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, "
-      "expires_at, used_at FROM sessions WHERE id = ?1");
-  s.BindText(1, id);
-  if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
+namespace {
+
+constexpr char kSessionColumns[] =
+    "id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, expires_at, used_at";
+
+Session ReadSessionRow(const Stmt& s) {
   Session out;
   out.id = s.Text(0);
   out.machine_id = s.Int(1);
@@ -64,6 +63,15 @@ Session ReadSession(Connection& c, const std::string& id) {
   return out;
 }
 
+}  // namespace
+
+Session ReadSession(Connection& c, const std::string& id) {
+  Stmt s = c.Prepare("SELECT " + std::string(kSessionColumns) + " FROM sessions WHERE id = ?1");
+  s.BindText(1, id);
+  if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
+  return ReadSessionRow(s);
+}
+
 void CheckSessionUsable(const Session& session, int64_t now) {
   if (session.used_at) Fail(Status::VerificationFailed("session_used", "the session was already used"));
   if (now >= session.expires_at) Fail(Status::VerificationFailed("session_expired", "the session expired"));
@@ -74,13 +82,17 @@ Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now) {
   // transaction under the writer lock, so two racing requests cannot both
   // see the session unused.
   if (id.empty() || id.size() > kMaxSessionId) Fail(Status::NotFound("session_unknown", "unknown session"));
-  Session out = ReadSession(c, id);
-  CheckSessionUsable(out, now);
-  Stmt s = c.Prepare("UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL");
-  s.BindText(1, id).BindInt(2, now).Run();
-  if (c.Changes() != 1) Fail(Status::VerificationFailed("session_used", "the session was already used"));
-  out.used_at = now;
-  return out;
+  // One statement when the session is usable; why not is asked only when
+  // it was not.
+  {
+    Stmt s = c.Prepare(
+        "UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL AND expires_at > ?2 "
+        "RETURNING " + std::string(kSessionColumns));
+    s.BindText(1, id).BindInt(2, now);
+    if (s.Step()) return ReadSessionRow(s);
+  }
+  CheckSessionUsable(ReadSession(c, id), now);
+  Fail(Status::VerificationFailed("session_used", "the session was already used"));
 }
 
 Result<Session> SqlStore::ConsumeSession(const std::string& id, int64_t now) {

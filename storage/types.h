@@ -124,6 +124,10 @@ struct Machine {
   // "" when trusted or never judged.
   std::string trust_reason;
   std::optional<int64_t> trust_changed_at;
+
+  // The machine's attest epoch (docs/storage.md): raised by each reset and
+  // EK replacement; what is recorded in an epoch stops counting after it.
+  int64_t attest_epoch = 0;
 };
 
 // A machine's trust (Machine::trust); the database stores these texts.

@@ -174,12 +174,8 @@ Result<AttestationService::Release> AttestationService::AuthorizeRelease(const s
 Result<AttestationService::Release> AttestationService::AuthorizeRelease(storage::Bearer bearer) {
   Release out{std::move(bearer), {}, {}};
   const storage::Machine& m = out.bearer.machine;
-  auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) {
-    Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
-    return StoreBusy(pool.status());
-  }
-  out.pool = std::move(pool).value();
+  // The pool was read with the token (one snapshot).
+  out.pool = out.bearer.pool;
   auto settings = ParsePoolSettings(out.pool.settings_json);
   if (!settings.ok()) {
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
@@ -267,21 +263,14 @@ Status AttestationService::Busy(const std::string& reason, const std::string& wh
   return Status::Unsupported(reason, "the appliance is busy; come back after Retry-After");
 }
 
-Result<AttestationService::PolicyInForce> AttestationService::PolicyFor(const storage::Machine& m) {
-  // SECURITY: a pool that cannot be read is never "no policy" nor
-  // "enforcing": it is a store failure (StoreBusy, kIoError), which the
-  // caller answers as one (fail closed).
-  auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) {
-    Log()->error("store error for {}: {}", Who(m), pool.status().ToString());
-    return StoreBusy(pool.status());
-  }
+AttestationService::PolicyInForce AttestationService::PolicyFor(const storage::Machine& m,
+                                                                const storage::Pool& pool) {
   PolicyInForce out;
   // The pool's mode applies to every machine in it, whichever policy
   // judges the machine.
-  out.observe = pool->boot_policy_mode == storage::kPolicyModeObserve;
+  out.observe = pool.boot_policy_mode == storage::kPolicyModeObserve;
   const std::optional<std::string>& text =
-      m.policy_json && !m.policy_json->empty() ? m.policy_json : pool->boot_policy_json;
+      m.policy_json && !m.policy_json->empty() ? m.policy_json : pool.boot_policy_json;
   if (text && !text->empty()) {
     auto parsed = policies_.Policy(*text);
     if (parsed.ok()) {
@@ -412,14 +401,18 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   if (!ek_hash.ok()) return Status::InvalidArgument("field_invalid", "ek_public: " + ek_hash.status().message());
   std::string who = "ek=" + Short(*ek_hash) + " from " + caller.address;
 
-  auto machine = store_->FindMachineByEkHash(*ek_hash);
-  if (!machine.ok()) {
-    if (machine.status().code() != Status::Code::kNotFound) {
-      Log()->error("store error for {}: {}", who, machine.status().ToString());
-      return StoreBusy(machine.status());
+  // The machine and its pool, in one read (docs/performance.md, "Round
+  // trips per joined machine").
+  auto challenged = store_->ReadChallenge(*ek_hash);
+  if (!challenged.ok()) {
+    if (challenged.status().code() != Status::Code::kNotFound ||
+        challenged.status().reason() != "machine_unknown") {
+      Log()->error("store error for {}: {}", who, challenged.status().ToString());
+      return StoreBusy(challenged.status());
     }
     return UnknownEk(req, *ek, *ek_hash, caller, who);
   }
+  const storage::Machine* machine = &challenged->machine;
   who = Who(*machine);
   if (machine->state == storage::MachineState::kPending) {
     return Refuse(Status::NotFound("machine_pending", "this machine waits for an operator's approval"), who, true);
@@ -441,13 +434,12 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   auto ak_key = attest::VerifyKey::FromTpmPublic(*ak);
   if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
 
-  auto policy = PolicyFor(*machine);
-  if (!policy.ok()) return policy.status();
-  if (!policy->unusable.ok()) {
-    Log()->error("boot policy of {} is unusable: {}", who, policy->unusable.ToString());
+  const PolicyInForce policy = PolicyFor(*machine, challenged->pool);
+  if (!policy.unusable.ok()) {
+    Log()->error("boot policy of {} is unusable: {}", who, policy.unusable.ToString());
     return Refuse(Status::Corruption("policy_invalid", "this machine's boot policy is being fixed"), who, true);
   }
-  const auto selection = Selection(options_.default_pcr_selection, policy->policy.get(), policy->observe);
+  const auto selection = Selection(options_.default_pcr_selection, policy.policy.get(), policy.observe);
 
   auto out = OpenSession(req, *ek, *ak, *machine, selection, who);
   if (!out.ok()) return out.status();
@@ -660,9 +652,8 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     }
     return answer;
   };
-  auto policy = PolicyFor(*machine);
-  if (!policy.ok()) return consume_alone(policy.status());
-  if (!policy->unusable.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy->unusable.ToString());
+  const PolicyInForce policy = PolicyFor(*machine, inputs->pool);
+  if (!policy.unusable.ok()) Log()->error("boot policy of {} is unusable: {}", who, policy.unusable.ToString());
   std::shared_ptr<const attest::PcrValues> tofu;
   if (machine->tofu_pcrs_json) tofu = policies_.TofuValues(*machine->tofu_pcrs_json);
 
@@ -670,8 +661,8 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   context.session = session;
   context.machine = machine;
   context.last = inputs->last ? &*inputs->last : nullptr;
-  context.policy = policy->policy.get();
-  context.policy_unusable = !policy->unusable.ok();
+  context.policy = policy.policy.get();
+  context.policy_unusable = !policy.unusable.ok();
   context.challenged_ak = challenged_ak.get();
   context.tofu_recorded = tofu.get();
   Verdict verdict = Verify(req, context);
@@ -728,7 +719,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   // the answer differs (503 boot_policy_observing, so the machine waits for
   // an operator's policy instead of giving up).
   const bool policy_refused = !verdict.attested() && verdict.refusal.reason() == "boot_policy_violation";
-  if (policy->observe && (verdict.attested() || policy_refused)) {
+  if (policy.observe && (verdict.attested() || policy_refused)) {
     if (Status s = Observe(*machine, req, verdict, context.policy != nullptr, who); !s.ok()) {
       if (s.reason() != "boot_policy_observing") return consume_alone(s);  // the store failed
       if (policy_refused) return record_failure(s, true);
@@ -771,9 +762,7 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   view.state = std::string(storage::StateName(m.state));
   // What the machine's pool asks of it: the agent makes a TPM-resident
   // client key when the pool requires one.
-  auto pool = store_->GetPool(m.pool);
-  if (!pool.ok()) return StoreBusy(pool.status());
-  auto settings = ParsePoolSettings(pool->settings_json);
+  auto settings = ParsePoolSettings(auth->pool.settings_json);
   view.require_tpm_key = settings.ok() && settings->require_tpm_key;
   // When the agent asks to renew (docs/csr.md, "Renewal").
   view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;

@@ -248,9 +248,11 @@ class AttestationService {
     Status unusable;  // not ok: the policy text does not parse (policy_invalid)
     bool observe = false;
   };
-  // A pool that cannot be read is StoreBusy (kIoError, logged), never "no
-  // policy" and never "enforce".
-  Result<PolicyInForce> PolicyFor(const storage::Machine& m);
+  // The machine's policy (its own, else its pool's) and its pool's mode.
+  // The pool comes with the machine's read (ReadChallenge, ReadEvidence):
+  // a pool that cannot be read fails that read, which is answered as a
+  // store failure (StoreBusy), never "no policy" and never "enforce".
+  PolicyInForce PolicyFor(const storage::Machine& m, const storage::Pool& pool);
   // Observe mode's step after an identity-verified attestation: keeps the
   // machine's boot (log, quoted PCRs, verdict of the policy in force) and
   // says so in the log and the metrics. Ok when the machine may go on (a

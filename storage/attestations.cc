@@ -167,6 +167,23 @@ Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int
       CheckSessionUsable(in.session, now);
       in.machine = MustMachineById(c, in.session.machine_id);
       in.last = LastSuccessIn(c, in.machine.id);
+      in.pool = MustPool(c, in.machine.pool);
+      return in;
+    });
+  });
+}
+
+Result<ChallengeInputs> SqlStore::ReadChallenge(const Bytes& ek_hash) {
+  return Guard([&]() -> Result<ChallengeInputs> {
+    if (ek_hash.empty() || ek_hash.size() > kMaxHash) {
+      return Status::NotFound("machine_unknown", "no machine is enrolled with this EK");
+    }
+    return db_->Read([&](Connection& c) {
+      ChallengeInputs in;
+      auto m = MachineByEkHash(c, ek_hash);
+      if (!m) Fail(Status::NotFound("machine_unknown", "no machine is enrolled with this EK"));
+      in.machine = std::move(*m);
+      in.pool = MustPool(c, in.machine.pool);
       return in;
     });
   });

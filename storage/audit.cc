@@ -173,9 +173,16 @@ void WriteAudit(Connection& c, const Actor& actor, int64_t now, const AuditRow& 
     if (!state) return std::nullopt;
     return std::string(StateName(*state));
   };
-  // The chain (docs/audit.md): the writer connection is the only writer, so
-  // the head read here is still the head at the INSERT.
-  auto [head_id, head_hash] = ChainHead(c);
+  // The chain (docs/audit.md): the transaction holds the write lock, so no
+  // other writer moves the head between its read and the INSERT. It is read
+  // once per transaction; the rows after the first chain to the one before.
+  std::optional<Connection::AuditHead>& head = c.audit_head();
+  if (!head) {
+    auto [id, hash] = ChainHead(c);
+    head = Connection::AuditHead{id, std::move(hash)};
+  }
+  const int64_t head_id = head->id;
+  std::string head_hash = head->hash;
   AuditEntry e;
   e.id = head_id + 1;
   e.at = now;
@@ -198,6 +205,7 @@ void WriteAudit(Connection& c, const Actor& actor, int64_t now, const AuditRow& 
   s.BindText(6, e.hostname).BindOptText(7, e.from_state).BindOptText(8, e.to_state).BindText(9, e.why);
   s.BindText(10, e.detail_json).BindText(11, e.prev_hash).BindText(12, e.hash);
   s.Run();
+  head = Connection::AuditHead{e.id, e.hash};
 }
 
 Status SqlStore::AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,

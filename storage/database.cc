@@ -154,6 +154,7 @@ void Database::RunGroup(const std::vector<Pending*>& group) noexcept {
         if (!c.InTransaction() || c.Broken()) throw;
         c.Run("ROLLBACK TO w");
         c.Run("RELEASE w");
+        c.audit_head().reset();  // the rolled-back write may have moved it
       }
     }
     txn.Commit();

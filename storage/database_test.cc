@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/audit.h"
 #include "storage/test_util.h"
 
 namespace rackgate::storage {
@@ -136,6 +137,46 @@ TEST_F(DatabasePoolTest, ALoneWriteThatFailsLeavesNothing) {
   EXPECT_EQ(count(), 0);
   db->Write([](Connection& c) { c.Run("INSERT INTO t (v) VALUES (2)"); });
   EXPECT_EQ(count(), 1);
+}
+
+// The audit chain's head is read once per write transaction and carried
+// from row to row (storage/audit.cc): writes grouped into one transaction
+// chain to each other, and a write rolled back to its savepoint after it
+// wrote a row leaves no gap: the next write chains to the row before it.
+TEST_F(DatabasePoolTest, AuditRowsOfAGroupChainThroughARolledBackWrite) {
+  auto db = Make(StoreOptions{});
+  ASSERT_NE(db, nullptr);
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 20;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        // Every third write is refused after its first row.
+        const bool refuse = (t + i) % 3 == 0;
+        try {
+          db->Write([&](Connection& c) {
+            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"first", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
+            if (refuse) Fail(Status::InvalidArgument("refused", "after its audit row"));
+            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"second", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
+          });
+        } catch (const StoreError&) {
+          ++refused;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const int kept = kThreads * kRounds - refused.load();
+  EXPECT_GT(refused.load(), 0);
+  auto chain = store_->VerifyAuditChain();
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  EXPECT_TRUE(chain->intact) << chain->problem;
+  EXPECT_EQ(chain->rows, kept * 2);
+  const RoundTrips trips = db->GetRoundTrips();
+  std::printf("audit rows of %d writes in %llu transactions\n", kThreads * kRounds,
+              static_cast<unsigned long long>(trips.transactions));
 }
 
 }  // namespace

@@ -132,13 +132,7 @@ Result<Pool> SqlStore::PutPool(const Pool& pool, const Actor& actor, int64_t now
 }
 
 Result<Pool> SqlStore::GetPool(const std::string& name) {
-  return Guard([&]() -> Result<Pool> {
-    return db_->Read([&](Connection& c) -> Pool {
-      auto p = LoadPool(c, name);
-      if (!p) Fail(Status::NotFound("pool_unknown", "no pool named '" + name + "'"));
-      return std::move(*p);
-    });
-  });
+  return Guard([&]() -> Result<Pool> { return db_->Read([&](Connection& c) { return MustPool(c, name); }); });
 }
 
 Result<std::vector<Pool>> SqlStore::ListPools() {

@@ -110,12 +110,16 @@ class AttestationStore : public virtual PoolReader, public virtual MachineReader
   // Single use: atomically marks the session used and returns it.
   // session_unknown, session_used, session_expired.
   virtual Result<Session> ConsumeSession(const std::string& id, int64_t now) = 0;
-  // The machine a token belongs to, and the token: token_unknown,
-  // token_expired, and token_revoked when its machine is revoked.
+  // The machine a token belongs to, the token and the machine's pool, in one
+  // read snapshot: token_unknown, token_expired, and token_revoked when its
+  // machine is revoked.
   virtual Result<Bearer> LookupToken(const Bytes& token_hash, int64_t now) = 0;
+  // The machine enrolled with this EK hash (machine_unknown) and its pool,
+  // in one read snapshot: what a challenge is answered from.
+  virtual Result<ChallengeInputs> ReadChallenge(const Bytes& ek_hash) = 0;
   // The session (session_unknown, session_used, session_expired at `now`),
-  // its machine (machine_unknown) and the machine's
-  // LastSuccessfulAttestation, in one read snapshot. Consumes nothing: the
+  // its machine (machine_unknown), the machine's
+  // LastSuccessfulAttestation and its pool, in one read snapshot. Consumes nothing: the
   // write that records the verdict does.
   virtual Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) = 0;
   // ConsumeSession(record.session_id, now) and RecordAttestationSuccess, in

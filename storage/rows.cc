@@ -167,6 +167,12 @@ std::optional<Pool> LoadPool(Connection& c, const std::string& name) {
   return ReadPool(s);
 }
 
+Pool MustPool(Connection& c, const std::string& name) {
+  auto p = LoadPool(c, name);
+  if (!p) Fail(Status::NotFound("pool_unknown", "no pool named '" + name + "'"));
+  return std::move(*p);
+}
+
 // A stored JSON list of strings (written by this file); anything else reads
 // as empty.
 std::vector<std::string> StringList(const std::string& json_text) {

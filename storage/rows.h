@@ -79,6 +79,7 @@ inline constexpr char kPoolSelect[] =
     "attested_template, boot_policy_mode FROM pools ";
 Pool ReadPool(const Stmt& s);
 std::optional<Pool> LoadPool(Connection& c, const std::string& name);
+Pool MustPool(Connection& c, const std::string& name);  // pool_unknown
 bool PoolExists(Connection& c, const std::string& name);
 
 // --- attestations and certificates ----------------------------------------------

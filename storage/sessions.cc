@@ -123,7 +123,8 @@ Result<Bearer> SqlStore::LookupToken(const Bytes& token_hash, int64_t now) {
       if (m->state == MachineState::kRevoked)
         Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
       if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
-      return Bearer{std::move(*m), std::move(t)};
+      Pool pool = MustPool(c, m->pool);
+      return Bearer{std::move(*m), std::move(t), std::move(pool)};
     });
   });
 }

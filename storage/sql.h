@@ -207,10 +207,24 @@ class Connection {
   void CountRoundTripsIn(RoundTripCounts* counts) { counts_ = counts; }
   RoundTripCounts* round_trip_counts() const { return counts_; }
 
+  // The audit chain's head as this connection's open write transaction left
+  // it (storage/audit.cc, WriteAudit): read once per transaction, under the
+  // write lock that keeps every other writer out, then carried from row to
+  // row. Forgotten when a transaction begins and when a savepoint is rolled
+  // back (database.cc), so it never outlives what it describes.
+  struct AuditHead {
+    int64_t id = 0;
+    std::string hash;
+  };
+  std::optional<AuditHead>& audit_head() { return audit_head_; }
+
  protected:
   Connection() = default;
   // For the backends' Prepare: Stmt(impl, counts_).
   RoundTripCounts* counts_ = nullptr;
+
+ private:
+  std::optional<AuditHead> audit_head_;
 };
 
 // A transaction on one connection. Rolls back in the destructor unless
@@ -219,6 +233,7 @@ class Transaction {
  public:
   using Kind = Connection::TxKind;
   Transaction(Connection* conn, Kind kind) : conn_(conn) {
+    conn_->audit_head().reset();
     conn_->Begin(kind);
     if (RoundTripCounts* c = conn_->round_trip_counts()) c->transactions.fetch_add(1, std::memory_order_relaxed);
   }

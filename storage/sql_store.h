@@ -76,6 +76,7 @@ class SqlStore : public Store {
   Result<AttestationRecord> LastSuccessfulAttestation(int64_t machine_id) override;
   Result<std::vector<AttestationRecord>> RecentFailures(int limit) override;
   // evidence in one read and one write
+  Result<ChallengeInputs> ReadChallenge(const Bytes& ek_hash) override;
   Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) override;
   Result<Machine> ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
                                                  const std::optional<std::string>& tofu_pcrs_json,

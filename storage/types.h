@@ -225,6 +225,7 @@ struct Token {
 struct Bearer {
   Machine machine;
   Token token;
+  Pool pool;  // the machine's pool, read in the same snapshot
 };
 
 // A provisioning token of a pool, by its hash. expires_at nullopt: the
@@ -321,6 +322,14 @@ struct EvidenceInputs {
   Session session;
   Machine machine;
   std::optional<AttestationRecord> last;  // LastSuccessfulAttestation; none yet
+  Pool pool;                              // the machine's pool
+};
+
+// What answering a challenge reads, in one snapshot
+// (AttestationStore::ReadChallenge).
+struct ChallengeInputs {
+  Machine machine;
+  Pool pool;  // the machine's pool
 };
 
 struct AuditEntry {

@@ -407,7 +407,9 @@ Result<Bearer> FakeStore::LookupToken(const Bytes& token_hash, int64_t now) {
     return Status::VerificationFailed("token_revoked", "the machine is revoked");
   }
   if (now >= it->second.expires_at) return Status::VerificationFailed("token_expired", "the token expired");
-  return Bearer{m->second, it->second};
+  auto pool = state_->pools.find(m->second.pool);
+  if (pool == state_->pools.end()) return Status::NotFound("pool_unknown", "no pool '" + m->second.pool + "'");
+  return Bearer{m->second, it->second, pool->second};
 }
 
 Result<EvidenceInputs> FakeStore::ReadEvidence(const std::string& session_id, int64_t now) {
@@ -417,7 +419,18 @@ Result<EvidenceInputs> FakeStore::ReadEvidence(const std::string& session_id, in
     in.session = state_->UsableSession(session_id, now);
     in.machine = state_->MustMachine(in.session.machine_id);
     in.last = state_->LastSuccess(in.machine.id);
+    in.pool = state_->MustPool(in.machine.pool);
     return in;
+  });
+}
+
+Result<ChallengeInputs> FakeStore::ReadChallenge(const Bytes& ek_hash) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<ChallengeInputs> {
+    for (const auto& [id, m] : state_->machines) {
+      if (m.ek_hash == ek_hash) return ChallengeInputs{m, state_->MustPool(m.pool)};
+    }
+    Fail(Status::NotFound("machine_unknown", "no machine with this EK"));
   });
 }
 

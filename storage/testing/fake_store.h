@@ -52,6 +52,7 @@ class FakeStore final : public Store {
   Status CreateSession(const Session& session) override;
   Result<Session> ConsumeSession(const std::string& id, int64_t now) override;
   Result<Bearer> LookupToken(const Bytes& token_hash, int64_t now) override;
+  Result<ChallengeInputs> ReadChallenge(const Bytes& ek_hash) override;
   Result<EvidenceInputs> ReadEvidence(const std::string& session_id, int64_t now) override;
   Result<Machine> ConsumeSessionAndRecordSuccess(const AttestationRecord& record, const Token& token,
                                                  const std::optional<std::string>& tofu_pcrs_json,

@@ -1185,9 +1185,10 @@ void AddHistograms(Histograms* into, const Histograms& from) {
 }
 
 // rackgated's write statistics on /metrics: write transactions committed and
-// the writes run in them (docs/storage.md, group commit).
+// the writes run in them (docs/storage.md, group commit), and the round trips
+// the store made (statements and transactions, reads included).
 struct WriteCounts {
-  double commits = 0, writes = 0, db_errors = 0;
+  double commits = 0, writes = 0, db_errors = 0, statements = 0, transactions = 0;
 };
 
 double MetricSum(const std::string& text, const std::string& name) {
@@ -1204,7 +1205,8 @@ double MetricSum(const std::string& text, const std::string& name) {
 
 WriteCounts ParseWriteCounts(const std::string& text) {
   return {MetricSum(text, "rackgate_db_commits_total"), MetricSum(text, "rackgate_db_writes_total"),
-          MetricSum(text, "rackgate_db_errors_total")};
+          MetricSum(text, "rackgate_db_errors_total"), MetricSum(text, "rackgate_db_statements_total"),
+          MetricSum(text, "rackgate_db_transactions_total")};
 }
 
 // The database's own counters (pg_stat_database), read with psql: each
@@ -1213,6 +1215,10 @@ WriteCounts ParseWriteCounts(const std::string& text) {
 // write transactions.
 struct PgStats {
   double xacts = 0, rows_written = 0, rows_read = 0;
+  // pg_stat_statements' calls in this database (top-level statements, BEGIN
+  // and COMMIT included), when the server loads it (pg-lab
+  // --stat-statements); -1 otherwise.
+  double statements = -1;
 };
 
 std::optional<PgStats> QueryPgStats(const std::string& database, const std::string& out) {
@@ -1236,6 +1242,24 @@ std::optional<PgStats> QueryPgStats(const std::string& database, const std::stri
   ::unlink(out.c_str());
   PgStats st;
   if (std::sscanf(text.c_str(), "%lf|%lf|%lf", &st.xacts, &st.rows_written, &st.rows_read) != 3) return std::nullopt;
+  // Where pg_stat_statements is installed (in whichever schema: pg-lab keeps
+  // it out of rackgate's); left out where it is not.
+  if (Run({psql, "-X", "-A", "-t", "-q", "-d", database, "-c",
+           "SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+           "WHERE e.extname = 'pg_stat_statements'"},
+          out) == 0) {
+    std::string schema = ReadFile(out);
+    while (!schema.empty() && (schema.back() == '\n' || schema.back() == '\r')) schema.pop_back();
+    if (!schema.empty() &&
+        Run({psql, "-X", "-A", "-t", "-q", "-d", database, "-c",
+             "SELECT COALESCE(sum(calls), 0) FROM " + schema +
+                 ".pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"},
+            out) == 0) {
+      text = ReadFile(out);
+      if (std::sscanf(text.c_str(), "%lf", &st.statements) != 1) st.statements = -1;
+    }
+  }
+  ::unlink(out.c_str());
   return st;
 }
 
@@ -1657,7 +1681,7 @@ int Main(int argc, char** argv) {
           ? "sqlite" : o.database.substr(0, o.database.find("://")) == "postgres" ? "postgresql"
                                                                                   : o.database.substr(0, o.database.find("://"));
   std::string cpu_per_machine;
-  double total_commits = 0, total_writes = 0;
+  double total_commits = 0, total_writes = 0, total_statements = 0, total_transactions = 0;
   bool writes_known = true;
   if (fleet_report) {
     for (size_t k = 0; k < n_app; ++k) {
@@ -1681,6 +1705,8 @@ int Main(int argc, char** argv) {
         const double writes = writes_after[k]->writes - writes_before[k].writes;
         total_commits += commits;
         total_writes += writes;
+        total_statements += writes_after[k]->statements - writes_before[k].statements;
+        total_transactions += writes_after[k]->transactions - writes_before[k].transactions;
         std::snprintf(buf, sizeof(buf), ", %.0f commits, %.0f writes, %.0f database errors", commits, writes,
                       writes_after[k]->db_errors - writes_before[k].db_errors);
         line += buf;
@@ -1695,6 +1721,10 @@ int Main(int argc, char** argv) {
       std::printf("boot-storm: database writes per machine: %.2f commits, %.2f writes (%s)\n",
                   total_commits / static_cast<double>(s.ok), total_writes / static_cast<double>(s.ok),
                   writes_known ? "every appliance's /metrics" : "the appliances that answered /metrics at the end");
+      std::printf("boot-storm: database round trips per machine (the stores' own counters, %s): %.2f statements, "
+                  "%.2f transactions\n",
+                  backend.c_str(), total_statements / static_cast<double>(s.ok),
+                  total_transactions / static_cast<double>(s.ok));
     }
     // (Counters that went down come from another server: a standby promoted.)
     const PgStats pa = pg_after.value_or(PgStats{}), pb = pg_before.value_or(PgStats{});
@@ -1703,12 +1733,25 @@ int Main(int argc, char** argv) {
       std::printf("boot-storm: postgresql (pg_stat_database, this storm): %.1f transactions per machine (statements "
                   "outside a transaction count one each), %.1f rows written, %.1f rows fetched per machine\n",
                   (pa.xacts - pb.xacts) / n, (pa.rows_written - pb.rows_written) / n, (pa.rows_read - pb.rows_read) / n);
+      if (pa.statements >= 0 && pb.statements >= 0 && pa.statements >= pb.statements) {
+        std::printf("boot-storm: postgresql (pg_stat_statements, this storm): %.2f statements per machine (top-level, "
+                    "BEGIN and COMMIT included; boot-storm's own few psql queries too)\n",
+                    (pa.statements - pb.statements) / n);
+      }
     }
     if (pg_cpu >= 0 && s.ok > 0) {
       std::printf("boot-storm: postgresql server cpu %.1fs (%.1fms per machine; the postmaster's process tree, from "
                   "before the storm until the appliances stopped)\n",
                   pg_cpu, pg_cpu / static_cast<double>(s.ok) * 1e3);
     }
+  } else if (n_app == 1 && writes_after[0] && s.ok > 0) {
+    const double n = static_cast<double>(s.ok);
+    std::printf("boot-storm: database round trips per machine (the store's own counters, %s): %.2f statements, "
+                "%.2f transactions; %.2f commits, %.2f writes\n",
+                backend.c_str(), (writes_after[0]->statements - writes_before[0].statements) / n,
+                (writes_after[0]->transactions - writes_before[0].transactions) / n,
+                (writes_after[0]->commits - writes_before[0].commits) / n,
+                (writes_after[0]->writes - writes_before[0].writes) / n);
   }
   const double per_machine = ceiling.seconds_per_machine();
   const double ceiling_rate = o.cores / per_machine;

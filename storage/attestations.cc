@@ -117,7 +117,7 @@ void RecordFailureIn(Connection& c, const AttestationRecord& record, int max_fai
 // The machine's last good attestation of its current epoch (the counters'
 // baseline), if any.
 std::optional<AttestationRecord> LastSuccessIn(Connection& c, int64_t machine_id) {
-  Stmt s = c.Prepare(std::string(kAttestationSelect) +
+  Stmt s = c.Prepare("SELECT " + std::string(kAttestationColumns) + kAttestationFrom +
                      "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
                      "ORDER BY a.id DESC LIMIT 1");
   s.BindInt(1, machine_id);
@@ -161,13 +161,27 @@ Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int
     if (session_id.empty() || session_id.size() > kMaxSessionId) {
       return Status::NotFound("session_unknown", "unknown session");
     }
-    return db_->Read([&](Connection& c) {
+    // One statement: the session, its machine, the machine's pool and its
+    // last good attestation of its epoch (LastSuccessIn's row).
+    return db_->ReadOne([&](Connection& c) {
+      Stmt s = c.Prepare(PerDialect(c, [](Dialect d) {
+        return "SELECT " + Qualified("s", kSessionColumns) + ", " + MachineColumns(d) + ", " +
+               Qualified("p", kPoolColumns) + ", " + kAttestationColumns +
+               " FROM sessions s JOIN machines m ON m.id = s.machine_id JOIN pools p ON p.name = m.pool "
+               "LEFT JOIN attestations a ON a.id = (SELECT la.id FROM attestations la WHERE la.machine_id = m.id "
+               "AND la.verdict = 'ok' AND la.attest_epoch = m.attest_epoch ORDER BY la.id DESC LIMIT 1) "
+               "WHERE s.id = ?1";
+      }));
+      s.BindText(1, session_id);
+      if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
       EvidenceInputs in;
-      in.session = ReadSession(c, session_id);
+      int col = 0;
+      in.session = ReadSessionRow(s, col);
       CheckSessionUsable(in.session, now);
-      in.machine = MustMachineById(c, in.session.machine_id);
-      in.last = LastSuccessIn(c, in.machine.id);
-      in.pool = MustPool(c, in.machine.pool);
+      in.machine = ReadMachine(s, col += kSessionColumnCount);
+      in.pool = ReadPool(s, col += kMachineColumnCount);
+      col += kPoolColumnCount;
+      if (!s.IsNull(col)) in.last = ReadAttestation(s, col);
       return in;
     });
   });
@@ -178,13 +192,15 @@ Result<ChallengeInputs> SqlStore::ReadChallenge(const Bytes& ek_hash) {
     if (ek_hash.empty() || ek_hash.size() > kMaxHash) {
       return Status::NotFound("machine_unknown", "no machine is enrolled with this EK");
     }
-    return db_->Read([&](Connection& c) {
-      ChallengeInputs in;
-      auto m = MachineByEkHash(c, ek_hash);
-      if (!m) Fail(Status::NotFound("machine_unknown", "no machine is enrolled with this EK"));
-      in.machine = std::move(*m);
-      in.pool = MustPool(c, in.machine.pool);
-      return in;
+    // One statement: the machine and its pool.
+    return db_->ReadOne([&](Connection& c) {
+      Stmt s = c.Prepare(PerDialect(c, [](Dialect d) {
+        return "SELECT " + MachineColumns(d) + ", " + Qualified("p", kPoolColumns) +
+               " FROM machines m JOIN pools p ON p.name = m.pool WHERE m.ek_hash = ?1";
+      }));
+      s.BindBlob(1, ek_hash);
+      if (!s.Step()) Fail(Status::NotFound("machine_unknown", "no machine is enrolled with this EK"));
+      return ChallengeInputs{ReadMachine(s), ReadPool(s, kMachineColumnCount)};
     });
   });
 }
@@ -226,7 +242,7 @@ Result<AttestationRecord> SqlStore::LastSuccessfulAttestation(int64_t machine_id
 Result<std::vector<AttestationRecord>> SqlStore::RecentFailures(int limit) {
   return Guard([&]() -> Result<std::vector<AttestationRecord>> {
     return db_->Read([&](Connection& c) {
-      Stmt s = c.Prepare(std::string(kAttestationSelect) + "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1");
+      Stmt s = c.Prepare("SELECT " + std::string(kAttestationColumns) + kAttestationFrom + "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1");
       s.BindInt(1, std::clamp(limit, 1, 10000));
       std::vector<AttestationRecord> out;
       while (s.Step()) out.push_back(ReadAttestation(s));

@@ -91,6 +91,27 @@ class Database {
     }
   }
 
+  // Runs f(Connection&), which runs exactly ONE statement, on a pooled
+  // read-only connection without BEGIN and COMMIT: a single statement reads
+  // one snapshot by itself, in the transaction the database makes for it
+  // (counted as one). Two round trips fewer than Read on PostgreSQL. Retried
+  // once on a broken connection, as Read.
+  template <typename F>
+  auto ReadOne(F&& f) -> decltype(f(std::declval<Connection&>())) {
+    for (int attempt = 0;; ++attempt) {
+      Lease lease(this);
+      try {
+        if (RoundTripCounts* c = lease.conn()->round_trip_counts()) {
+          c->transactions.fetch_add(1, std::memory_order_relaxed);
+        }
+        return f(*lease.conn());
+      } catch (const StoreError&) {
+        if (attempt > 0 || !lease.conn()->Broken()) throw;
+      }
+      DropIdleReaders();
+    }
+  }
+
   // Write transactions committed since construction, and the writes they
   // carried.
   std::pair<uint64_t, uint64_t> CommitsAndWrites() const;

@@ -138,7 +138,7 @@ Result<Pool> SqlStore::GetPool(const std::string& name) {
 Result<std::vector<Pool>> SqlStore::ListPools() {
   return Guard([&]() -> Result<std::vector<Pool>> {
     return db_->Read([&](Connection& c) {
-      Stmt s = c.Prepare(std::string(kPoolSelect) + "ORDER BY name");
+      Stmt s = c.Prepare(PoolSelect() + "ORDER BY name");
       std::vector<Pool> out;
       while (s.Step()) out.push_back(ReadPool(s));
       return out;

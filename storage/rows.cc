@@ -17,18 +17,19 @@ namespace {
 // values printable ASCII: validation.cc admits no line break in either),
 // sorted in C++ (NormalizeAddresses), not by the database's collation.
 constexpr char kSqliteAddresses[] =
-    "(SELECT group_concat(kind || ' ' || value, char(10)) FROM addresses a WHERE a.machine_id = machines.id)";
+    "(SELECT group_concat(ad.kind || ' ' || ad.value, char(10)) FROM addresses ad WHERE ad.machine_id = m.id)";
 constexpr char kPostgresAddresses[] =
-    "(SELECT string_agg(kind || ' ' || value, chr(10)) FROM addresses a WHERE a.machine_id = machines.id)";
+    "(SELECT string_agg(ad.kind || ' ' || ad.value, chr(10)) FROM addresses ad WHERE ad.machine_id = m.id)";
 
-std::string MachineSelectWith(const char* addresses) {
-  return std::string(
-             "SELECT id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
-             "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, "
-             "client_cert_issued_at, vars_json, "
-             // Trust (docs/trust.md).
-             "trust, trust_reason, trust_changed_at, attest_epoch, ") +
-         addresses + " FROM machines ";
+constexpr char kMachineColumns[] =
+    "id, hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, tpm_model, "
+    "tpm_version, policy_json, tofu_pcrs_json, created_at, updated_at, last_attested_at, "
+    "client_cert_issued_at, vars_json, "
+    // Trust (docs/trust.md).
+    "trust, trust_reason, trust_changed_at, attest_epoch";
+
+std::string MachineColumnsWith(const char* addresses) {
+  return Qualified("m", kMachineColumns) + ", " + addresses;
 }
 
 std::vector<Address> ParseAddresses(const std::optional<std::string>& text) {
@@ -49,18 +50,39 @@ std::vector<Address> ParseAddresses(const std::optional<std::string>& text) {
 
 }  // namespace
 
+std::string Qualified(std::string_view alias, std::string_view columns) {
+  std::string out;
+  size_t start = 0;
+  while (start < columns.size()) {
+    size_t end = columns.find(',', start);
+    if (end == std::string_view::npos) end = columns.size();
+    std::string_view name = columns.substr(start, end - start);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    if (!out.empty()) out += ", ";
+    out.append(alias).append(".").append(name);
+    start = end + 1;
+  }
+  return out;
+}
+
+const std::string& MachineColumns(Dialect d) {
+  static const std::string sqlite = MachineColumnsWith(kSqliteAddresses);
+  static const std::string postgres = MachineColumnsWith(kPostgresAddresses);
+  return d == Dialect::kPostgres ? postgres : sqlite;
+}
+
 const std::string& MachineSelect(const Connection& c) {
-  static const std::string sqlite = MachineSelectWith(kSqliteAddresses);
-  static const std::string postgres = MachineSelectWith(kPostgresAddresses);
+  static const std::string sqlite = "SELECT " + MachineColumnsWith(kSqliteAddresses) + " FROM machines m ";
+  static const std::string postgres = "SELECT " + MachineColumnsWith(kPostgresAddresses) + " FROM machines m ";
   return c.dialect() == Dialect::kPostgres ? postgres : sqlite;
 }
 
-Machine ReadMachine(const Stmt& s) {
+Machine ReadMachine(const Stmt& s, int first) {
   Machine m;
-  m.id = s.Int(0);
-  m.hostname = s.Text(1);
-  m.pool = s.Text(2);
-  const std::string state = s.Text(3);
+  m.id = s.Int(first + 0);
+  m.hostname = s.Text(first + 1);
+  m.pool = s.Text(first + 2);
+  const std::string state = s.Text(first + 3);
   const std::optional<MachineState> parsed = ParseMachineState(state);
   // The schema's CHECK admits only the state names; anything else is a file
   // changed behind rackgate's back.
@@ -68,25 +90,25 @@ Machine ReadMachine(const Stmt& s) {
     Fail(Status::Corruption("db_corrupt", "machine " + std::to_string(m.id) + " has state '" + state + "'"));
   }
   m.state = *parsed;
-  m.ek_public = s.Blob(4);
-  m.ek_hash = s.Blob(5);
-  m.ek_certificate = s.OptBlob(6);
-  m.tpm_manufacturer = s.Text(7);
-  m.tpm_model = s.Text(8);
-  m.tpm_version = s.Text(9);
-  m.policy_json = s.OptText(10);
-  m.tofu_pcrs_json = s.OptText(11);
-  m.created_at = s.Int(12);
-  m.updated_at = s.Int(13);
-  m.last_attested_at = s.OptInt(14);
-  m.client_cert_issued_at = s.OptInt(15);
-  m.vars_json = s.Text(16);
+  m.ek_public = s.Blob(first + 4);
+  m.ek_hash = s.Blob(first + 5);
+  m.ek_certificate = s.OptBlob(first + 6);
+  m.tpm_manufacturer = s.Text(first + 7);
+  m.tpm_model = s.Text(first + 8);
+  m.tpm_version = s.Text(first + 9);
+  m.policy_json = s.OptText(first + 10);
+  m.tofu_pcrs_json = s.OptText(first + 11);
+  m.created_at = s.Int(first + 12);
+  m.updated_at = s.Int(first + 13);
+  m.last_attested_at = s.OptInt(first + 14);
+  m.client_cert_issued_at = s.OptInt(first + 15);
+  m.vars_json = s.Text(first + 16);
   // Trust (docs/trust.md): NULL is "never judged".
-  m.trust = s.OptText(17).value_or("");
-  m.trust_reason = s.Text(18);
-  m.trust_changed_at = s.OptInt(19);
-  m.attest_epoch = s.Int(20);
-  m.addresses = ParseAddresses(s.OptText(21));
+  m.trust = s.OptText(first + 17).value_or("");
+  m.trust_reason = s.Text(first + 18);
+  m.trust_changed_at = s.OptInt(first + 19);
+  m.attest_epoch = s.Int(first + 20);
+  m.addresses = ParseAddresses(s.OptText(first + 21));
   return m;
 }
 
@@ -146,25 +168,30 @@ std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id) {
   return {sessions, tokens};
 }
 
-Pool ReadPool(const Stmt& s) {
+Pool ReadPool(const Stmt& s, int first) {
   Pool p;
-  p.name = s.Text(0);
-  p.settings_json = s.Text(1);
-  p.boot_policy_json = s.OptText(2);
-  p.created_at = s.Int(3);
-  p.updated_at = s.Int(4);
-  p.token_required = s.Int(5) != 0;
-  p.public_template = s.OptText(6);
-  p.attested_template = s.OptText(7);
-  p.boot_policy_mode = s.Text(8);
+  p.name = s.Text(first + 0);
+  p.settings_json = s.Text(first + 1);
+  p.boot_policy_json = s.OptText(first + 2);
+  p.created_at = s.Int(first + 3);
+  p.updated_at = s.Int(first + 4);
+  p.token_required = s.Int(first + 5) != 0;
+  p.public_template = s.OptText(first + 6);
+  p.attested_template = s.OptText(first + 7);
+  p.boot_policy_mode = s.Text(first + 8);
   return p;
 }
 
 std::optional<Pool> LoadPool(Connection& c, const std::string& name) {
-  Stmt s = c.Prepare(std::string(kPoolSelect) + "WHERE name = ?1");
+  Stmt s = c.Prepare(PoolSelect() + "WHERE name = ?1");
   s.BindText(1, name);
   if (!s.Step()) return std::nullopt;
   return ReadPool(s);
+}
+
+const std::string& PoolSelect() {
+  static const std::string select = "SELECT " + std::string(kPoolColumns) + " FROM pools ";
+  return select;
 }
 
 Pool MustPool(Connection& c, const std::string& name) {
@@ -194,21 +221,36 @@ json DetailObject(const char* what, const std::string& json_text, size_t max_byt
   return detail;
 }
 
-AttestationRecord ReadAttestation(const Stmt& s) {
+Session ReadSessionRow(const Stmt& s, int first) {
+  Session out;
+  out.id = s.Text(first + 0);
+  out.machine_id = s.Int(first + 1);
+  out.nonce = s.Blob(first + 2);
+  out.secret_hash = s.Blob(first + 3);
+  out.ak_public = s.Blob(first + 4);
+  out.ak_name = s.Blob(first + 5);
+  out.pcr_selection = s.Text(first + 6);
+  out.created_at = s.Int(first + 7);
+  out.expires_at = s.Int(first + 8);
+  out.used_at = s.OptInt(first + 9);
+  return out;
+}
+
+AttestationRecord ReadAttestation(const Stmt& s, int first) {
   AttestationRecord r;
-  r.id = s.Int(0);
-  r.machine_id = s.Int(1);
-  r.hostname = s.Text(2);
-  r.session_id = s.Text(3);
-  r.at = s.Int(4);
-  r.verdict = s.Text(5);
-  r.reason = s.Text(6);
-  r.reasons = StringList(s.Text(7));
-  r.pcrs_json = s.Text(8);
-  r.reset_count = static_cast<uint32_t>(s.Int(9));
-  r.restart_count = static_cast<uint32_t>(s.Int(10));
-  r.clock = static_cast<uint64_t>(s.Int(11));
-  r.firmware_version = static_cast<uint64_t>(s.Int(12));
+  r.id = s.Int(first + 0);
+  r.machine_id = s.Int(first + 1);
+  r.hostname = s.Text(first + 2);
+  r.session_id = s.Text(first + 3);
+  r.at = s.Int(first + 4);
+  r.verdict = s.Text(first + 5);
+  r.reason = s.Text(first + 6);
+  r.reasons = StringList(s.Text(first + 7));
+  r.pcrs_json = s.Text(first + 8);
+  r.reset_count = static_cast<uint32_t>(s.Int(first + 9));
+  r.restart_count = static_cast<uint32_t>(s.Int(first + 10));
+  r.clock = static_cast<uint64_t>(s.Int(first + 11));
+  r.firmware_version = static_cast<uint64_t>(s.Int(first + 12));
   return r;
 }
 

@@ -37,13 +37,28 @@ json DetailObject(const char* what, const std::string& json_text, size_t max_byt
 
 // --- machines and addresses ---------------------------------------------------
 
-// The columns ReadMachine reads, in its order, for the connection's
-// dialect; append a WHERE clause. The machine's addresses and attest_epoch
-// come in the same row (one statement per machine, not two or three:
-// docs/performance.md, "Round trips per joined machine").
+// "x, y" as "alias.x, alias.y": a table's column list in a join.
+std::string Qualified(std::string_view alias, std::string_view columns);
+// The statement text build(dialect) makes, built once per call site and
+// dialect.
+template <typename Build>
+const std::string& PerDialect(const Connection& c, Build build) {
+  static const std::string sqlite = build(Dialect::kSqlite);
+  static const std::string postgres = build(Dialect::kPostgres);
+  return c.dialect() == Dialect::kPostgres ? postgres : sqlite;
+}
+
+// The columns ReadMachine reads, in its order, for the connection's dialect,
+// of the table aliased `m`: the machine's addresses and attest_epoch come in
+// the same row (one statement per machine, not three: docs/performance.md,
+// "Round trips per joined machine").
+const std::string& MachineColumns(Dialect d);
+inline constexpr int kMachineColumnCount = 22;
+// SELECT MachineColumns FROM machines m; append a WHERE clause.
 const std::string& MachineSelect(const Connection& c);
-// db_corrupt when the stored state is not a state name.
-Machine ReadMachine(const Stmt& s);
+// From column `first` on. db_corrupt when the stored state is not a state
+// name.
+Machine ReadMachine(const Stmt& s, int first = 0);
 // The machine, with its addresses, selected by MachineSelect + `where`.
 std::optional<Machine> LoadMachine(Connection& c, const char* where, const std::function<void(Stmt&)>& bind);
 std::optional<Machine> MachineById(Connection& c, int64_t id);
@@ -60,6 +75,13 @@ std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id);
 
 // --- sessions (sessions.cc) -------------------------------------------------------
 
+// The columns ReadSessionRow reads, in its order.
+inline constexpr char kSessionColumns[] =
+    "id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, expires_at, used_at";
+inline constexpr int kSessionColumnCount = 10;
+// From column `first` on.
+Session ReadSessionRow(const Stmt& s, int first = 0);
+
 // session_unknown.
 Session ReadSession(Connection& c, const std::string& id);
 // session_used, session_expired (now >= expires_at).
@@ -74,21 +96,27 @@ void ConsumeCertifyNonceIn(Connection& c, const Bytes& token_hash, int64_t now);
 
 // --- pools ----------------------------------------------------------------------
 
-inline constexpr char kPoolSelect[] =
-    "SELECT name, settings_json, boot_policy_json, created_at, updated_at, token_required, public_template, "
-    "attested_template, boot_policy_mode FROM pools ";
-Pool ReadPool(const Stmt& s);
+inline constexpr char kPoolColumns[] =
+    "name, settings_json, boot_policy_json, created_at, updated_at, token_required, public_template, "
+    "attested_template, boot_policy_mode";
+inline constexpr int kPoolColumnCount = 9;
+// SELECT kPoolColumns FROM pools; append a WHERE or ORDER BY clause.
+const std::string& PoolSelect();
+// From column `first` on.
+Pool ReadPool(const Stmt& s, int first = 0);
 std::optional<Pool> LoadPool(Connection& c, const std::string& name);
 Pool MustPool(Connection& c, const std::string& name);  // pool_unknown
 bool PoolExists(Connection& c, const std::string& name);
 
 // --- attestations and certificates ----------------------------------------------
 
-inline constexpr char kAttestationSelect[] =
-    "SELECT a.id, a.machine_id, m.hostname, a.session_id, a.at, a.verdict, a.reason, a.reasons_json, "
-    "a.pcrs_json, a.reset_count, a.restart_count, a.clock, a.firmware_version "
-    "FROM attestations a JOIN machines m ON m.id = a.machine_id ";
-AttestationRecord ReadAttestation(const Stmt& s);
+// The columns ReadAttestation reads, of attestations `a` and its machine `m`.
+inline constexpr char kAttestationColumns[] =
+    "a.id, a.machine_id, m.hostname, a.session_id, a.at, a.verdict, a.reason, a.reasons_json, "
+    "a.pcrs_json, a.reset_count, a.restart_count, a.clock, a.firmware_version";
+inline constexpr char kAttestationFrom[] = " FROM attestations a JOIN machines m ON m.id = a.machine_id ";
+// From column `first` on.
+AttestationRecord ReadAttestation(const Stmt& s, int first = 0);
 // Inserts `r` with `verdict` in the machine's epoch; returns the row id.
 int64_t InsertAttestation(Connection& c, const AttestationRecord& r, std::string_view verdict, int64_t epoch);
 

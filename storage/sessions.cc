@@ -43,28 +43,6 @@ Status SqlStore::CreateSession(const Session& session) {
   });
 }
 
-namespace {
-
-constexpr char kSessionColumns[] =
-    "id, machine_id, nonce, secret_hash, ak_public, ak_name, pcr_selection, created_at, expires_at, used_at";
-
-Session ReadSessionRow(const Stmt& s) {
-  Session out;
-  out.id = s.Text(0);
-  out.machine_id = s.Int(1);
-  out.nonce = s.Blob(2);
-  out.secret_hash = s.Blob(3);
-  out.ak_public = s.Blob(4);
-  out.ak_name = s.Blob(5);
-  out.pcr_selection = s.Text(6);
-  out.created_at = s.Int(7);
-  out.expires_at = s.Int(8);
-  out.used_at = s.OptInt(9);
-  return out;
-}
-
-}  // namespace
-
 Session ReadSession(Connection& c, const std::string& id) {
   Stmt s = c.Prepare("SELECT " + std::string(kSessionColumns) + " FROM sessions WHERE id = ?1");
   s.BindText(1, id);
@@ -107,24 +85,25 @@ Result<Bearer> SqlStore::LookupToken(const Bytes& token_hash, int64_t now) {
     if (token_hash.empty() || token_hash.size() > kMaxHash) return Status::NotFound("token_unknown", "unknown token");
     // The lookup is by the hash of a random token: timing reveals nothing
     // about a valid token.
-    return db_->Read([&](Connection& c) -> Bearer {
-      Token t;
-      {
-        Stmt s = c.Prepare(
-            "SELECT hash, machine_id, session_id, issued_at, expires_at, nonce, ak_public, certify_nonce_used_at "
-            "FROM tokens WHERE hash = ?1");
-        s.BindBlob(1, token_hash);
-        if (!s.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
-        t = Token{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6), s.OptInt(7)};
-      }
-      auto m = MachineById(c, t.machine_id);
-      if (!m) Fail(Status::NotFound("token_unknown", "unknown token"));
+    // One statement: the token, its machine and the machine's pool.
+    return db_->ReadOne([&](Connection& c) -> Bearer {
+      Stmt s = c.Prepare(PerDialect(c, [](Dialect d) {
+        return "SELECT t.hash, t.machine_id, t.session_id, t.issued_at, t.expires_at, t.nonce, t.ak_public, "
+               "t.certify_nonce_used_at, " +
+               MachineColumns(d) + ", " + Qualified("p", kPoolColumns) +
+               " FROM tokens t JOIN machines m ON m.id = t.machine_id JOIN pools p ON p.name = m.pool "
+               "WHERE t.hash = ?1";
+      }));
+      s.BindBlob(1, token_hash);
+      if (!s.Step()) Fail(Status::NotFound("token_unknown", "unknown token"));
+      Token t{s.Blob(0), s.Int(1), s.Text(2), s.Int(3), s.Int(4), s.Blob(5), s.Blob(6), s.OptInt(7)};
+      constexpr int kTokenColumnCount = 8;
+      Machine m = ReadMachine(s, kTokenColumnCount);
       // SECURITY: revocation wins over everything, at once.
-      if (m->state == MachineState::kRevoked)
-        Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
+      if (m.state == MachineState::kRevoked) Fail(Status::VerificationFailed("token_revoked", "the machine is revoked"));
       if (now >= t.expires_at) Fail(Status::VerificationFailed("token_expired", "the token expired"));
-      Pool pool = MustPool(c, m->pool);
-      return Bearer{std::move(*m), std::move(t), std::move(pool)};
+      Pool pool = ReadPool(s, kTokenColumnCount + kMachineColumnCount);
+      return Bearer{std::move(m), std::move(t), std::move(pool)};
     });
   });
 }

@@ -53,11 +53,17 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
   const int64_t attestation_id = InsertAttestation(c, record, kVerdictOk, m.attest_epoch);
   // A reboot re-attests: only an enrolled machine moves.
   const MachineState to = m.state == MachineState::kEnrolled ? MachineState::kAttested : m.state;
+  // A good attestation makes the machine trusted (docs/trust.md), in the
+  // same UPDATE; its audit row follows the attest row (AuditTrustChange).
+  const bool trust_changes = m.trust != kTrustTrusted;
+  const std::optional<int64_t> trust_changed_at = trust_changes ? std::optional(record.at) : m.trust_changed_at;
   {
     Stmt s = c.Prepare(
         "UPDATE machines SET state = ?2, last_attested_at = ?3, "
-        "tofu_pcrs_json = COALESCE(?4, tofu_pcrs_json), updated_at = ?3 WHERE id = ?1");
-    s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json).Run();
+        "tofu_pcrs_json = COALESCE(?4, tofu_pcrs_json), updated_at = ?3, "
+        "trust = ?5, trust_reason = '', trust_changed_at = ?6 WHERE id = ?1");
+    s.BindInt(1, m.id).BindText(2, StateName(to)).BindInt(3, record.at).BindOptText(4, tofu_pcrs_json);
+    s.BindText(5, kTrustTrusted).BindOptInt(6, trust_changed_at).Run();
   }
   {
     // A taken hash inserts nothing (one statement, not a check and an insert).
@@ -86,12 +92,10 @@ Machine RecordSuccessIn(Connection& c, const AttestationRecord& record, const To
                    {"restart_count", record.restart_count},
                    {"firmware_version", record.firmware_version},
                    {"tofu_recorded", tofu_pcrs_json.has_value()}}});
-  // A good attestation makes the machine trusted (docs/trust.md).
-  if (ApplyTrust(c, after, kTrustTrusted, "", Actor{kAttestationActor, ""}, record.at)) {
-    after.trust = kTrustTrusted;
-    after.trust_reason.clear();
-    after.trust_changed_at = record.at;
-  }
+  if (trust_changes) AuditTrustChange(c, after, kTrustTrusted, "", Actor{kAttestationActor, ""}, record.at);
+  after.trust = kTrustTrusted;
+  after.trust_reason.clear();
+  after.trust_changed_at = trust_changed_at;
   return after;
 }
 

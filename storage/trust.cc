@@ -19,6 +19,12 @@ bool ApplyTrust(Connection& c, const Machine& m, std::string_view trust, const s
     Stmt s = c.Prepare("UPDATE machines SET trust = ?2, trust_reason = ?3, trust_changed_at = ?4 WHERE id = ?1");
     s.BindInt(1, m.id).BindText(2, trust).BindText(3, reason).BindInt(4, now).Run();
   }
+  AuditTrustChange(c, m, trust, reason, actor, now);
+  return true;
+}
+
+void AuditTrustChange(Connection& c, const Machine& m, std::string_view trust, const std::string& reason,
+                      const Actor& actor, int64_t now) {
   // A first good attestation is not "trusted again": the attest row records
   // it, and the events built on `trusted` mean a recovery.
   if (!(m.trust.empty() && trust == kTrustTrusted)) {
@@ -29,7 +35,6 @@ bool ApplyTrust(Connection& c, const Machine& m, std::string_view trust, const s
                {action, &m, m.state, m.state,
                 json{{"reason", trust == kTrustTrusted ? std::string("attestation_ok") : reason}}});
   }
-  return true;
 }
 
 }  // namespace rackgate::storage

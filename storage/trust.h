@@ -27,6 +27,10 @@ namespace rackgate::storage {
 // Returns whether the trust changed. Never touches the state.
 bool ApplyTrust(Connection& c, const Machine& m, std::string_view trust, const std::string& reason,
                 const Actor& actor, int64_t now);
+// ApplyTrust's audit row alone, for a caller that wrote the columns in an
+// UPDATE of its own (one statement, not two): `m` as it was before.
+void AuditTrustChange(Connection& c, const Machine& m, std::string_view trust, const std::string& reason,
+                      const Actor& actor, int64_t now);
 
 }  // namespace rackgate::storage
 

@@ -456,7 +456,7 @@ lab_pid_gone "$swtpm_pid" || stop_ok=0
 for ns in "${netns_made[@]}"; do ip netns del "$ns" || stop_ok=0; done
 netns_made=()
 if [ $stop_ok = 1 ] && [ -z "$(pgrep -f -- "$LAB_DIR" || true)" ] && ! ip netns list | grep -qE "^($NS_A|$NS_M)\b"; then
-  lab_ok "both containers stopped by PID (nothing left in their cgroups), swtpm stopped, the namespaces removed"
+  lab_ok "both containers stopped by PID (nothing left in their cgroups), swtpm stopped, the namespaces removed (wall time $(( $(date +%s) - started )) s)"
 else
   lab_not_ok "everything stopped" "$(pgrep -af -- "$LAB_DIR"; ip netns list)"
 fi

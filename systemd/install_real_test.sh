@@ -43,7 +43,11 @@
 #    Ignition (Debian's package, on the host, in the machine's network
 #    namespace: it fetches from 10.12.0.2 over the veth) applies the
 #    pointer.ign the doc made to the machine's root (fetch and files
-#    stages, LAB.md's way). Then the root boots; systemd applies the
+#    stages, as firmware-tests/boot-lib.sh runs them). Not inside the
+#    booted container: there it would run after systemd had started and
+#    applied the first boot's presets, too late, where an initramfs's
+#    Ignition runs outside the root it writes (--root /sysroot), before
+#    that root boots, as here. Then the root boots; systemd applies the
 #    presets Ignition wrote (first boot) and starts the shipped
 #    rackgate-agent.service itself. The TPM is a swtpm (the lab's EK CA,
 #    trusted by the doc's own step 4) listening on the machine namespace's

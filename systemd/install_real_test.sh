@@ -403,6 +403,15 @@ if [ -n "${NSPAWN_LEADER[machine]:-}" ]; then
   else
     lab_not_ok "rackgate-agent.service ran at boot and succeeded" "$got"$'\n'"$(nspawn_in machine journalctl -u rackgate-agent --no-pager -o cat | tail -n 12)"
   fi
+  # Part of the boot, not started later: multi-user.target, which wants
+  # it (so is ordered after it), was reached after its run ended.
+  ran_end=$(nspawn_in machine systemctl show -P ExecMainExitTimestampMonotonic rackgate-agent.service)
+  target_at=$(nspawn_in machine systemctl show -P ActiveEnterTimestampMonotonic multi-user.target)
+  if [ "${ran_end:-0}" -gt 0 ] && [ "${target_at:-0}" -ge "$ran_end" ]; then
+    lab_ok "its run was part of the boot: ended at $((ran_end / 1000)) ms, multi-user.target reached at $((target_at / 1000)) ms"
+  else
+    lab_not_ok "its run was part of the boot" "ended at ${ran_end:-?} us, multi-user.target at ${target_at:-?} us"
+  fi
   unit_path=$(nspawn_in machine systemctl show -P FragmentPath rackgate-agent.service)
   dropins=$(nspawn_in machine systemctl show -P DropInPaths rackgate-agent.service)
   if [ "$unit_path" = /lib/systemd/system/rackgate-agent.service ] &&

@@ -16,6 +16,7 @@
 # (two containers in one cgroup would share nspawn's payload/supervisor
 # cgroups). Every function and variable here starts with nspawn_/NSPAWN_.
 
+# shellcheck shell=bash
 if [[ -n "${NSPAWN_LIB_LOADED:-}" ]]; then return 0; fi
 NSPAWN_LIB_LOADED=1
 
@@ -81,7 +82,7 @@ nspawn_cgroup_dirs() {
 # systemd (NSPAWN_LEADER[NAME]); fails when it never becomes so.
 nspawn_boot() {
   local name="$1" root="$2" log="$3"; shift 3
-  local dirs=() d i leader=""
+  local dirs=() d leader=""
   mapfile -t dirs < <(nspawn_cgroup_dirs "nspawn-$name-$$")
   for d in "${dirs[@]}"; do mkdir -p "$d" || return 1; done
   NSPAWN_CGROUPS[$name]="${dirs[*]}"
@@ -92,7 +93,7 @@ nspawn_boot() {
   NSPAWN_PID[$name]=$!
   # The container's PID 1 as the host sees it: nspawn's child once it has
   # become systemd (before that it is nspawn's own intermediate process).
-  for i in $(seq 1 600); do
+  for _ in $(seq 1 600); do
     leader=$(pgrep -x -P "${NSPAWN_PID[$name]}" systemd | head -n1 || true)
     [ -n "$leader" ] && break
     kill -0 "${NSPAWN_PID[$name]}" 2>/dev/null || break
@@ -137,16 +138,16 @@ nspawn_cgroup_pids() {
 # removed. Fails when a process or a cgroup of it is left. Safe to call
 # twice.
 nspawn_stop() {
-  local name="$1" pid="${NSPAWN_PID[$1]:-}" i p rc=0 d
+  local name="$1" pid="${NSPAWN_PID[$1]:-}" p rc=0 d
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 $(( ${NSPAWN_STOP_SECONDS:-30} * 10 ))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 $(( ${NSPAWN_STOP_SECONDS:-30} * 10 ))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   fi
   NSPAWN_PID[$name]=""
   for p in $(nspawn_cgroup_pids "$name"); do kill -KILL "$p" 2>/dev/null || true; done
-  for i in $(seq 1 50); do [ -z "$(nspawn_cgroup_pids "$name")" ] && break; sleep 0.1; done
+  for _ in $(seq 1 50); do [ -z "$(nspawn_cgroup_pids "$name")" ] && break; sleep 0.1; done
   [ -z "$(nspawn_cgroup_pids "$name")" ] || rc=1
   for d in ${NSPAWN_CGROUPS[$name]:-}; do
     [ -d "$d" ] && { find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || rc=1; }

@@ -161,13 +161,19 @@ arch=$(dpkg --print-architecture)
 server_deb=rackgate_${version}_$arch.deb
 agent_deb=rackgate-agent_${version}_$arch.deb
 
-# Fresh: no file script/package would copy is newer than the package.
+# Fresh: no file script/package would copy (what git tracks and new files
+# not ignored; outside git, all but build trees) is newer than the package.
 debs_fresh() {
   [ -f "$1/$server_deb" ] && [ -f "$1/$agent_deb" ] || return 1
   local newer
-  newer=$(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard 2>/dev/null |
-    xargs -0 -r sh -c 'for f; do [ -e "$f" ] && [ "$f" -nt "$0" ] && echo "$f"; done' "$1/$server_deb" | head -n 3)
-  [ -z "$newer" ] || { echo "# $1: older than $(echo $newer)" >&2; return 1; }
+  if git -C "$source_dir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    newer=$(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
+      xargs -0 -r sh -c 'for f; do [ -e "$f" ] && [ "$f" -nt "$0" ] && echo "$f"; done' "$1/$server_deb" 2>/dev/null | head -n 3)
+  else
+    newer=$(find "$source_dir" \( -path "$source_dir/build*" -o -path "$source_dir/.git" \) -prune -o \
+      -type f -newer "$1/$server_deb" -print | head -n 3)
+  fi
+  [ -z "$newer" ] || { echo "# $1: older than $(echo "$newer" | tr '\n' ' ')" >&2; return 1; }
 }
 package_started=$(date +%s)
 if [ -n "${RACKGATE_DEB_DIR:-}" ] && [ -f "$RACKGATE_DEB_DIR/$server_deb" ] && [ -f "$RACKGATE_DEB_DIR/$agent_deb" ]; then

@@ -150,75 +150,11 @@ fixtures() {
 
 # ------------------------------------------------------------ the doc -------
 
-# Splits the doc into $STEPS/NN.kind (run|machine), NN.sh, NN.expect (the
-# outputs shown after it, mapped) and NN.title (its section).
-extract() {
-  lab_python - "$DOC" "$STEPS" <<'PY'
-import re, sys
-doc, out = sys.argv[1:]
-lines = open(doc).read().split("\n")
-steps, section, i = [], "", 0
-while i < len(lines):
-    line = lines[i]
-    if line.startswith("## "):
-        section = line[3:].strip()
-    m = re.fullmatch(r"<!-- quickstart(?:: (output|machine))? -->", line.strip())
-    if not m:
-        i += 1
-        continue
-    kind = m.group(1) or "run"
-    j = i + 1
-    while j < len(lines) and not lines[j].strip():
-        j += 1
-    fence = re.fullmatch(r"```(\w+)", lines[j].strip()) if j < len(lines) else None
-    if not fence:
-        sys.exit(f"{doc}:{i+1}: a quickstart marker must be followed by a fenced block")
-    want = "text" if kind == "output" else "sh"
-    if fence.group(1) != want:
-        sys.exit(f"{doc}:{j+1}: a '{kind}' block is ```{want}, not ```{fence.group(1)}")
-    k = j + 1
-    while k < len(lines) and lines[k].strip() != "```":
-        k += 1
-    body = "\n".join(lines[j + 1:k]) + "\n"
-    if kind == "output":
-        if not steps or steps[-1]["kind"] != "run":
-            sys.exit(f"{doc}:{i+1}: an output block must follow a quickstart block")
-        steps[-1]["expect"] += body
-    else:
-        steps.append({"kind": kind, "body": body, "expect": "", "title": section, "line": j + 2})
-    i = k + 1
-if not steps:
-    sys.exit(f"{doc}: no quickstart blocks")
-for n, s in enumerate(steps, 1):
-    base = f"{out}/{n:02d}"
-    open(base + ".kind", "w").write(s["kind"])
-    open(base + ".sh", "w").write(s["body"])
-    open(base + ".expect", "w").write(s["expect"])
-    open(base + ".title", "w").write(f"{s['title']} (line {s['line']})")
-PY
-}
-
-# expect_output EXPECT OUT: every line of EXPECT matches a line of OUT, in
-# order; prints the first that does not.
-expect_output() {
-  lab_python - "$1" "$2" <<'PY'
-import re, sys
-want = [" ".join(l.split()) for l in open(sys.argv[1]) if l.strip()]
-got = [" ".join(l.split()) for l in open(sys.argv[2], errors="replace")]
-at = 0
-for w in want:
-    if w == "<...>":
-        continue
-    rx = re.compile("".join(".+" if re.fullmatch(r"<[^<>]+>", p) else re.escape(p)
-                            for p in re.split(r"(<[^<>]+>)", w) if p))
-    while at < len(got) and not rx.fullmatch(got[at]):
-        at += 1
-    if at == len(got):
-        print(f"not in the output (in order): {w}")
-        sys.exit(1)
-    at += 1
-PY
-}
+# The doc's blocks, and the checks of their outputs: quickstart_blocks.py
+# (shared with systemd/install_real_test.sh, which runs them on a real
+# Debian 12 under systemd).
+extract() { lab_python "$HERE/quickstart_blocks.py" split "$DOC" "$STEPS"; }
+expect_output() { lab_python "$HERE/quickstart_blocks.py" expect "$1" "$2"; }
 
 # -------------------------------------------------------------- the run ----
 
@@ -240,43 +176,7 @@ lab_ok "docs/quickstart.md: ${#kinds[@]} quickstart blocks"
 # Every program the appliance's blocks run is on a fresh Debian 12 (a
 # debootstrap root with sudo), or comes with the packages, or an earlier
 # block's `apt install` names it (issue 32: step 6's curl was none of these).
-tools_named() {
-  lab_python - "$STEPS" <<'PY'
-import glob, re, sys
-fresh = set("sudo apt apt-get cat tee cp mv rm mkdir chmod chown ls echo printf test grep sed "
-            "getent usermod systemctl journalctl sha256sum head tail".split())
-packaged = {"rackgatectl", "rackgated"}
-installed, bad = set(), []
-for kind_file in sorted(glob.glob(sys.argv[1] + "/*.kind")):
-    if open(kind_file).read() != "run":
-        continue
-    heredoc, continued = None, False
-    for line in open(kind_file[:-5] + ".sh"):
-        line = line.strip()
-        if heredoc:
-            heredoc = None if line == heredoc else heredoc
-            continue
-        # A continuation line holds arguments, not a command.
-        was_continued, continued = continued, line.endswith("\\")
-        if was_continued:
-            continue
-        if m := re.search(r"<<-?\s*'?(\w+)'?", line):
-            heredoc = m.group(1)
-        for part in re.split(r"\|\||&&|\||;", line):
-            words = part.split()
-            while words and (words[0] == "sudo" or words[0].startswith("-") or "=" in words[0]):
-                words = words[2:] if words[0] == "-u" else words[1:]
-            if not words or words[0].startswith(("#", "\\", '"', "{", "}", "]", "<", ">")):
-                continue
-            cmd = words[0]
-            if cmd in ("apt", "apt-get") and len(words) > 1 and words[1] == "install":
-                installed.update(w for w in words[2:] if not w.startswith(("-", ".", "/")))
-            if cmd not in fresh | packaged | installed and re.fullmatch(r"[a-z][a-z0-9._-]*", cmd):
-                bad.append(f"{kind_file[:-5]}.sh: {cmd}")
-print("\n".join(bad))
-sys.exit(1 if bad else 0)
-PY
-}
+tools_named() { lab_python "$HERE/quickstart_blocks.py" tools "$STEPS"; }
 if unnamed="$(tools_named)"; then
   lab_ok "the quickstart installs every tool its blocks run that a fresh Debian 12 lacks"
 else

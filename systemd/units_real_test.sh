@@ -45,53 +45,20 @@ fail() { checks=$((checks + 1)); failures=$((failures + 1)); echo "not ok $check
 started=$(date +%s)
 
 # --- the root, made once ---------------------------------------------------
-# The mirror of this machine's own apt entry (deb822 first, then the
-# one-line format): never a host name written here.
-mirror() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -r "$f" ] && awk '/^URIs:/ {print $2; exit}' "$f" && return 0
-  done
-  awk '$1 == "deb" && $2 !~ /^\[/ {print $2; exit} $1 == "deb" {print $3; exit}' /etc/apt/sources.list 2>/dev/null
-}
+# shellcheck source=nspawn-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/nspawn-lib.sh"
+if ! why=$(nspawn_debian_root "$cache"); then skip "$why"; fi
 root=$cache/root
-if [ ! -f "$root/etc/debian_version" ] || [ ! -x "$root/lib/systemd/systemd" ]; then
-  url=$(mirror)
-  [ -n "$url" ] || skip "no apt entry to take the mirror from"
-  rm -rf "$cache/root.tmp"
-  mkdir -p "$cache"
-  echo "# debootstrap bookworm from $url into $cache (once)"
-  if ! debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$cache/root.tmp" "$url" \
-      > "$cache/debootstrap.log" 2>&1; then
-    tail -n 5 "$cache/debootstrap.log" | sed 's/^/#   /'
-    rm -rf "$cache/root.tmp"
-    skip "debootstrap from $url failed (no mirror?)"
-  fi
-  # The tpm2-tss group the unit's SupplementaryGroups= names.
-  chroot "$cache/root.tmp" groupadd -f -r tss
-  mv "$cache/root.tmp" "$root"
-fi
 
 # --- the container -----------------------------------------------------------
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rackgate-real-systemd.XXXXXX")
-nspawn_pid=
-stop_container() {
-  if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
-    # SIGTERM: nspawn asks the container's systemd to power off.
-    kill -TERM "$nspawn_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$nspawn_pid" 2>/dev/null || true
-    wait "$nspawn_pid" 2>/dev/null || true
-  fi
-  nspawn_pid=
-}
-trap 'stop_container; rm -rf "$scratch"' EXIT
+trap 'nspawn_stop sandbox >/dev/null 2>&1; rm -rf "$scratch"' EXIT
 
-# The unit as shipped but for ExecStart= (the stand-in) and the TPM device
-# dependency (a container has no TPM; with it the start waits for the
-# device's timeout). Everything of the sandbox stays.
+# The unit as shipped but for ExecStart= (the stand-in). Its TPM device
+# dependency stays: in a container systemd supports no device units, so
+# it starts at once ("Starting of dev-tpmrm0.device unsupported").
 stand_in() {  # NAME SCRIPT
-  sed -e "s#^ExecStart=.*#ExecStart=/usr/local/sbin/$1.sh#" -e '/dev-tpmrm0\.device/d' "$unit" \
+  sed -e "s#^ExecStart=.*#ExecStart=/usr/local/sbin/$1.sh#" "$unit" \
     > "$scratch/$1.service"
   printf '#!/bin/sh\nset -e\n%s\n' "$2" > "$scratch/$1.sh"
   chmod 0755 "$scratch/$1.sh"
@@ -110,27 +77,11 @@ for n in rg-writes rg-opt rg-usr; do
   binds+=(--bind-ro="$scratch/$n.service:/etc/systemd/system/$n.service"
           --bind-ro="$scratch/$n.sh:/usr/local/sbin/$n.sh")
 done
-systemd-nspawn --register=no --keep-unit -b -D "$root" --volatile=overlay --console=read-only \
-  "${binds[@]}" > "$scratch/console.log" 2>&1 &
-nspawn_pid=$!
-
-# The container's PID 1 as the host sees it: nspawn's child once it has
-# become systemd (before that it is nspawn's own intermediate process).
-leader=
-for _ in $(seq 1 300); do
-  leader=$(pgrep -x -P "$nspawn_pid" systemd | head -n1 || true)
-  [ -n "$leader" ] && break
-  kill -0 "$nspawn_pid" 2>/dev/null || break
-  sleep 0.1
-done
-in_ct() { nsenter -t "$leader" -a "$@"; }
-# Until its manager answers (its private socket comes a moment after PID 1
-# starts), then until boot is over.
-state= deadline=$(( $(date +%s) + 90 ))
-while [ -n "$leader" ] && [ -z "$state" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-  state=$(timeout 90 nsenter -t "$leader" -a systemctl is-system-running --wait 2>/dev/null || true)
-  [ -n "$state" ] || sleep 0.2
-done
+state="no container"
+if nspawn_boot sandbox "$root" "$scratch/console.log" --volatile=overlay "${binds[@]}"; then
+  state=$(nspawn_wait_running sandbox 90 || true)
+fi
+in_ct() { nspawn_in sandbox "$@"; }
 if [ "$state" = running ] || [ "$state" = degraded ]; then
   pass "a Debian 12 root boots with systemd as PID 1 in systemd-nspawn ($state, $(in_ct systemctl --version | head -n1))"
 else
@@ -168,9 +119,8 @@ for n in rg-opt rg-usr; do
   fi
 done
 
-stop_container
-if [ -z "$(pgrep -f -- "$scratch" || true)" ]; then
-  pass "the container is stopped (by its PID), nothing of it left"
+if nspawn_stop sandbox && [ -z "$(pgrep -f -- "$scratch" || true)" ]; then
+  pass "the container is stopped (by its PID), nothing of it left in its cgroup"
 else
   fail "processes of the container are still running"
 fi

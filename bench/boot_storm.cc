@@ -1249,6 +1249,7 @@ std::optional<PgStats> QueryPgStats(const std::string& database, const std::stri
            "WHERE e.extname = 'pg_stat_statements'"},
           out) == 0) {
     std::string schema = ReadFile(out);
+    ::unlink(out.c_str());  // Spawn appends
     while (!schema.empty() && (schema.back() == '\n' || schema.back() == '\r')) schema.pop_back();
     if (!schema.empty() &&
         Run({psql, "-X", "-A", "-t", "-q", "-d", database, "-c",

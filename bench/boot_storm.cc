@@ -1215,8 +1215,9 @@ WriteCounts ParseWriteCounts(const std::string& text) {
 // write transactions.
 struct PgStats {
   double xacts = 0, rows_written = 0, rows_read = 0;
-  // pg_stat_statements' calls in this database (top-level statements, BEGIN
-  // and COMMIT included), when the server loads it (pg-lab
+  // pg_stat_statements' calls in this database (top-level statements; it
+  // does not count transaction control run as a prepared statement, as
+  // rackgated runs BEGIN and COMMIT), when the server loads it (pg-lab
   // --stat-statements); -1 otherwise.
   double statements = -1;
 };
@@ -1735,8 +1736,9 @@ int Main(int argc, char** argv) {
                   "outside a transaction count one each), %.1f rows written, %.1f rows fetched per machine\n",
                   (pa.xacts - pb.xacts) / n, (pa.rows_written - pb.rows_written) / n, (pa.rows_read - pb.rows_read) / n);
       if (pa.statements >= 0 && pb.statements >= 0 && pa.statements >= pb.statements) {
-        std::printf("boot-storm: postgresql (pg_stat_statements, this storm): %.2f statements per machine (top-level, "
-                    "BEGIN and COMMIT included; boot-storm's own few psql queries too)\n",
+        std::printf("boot-storm: postgresql (pg_stat_statements, this storm): %.2f statements per machine (top-level; "
+                    "not BEGIN, COMMIT, SAVEPOINT, RELEASE sent as prepared statements, which it does not count; "
+                    "boot-storm's own few psql queries too)\n",
                     (pa.statements - pb.statements) / n);
       }
     }

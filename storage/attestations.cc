@@ -214,7 +214,7 @@ Result<Machine> SqlStore::ConsumeSessionAndRecordSuccess(const AttestationRecord
                                                          int64_t now) {
   return Guard([&]() -> Result<Machine> {
     if (Status s = CheckSuccess(record, token, tofu_pcrs_json); !s.ok()) return s;
-    return db_->Write([&](Connection& c) {
+    return db_->WriteRerunnable([&](Connection& c) {
       ConsumeRecordSessionIn(c, record, now);
       return RecordSuccessIn(c, record, token, tofu_pcrs_json);
     });
@@ -224,7 +224,7 @@ Result<Machine> SqlStore::ConsumeSessionAndRecordSuccess(const AttestationRecord
 Status SqlStore::ConsumeSessionAndRecordFailure(const AttestationRecord& record, int64_t now) {
   return Guard([&]() -> Status {
     if (Status s = CheckFailure(record); !s.ok()) return s;
-    db_->Write([&](Connection& c) {
+    db_->WriteRerunnable([&](Connection& c) {
       ConsumeRecordSessionIn(c, record, now);
       RecordFailureIn(c, record, db_->options().max_failures_per_machine);
       return true;

@@ -18,7 +18,7 @@ Result<Machine> SqlStore::RecordConfigServed(int64_t machine_id, const std::stri
     CheckActor(actor);
     CheckSize("digest", digest.size(), 1, 128);
     CheckSize("version", version.size(), 0, 32);
-    return db_->Write([&](Connection& c) {
+    return db_->WriteRerunnable([&](Connection& c) {
       Machine m = MustMachineById(c, machine_id);
       if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned &&
           m.state != MachineState::kJoined) {
@@ -205,7 +205,7 @@ Result<Machine> SqlStore::RecordIssuedCertificate(const IssuedCertificateRecord&
         (record.certify_token_hash->empty() || record.certify_token_hash->size() > kMaxHash)) {
       return Status::NotFound("token_unknown", "unknown token");
     }
-    return db_->Write([&](Connection& c) {
+    return db_->WriteRerunnable([&](Connection& c) {
       // SECURITY: one nonce, one use (docs/csr.md), in the transaction that
       // records the certificate the nonce proved: of two CSRs certified over
       // one nonce exactly one is recorded, and a refused record (the one

@@ -124,9 +124,28 @@ Connection& Database::Writer() {
   return *writer_;
 }
 
+bool Database::RunWhole(Connection& c, const std::vector<Pending*>& group) {
+  Transaction txn(&c, Transaction::Kind::kWrite);
+  for (Pending* p : group) {
+    try {
+      p->run(c);
+    } catch (...) {
+      return false;  // txn's destructor rolls the attempt back
+    }
+  }
+  txn.Commit();
+  return true;
+}
+
 void Database::RunGroup(const std::vector<Pending*>& group) noexcept {
   try {
     Connection& c = Writer();
+    if (group.size() > 1 && std::all_of(group.begin(), group.end(), [](const Pending* p) { return p->rerunnable; })) {
+      if (RunWhole(c, group)) return;
+      // One write failed and nothing stands: the group runs again below, a
+      // savepoint per write, where the failing write fails alone and the
+      // others commit.
+    }
     Transaction txn(&c, Transaction::Kind::kWrite);
     if (group.size() == 1) {
       // A group of one needs no savepoint (two round trips fewer): when the

@@ -57,16 +57,20 @@ class Database {
   // hammered.
   template <typename F>
   auto Write(F&& f) -> decltype(f(std::declval<Connection&>())) {
-    using R = decltype(f(std::declval<Connection&>()));
-    if constexpr (std::is_void_v<R>) {
-      Pending p([&](Connection& c) { f(c); });
-      Submit(&p);
-    } else {
-      std::optional<R> result;
-      Pending p([&](Connection& c) { result.emplace(f(c)); });
-      Submit(&p);
-      return std::move(*result);
-    }
+    return WriteImpl(std::forward<F>(f), /*rerunnable=*/false);
+  }
+
+  // Write, for an f that may run more than once: it changes nothing but
+  // through the connection and its result (a run rolled back and run again
+  // leaves what one run leaves). A group whose writes are all rerunnable
+  // runs them without a savepoint each (two statements fewer per write);
+  // when one of them fails, the whole attempt is rolled back and the group
+  // runs again as Write runs it, a savepoint per write, so the failing
+  // write fails alone. The protocol's writes per machine are written so
+  // (docs/performance.md, "Round trips per joined machine").
+  template <typename F>
+  auto WriteRerunnable(F&& f) -> decltype(f(std::declval<Connection&>())) {
+    return WriteImpl(std::forward<F>(f), /*rerunnable=*/true);
   }
 
   // Runs f(Connection&) in a read transaction (one snapshot) on a pooled
@@ -145,18 +149,38 @@ class Database {
   static constexpr size_t kMaxGroup = 64;
 
   struct Pending {
-    explicit Pending(std::function<void(Connection&)> r) : run(std::move(r)) {}
+    Pending(std::function<void(Connection&)> r, bool rerun) : run(std::move(r)), rerunnable(rerun) {}
     std::function<void(Connection&)> run;
+    bool rerunnable;
     std::exception_ptr error;
     bool done = false;  // guarded by queue_mu_
   };
+
+  template <typename F>
+  auto WriteImpl(F&& f, bool rerunnable) -> decltype(f(std::declval<Connection&>())) {
+    using R = decltype(f(std::declval<Connection&>()));
+    if constexpr (std::is_void_v<R>) {
+      Pending p([&](Connection& c) { f(c); }, rerunnable);
+      Submit(&p);
+    } else {
+      std::optional<R> result;
+      Pending p([&](Connection& c) { result.emplace(f(c)); }, rerunnable);
+      Submit(&p);
+      return std::move(*result);
+    }
+  }
 
   // Queues p and returns once its group has committed (or failed); rethrows
   // p's error.
   void Submit(Pending* p);
   // Runs a group on the writer connection: one transaction, a savepoint per
-  // write (none for a group of one). Only the thread that set committing_ gets here.
+  // write (none for a group of one, nor for a group of rerunnable writes
+  // until one fails). Only the thread that set committing_ gets here.
   void RunGroup(const std::vector<Pending*>& group) noexcept;
+  // Every write of the group in one transaction without savepoints; false,
+  // with nothing committed, when one of them failed. Throws what the
+  // transaction's begin or commit throws.
+  static bool RunWhole(Connection& c, const std::vector<Pending*>& group);
   // A usable writer, or throws (db_unavailable while the backoff lasts).
   // Only the thread that set committing_ calls it.
   Connection& Writer();

@@ -141,43 +141,88 @@ TEST_F(DatabasePoolTest, ALoneWriteThatFailsLeavesNothing) {
 
 // The audit chain's head is read once per write transaction and carried
 // from row to row (storage/audit.cc): writes grouped into one transaction
-// chain to each other, and a write rolled back to its savepoint after it
-// wrote a row leaves no gap: the next write chains to the row before it.
-TEST_F(DatabasePoolTest, AuditRowsOfAGroupChainThroughARolledBackWrite) {
+// chain to each other, and a write rolled back after it wrote a row (to its
+// savepoint, or with a whole group of rerunnable writes that then runs
+// again) leaves no gap: the next write chains to the row before it.
+class AuditGroupTest : public DatabasePoolTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  // kThreads x kRounds writes of two audit rows each; every third refused
+  // after its first row when `refuse`. Returns how many were refused.
+  int Storm(Database& db, bool rerunnable, bool refuse) {
+    std::atomic<int> refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kRounds; ++i) {
+          const bool fail = refuse && (t + i) % 3 == 0;
+          const auto write = [&](Connection& c) {
+            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"first", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
+            if (fail) Fail(Status::InvalidArgument("refused", "after its audit row"));
+            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"second", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
+          };
+          try {
+            if (rerunnable) {
+              db.WriteRerunnable(write);
+            } else {
+              db.Write(write);
+            }
+          } catch (const StoreError&) {
+            ++refused;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    return refused.load();
+  }
+
+  static constexpr int kThreads = 8;
+  static constexpr int kRounds = 20;
+};
+
+TEST_P(AuditGroupTest, RowsOfAGroupChainThroughARolledBackWrite) {
+  const bool rerunnable = GetParam();
   auto db = Make(StoreOptions{});
   ASSERT_NE(db, nullptr);
-  constexpr int kThreads = 8;
-  constexpr int kRounds = 20;
-  std::atomic<int> refused{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kRounds; ++i) {
-        // Every third write is refused after its first row.
-        const bool refuse = (t + i) % 3 == 0;
-        try {
-          db->Write([&](Connection& c) {
-            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"first", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
-            if (refuse) Fail(Status::InvalidArgument("refused", "after its audit row"));
-            WriteAudit(c, Actor{"test", ""}, 1000 + i, {"second", nullptr, std::nullopt, std::nullopt, json{{"t", t}}});
-          });
-        } catch (const StoreError&) {
-          ++refused;
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  const int kept = kThreads * kRounds - refused.load();
-  EXPECT_GT(refused.load(), 0);
+  const int refused = Storm(*db, rerunnable, /*refuse=*/true);
+  EXPECT_GT(refused, 0);
   auto chain = store_->VerifyAuditChain();
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();
   EXPECT_TRUE(chain->intact) << chain->problem;
-  EXPECT_EQ(chain->rows, kept * 2);
-  const RoundTrips trips = db->GetRoundTrips();
-  std::printf("audit rows of %d writes in %llu transactions\n", kThreads * kRounds,
-              static_cast<unsigned long long>(trips.transactions));
+  EXPECT_EQ(chain->rows, (kThreads * kRounds - refused) * 2);
+  const auto [commits, writes] = db->CommitsAndWrites();
+  std::printf("%s writes: %llu in %llu transactions\n", rerunnable ? "rerunnable" : "plain",
+              static_cast<unsigned long long>(writes), static_cast<unsigned long long>(commits));
 }
+
+// Rerunnable writes that all succeed take no savepoint: per transaction
+// BEGIN, COMMIT (and PostgreSQL's write lock) and one read of the chain's
+// head; per write its two rows. Plain writes grouped take SAVEPOINT and
+// RELEASE each as well.
+TEST_P(AuditGroupTest, RerunnableWritesTakeNoSavepoint) {
+  const bool rerunnable = GetParam();
+  auto db = Make(StoreOptions{});
+  ASSERT_NE(db, nullptr);
+  const bool postgres = db->Read([](Connection& c) { return c.dialect() == Dialect::kPostgres; });
+  const RoundTrips before = db->GetRoundTrips();
+  ASSERT_EQ(Storm(*db, rerunnable, /*refuse=*/false), 0);
+  const RoundTrips after = db->GetRoundTrips();
+  const auto [commits, writes] = db->CommitsAndWrites();
+  ASSERT_EQ(writes, uint64_t{kThreads} * kRounds);
+  const uint64_t per_transaction = postgres ? 4 : 3;
+  const uint64_t floor = commits * per_transaction + writes * 2;
+  if (rerunnable) {
+    EXPECT_EQ(after.statements - before.statements, floor);
+  } else {
+    EXPECT_GE(after.statements - before.statements, floor);
+  }
+  EXPECT_TRUE(store_->VerifyAuditChain()->intact);
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAndRerunnable, AuditGroupTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Rerunnable" : "Plain";
+                         });
 
 }  // namespace
 }  // namespace rackgate::storage

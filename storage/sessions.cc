@@ -12,7 +12,7 @@ namespace rackgate::storage {
 Status SqlStore::CreateSession(const Session& session) {
   return Guard([&]() -> Status {
     if (Status s = CheckSession(session); !s.ok()) return s;
-    db_->Write([&](Connection& c) {
+    db_->WriteRerunnable([&](Connection& c) {
       // One statement: inserted only for a known machine and a free id; why
       // not is asked only when it was not.
       {
@@ -76,7 +76,7 @@ Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now) {
 Result<Session> SqlStore::ConsumeSession(const std::string& id, int64_t now) {
   return Guard([&]() -> Result<Session> {
     if (id.empty() || id.size() > kMaxSessionId) return Status::NotFound("session_unknown", "unknown session");
-    return db_->Write([&](Connection& c) { return ConsumeSessionIn(c, id, now); });
+    return db_->WriteRerunnable([&](Connection& c) { return ConsumeSessionIn(c, id, now); });
   });
 }
 
@@ -125,7 +125,7 @@ Status SqlStore::ConsumeCertifyNonce(const Bytes& token_hash, int64_t now) {
     // SECURITY: one nonce, one use (docs/csr.md). The check and the mark are
     // one statement in one write transaction under the writer lock: of two
     // racing CSRs certified over the same nonce, exactly one gets it.
-    db_->Write([&](Connection& c) {
+    db_->WriteRerunnable([&](Connection& c) {
       ConsumeCertifyNonceIn(c, token_hash, now);
       return true;
     });

@@ -59,7 +59,7 @@ struct Config {
   int connection_timeout_seconds = 30;
   int per_client_connections = 32;
   int max_connections = 2048;
-  int threads = 16;
+  int threads = 64;
   int handler_threads = 0;
   int drain_timeout_seconds = 20;
 

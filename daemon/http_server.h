@@ -96,7 +96,7 @@ struct HttpServerOptions {
   // that waits (a commit's fdatasync, a group commit under way) holds up the
   // other connections of its thread only, and the writes of handlers on
   // different threads share commits: hence more threads than cores.
-  unsigned threads = 16;
+  unsigned threads = 64;
   // 0 (default): handlers run on the worker thread that read the request.
   // N > 0: handlers are handed to N threads of their own and the
   // connection suspended until the answer is ready (two thread hand-offs

@@ -59,8 +59,8 @@ struct Config {
   int connection_timeout_seconds = 30;
   int per_client_connections = 32;
   int max_connections = 2048;
-  int threads = 64;
-  int handler_threads = 0;
+  int threads = 2;
+  int handler_threads = 64;
   int drain_timeout_seconds = 20;
 
   // Ignition serving (docs/ignition.md). public_url is how machines reach

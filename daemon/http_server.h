@@ -90,19 +90,18 @@ struct HttpServerOptions {
   // A connection with no traffic for this long is closed (0: never).
   unsigned connection_timeout_seconds = 30;
   // Worker threads of the public listener (MHD's thread pool, on poll):
-  // each accepts connections, does their TLS, reads their requests, runs
-  // their handlers (with handler_threads 0) and sends the answers, so a
-  // request is served start to finish on the thread that read it. A handler
-  // that waits (a commit's fdatasync, a group commit under way) holds up the
-  // other connections of its thread only, and the writes of handlers on
-  // different threads share commits: hence more threads than cores.
-  unsigned threads = 64;
-  // 0 (default): handlers run on the worker thread that read the request.
-  // N > 0: handlers are handed to N threads of their own and the
-  // connection suspended until the answer is ready (two thread hand-offs
-  // per request, which cost more CPU than they save: docs/performance.md,
-  // "MHD threads").
-  unsigned handler_threads = 0;
+  // each accepts connections, does their TLS, reads their requests and
+  // sends the answers; with handler_threads 0 it also runs their handlers,
+  // so a request is served start to finish on the thread that read it, and
+  // a handler that waits (a commit's fdatasync, a group commit under way)
+  // holds up the other connections of its thread: then use many more
+  // threads than cores (docs/performance.md, "MHD threads").
+  unsigned threads = 2;
+  // N > 0 (default 64): handlers are handed to N threads of their own and
+  // the connection suspended until the answer is ready, so that a handler
+  // waiting on the disk holds up no other connection. 0: handlers run on
+  // the worker thread that read the request (no hand-off).
+  unsigned handler_threads = 64;
   // How long Stop() waits for in-flight requests to finish and be sent.
   std::chrono::milliseconds drain_timeout{20000};
   Router router;

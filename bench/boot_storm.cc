@@ -91,7 +91,7 @@ constexpr char kUsage[] =
     "dir: `rackgatectl init`, a lab EK CA (root + intermediate) the config trusts,\n"
     "`rackgatectl ca generate --cluster`, a pool with public and attested templates,\n"
     "one `rackgatectl import` of all N machines, and rackgated with raised limits and\n"
-    "log_level warn (2 threads unless --threads).\n"
+    "log_level warn (rackgated's own thread settings unless --threads).\n"
     "With --url, an appliance already runs: the EK CA lives in --ek-ca-dir (made there\n"
     "on the first run, which then stops so that an operator can add DIR/root.pem to\n"
     "ek_roots and DIR/intermediate.pem to ek_intermediates); machines are enrolled\n"
@@ -158,7 +158,7 @@ struct Options {
   uint16_t ak_type = attest::kAlgEcc;
   std::string eventlog;
   double deadline = 600;
-  int threads = 2;
+  int threads = 0;  // 0: rackgated's own default
   int cores = 2;
   bool keep = false;
   bool share_connections = false;
@@ -1471,7 +1471,6 @@ int Main(int argc, char** argv) {
           {"ek_roots", {work + "/ek-roots"}},
           {"ek_intermediates", {work + "/ek-intermediates"}},
           {"log_level", "warn"},
-          {"threads", o.threads},
           // Every machine of the storm comes from 127.0.0.1.
           {"per_client_connections", std::max(64, c + 64)},
           {"max_connections", std::max(2048, c + 256)},
@@ -1481,6 +1480,7 @@ int Main(int argc, char** argv) {
           // The inventory is one request to the admin socket.
           {"admin_max_body_bytes", std::clamp<size_t>(admin_body_estimate + (1 << 20), 128u << 20, 256u << 20)},
       };
+      if (o.threads > 0) config["threads"] = o.threads;
       if (!o.database.empty()) config["database"] = o.database;
       for (const auto& [key, value] : o.config_overrides) {
         json v = json::parse(value, nullptr, false);

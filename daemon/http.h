@@ -45,8 +45,10 @@ struct Request {
   std::string peer_address;  // "127.0.0.1:4711", or "unix" on the admin socket
   std::optional<PeerCred> peer_cred;  // set on the admin socket only
   bool admin = false;        // arrived on the admin socket
-  // How long the request, once read, waited for a handler thread: the
-  // appliance's own queueing delay (admission control reads it).
+  // The appliance's own queueing delay (admission control reads it): how
+  // long the request's last bytes waited in the socket for its worker
+  // thread (TCP_INFO, a few ms of resolution), plus the wait for a handler
+  // thread when there are handler threads.
   std::chrono::microseconds queued{0};
 
   // The header's value, or nullopt.

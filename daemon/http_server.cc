@@ -6,6 +6,8 @@
 // handler_pool).
 #include "daemon/http_server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -422,6 +425,26 @@ std::optional<PeerCred> PeerCredentials(MHD_Connection* connection) {
   return out;
 }
 
+// How long ago the connection's last bytes arrived from the peer
+// (TCP_INFO's tcpi_last_data_recv, in the kernel's clock ticks: a few ms of
+// resolution); zero when the socket is not TCP (the admin socket) or the
+// kernel does not say. When the event loop gets to a request late, its
+// bytes waited in the socket's receive buffer: this is that wait, which no
+// timestamp taken in user space can see.
+Clock::duration SinceLastReceived(MHD_Connection* connection, const Listener& listener) {
+  if (listener.admin) return Clock::duration::zero();
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info == nullptr) return Clock::duration::zero();
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (getsockopt(info->connect_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+      len < offsetof(tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv) {
+    return Clock::duration::zero();
+  }
+  return std::chrono::milliseconds(ti.tcpi_last_data_recv);
+}
+
 // Runs the route's handler; never throws.
 Response Dispatch(RequestState* state, Request request) {
   try {
@@ -451,17 +474,27 @@ MHD_Result Respond(MHD_Connection* connection, RequestState* state) {
   request.admin = state->listener->admin;
   if (request.admin) request.peer_cred = PeerCredentials(connection);
 
-  // The admin socket and the metrics listener answer on their own event loop.
+  // The appliance's queueing delay, for admission: how long the request's
+  // last bytes waited for this thread's event loop, plus, with a handler
+  // pool, the wait for a handler thread.
+  const Clock::duration waited = SinceLastReceived(connection, *state->listener);
+
+  // By default handlers run here, on the MHD worker thread that read the
+  // request, which also sends the answer: no hand-off to another thread. The
+  // admin socket and the metrics listener always answer on their own loop.
   HandlerPool* pool =
       state->listener->admin || state->listener->plain ? nullptr : state->listener->server->handlers.get();
-  if (pool == nullptr) return Queue(connection, state, Dispatch(state, std::move(request)));
+  if (pool == nullptr) {
+    request.queued = std::chrono::duration_cast<std::chrono::microseconds>(waited);
+    return Queue(connection, state, Dispatch(state, std::move(request)));
+  }
   // Off the event loop: suspended first, so that the resume cannot come
   // before it; MHD calls AccessHandler again once resumed, and the answer is
   // queued there.
   state->dispatched = true;
   MHD_suspend_connection(connection);
-  pool->Post([connection, state, request = std::move(request), handed = Clock::now()]() mutable {
-    request.queued = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - handed);
+  pool->Post([connection, state, request = std::move(request), handed = Clock::now(), waited]() mutable {
+    request.queued = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - handed + waited);
     Response response = Dispatch(state, std::move(request));
     // After the drain timeout an answer is not sent; the connection is
     // resumed only to be closed.
@@ -498,7 +531,9 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       // Headers are in; no body has been read yet.
       auto owned = std::make_unique<RequestState>();
       owned->listener = listener;
-      owned->start = Clock::now();
+      // From the headers' arrival: the time they waited for the event loop
+      // counts as the request's (rackgate_http_request_duration_seconds).
+      owned->start = Clock::now() - SinceLastReceived(connection, *listener);
       owned->method = method;
       owned->path = url;
       if (listener->admin) {

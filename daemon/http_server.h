@@ -20,8 +20,15 @@
 //  - Time limits: a connection idle (or trickling nothing) for
 //    connection_timeout_seconds is closed, which bounds slow and silent
 //    clients, TLS handshakes included. A handler that runs long cannot be
-//    interrupted: it occupies one of `threads` worker threads until it
-//    returns, so handlers must bound their own work.
+//    interrupted: it occupies its worker thread (or handler thread) until it
+//    returns, and with handlers on the worker threads (handler_threads 0)
+//    the other connections of that thread wait meanwhile, so handlers must
+//    bound their own work.
+//  - Request::queued is the appliance's own queueing delay: how long the
+//    request's last bytes waited in the socket for its worker thread
+//    (TCP_INFO, a few ms of resolution), plus the wait for a handler thread
+//    when there are handler threads. The request duration histogram starts
+//    when the headers arrived at the socket, so it counts that wait too.
 #ifndef RACKGATE_DAEMON_HTTP_SERVER_H_
 #define RACKGATE_DAEMON_HTTP_SERVER_H_
 
@@ -82,14 +89,18 @@ struct HttpServerOptions {
   unsigned max_connections = 2048;
   // A connection with no traffic for this long is closed (0: never).
   unsigned connection_timeout_seconds = 30;
-  // Event-loop threads of the public listener (MHD's thread pool, poll):
-  // TLS, parsing, sending.
+  // Worker threads of the public listener (MHD's thread pool, on poll):
+  // each accepts connections, does their TLS, reads their requests and
+  // sends the answers; with handler_threads 0 it also runs their handlers,
+  // so a request is served start to finish on the thread that read it, and
+  // a handler that waits (a commit's fdatasync, a group commit under way)
+  // holds up the other connections of its thread: then use many more
+  // threads than cores (docs/performance.md, "MHD threads").
   unsigned threads = 2;
-  // Threads that run the public listener's handlers. A request, once read,
-  // is handed to them and its connection suspended until the answer is
-  // ready, so that a handler waiting on the disk (a commit's fdatasync)
-  // holds up no other connection, and writes of concurrent handlers share
-  // commits. 0: handlers run on the event loop.
+  // N > 0 (default 64): handlers are handed to N threads of their own and
+  // the connection suspended until the answer is ready, so that a handler
+  // waiting on the disk holds up no other connection. 0: handlers run on
+  // the worker thread that read the request (no hand-off).
   unsigned handler_threads = 64;
   // How long Stop() waits for in-flight requests to finish and be sent.
   std::chrono::milliseconds drain_timeout{20000};

@@ -43,6 +43,59 @@ TEST_F(HttpServerTest, ASlowHandlerHoldsUpNoOtherConnection) {
   }
 }
 
+// Admission reads Request::queued: how long a request waited in the
+// appliance before its handler ran. A request that arrives on a kept-alive
+// connection while its worker thread runs a 1.5 s handler waits for it, and
+// says so, whether handlers run on the worker thread (its bytes wait in the
+// socket: TCP_INFO) or on a handler thread (the pool's queue); its duration
+// in the histogram counts the wait too. On an idle server it waited nothing.
+TEST_F(HttpServerTest, ARequestKnowsHowLongItWaitedForItsThread) {
+  options_.router.Add("GET", "/queued", [](const Request& r) {
+    return Response::Text(200, std::to_string(
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(r.queued).count()));
+  });
+  for (const unsigned handler_threads : {0u, 1u}) {
+    options_.threads = 1;
+    options_.handler_threads = handler_threads;
+    slow_started_ = false;
+    Metrics metrics;
+    options_.metrics = &metrics;
+    auto server = StartServer();
+    ASSERT_TRUE(server);
+    static CurlGlobal global;
+    CURL* curl = curl_easy_init();
+    std::string body;
+    const std::string base = "https://127.0.0.1:" + std::to_string(server->port());
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca_path_.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendTo);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    // Connected and idle: nothing waited.
+    curl_easy_setopt(curl, CURLOPT_URL, (base + "/queued").c_str());
+    ASSERT_EQ(curl_easy_perform(curl), CURLE_OK);
+    EXPECT_LT(std::stol(body), 50) << handler_threads;
+
+    Client slow_client(server->port(), ca_path_);
+    std::thread t([&] { EXPECT_EQ(slow_client.Get("/slow").status, 200); });
+    while (!slow_started_) std::this_thread::sleep_for(10ms);
+    body.clear();
+    ASSERT_EQ(curl_easy_perform(curl), CURLE_OK);  // the same connection
+    t.join();
+    long reused = 0;
+    curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &reused);
+    EXPECT_EQ(reused, 0) << "the second request was to use the kept-alive connection";
+    EXPECT_GE(std::stol(body), 1000) << handler_threads;
+    curl_easy_cleanup(curl);
+    server->Stop();
+    // Both /queued requests are in the histogram; one took over a second.
+    const std::string text = metrics.Render();
+    EXPECT_NE(text.find(R"(rackgate_http_request_duration_seconds_bucket{method="GET",route="/queued",le="1"} 1)"),
+              std::string::npos)
+        << text;
+  }
+}
+
 TEST_F(HttpServerTest, GracefulStopLetsInFlightHandlerFinish) {
   auto server = StartServer();
   ASSERT_TRUE(server);

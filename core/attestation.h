@@ -68,7 +68,9 @@ struct AttestationOptions {
 };
 
 // The transport's facts about a caller: where it came from and how long its
-// request waited for a handler thread. Never a decision.
+// request waited before a handler took it (in its socket for a thread, and in
+// the handler pool's queue when there is one: daemon/http.h). Never a
+// decision.
 struct Caller {
   std::string address;  // "127.0.0.1:4711"
   std::chrono::microseconds queued{0};

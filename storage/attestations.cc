@@ -121,9 +121,9 @@ void RecordFailureIn(Connection& c, const AttestationRecord& record, int max_fai
 // The machine's last good attestation of its current epoch (the counters'
 // baseline), if any.
 std::optional<AttestationRecord> LastSuccessIn(Connection& c, int64_t machine_id) {
-  Stmt s = c.Prepare("SELECT " + std::string(kAttestationColumns) + kAttestationFrom +
-                     "WHERE a.machine_id = ?1 AND a.verdict = 'ok' AND a.attest_epoch = m.attest_epoch "
-                     "ORDER BY a.id DESC LIMIT 1");
+  static const std::string sql = "SELECT " + std::string(kAttestationColumns) + kAttestationFrom +
+                                "WHERE m.id = ?1 AND a.id = " + kBaselineAttestationId;
+  Stmt s = c.Prepare(sql);
   s.BindInt(1, machine_id);
   if (!s.Step()) return std::nullopt;
   return ReadAttestation(s);
@@ -172,9 +172,7 @@ Result<EvidenceInputs> SqlStore::ReadEvidence(const std::string& session_id, int
         return "SELECT " + Qualified("s", kSessionColumns) + ", " + MachineColumns(d) + ", " +
                Qualified("p", kPoolColumns) + ", " + kAttestationColumns +
                " FROM sessions s JOIN machines m ON m.id = s.machine_id JOIN pools p ON p.name = m.pool "
-               "LEFT JOIN attestations a ON a.id = (SELECT la.id FROM attestations la WHERE la.machine_id = m.id "
-               "AND la.verdict = 'ok' AND la.attest_epoch = m.attest_epoch ORDER BY la.id DESC LIMIT 1) "
-               "WHERE s.id = ?1";
+               "LEFT JOIN attestations a ON a.id = " + kBaselineAttestationId + " WHERE s.id = ?1";
       }));
       s.BindText(1, session_id);
       if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
@@ -246,7 +244,9 @@ Result<AttestationRecord> SqlStore::LastSuccessfulAttestation(int64_t machine_id
 Result<std::vector<AttestationRecord>> SqlStore::RecentFailures(int limit) {
   return Guard([&]() -> Result<std::vector<AttestationRecord>> {
     return db_->Read([&](Connection& c) {
-      Stmt s = c.Prepare("SELECT " + std::string(kAttestationColumns) + kAttestationFrom + "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1");
+      static const std::string sql = "SELECT " + std::string(kAttestationColumns) + kAttestationFrom +
+                                     "WHERE a.verdict = 'refused' ORDER BY a.id DESC LIMIT ?1";
+      Stmt s = c.Prepare(sql);
       s.BindInt(1, std::clamp(limit, 1, 10000));
       std::vector<AttestationRecord> out;
       while (s.Step()) out.push_back(ReadAttestation(s));

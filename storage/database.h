@@ -81,18 +81,7 @@ class Database {
   // safe. A write is never retried (it may have committed).
   template <typename F>
   auto Read(F&& f) -> decltype(f(std::declval<Connection&>())) {
-    for (int attempt = 0;; ++attempt) {
-      Lease lease(this);
-      try {
-        Transaction txn(lease.conn(), Transaction::Kind::kRead);
-        auto result = f(*lease.conn());
-        txn.Commit();
-        return result;
-      } catch (const StoreError&) {
-        if (attempt > 0 || !lease.conn()->Broken()) throw;
-      }
-      DropIdleReaders();
-    }
+    return ReadImpl(std::forward<F>(f), /*in_transaction=*/true);
   }
 
   // Runs f(Connection&), which runs exactly ONE statement, on a pooled
@@ -102,18 +91,7 @@ class Database {
   // once on a broken connection, as Read.
   template <typename F>
   auto ReadOne(F&& f) -> decltype(f(std::declval<Connection&>())) {
-    for (int attempt = 0;; ++attempt) {
-      Lease lease(this);
-      try {
-        if (RoundTripCounts* c = lease.conn()->round_trip_counts()) {
-          c->transactions.fetch_add(1, std::memory_order_relaxed);
-        }
-        return f(*lease.conn());
-      } catch (const StoreError&) {
-        if (attempt > 0 || !lease.conn()->Broken()) throw;
-      }
-      DropIdleReaders();
-    }
+    return ReadImpl(std::forward<F>(f), /*in_transaction=*/false);
   }
 
   // Write transactions committed since construction, and the writes they
@@ -155,6 +133,31 @@ class Database {
     std::exception_ptr error;
     bool done = false;  // guarded by queue_mu_
   };
+
+  // Read and ReadOne: f on a leased reader, in a read transaction or as one
+  // statement (counted as the transaction the database makes for it); run
+  // once more on a fresh connection when the first one broke.
+  template <typename F>
+  auto ReadImpl(F&& f, bool in_transaction) -> decltype(f(std::declval<Connection&>())) {
+    for (int attempt = 0;; ++attempt) {
+      Lease lease(this);
+      try {
+        if (!in_transaction) {
+          if (RoundTripCounts* c = lease.conn()->round_trip_counts()) {
+            c->transactions.fetch_add(1, std::memory_order_relaxed);
+          }
+          return f(*lease.conn());
+        }
+        Transaction txn(lease.conn(), Transaction::Kind::kRead);
+        auto result = f(*lease.conn());
+        txn.Commit();
+        return result;
+      } catch (const StoreError&) {
+        if (attempt > 0 || !lease.conn()->Broken()) throw;
+      }
+      DropIdleReaders();
+    }
+  }
 
   template <typename F>
   auto WriteImpl(F&& f, bool rerunnable) -> decltype(f(std::declval<Connection&>())) {

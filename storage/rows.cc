@@ -72,9 +72,7 @@ const std::string& MachineColumns(Dialect d) {
 }
 
 const std::string& MachineSelect(const Connection& c) {
-  static const std::string sqlite = "SELECT " + MachineColumnsWith(kSqliteAddresses) + " FROM machines m ";
-  static const std::string postgres = "SELECT " + MachineColumnsWith(kPostgresAddresses) + " FROM machines m ";
-  return c.dialect() == Dialect::kPostgres ? postgres : sqlite;
+  return PerDialect(c, [](Dialect d) { return "SELECT " + MachineColumns(d) + " FROM machines m "; });
 }
 
 Machine ReadMachine(const Stmt& s, int first) {

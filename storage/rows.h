@@ -115,6 +115,11 @@ inline constexpr char kAttestationColumns[] =
     "a.id, a.machine_id, m.hostname, a.session_id, a.at, a.verdict, a.reason, a.reasons_json, "
     "a.pcrs_json, a.reset_count, a.restart_count, a.clock, a.firmware_version";
 inline constexpr char kAttestationFrom[] = " FROM attestations a JOIN machines m ON m.id = a.machine_id ";
+// The id of machine `m`'s newest ok attestation of its current epoch: the
+// TPM counters' baseline (LastSuccessfulAttestation); NULL when none.
+inline constexpr char kBaselineAttestationId[] =
+    "(SELECT la.id FROM attestations la WHERE la.machine_id = m.id AND la.verdict = 'ok' "
+    "AND la.attest_epoch = m.attest_epoch ORDER BY la.id DESC LIMIT 1)";
 // From column `first` on.
 AttestationRecord ReadAttestation(const Stmt& s, int first = 0);
 // Inserts `r` with `verdict` in the machine's epoch; returns the row id.

@@ -44,7 +44,8 @@ Status SqlStore::CreateSession(const Session& session) {
 }
 
 Session ReadSession(Connection& c, const std::string& id) {
-  Stmt s = c.Prepare("SELECT " + std::string(kSessionColumns) + " FROM sessions WHERE id = ?1");
+  static const std::string sql = "SELECT " + std::string(kSessionColumns) + " FROM sessions WHERE id = ?1";
+  Stmt s = c.Prepare(sql);
   s.BindText(1, id);
   if (!s.Step()) Fail(Status::NotFound("session_unknown", "unknown session"));
   return ReadSessionRow(s);
@@ -63,9 +64,10 @@ Session ConsumeSessionIn(Connection& c, const std::string& id, int64_t now) {
   // One statement when the session is usable; why not is asked only when
   // it was not.
   {
-    Stmt s = c.Prepare(
-        "UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL AND expires_at > ?2 "
-        "RETURNING " + std::string(kSessionColumns));
+    static const std::string sql =
+        "UPDATE sessions SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL AND expires_at > ?2 RETURNING " +
+        std::string(kSessionColumns);
+    Stmt s = c.Prepare(sql);
     s.BindText(1, id).BindInt(2, now);
     if (s.Step()) return ReadSessionRow(s);
   }

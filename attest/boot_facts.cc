@@ -4,6 +4,7 @@
 #include "attest/boot_facts.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <string_view>
@@ -21,6 +22,21 @@ constexpr std::string_view kGrubCmdPrefix = "grub_cmd: ";
 constexpr std::string_view kGrubKernelCmdlinePrefix = "kernel_cmdline: ";
 constexpr std::string_view kGrubModuleCmdlinePrefix = "module_cmdline: ";
 constexpr std::string_view kUefiDebugMode = "UEFI Debug Mode";
+
+// The action strings firmware writes as EV_EFI_ACTION / EV_ACTION events
+// (docs/eventlog.md, "Known action strings", gives each one's source). An
+// action event accounts for its digest only when its data is one of these,
+// byte for byte: its digest is then of a constant, never of code or a file.
+constexpr std::array<std::string_view, 7> kKnownActions = {
+    "Calling EFI Application from Boot Option",
+    "Returning from EFI Application from Boot Option",
+    "Exit Boot Services Invocation",
+    "Exit Boot Services Returned with Success",
+    "Exit Boot Services Returned with Failure",
+    kUefiDebugMode,
+    "DMA Protection Disabled",
+};
+
 
 // The PCRs the boot loader's command line lands on (grub and old
 // systemd-boot: 8; systemd-boot >= 251 and systemd-stub: 12).
@@ -40,6 +56,23 @@ bool StartsWith(std::span<const uint8_t> data, std::string_view prefix) {
 bool Equals(std::span<const uint8_t> data, std::string_view s) {
   return data.size() == s.size() && StartsWith(data, s);
 }
+
+bool IsKnownAction(std::span<const uint8_t> data) {
+  return std::any_of(kKnownActions.begin(), kKnownActions.end(),
+                     [&](std::string_view a) { return Equals(data, a); });
+}
+
+std::optional<uint32_t> SeparatorValue(std::span<const uint8_t> data) {
+  if (data.size() != 4) return std::nullopt;
+  return static_cast<uint32_t>(data[0]) | static_cast<uint32_t>(data[1]) << 8 |
+         static_cast<uint32_t>(data[2]) << 16 | static_cast<uint32_t>(data[3]) << 24;
+}
+
+// A separator's data is a 4-byte value: 0 (normal), 1 (an error, the PC
+// Client PFP), 0xffffffff (an error, the PC Client BIOS specification),
+// "WBCL" (Windows, on PCRs 12-14). Four bytes measured stand for no file,
+// authority or command line, so any 4-byte value accounts for its digest.
+bool IsSeparatorValue(std::span<const uint8_t> data) { return SeparatorValue(data).has_value(); }
 
 }  // namespace
 
@@ -446,9 +479,13 @@ bool Extractor::SecureBootConfig(const Event& ev, bool verified) {
   }
   for (const SecureBootVariable& v : facts_.secure_boot_variables) {
     if (v.name == var->name) {
+      // SECURITY: firmware measures each once. A second one is what a
+      // relabelled authority (whose data also names "db") looks like: it
+      // accounts for nothing, and the configuration it muddles is unknown.
       Anomalous(ev, "secure_boot_variable_duplicate",
                 var->name + " already measured by event " + std::to_string(v.event_index));
-      break;
+      pcr7_config_problem_ = true;
+      return false;
     }
   }
   SecureBootVariable v;
@@ -563,21 +600,34 @@ BootFacts Extractor::Run(const EventLog& log) {
                 EventTypeName(ev.type) + " does not belong on PCR " + std::to_string(ev.pcr));
     }
 
-    // Verified text events say exactly what they extended; everything else
-    // on PCRs 2, 4, 7 and 9 is judged by its digest.
-    bool accounted = verified && (ev.type == kEvSeparator || ev.type == kEvEfiAction ||
-                                  ev.type == kEvAction);
+    // SECURITY: only what a digest covers decides. An event accounts for
+    // its digest — is left out of the measurements judged below — only when
+    // that digest is of a constant the firmware writes: a separator value or
+    // a known action string, verified. Any other data under one of those
+    // types (a file, an authority, a command line relabelled as an action or
+    // a separator) is a relabelled event: it still counts as a measurement
+    // of its PCR, and the anomaly refuses under every policy that reads the
+    // PCR (Evaluate, rule eventlog). So does a tagged event that is not one.
+    const bool is_action = ev.type == kEvEfiAction || ev.type == kEvAction;
+    bool accounted = verified && ((ev.type == kEvSeparator && IsSeparatorValue(ev.data)) ||
+                                  (is_action && IsKnownAction(ev.data)));
+    if (is_action && !IsKnownAction(ev.data)) {
+      Anomalous(ev, "event_relabelled", "an action whose data is not an action string firmware writes");
+    } else if (ev.type == kEvSeparator && !IsSeparatorValue(ev.data)) {
+      Anomalous(ev, "event_relabelled", "a separator whose data is not a separator value");
+    } else if ((is_action || ev.type == kEvSeparator) && !verified) {
+      Anomalous(ev, "event_relabelled", "its digest is not of its data: something else was measured");
+    } else if (ev.type == kEvEventTag && !ParseTaggedEvent(ev.data)) {
+      Anomalous(ev, "event_relabelled", "an EV_EVENT_TAG whose data is not a tagged event");
+    }
 
     if (ev.type == kEvSeparator && ev.pcr <= kMaxSeparatorPcr) {
       Separator sep;
       sep.event_index = ev.index;
       sep.pcr = ev.pcr;
-      if (ev.data.size() == 4) {
-        sep.value = static_cast<uint32_t>(ev.data[0]) | static_cast<uint32_t>(ev.data[1]) << 8 |
-                    static_cast<uint32_t>(ev.data[2]) << 16 |
-                    static_cast<uint32_t>(ev.data[3]) << 24;
-      }
-      if (ev.data.size() != 4 || !verified) {
+      const auto value = SeparatorValue(ev.data);
+      sep.value = value.value_or(0);
+      if (!value || !verified) {
         sep.kind = SeparatorKind::kMalformed;
       } else {
         sep.kind = sep.value == 0 ? SeparatorKind::kNormal : SeparatorKind::kError;

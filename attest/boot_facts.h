@@ -16,7 +16,12 @@
 //  - where it is not (boot applications, drivers, option ROMs, authorities
 //    that do not verify), the fact is the digest itself, and every
 //    measurement on the PCR counts whatever its type, so relabelling an
-//    event cannot hide it from an allow-list.
+//    event cannot hide it from an allow-list;
+//  - only a digest of a constant the firmware writes (a separator value, a
+//    known action string: docs/eventlog.md) accounts for a measurement
+//    without being judged; an action or separator with other data is a
+//    relabelled event (anomaly event_relabelled) and counts, as does a
+//    second measurement of a Secure Boot variable.
 //
 // Thread safety: all functions are pure and may be called concurrently.
 #ifndef RACKGATE_ATTEST_BOOT_FACTS_H_
@@ -169,7 +174,10 @@ struct Anomaly {
   // secure_boot_variable_outside_pcr7, secure_boot_variable_bad_vendor,
   // secure_boot_variable_duplicate, secure_boot_config_after_separator,
   // efi_signature_list_malformed, kernel_cmdline_outside_pcr8,
-  // separator_duplicate, pcr7_action, uki_section_mislabelled (a section's
+  // separator_duplicate, pcr7_action, event_relabelled (an action or a
+  // separator whose data is not a known action string or separator value, or
+  // does not match its digest; an EV_EVENT_TAG whose data is not a tagged
+  // event: what such an event measured is unknown), uki_section_mislabelled (a section's
   // contents event names another section), uki_section_incomplete (a
   // section name with no contents after it on PCR 11)
   std::string reason;

@@ -804,6 +804,187 @@ TEST(DescribeEvent, EscapesAndBounds) {
   EXPECT_EQ(DescribeEvent(ev), "SecureBoot = 1");
 }
 
+// --- Relabelled events (issue 40): only digests decide ------------------------
+//
+// The event type is not measured. Each case takes a real measurement of the
+// firmware lab's log (OVMF, shim, grub, Debian 12, Secure Boot) and forges
+// the log as a machine would to hide it: another type, and where that type's
+// data is covered by its digest, data that hashes to it. The measurement
+// still counts as what its PCR holds, and the forgery is an anomaly that a
+// policy reading the PCR refuses (boot_policy_test.cc, Evaluate.Relabelled*).
+// EV_NO_ACTION extends nothing, so the replay catches it
+// (Evaluate.RelabelledAsNoActionBreaksTheReplay).
+
+constexpr char kFirmwareLab[] = "rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin";
+constexpr uint32_t kUnknownEventType = 0x0000ff42;
+const std::vector<uint32_t> kRelabelTypes = {kEvAction, kEvEfiAction, kEvEventTag,
+                                             kUnknownEventType};
+
+EventLog ParsedFile(const std::string& name) {
+  auto log = ParseEventLog(ReadLog(name));
+  if (!log.ok()) throw std::runtime_error(log.status().ToString());
+  return *std::move(log);
+}
+
+// Anomalies that mark an event on `pcr` as relabelled.
+size_t RelabelAnomalies(const BootFacts& f, uint32_t pcr) {
+  return std::count_if(f.anomalies.begin(), f.anomalies.end(), [&](const Anomaly& a) {
+    return a.pcr == pcr && (a.reason == "event_relabelled" || a.reason == "event_type_unknown");
+  });
+}
+
+bool HasMeasurement(const std::vector<Measurement>& ms, uint32_t index, const Bytes& measured) {
+  return std::any_of(ms.begin(), ms.end(), [&](const Measurement& m) {
+    return m.event_index == index &&
+           m.digests.at(kAlgSha256) == testing::Digest(kAlgSha256, measured);
+  });
+}
+
+TEST(BootFactsRelabelled, FirmwareLabLogIndicesAreWhatTheCasesSay) {
+  const BootFacts f = FactsOfFile(kFirmwareLab);
+  EXPECT_EQ(Indices(f.boot_files), (std::vector<uint32_t>{43, 49, 54}));
+  EXPECT_EQ(Indices(f.authorities), (std::vector<uint32_t>{31, 35, 37}));
+  EXPECT_EQ(Indices(f.boot_applications), (std::vector<uint32_t>{32, 38, 50, 51}));
+  ASSERT_EQ(f.kernel_cmdlines.size(), 1u);
+  EXPECT_EQ(f.kernel_cmdlines[0].event_index, 52u);
+  EXPECT_EQ(f.secure_boot_variables.front().event_index, 4u);
+  EXPECT_EQ(f.secure_boot_variables.front().name, "SecureBoot");
+}
+
+TEST(BootFactsRelabelled, BootFileCountsWhateverItsType) {
+  // An initramfs nobody allowed, measured by grub as H(file) on PCR 9 and
+  // logged as an action whose data is the file: its digest verifies.
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  const Bytes file = Str("an initramfs nobody allowed");
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 54, type, file, file));
+    EXPECT_TRUE(HasMeasurement(f.boot_files, 54, file));
+    EXPECT_EQ(RelabelAnomalies(f, 9), 1u);
+  }
+  // As grub logs it: counted, and nothing anomalous.
+  const BootFacts honest = FactsOf(testing::Relabelled(lab, 54, kEvIpl, Str("/initrd.img"), file));
+  EXPECT_TRUE(HasMeasurement(honest.boot_files, 54, file));
+  EXPECT_TRUE(honest.anomalies.empty());
+}
+
+TEST(BootFactsRelabelled, AuthorityCountsWhateverItsType) {
+  // The firmware's db authority that verified shim (UEFI_VARIABLE_DATA,
+  // digest of the data) logged as an action with the same data.
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  const Bytes data = lab.events.at(31).data;
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 31, type, data));
+    EXPECT_TRUE(HasMeasurement(f.authorities, 31, data));
+    EXPECT_EQ(RelabelAnomalies(f, 7), 1u);
+  }
+}
+
+TEST(BootFactsRelabelled, AuthorityRelabelledAsSecureBootConfigurationCounts) {
+  // An authority logged before PCR 7's separator as configuration: its data
+  // names "db", which the firmware measured already. A second db accounts for
+  // nothing and leaves the configuration unknown.
+  EventLogBuilder b;
+  b.SecureBootConfig(1)
+      .Add(7, kEvEfiVariableDriverConfig,
+           UefiVariable(kEfiImageSecurityDatabaseGuid, "db", Sha256Signature(9, 0x99)))
+      .Separator(7);
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(Indices(f.authorities), (std::vector<uint32_t>{6}));
+  EXPECT_EQ(f.secure_boot, SecureBootState::kUnverifiable);
+  EXPECT_EQ(AnomalyReasons(f).count("secure_boot_variable_duplicate"), 1u);
+  EXPECT_EQ(Var(f, "db")->event_index, 4u);
+}
+
+TEST(BootFactsRelabelled, BootApplicationCountsWhateverItsType) {
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  const Bytes image = Str("an application nobody allowed");
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 50, type, image, image));
+    EXPECT_TRUE(HasMeasurement(f.boot_applications, 50, image));
+    EXPECT_EQ(RelabelAnomalies(f, 4), 1u);
+  }
+}
+
+TEST(BootFactsRelabelled, CommandLineRelabelledIsNoCommandLineAndAnAnomaly) {
+  // grub's "kernel_cmdline: " event's digest is of the text after the
+  // prefix: logged as an action with that text, it verifies.
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  const std::string text = "/vmlinuz console=ttyS0 quiet panic=-1 rackgate.url=https://10.0.2.100:22623";
+  auto forged = ParseEventLog(testing::Relabelled(lab, 52, kEvAction, Str(text)));
+  ASSERT_TRUE(forged.ok());
+  ASSERT_EQ(CheckEventData(forged->events.at(52)), EventDataCheck::kMatches);
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 52, type, Str(text)));
+    EXPECT_TRUE(f.kernel_cmdlines.empty());
+    EXPECT_EQ(RelabelAnomalies(f, 8), 1u);
+  }
+}
+
+TEST(BootFactsRelabelled, SeparatorRelabelledIsNoSeparatorAndAnAnomaly) {
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 9, type, Bytes(4, 0)));
+    EXPECT_TRUE(std::none_of(f.separators.begin(), f.separators.end(),
+                             [](const Separator& s) { return s.pcr == 7; }));
+    EXPECT_EQ(RelabelAnomalies(f, 7), 1u);
+  }
+  // A file logged as a separator whose data is the file: not 4 bytes, no
+  // separator value.
+  const Bytes file = Str("an initramfs nobody allowed");
+  const BootFacts f = FactsOf(testing::Relabelled(lab, 54, kEvSeparator, file, file));
+  EXPECT_TRUE(HasMeasurement(f.boot_files, 54, file));
+  EXPECT_EQ(AnomalyReasons(f).count("event_relabelled"), 1u);
+}
+
+TEST(BootFactsRelabelled, SecureBootVariableRelabelledIsNotSecureBootState) {
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  const Bytes data = lab.events.at(4).data;
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, 4, type, data));
+    EXPECT_EQ(f.secure_boot, SecureBootState::kNotMeasured);
+    EXPECT_EQ(RelabelAnomalies(f, 7), 1u);
+  }
+}
+
+TEST(BootFactsRelabelled, UkiSectionNameRelabelledIsUnrecognized) {
+  const std::string name = ".linux";
+  const Bytes name_ascii = Str(std::string_view(name.c_str(), name.size() + 1));
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    EventLogBuilder u;
+    u.Measure(11, type, name_ascii, name_ascii)
+        .Measure(11, kEvIpl, Str("kernel image"), testing::Utf16(name, true));
+    const BootFacts f = Facts(u);
+    EXPECT_TRUE(f.uki_sections.empty());
+    EXPECT_EQ(f.uki_unrecognized.size(), 2u);
+    EXPECT_EQ(RelabelAnomalies(f, 11), 1u);
+  }
+}
+
+TEST(BootFactsRelabelled, KnownActionStringsAccountForTheirDigests) {
+  EventLogBuilder b;
+  b.Add(4, kEvEfiAction, Str("Calling EFI Application from Boot Option"))
+      .Add(4, kEvEfiAction, Str("Returning from EFI Application from Boot Option"))
+      .Add(5, kEvEfiAction, Str("Exit Boot Services Invocation"))
+      .Add(5, kEvEfiAction, Str("Exit Boot Services Returned with Success"))
+      .Add(5, kEvEfiAction, Str("Exit Boot Services Returned with Failure"))
+      .Add(7, kEvEfiAction, Str("DMA Protection Disabled"))
+      .Add(4, kEvAction, Str("Calling EFI Application from Boot Option"))
+      // Not one: a near miss, and a known string that is not what was measured.
+      .Add(4, kEvEfiAction, Str("Calling EFI Application from Boot Option\n"))
+      .Measure(4, kEvEfiAction, Str("code"), Str("Calling EFI Application from Boot Option"));
+  const BootFacts f = Facts(b);
+  EXPECT_EQ(Indices(f.boot_applications), (std::vector<uint32_t>{8, 9}));
+  EXPECT_EQ(RelabelAnomalies(f, 4), 2u);
+  EXPECT_EQ(AnomalyReasons(f).count("pcr7_action"), 1u);
+}
+
 TEST(CheckEventData, Coverage) {
   Event ev;
   ev.type = kEvEfiBootServicesApplication;

@@ -75,6 +75,7 @@ class Evaluator {
   }
 
   void CheckEventLog();
+  void CheckRelabelled();
   void CheckGoldenPcrs();
   void CheckSecureBoot();
   void CheckSeparators();
@@ -107,6 +108,27 @@ void Evaluator::CheckEventLog() {
   }
   if (Status s = CompareLogWithQuote(*replayed, evidence_.quoted); !s.ok()) {
     Add("eventlog", s.reason(), s.message());
+  }
+}
+
+// Anomalies that say an event's type does not tell what it measured.
+bool IsRelabelling(const Anomaly& a) {
+  return a.reason == "event_relabelled" || a.reason == "event_type_unknown" ||
+         a.reason == "event_type_unexpected_for_pcr";
+}
+
+void Evaluator::CheckRelabelled() {
+  // SECURITY: the type of an event is not measured. Facts are taken by
+  // digest whatever the type says (boot_facts.h), but a rule that reads a
+  // PCR's events from the log (a command line, separators, Secure Boot
+  // state) cannot judge an event whose type lies about what it measured:
+  // such an event refuses under every rule that reads its PCR.
+  const std::set<uint32_t> read = PcrsReadFromLog(policy_);
+  for (const Anomaly& a : facts_.anomalies) {
+    if (!IsRelabelling(a) || read.count(a.pcr) == 0) continue;
+    Add("eventlog", "event_relabelled",
+        a.message + " (" + a.reason + "): a policy that reads PCR " + std::to_string(a.pcr) +
+            " from the log cannot judge it");
   }
 }
 
@@ -478,6 +500,7 @@ void Evaluator::CheckTofu() {
 
 Verdict Evaluator::Run() {
   CheckEventLog();
+  CheckRelabelled();
   CheckGoldenPcrs();
   CheckSecureBoot();
   CheckSeparators();

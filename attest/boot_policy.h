@@ -180,6 +180,9 @@ Status CompareLogWithQuote(const PcrValues& replayed, const PcrValues& quoted,
 // Judges the evidence. The log must replay to the quoted PCRs
 // (CompareLogWithQuote: eventlog_bank_missing, eventlog_pcr_mismatch, or
 // the replay's own reason),
+// and no event on a PCR the policy reads from the log (PcrsReadFromLog) may
+// be relabelled (anomalies event_relabelled, event_type_unknown,
+// event_type_unexpected_for_pcr: rule eventlog, reason event_relabelled),
 // then each rule the policy sets is checked. A rule that reads facts needs
 // their PCR quoted, else pcr_not_quoted under that rule (PCR 7 for
 // secure_boot and authorities, 4 for boot_applications, 9 for boot_files,

@@ -539,9 +539,126 @@ TEST(Evaluate, RelabelledBootApplicationIsStillJudged) {
   BootPolicy policy;
   policy.allowed_boot_applications = {Sha256Digest(testing::Digest(kAlgSha256, Str("shim")))};
   const Verdict v = c.Judge(policy);
-  ASSERT_EQ(v.violations.size(), 1u);
-  EXPECT_EQ(v.violations[0].reason, "boot_application_not_allowed");
-  EXPECT_NE(v.violations[0].message.find("event 2"), std::string::npos);
+  EXPECT_EQ(Reasons(v), (std::multiset<std::string>{"eventlog/event_relabelled",
+                                                    "boot_applications/boot_application_not_allowed"}));
+  for (const Violation& x : v.violations) {
+    EXPECT_NE(x.message.find("event 2"), std::string::npos) << x.message;
+  }
+}
+
+// --- Relabelled events (issue 40) ---------------------------------------------
+//
+// The firmware lab's real log, forged as a machine would to pass a
+// measurement off as another kind of event (boot_facts_test.cc,
+// BootFactsRelabelled.*). Each relabelling refuses under a policy that reads
+// the PCR; the measurement is still judged by its digest.
+
+constexpr char kFirmwareLab[] = "rackgate-lab_ovmf-shim-grub-debian12-secureboot.bin";
+const std::vector<uint32_t> kRelabelTypes = {kEvAction, kEvEfiAction, kEvEventTag, 0x0000ff42};
+
+EventLog ParsedLab() {
+  auto log = ParseEventLog(ReadLog(kFirmwareLab));
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  return log.ok() ? *std::move(log) : EventLog{};
+}
+
+TEST(Evaluate, RelabelledBootFileIsRefused) {
+  // docs/policy-proposal.md's boot_files without pins: the firmware lab's
+  // three files allowed, a fourth initramfs booted instead of the third.
+  const EventLog lab = ParsedLab();
+  Case real(ReadLog(kFirmwareLab));
+  BootPolicy p;
+  p.allowed_boot_files.emplace();
+  for (const Measurement& m : real.facts.boot_files) {
+    p.allowed_boot_files->push_back(Sha256Digest(m.digests.at(kAlgSha256)));
+  }
+  ASSERT_TRUE(real.Judge(p).ok);
+  const Bytes file = Str("an initramfs nobody allowed");
+  Case honest(testing::Relabelled(lab, 54, kEvIpl, Str("/initrd.img"), file));
+  EXPECT_EQ(Reasons(honest.Judge(p)), (std::multiset<std::string>{"boot_files/boot_file_not_allowed"}));
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    Case c(testing::Relabelled(lab, 54, type, file, file));
+    const Verdict v = c.Judge(p);
+    EXPECT_EQ(Reasons(v), (std::multiset<std::string>{"eventlog/event_relabelled",
+                                                      "boot_files/boot_file_not_allowed"}));
+    EXPECT_FALSE(v.ok);
+  }
+}
+
+TEST(Evaluate, RelabelledAuthorityIsRefused) {
+  const EventLog lab = ParsedLab();
+  Case real(ReadLog(kFirmwareLab));
+  BootPolicy p;
+  // shim's MokListRT certificate is forbidden: the machine hides it.
+  p.forbidden_authorities.push_back(Sha256Digest(lab.events.at(37).digests.at(kAlgSha256)));
+  ASSERT_EQ(Reasons(real.Judge(p)), (std::multiset<std::string>{"authorities/authority_forbidden"}));
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    Case c(testing::Relabelled(lab, 37, type, lab.events.at(37).data));
+    EXPECT_EQ(Reasons(c.Judge(p)), (std::multiset<std::string>{"eventlog/event_relabelled",
+                                                               "authorities/authority_forbidden"}));
+  }
+}
+
+TEST(Evaluate, RelabelledCommandLineIsRefused) {
+  const EventLog lab = ParsedLab();
+  BootPolicy p;
+  p.kernel_cmdline = Cmdline(std::nullopt, {"console=ttyS0"}, {"init="});
+  Case real(ReadLog(kFirmwareLab));
+  ASSERT_TRUE(real.Judge(p).ok);
+  const std::string evil = "/vmlinuz console=ttyS0 init=/bin/sh";
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    Case c(testing::Relabelled(lab, 52, type, Str(evil), Str(evil)));
+    EXPECT_EQ(Reasons(c.Judge(p)), (std::multiset<std::string>{"eventlog/event_relabelled",
+                                                               "kernel_cmdline/kernel_cmdline_missing"}));
+  }
+}
+
+TEST(Evaluate, RelabelledSeparatorOrSecureBootIsRefused) {
+  const EventLog lab = ParsedLab();
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    Case sep(testing::Relabelled(lab, 27, type, lab.events.at(27).data));
+    BootPolicy separators;
+    separators.require_separators = true;
+    EXPECT_EQ(Reasons(sep.Judge(separators)),
+              (std::multiset<std::string>{"eventlog/event_relabelled", "separators/separator_missing"}));
+    Case sb(testing::Relabelled(lab, 4, type, lab.events.at(4).data));
+    EXPECT_EQ(Reasons(sb.Judge(SecureBootPolicy())),
+              (std::multiset<std::string>{"eventlog/event_relabelled",
+                                          "secure_boot/secure_boot_not_measured"}));
+  }
+}
+
+TEST(Evaluate, RelabellingOnAPcrThePolicyDoesNotReadIsJudgedByItsPin) {
+  // Only PCR 7 is read from the log; a relabelled PCR 9 event is left to a
+  // pin or a boot_files rule, and a pin catches it.
+  const EventLog lab = ParsedLab();
+  const Bytes file = Str("an initramfs nobody allowed");
+  Case c(testing::Relabelled(lab, 54, kEvAction, file, file));
+  EXPECT_TRUE(c.Judge(SecureBootPolicy()).ok);
+  Case real(ReadLog(kFirmwareLab));
+  BootPolicy pinned = SecureBootPolicy();
+  pinned.pcrs[kAlgSha256][9] = real.evidence.quoted.at(kAlgSha256).at(9);
+  EXPECT_EQ(Reasons(c.Judge(pinned)), (std::multiset<std::string>{"pcrs/pcr_mismatch"}));
+}
+
+TEST(Evaluate, RelabelledAsNoActionBreaksTheReplay) {
+  // EV_NO_ACTION extends nothing: the quote holds what grub extended, the
+  // forged log replays without it.
+  const EventLog lab = ParsedLab();
+  const Bytes file = Str("an initramfs nobody allowed");
+  Case measured(testing::Relabelled(lab, 54, kEvIpl, Str("/initrd.img"), file));
+  Case c(testing::Relabelled(lab, 54, kEvNoAction, file, file));
+  c.evidence.quoted = measured.evidence.quoted;
+  BootPolicy p;
+  p.allowed_boot_files.emplace();
+  const Verdict v = c.Judge(p);
+  ASSERT_FALSE(v.ok);
+  EXPECT_EQ(v.violations.front().rule, "eventlog");
+  EXPECT_EQ(v.violations.front().reason, "eventlog_pcr_mismatch");
 }
 
 TEST(Evaluate, SecureBootNeedsItsSeparatorAndNoDebugMode) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -194,6 +195,25 @@ class EventLogBuilder {
  private:
   Bytes log_;
 };
+
+// `log` written again with its event `index` logged as `type` with `data`,
+// its digests those of `measured` when given (the file or code a machine
+// really measured there), else as logged: the log a machine forges to pass
+// a measurement off as another kind of event.
+inline Bytes Relabelled(const attest::EventLog& log, uint32_t index, uint32_t type,
+                        const Bytes& data, const std::optional<Bytes>& measured = std::nullopt) {
+  EventLogBuilder b;
+  b.CopyOf(log, [&](attest::Event& ev) {
+    if (ev.index != index) return true;
+    ev.type = type;
+    ev.data = data;
+    if (measured) {
+      for (auto& [alg, digest] : ev.digests) digest = Digest(alg, *measured);
+    }
+    return true;
+  });
+  return b.bytes();
+}
 
 }  // namespace rackgate::testing
 

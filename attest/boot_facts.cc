@@ -443,6 +443,11 @@ class Extractor {
   // AuditMode, DeployedMode, ...), which accounts for its digest.
   bool SecureBootConfig(const Event& ev, bool verified);
   void AddKernelCmdline(const Event& ev, bool verified);
+  // Whether the event's digest is of a constant the firmware writes (a
+  // verified separator value or known action string), so that it is judged
+  // by no rule; records the anomaly when its type says more than its data.
+  bool AccountsForItsDigest(const Event& ev, bool verified);
+  void AddSeparator(const Event& ev, bool verified);
   // PCR 11: pairs systemd-stub's section-name events with the contents
   // event that follows each; FinishUki after the last event.
   void AddUkiEvent(const Event& ev);
@@ -579,6 +584,48 @@ void Extractor::FinishUki() {
   uki_name_.reset();
 }
 
+bool Extractor::AccountsForItsDigest(const Event& ev, bool verified) {
+  // SECURITY: only what a digest covers decides. An event accounts for
+  // its digest — is left out of the measurements rules judge — only when
+  // that digest is of a constant the firmware writes: a separator value or
+  // a known action string, verified. Any other data under one of those
+  // types (a file, an authority, a command line relabelled as an action or
+  // a separator) is a relabelled event: it still counts as a measurement
+  // of its PCR, and the anomaly refuses under every policy that reads the
+  // PCR (Evaluate, rule eventlog). So does a tagged event that is not one.
+  const bool is_action = ev.type == kEvEfiAction || ev.type == kEvAction;
+  const bool accounted = verified && ((ev.type == kEvSeparator && IsSeparatorValue(ev.data)) ||
+                                      (is_action && IsKnownAction(ev.data)));
+  if (is_action && !IsKnownAction(ev.data)) {
+    Anomalous(ev, "event_relabelled", "an action whose data is not an action string firmware writes");
+  } else if (ev.type == kEvSeparator && !IsSeparatorValue(ev.data)) {
+    Anomalous(ev, "event_relabelled", "a separator whose data is not a separator value");
+  } else if ((is_action || ev.type == kEvSeparator) && !verified) {
+    Anomalous(ev, "event_relabelled", "its digest is not of its data: something else was measured");
+  } else if (ev.type == kEvEventTag && !ParseTaggedEvent(ev.data)) {
+    Anomalous(ev, "event_relabelled", "an EV_EVENT_TAG whose data is not a tagged event");
+  }
+  return accounted;
+}
+
+void Extractor::AddSeparator(const Event& ev, bool verified) {
+  Separator sep;
+  sep.event_index = ev.index;
+  sep.pcr = ev.pcr;
+  const auto value = SeparatorValue(ev.data);
+  sep.value = value.value_or(0);
+  if (!value || !verified) {
+    sep.kind = SeparatorKind::kMalformed;
+  } else {
+    sep.kind = sep.value == 0 ? SeparatorKind::kNormal : SeparatorKind::kError;
+  }
+  if (++separators_per_pcr_[ev.pcr] > 1) {
+    Anomalous(ev, "separator_duplicate",
+              "a second separator on PCR " + std::to_string(ev.pcr));
+  }
+  facts_.separators.push_back(sep);
+}
+
 BootFacts Extractor::Run(const EventLog& log) {
   for (const Event& ev : log.events) {
     if (ev.type == kEvNoAction) continue;  // extends nothing, proves nothing
@@ -600,44 +647,9 @@ BootFacts Extractor::Run(const EventLog& log) {
                 EventTypeName(ev.type) + " does not belong on PCR " + std::to_string(ev.pcr));
     }
 
-    // SECURITY: only what a digest covers decides. An event accounts for
-    // its digest — is left out of the measurements judged below — only when
-    // that digest is of a constant the firmware writes: a separator value or
-    // a known action string, verified. Any other data under one of those
-    // types (a file, an authority, a command line relabelled as an action or
-    // a separator) is a relabelled event: it still counts as a measurement
-    // of its PCR, and the anomaly refuses under every policy that reads the
-    // PCR (Evaluate, rule eventlog). So does a tagged event that is not one.
-    const bool is_action = ev.type == kEvEfiAction || ev.type == kEvAction;
-    bool accounted = verified && ((ev.type == kEvSeparator && IsSeparatorValue(ev.data)) ||
-                                  (is_action && IsKnownAction(ev.data)));
-    if (is_action && !IsKnownAction(ev.data)) {
-      Anomalous(ev, "event_relabelled", "an action whose data is not an action string firmware writes");
-    } else if (ev.type == kEvSeparator && !IsSeparatorValue(ev.data)) {
-      Anomalous(ev, "event_relabelled", "a separator whose data is not a separator value");
-    } else if ((is_action || ev.type == kEvSeparator) && !verified) {
-      Anomalous(ev, "event_relabelled", "its digest is not of its data: something else was measured");
-    } else if (ev.type == kEvEventTag && !ParseTaggedEvent(ev.data)) {
-      Anomalous(ev, "event_relabelled", "an EV_EVENT_TAG whose data is not a tagged event");
-    }
+    bool accounted = AccountsForItsDigest(ev, verified);
 
-    if (ev.type == kEvSeparator && ev.pcr <= kMaxSeparatorPcr) {
-      Separator sep;
-      sep.event_index = ev.index;
-      sep.pcr = ev.pcr;
-      const auto value = SeparatorValue(ev.data);
-      sep.value = value.value_or(0);
-      if (!value || !verified) {
-        sep.kind = SeparatorKind::kMalformed;
-      } else {
-        sep.kind = sep.value == 0 ? SeparatorKind::kNormal : SeparatorKind::kError;
-      }
-      if (++separators_per_pcr_[ev.pcr] > 1) {
-        Anomalous(ev, "separator_duplicate",
-                  "a second separator on PCR " + std::to_string(ev.pcr));
-      }
-      facts_.separators.push_back(sep);
-    }
+    if (ev.type == kEvSeparator && ev.pcr <= kMaxSeparatorPcr) AddSeparator(ev, verified);
 
     if (ev.pcr == kPcrSecureBoot) {
       if (ev.type == kEvSeparator) {

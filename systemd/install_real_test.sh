@@ -4,7 +4,7 @@
 # in a container (meson test 'real install under systemd', suite slow;
 # issue 32; docs/systemd.md, "Tests under a real systemd").
 #
-#   install_real_test.sh --source DIR --cache DIR --debs DIR
+#   install_real_test.sh --source DIR --cache DIR|"" --debs DIR   ("": the machine's cache)
 #
 # 1. The packages: those in $RACKGATE_DEB_DIR when it holds both; else
 #    those in DEBS (where the `package` test puts them, built earlier in the
@@ -70,22 +70,23 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-USAGE="usage: install_real_test.sh --source DIR --cache DIR --debs DIR"
-source_dir="" cache="" debs=""
+USAGE="usage: install_real_test.sh --source DIR --cache DIR|\"\" --debs DIR"
+source_dir="" cache="" cache_given="" debs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --source) source_dir=$(realpath "$2"); shift 2 ;;
-    --cache) cache=$(realpath -m "$2"); shift 2 ;;
+    --cache) cache=$2; cache_given=1; shift 2 ;;
     --debs) debs=$(realpath -m "$2"); shift 2 ;;
     *) echo "$USAGE" >&2; exit 2 ;;
   esac
 done
-[ -n "$source_dir" ] && [ -n "$cache" ] && [ -n "$debs" ] || { echo "$USAGE" >&2; exit 2; }
+[ -n "$source_dir" ] && [ -n "$cache_given" ] && [ -n "$debs" ] || { echo "$USAGE" >&2; exit 2; }
 
 # shellcheck source=../firmware-tests/lab.sh
 source "$source_dir/firmware-tests/lab.sh"
 # shellcheck source=nspawn-lib.sh
 source "$HERE/nspawn-lib.sh"
+cache=$(nspawn_cache_dir "$cache")
 
 [ "$(id -u)" = 0 ] || lab_skip "needs root (debootstrap, systemd-nspawn, network namespaces)"
 for t in debootstrap systemd-nspawn nsenter ip mount; do

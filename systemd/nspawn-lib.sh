@@ -4,6 +4,7 @@
 # shipped units under a real systemd (units_real_test.sh,
 # install_real_test.sh; docs/systemd.md, "Tests under a real systemd").
 #
+#   nspawn_cache_dir [DIR]        # DIR, or the machine's cache directory
 #   nspawn_debian_root CACHE      # $CACHE/root, debootstrapped once
 #   nspawn_boot NAME ROOT LOG [systemd-nspawn ARGS...]
 #   nspawn_wait_running NAME SECS # prints the state: running or degraded
@@ -30,6 +31,16 @@ nspawn_mirror() {
     [ -r "$f" ] && awk '/^URIs:/ {print $2; exit}' "$f" && return 0
   done
   awk '$1 == "deb" && $2 !~ /^\[/ {print $2; exit} $1 == "deb" {print $3; exit}' /etc/apt/sources.list 2>/dev/null
+}
+
+# nspawn_cache_dir [DIR]: DIR when given, else the machine's cache of the
+# Debian 12 root, kept outside any build tree so that every clone and build
+# directory on the machine (CI's fresh clone too) debootstraps it once:
+# $RACKGATE_DEBIAN_ROOT_CACHE, else $XDG_CACHE_HOME/rackgate-debian12-root,
+# else ~/.cache/rackgate-debian12-root.
+nspawn_cache_dir() {
+  if [ -n "${1:-}" ]; then realpath -m "$1"; return; fi
+  echo "${RACKGATE_DEBIAN_ROOT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rackgate-debian12-root}"
 }
 
 # nspawn_debian_root CACHE: makes CACHE/root (Debian 12, minbase plus

@@ -29,7 +29,7 @@
 # does not answer. Stops the container by its PID on every way out.
 set -euo pipefail
 
-cache=${1:?usage: units_real_test.sh CACHE_DIR rackgate-agent.service}
+cache=${1?usage: units_real_test.sh CACHE_DIR|"" rackgate-agent.service}
 unit=${2:?usage: units_real_test.sh CACHE_DIR rackgate-agent.service}
 unit=$(realpath "$unit")
 
@@ -47,6 +47,7 @@ started=$(date +%s)
 # --- the root, made once ---------------------------------------------------
 # shellcheck source=nspawn-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/nspawn-lib.sh"
+cache=$(nspawn_cache_dir "$cache")
 if ! why=$(nspawn_debian_root "$cache"); then skip "$why"; fi
 root=$cache/root
 

@@ -419,25 +419,29 @@ Result<CsrIssued> CsrService::Submit(const std::optional<std::string>& bearer_to
   if (!auth.ok()) return auth.status();
   const storage::Machine& m = auth->machine;
 
-  // Flood limits first, before any parsing or crypto: the approver's lesson
-  // is that an unbounded queue of pending CSRs takes the signer down.
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (in_flight_by_machine_[m.id] >= options_.max_in_flight_per_machine) {
-      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
-      return Refuse(m, Status::Unsupported("csr_flood_machine", "too many CSRs in flight from this machine"), "",
-                    true);
-    }
-    if (in_flight_ >= options_.max_in_flight) {
-      if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
-      return Refuse(m, Status::Unsupported("csr_flood", "too many CSRs in flight; come back later"), "", true);
-    }
-    ++in_flight_;
-    ++in_flight_by_machine_[m.id];
-  }
+  if (Status s = EnterFloodLimits(m); !s.ok()) return s;
   Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
 
   return Carry(m, Decide(*auth, submission));
+}
+
+Status CsrService::EnterFloodLimits(const storage::Machine& m) {
+  // Flood limits first, before any parsing or crypto: the approver's lesson
+  // is that an unbounded queue of pending CSRs takes the signer down. Key
+  // registrations count as CSRs: each costs the same parsing, crypto and
+  // store write.
+  std::lock_guard<std::mutex> l(mu_);
+  if (in_flight_by_machine_[m.id] >= options_.max_in_flight_per_machine) {
+    if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+    return Refuse(m, Status::Unsupported("csr_flood_machine", "too many CSRs in flight from this machine"), "", true);
+  }
+  if (in_flight_ >= options_.max_in_flight) {
+    if (in_flight_by_machine_[m.id] == 0) in_flight_by_machine_.erase(m.id);
+    return Refuse(m, Status::Unsupported("csr_flood", "too many CSRs in flight; come back later"), "", true);
+  }
+  ++in_flight_;
+  ++in_flight_by_machine_[m.id];
+  return Status::Ok();
 }
 
 Result<storage::AttestedKey> CsrService::RegisterKey(const std::optional<std::string>& bearer_token,
@@ -448,6 +452,8 @@ Result<storage::AttestedKey> CsrService::RegisterKey(const std::optional<std::st
   auto auth = attestation_->Authenticate(bearer_token);
   if (!auth.ok()) return auth.status();
   const storage::Machine& m = auth->machine;
+  if (Status s = EnterFloodLimits(m); !s.ok()) return s;
+  Slot slot(&mu_, &in_flight_, &in_flight_by_machine_, m.id);
   CsrVerdict verdict = Decide(*auth, submission, Purpose::kRegisterKey);
   if (verdict.outcome == CsrVerdict::Outcome::kRefused) {
     return RefusalOf(m, verdict);

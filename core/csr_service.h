@@ -150,6 +150,11 @@ class CsrService {
 
  private:
   Status Refuse(const storage::Machine& m, Status refusal, const std::string& kind, bool waitable = false);
+  // The flood limits (max_in_flight, max_in_flight_per_machine): takes a
+  // place for one request of `m` (the caller's Slot gives it back), or
+  // answers the waitable refusal csr_flood_machine / csr_flood. Submit's and
+  // RegisterKey's one gate, before any parsing or crypto.
+  Status EnterFloodLimits(const storage::Machine& m);
   // A refused verdict's answer, leaving the trace it asks for (Refuse, or
   // nothing for kNone). Submit's and RegisterKey's one way to refuse.
   Status RefusalOf(const storage::Machine& m, const CsrVerdict& refused);

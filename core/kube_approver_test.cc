@@ -130,6 +130,39 @@ TEST_P(KubeApproverTest, RegistersTheKubeletKeyOfAnAttestedMachineOnce) {
   EXPECT_EQ(again->registered_at, key->registered_at);
 }
 
+TEST_P(KubeApproverTest, Issue40RegistrationIsUnderTheCsrFloodLimits) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  Token();
+  CsrOptions o;
+  o.max_in_flight_per_machine = 0;
+  csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), o, nullptr);
+  csrs_->SetKubeletKeys(store_.get());
+  EXPECT_EQ(ReasonOf(Register(key_.get())), "csr_flood_machine");
+  o.max_in_flight_per_machine = 2;
+  o.max_in_flight = 0;
+  csrs_ = std::make_unique<CsrService>(store_.get(), attestation_.get(), o, nullptr);
+  csrs_->SetKubeletKeys(store_.get());
+  EXPECT_EQ(ReasonOf(Register(key_.get())), "csr_flood");
+}
+
+TEST_P(KubeApproverTest, Issue40OneAttestationRegistersAtMostTwoKeysOfAKind) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ossl::PkeyPtr second = NewKey("EC", "P-256"), third = NewKey("EC", "P-256");
+  ASSERT_TRUE(Register(key_.get()).ok());
+  ASSERT_TRUE(Register(second.get()).ok());
+  EXPECT_EQ(ReasonOf(Register(third.get())), "kubelet_key_limit");
+  // A lost answer asked again is no new key.
+  EXPECT_TRUE(Register(key_.get()).ok());
+  // The next attestation may register again; the refused key was never stored.
+  now_ += 60;
+  token_ = Attest(machine_).token;
+  auto later = Register(third.get());
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ(later->registered_at, now_);
+}
+
 TEST_P(KubeApproverTest, EachPoolModeRefusesTheOtherModesEndpoint) {
   if (skip_) GTEST_SKIP() << *skip_;
   EXPECT_EQ(ReasonOf(Register(key_.get())), "kubelet_key_signer_mode");

@@ -171,6 +171,7 @@ const std::vector<ReasonRule>& ReasonTable() {
       // says which of the two endpoints a machine uses.
       {"csr_approver_mode", kRefused},
       {"kubelet_key_signer_mode", kRefused},
+      {"kubelet_key_limit", kRefused},
 
       // Manual CSR approval (docs/csr.md, "Manual approval"): waiting for
       // an operator is waited out; a denial is final.

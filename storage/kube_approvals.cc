@@ -163,6 +163,22 @@ void InsertKubeCsr(Connection& c, const KubeCsrDecision& d, int64_t now) {
   s.Run();
 }
 
+// A flood of registrations cannot grow the store or the audit log: at most
+// kMaxKeysPerKindPerAttestation keys of a kind per attestation, in the
+// transaction that would add one.
+void CheckKeyLimit(Connection& c, const Machine& m, const std::string& kind) {
+  Stmt s = c.Prepare(
+      "SELECT count(*) FROM attested_keys WHERE machine_id = ?1 AND attest_epoch = ?2 AND kind = ?3 AND "
+      "registered_at >= ?4");
+  s.BindInt(1, m.id).BindInt(2, m.attest_epoch).BindText(3, kind).BindInt(4, m.last_attested_at.value_or(0));
+  if (s.Step() && s.Int(0) >= kMaxKeysPerKindPerAttestation) {
+    Fail(Status::InvalidArgument("kubelet_key_limit",
+                                 "attest again (reboot, or the renewal timer) to register another " + kind +
+                                     " key: this attestation registered " +
+                                     std::to_string(kMaxKeysPerKindPerAttestation) + " already"));
+  }
+}
+
 }  // namespace
 
 Result<AttestedKey> SqlStore::RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
@@ -182,6 +198,7 @@ Result<AttestedKey> SqlStore::RegisterAttestedKey(const AttestedKey& key, const 
       // The agent retries (a lost answer): the row as stored, the nonce
       // left as it is, no second audit row.
       if (auto stored = CurrentKey(c, m.id, key.kind, key.public_key_sha256)) return *stored;
+      CheckKeyLimit(c, m, key.kind);
       // SECURITY: one nonce, one use (docs/csr.md), in the transaction that
       // registers the key it proved; a token of another machine proves
       // nothing about this one.

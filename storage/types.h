@@ -502,6 +502,14 @@ struct AttestedKey {
   bool current = true;        // filled by reads: false once its machine was reset or re-keyed
 };
 
+// One attestation registers at most this many keys of each kind (client,
+// serving): the kubelet's key, and one more for an agent that lost its
+// answer and made a new key. Counted in the machine's current epoch since its
+// latest good attestation (Machine::last_attested_at); more is refused
+// kubelet_key_limit until the machine attests again, so a token cannot grow
+// the store or the audit log (docs/csr.md).
+inline constexpr int kMaxKeysPerKindPerAttestation = 2;
+
 // What a Kubernetes CSR asks for (KubeCsrDecision::purpose); the database
 // stores these texts.
 inline constexpr std::string_view kKubePurposeJoin = "join";          // a new node's client certificate

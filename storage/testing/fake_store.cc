@@ -847,6 +847,15 @@ Result<AttestedKey> FakeStore::RegisterAttestedKey(const AttestedKey& key,
       Fail(Status::InvalidArgument("state_conflict", Is(m) + "; a key is registered after attestation"));
     }
     if (AttestedKey* stored = CurrentKeyLocked(m.id, key.kind, key.public_key_sha256)) return *stored;
+    // As kube_approvals.cc CheckKeyLimit.
+    const int64_t since = m.last_attested_at.value_or(0);
+    const auto registered = std::count_if(state_->attested_keys.begin(), state_->attested_keys.end(), [&](const StoredKey& k) {
+      return k.key.machine_id == m.id && k.epoch == state_->epochs[m.id] && k.key.kind == key.kind &&
+             k.key.registered_at >= since;
+    });
+    if (registered >= kMaxKeysPerKindPerAttestation) {
+      Fail(Status::InvalidArgument("kubelet_key_limit", "attest again to register another " + key.kind + " key"));
+    }
     if (certify_token_hash) {
       auto t = state_->tokens.find(*certify_token_hash);
       if (t == state_->tokens.end() || t->second.machine_id != m.id) {

@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "wire/agent_bundle_paths.h"
+#include "wire/appliance_urls.h"
 #include "wire/data_url.h"
+#include "base/text.h"
 #include "ctl/args.h"
 #include "ctl/initramfs_cpio.h"
 #include "base/files.h"
@@ -63,8 +67,9 @@ constexpr char kHelp[] =
     "  --json            print JSON (the pointer: the same output; --kernel-args:\n"
     "                    {\"kernel_args\", \"agent_initramfs\", \"ca_initramfs\"})\n"
     "\n"
-    "Exit status: 0 printed; 2 unusable input (no CA, no token, no bundle, bad URL\n"
-    "or spec, OUT not writable).\n";
+    "Exit status: 0 printed; 2 unusable input (no CA, a --ca file holding more than\n"
+    "certificates, no token, no bundle, a URL the agent would refuse (anything but\n"
+    "https://HOST[:PORT] with a port in 1-65535), bad spec, OUT not writable).\n";
 
 // The spec versions a pointer may have, as --spec names them.
 std::optional<std::string> SpecVersion(const std::string& spec) {
@@ -86,11 +91,9 @@ std::optional<int> ReadCa(const Args& args, std::string* out) {
       args.Get("ca").value_or(args.Get("state-dir").value_or("/var/lib/rackgate") + "/ca/ca.crt");
   auto ca = ReadFile(ca_path, 64 * 1024);
   if (!ca.ok()) return Fail("pointer", ca.status(), kExitUnusable);
-  out->assign(ca->begin(), ca->end());
-  if (out->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-    return Fail("pointer", Status::InvalidArgument("ca_invalid", ca_path + " holds no PEM certificate"),
-                kExitUnusable);
-  }
+  auto certs = CaCertificatesOnly(std::string(ca->begin(), ca->end()), ca_path);
+  if (!certs.ok()) return Fail("pointer", certs.status(), kExitUnusable);
+  *out = std::move(certs).value();
   return std::nullopt;
 }
 
@@ -109,13 +112,13 @@ int RunKernelArgs(const Args& args) {
     }
   }
   KernelArgsOptions o;
-  for (const std::string& url : args.GetAll("url")) o.urls.push_back(TrimUrl(url));
-  if (o.urls.empty()) o.urls.push_back("https://" + Fqdn() + ":22623");
-  for (const std::string& url : o.urls) {
-    if (!KernelArgsUrlOk(url)) {
-      return Usage(kHelp, Status::InvalidArgument("usage", "--url must be https://HOST[:PORT] with no space, quote "
-                                                           "or comma: " + url));
-    }
+  std::vector<std::string> urls = args.GetAll("url");
+  if (urls.empty()) urls.push_back("https://" + Fqdn() + ":22623");
+  for (const std::string& url : urls) {
+    // What the agent will read from rackgate.url=, parsed by its own parser.
+    auto agent_url = KernelArgsUrl(url);
+    if (!agent_url.ok()) return Fail("pointer", agent_url.status(), kExitUnusable);
+    o.urls.push_back(std::move(agent_url).value());
   }
   std::string ca_pem;
   if (auto rc = ReadCa(args, &ca_pem)) return *rc;
@@ -141,12 +144,47 @@ int RunKernelArgs(const Args& args) {
 
 }  // namespace
 
-bool KernelArgsUrlOk(const std::string& url) {
-  if (url.rfind("https://", 0) != 0 || url.size() <= 8 || url.size() > 512) return false;
-  for (char c : url) {
-    if (c <= ' ' || c > '~' || c == '"' || c == '\'' || c == ',' || c == '\\') return false;
+Result<std::string> KernelArgsUrl(const std::string& url) {
+  // The agent's own parser (wire/appliance_urls.h): one URL, nothing but
+  // https://HOST[:PORT] (no user, path, query or fragment; a port in 1-65535).
+  auto parsed = wire::ParseApplianceUrls({url});
+  if (!parsed.ok()) {
+    return Status::InvalidArgument("url_invalid", "the agent would refuse this rackgate.url at boot: " +
+                                                      parsed.status().message());
   }
-  return true;
+  if (parsed->size() != 1) {
+    return Status::InvalidArgument("url_invalid", "--url '" + url +
+                                                      "' is several URLs: give each appliance its own --url "
+                                                      "https://HOST[:PORT]");
+  }
+  return parsed->front().url;
+}
+
+bool KernelArgsUrlOk(const std::string& url) { return KernelArgsUrl(url).ok(); }
+
+Result<std::string> CaCertificatesOnly(const std::string& pem, const std::string& path) {
+  static constexpr std::string_view kBegin = "-----BEGIN ";
+  static constexpr std::string_view kCertBegin = "-----BEGIN CERTIFICATE-----";
+  static constexpr std::string_view kCertEnd = "-----END CERTIFICATE-----";
+  std::string certs;
+  for (size_t at = pem.find(kBegin); at != std::string::npos; at = pem.find(kBegin, at)) {
+    if (pem.compare(at, kCertBegin.size(), kCertBegin) != 0) {
+      const size_t eol = pem.find_first_of("\r\n", at);
+      return Status::InvalidArgument(
+          "ca_invalid", path + " holds " + text::PrintableAscii(pem.substr(at, eol == std::string::npos ? 64 : eol - at), 64) +
+                            " beside the CA certificate; only certificates are public: give --ca a file with the "
+                            "certificate alone (openssl x509 -in " + path + " -out ca.crt)");
+    }
+    const size_t end = pem.find(kCertEnd, at);
+    if (end == std::string::npos) {
+      return Status::InvalidArgument("ca_invalid", path + " has a certificate without its END line");
+    }
+    certs.append(pem, at, end + kCertEnd.size() - at);
+    certs += "\n";
+    at = end + kCertEnd.size();
+  }
+  if (certs.empty()) return Status::InvalidArgument("ca_invalid", path + " holds no PEM certificate");
+  return certs;
 }
 
 std::string KernelArgs(const KernelArgsOptions& o) {

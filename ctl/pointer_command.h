@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace rackgate::ctl {
 
 struct PointerOptions {
@@ -39,11 +41,15 @@ struct KernelArgsOptions {
   std::string ca_initramfs_sha256;
 };
 
-// True when `url` can stand in a kernel argument as one of rackgate.url's
-// comma-separated appliances: https://, printable ASCII with no space,
-// quote or comma (the kernel splits its command line on spaces, honours
-// double quotes, and the agent splits the value on commas).
+// `url` as the agent will read it from rackgate.url= (the agent's parser,
+// wire/appliance_urls.h): one https://HOST[:PORT], nothing else, returned in
+// the agent's form; url_invalid (the message names the fix) otherwise.
+Result<std::string> KernelArgsUrl(const std::string& url);
 bool KernelArgsUrlOk(const std::string& url);
+// The certificates of a --ca file, and nothing else of it (never a key):
+// ca_invalid, naming the fix, for a file that holds any other PEM block
+// (a private key beside the certificate) or no certificate.
+Result<std::string> CaCertificatesOnly(const std::string& pem, const std::string& path);
 // "rackgate.url=URL[,URL...]": the argument the initramfs's /init passes
 // to the agent's --url.
 std::string KernelArgs(const KernelArgsOptions& o);

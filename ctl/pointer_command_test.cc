@@ -4,12 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "ctl/initramfs_cpio.h"
 
 namespace rackgate::ctl {
@@ -167,6 +172,91 @@ TEST(KernelArgs, TextHasTheArgumentsAsItsOnlyLineThatIsNoComment) {
   EXPECT_NE(text.find("ca.cpio.gz"), std::string::npos);
   // The bundle comes first, then the CA.
   EXPECT_LT(text.find("/v1/agent/initramfs"), text.find("ca.cpio.gz"));
+}
+
+// Issue 40 item 7: what pointer prints, the agent parses with its own parser;
+// a URL the agent would refuse at boot is refused here (exit 2), naming the fix.
+TEST(KernelArgs, UrlsTheAgentWouldRefuseAtBootAreRefused) {
+  for (const char* bad : {"https://rg.example:22623/rackgate", "https://rg.example:99999",
+                          "https://user:pw@rg.example:22623", "https://rg.example:22623?x=1",
+                          "https://rg.example:22623#f", "https://rg.example:0", "https://rg.example:", "https://[fd00::1"}) {
+    EXPECT_FALSE(KernelArgsUrlOk(bad)) << bad;
+    auto r = KernelArgsUrl(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "url_invalid");
+    EXPECT_NE(r.status().message().find("https://HOST[:PORT]"), std::string::npos) << r.status().message();
+  }
+  // The agent's form: a trailing slash dropped, the host lower-cased.
+  EXPECT_EQ(KernelArgsUrl("https://RG.example:22623/").value(), "https://rg.example:22623");
+  EXPECT_EQ(KernelArgsUrl("https://[fd00::1]:22623").value(), "https://[fd00::1]:22623");
+}
+
+// Issue 40 item 8: the --ca file's certificates and nothing else.
+constexpr char kCert[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+constexpr char kKey[] = "-----BEGIN PRIVATE KEY-----\nSECRETKEYBYTES\n-----END PRIVATE KEY-----\n";
+
+TEST(CaFile, AFileWithAPrivateKeyBesideTheCertificateIsRefused) {
+  for (const std::string& file : {std::string(kCert) + "\n" + kKey, std::string(kKey) + kCert + "\n",
+                                  std::string(kCert) + "\n-----BEGIN EC PRIVATE KEY-----\nX\n-----END EC PRIVATE KEY-----\n"}) {
+    auto r = CaCertificatesOnly(file, "ca.pem");
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_EQ(r.status().reason(), "ca_invalid");
+    EXPECT_NE(r.status().message().find("openssl x509 -in ca.pem"), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find("SECRETKEYBYTES"), std::string::npos);
+  }
+  EXPECT_EQ(CaCertificatesOnly("no pem here", "ca.pem").status().reason(), "ca_invalid");
+}
+
+TEST(CaFile, OnlyTheCertificatesAreKept) {
+  const std::string two = std::string("subject=CN=x\n") + kCert + "\n" + kCert + "\n";
+  auto r = CaCertificatesOnly(two, "ca.pem");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, std::string(kCert) + "\n" + kCert + "\n");
+}
+
+// The command itself: exit 2 and nothing written for a URL the agent would
+// refuse or a --ca file with a key (fails on the code before issue 40).
+class PointerRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pointer_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Write("bundle", "bundle bytes");
+    Write("ca.crt", std::string(kCert) + "\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << text;
+  }
+  int Run(const std::string& url, const std::string& ca) {
+    std::vector<std::string> a = {"rackgatectl", "pointer", "--kernel-args", "--url", url, "--ca", dir_ + "/" + ca,
+                                  "--bundle", dir_ + "/bundle", "--initramfs-ca", dir_ + "/ca.cpio.gz"};
+    std::vector<char*> argv;
+    for (auto& x : a) argv.push_back(x.data());
+    return RunPointer(static_cast<int>(argv.size()), argv.data(), 2);
+  }
+  bool Wrote() const { return std::filesystem::exists(dir_ + "/ca.cpio.gz"); }
+  std::string dir_;
+};
+
+TEST_F(PointerRun, RefusesUrlsTheAgentRefusesAndCaFilesWithAKey) {
+  for (const char* bad : {"https://rg.example:22623/rackgate", "https://rg.example:99999",
+                          "https://user@rg.example:22623", "https://rg.example:22623?x=1"}) {
+    EXPECT_EQ(Run(bad, "ca.crt"), 2) << bad;
+    EXPECT_FALSE(Wrote()) << bad;
+  }
+  Write("both.pem", std::string(kCert) + "\n" + kKey);
+  EXPECT_EQ(Run("https://rg.example:22623", "both.pem"), 2);
+  EXPECT_FALSE(Wrote());
+  EXPECT_EQ(Run("https://rg.example:22623", "ca.crt"), 0);
+  ASSERT_TRUE(Wrote());
+  auto gz = ReadFile(dir_ + "/ca.cpio.gz", 1 << 20);
+  ASSERT_TRUE(gz.ok());
+  const auto cpio = Gunzip(*gz);
+  const std::string text(cpio.begin(), cpio.end());
+  EXPECT_NE(text.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_EQ(text.find("PRIVATE KEY"), std::string::npos);
 }
 
 }  // namespace

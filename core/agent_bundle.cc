@@ -5,11 +5,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <new>
+#include <span>
 #include <utility>
 
+#include "base/hex.h"
+#include "base/ossl.h"
 #include "core/secrets.h"
 
 namespace rackgate::core {
@@ -38,6 +44,26 @@ Status Servable(const std::string& path, const struct stat& st, size_t max_bytes
     return Unavailable("the agent bundle " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
   }
   return Status::Ok();
+}
+
+// Reads `fd` to its end, bounded by max_bytes, handing each piece to
+// `take`. An error message, or "" when the whole file was read.
+template <typename Take>
+std::string ReadPieces(int fd, const std::string& path, size_t max_bytes, Take take) {
+  char buf[64 * 1024];
+  size_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return "the agent bundle " + path + " cannot be read: " + std::strerror(errno);
+    if (n == 0) return "";
+    // Bounded whatever fstat said: the file may grow while it is read.
+    if (static_cast<size_t>(n) > max_bytes - total) {
+      return "the agent bundle " + path + " is larger than " + std::to_string(max_bytes) + " bytes";
+    }
+    total += static_cast<size_t>(n);
+    take(buf, static_cast<size_t>(n));
+  }
 }
 
 }  // namespace
@@ -94,28 +120,42 @@ Result<AgentBundleView> AgentBundle::Get() {
   // change moves the ctime; a read closer than that is verified again on
   // the next call (git's "racily clean" entries, the same rule).
   const int64_t started = NowNs();
+  if (cached_.bytes != nullptr) {
+    // Verified by streaming it through SHA-256 first: the same bytes keep
+    // the buffer in use, and a verification allocates nothing (a copy per
+    // racy call, freed at once, stayed in malloc's per-thread arenas: up to
+    // one bundle per handler thread).
+    ossl::MdCtxPtr ctx(EVP_MD_CTX_new());
+    if (ctx == nullptr || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
+    size_t total = 0;
+    std::string error = ReadPieces(f.fd, path_, max_bytes_, [&](const char* p, size_t n) {
+      EVP_DigestUpdate(ctx.get(), p, n);
+      total += n;
+    });
+    if (!error.empty()) return Unavailable(std::move(error));
+    if (total == 0) return Unavailable("the agent bundle " + path_ + " is empty");
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    EVP_DigestFinal_ex(ctx.get(), md, &md_len);
+    ++reads_;
+    if (hex::Encode(std::span<const uint8_t>(md, md_len)) == cached_.sha256_hex) {
+      cached_id_ = id;
+      cached_racy_ = started - id.ctime_ns < kAgentBundleRacyWindowNs;
+      return cached_;
+    }
+    if (::lseek(f.fd, 0, SEEK_SET) != 0) {
+      return Unavailable("the agent bundle " + path_ + " cannot be read: " + std::strerror(errno));
+    }
+  }
   std::string data;
   data.reserve(static_cast<size_t>(opened.st_size));
-  char buf[64 * 1024];
-  for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Unavailable("the agent bundle " + path_ + " cannot be read: " + std::strerror(errno));
-    if (n == 0) break;
-    // Bounded whatever fstat said: the file may grow while it is read.
-    if (static_cast<size_t>(n) > max_bytes_ - data.size()) {
-      return Unavailable("the agent bundle " + path_ + " is larger than " + std::to_string(max_bytes_) + " bytes");
-    }
-    data.append(buf, static_cast<size_t>(n));
-  }
+  std::string error = ReadPieces(f.fd, path_, max_bytes_, [&](const char* p, size_t n) { data.append(p, n); });
+  if (!error.empty()) return Unavailable(std::move(error));
   if (data.empty()) return Unavailable("the agent bundle " + path_ + " is empty");
   ++reads_;
+  // The digest is of the bytes held, whatever the file became meanwhile.
   std::string digest = Sha256Hex(data);
-  // The same bytes keep the same buffer: answers in flight and new ones
-  // share one copy, whatever made the file look changed.
-  if (cached_.bytes == nullptr || digest != cached_.sha256_hex) {
-    cached_ = AgentBundleView{std::make_shared<const std::string>(std::move(data)), std::move(digest)};
-  }
+  cached_ = AgentBundleView{std::make_shared<const std::string>(std::move(data)), std::move(digest)};
   cached_id_ = id;
   cached_racy_ = started - id.ctime_ns < kAgentBundleRacyWindowNs;
   return cached_;

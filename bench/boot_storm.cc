@@ -17,13 +17,17 @@
 // The ceiling: the appliance's own cryptography per machine, measured with
 // OpenSSL in the same run (docs/performance.md, "boot-storm"), and the cost
 // ratio: that cryptography (with the CSR check and one TLS handshake's public-key
-// work) over rackgated's own CPU per joined machine. Last line:
+// work) over rackgated's own CPU per joined machine. With --bundle-bytes, a
+// phase before the storm: every machine fetches the agent bundle
+// (GET /v1/agent/initramfs), C at a time. Last line:
 //   boot-storm: machines=N ok=N failed=F rate=R/s p50=Xms p99=Yms ceiling=C/s ratio=Z peak_rss=M MiB
 //     rackgated_cpu_per_machine=Xms essential_crypto_per_machine=Yms cost_ratio=Z rackgated_p99_le=Xms
+//     [bundle_mib=X bundle_ok=N bundle_rate=R/s bundle_p99=Xms bundle_rss_growth=Y MiB]
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -49,6 +53,8 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -82,7 +88,7 @@ constexpr char kUsage[] =
     "                  [--appliances N] [--database URL | --database-env VAR] [--reference-sqlite]\n"
     "                  [--ek rsa|ecc|ecc384] [--ak ecc|rsa] [--eventlog FILE] [--deadline SECONDS]\n"
     "                  [--threads N] [--client-threads N] [--cores N] [--pool NAME] [--set KEY=JSON] [--keep] [--workdir DIR]\n"
-    "                  [--share-connections] [--max-cpu-over-crypto X]\n"
+    "                  [--share-connections] [--max-cpu-over-crypto X] [--bundle-bytes N]\n"
     "\n"
     "A boot storm: N simulated machines with software TPMs, C at a time, each running\n"
     "challenge, evidence, attested config and kubelet client CSR against rackgated.\n"
@@ -118,6 +124,12 @@ constexpr char kUsage[] =
     "  --max-cpu-over-crypto X  the regression guard: exit 1 when rackgated's CPU per\n"
     "              joined machine is more than X times the essential cryptography\n"
     "              measured in the same run (1 / cost_ratio)\n"
+    "  --bundle-bytes N  first a phase where every machine fetches the agent bundle\n"
+    "              (GET /v1/agent/initramfs), C at a time, each over a connection of\n"
+    "              its own, the body hashed as it arrives and checked against the ETag;\n"
+    "              rackgated's peak RSS growth during the phase is reported. Managed:\n"
+    "              rackgated serves N random bytes; with --url, the appliance's own\n"
+    "              bundle (any N > 0)\n"
     "  --ack-log   append a line per acknowledged step (evidence HOST, config HOST\n"
     "              SHA256, csr HOST SERIAL; then appliance=a|b|... t=EPOCH_SECONDS),\n"
     "              written before the next step starts:\n"
@@ -135,7 +147,9 @@ constexpr char kUsage[] =
     "  rackgated_cpu_per_machine=a:Xms,b:Yms (each one's CPU over the machines it\n"
     "  joined) [postgres_cpu_per_machine=Xms (a server on this machine whose\n"
     "  data_directory the URL's user may read)] [sqlite_rate=R/s\n"
-    "  sqlite_cpu_per_machine=Xms ratio_vs_sqlite=Z]\n";
+    "  sqlite_cpu_per_machine=Xms ratio_vs_sqlite=Z]\n"
+    "  and with --bundle-bytes: bundle_mib=X bundle_ok=N bundle_rate=R/s bundle_p99=Xms\n"
+    "  bundle_rss_growth=Y MiB (rackgated's peak RSS during the phase over its RSS before)\n";
 
 struct Options {
   size_t machines = 2000;
@@ -165,6 +179,7 @@ struct Options {
   double max_cpu_over_crypto = 0;  // 0: no guard
   std::string workdir;
   std::string ack_log;  // every 200 the appliance acknowledged, a line each
+  size_t bundle_bytes = 0;  // 0: no bundle phase
   std::vector<std::pair<std::string, std::string>> config_overrides;  // --set KEY=JSON
   bool managed() const { return !rackgated.empty(); }
 };
@@ -465,6 +480,164 @@ double Percentile(std::vector<double> v, double q) {
 std::string ErrorReason(const std::string& body) {
   auto e = wire::DecodeErrorBody(body);
   return e.ok() && !e->reason.empty() ? e->reason : "?";
+}
+
+// ------------------------------------------------------------ the bundle phase ----
+
+// Every machine fetches the agent bundle, C at a time (--bundle-bytes): each
+// over a connection of its own, as a machine's boot loader does; the body is
+// hashed as it arrives (the client keeps none of it) and checked against the
+// ETag, the SHA-256 rackgated names. A 503/429 is waited out (Retry-After);
+// anything else is a failure.
+struct BundleStats {
+  size_t ok = 0, failed = 0;
+  std::map<std::string, int> failures;
+  std::vector<double> ms;
+  double seconds = 0;
+  uint64_t bytes = 0;
+};
+
+struct BundleFetch {
+  size_t index = 0;
+  CURL* easy = nullptr;
+  ossl::MdCtxPtr sha;
+  uint64_t received = 0;
+  std::string etag;
+  std::string head;  // a refusal's body, for its reason (bounded)
+  Clock::time_point start;
+};
+
+size_t BundleBody(char* data, size_t size, size_t n, void* userp) {
+  auto* f = static_cast<BundleFetch*>(userp);
+  EVP_DigestUpdate(f->sha.get(), data, size * n);
+  f->received += size * n;
+  if (f->head.size() < 4096) f->head.append(data, std::min<size_t>(size * n, 4096 - f->head.size()));
+  return size * n;
+}
+
+size_t BundleHeader(char* data, size_t size, size_t n, void* userp) {
+  auto* f = static_cast<BundleFetch*>(userp);
+  std::string line(data, size * n);
+  if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
+    const size_t a = line.find('"'), b = line.rfind('"');
+    f->etag = a != std::string::npos && b > a ? line.substr(a + 1, b - a - 1) : "";
+  }
+  return size * n;
+}
+
+BundleStats FetchBundles(size_t machines, int concurrency, const std::vector<std::string>& bases,
+                         const std::string& ca, double deadline_s) {
+  BundleStats st;
+  CURLM* multi = curl_multi_init();
+  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency + 16));
+  std::vector<std::unique_ptr<BundleFetch>> fetches(machines);
+  std::multimap<Clock::time_point, BundleFetch*> timers;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(static_cast<long>(deadline_s * 1000));
+  size_t next = 0, active = 0, done = 0;
+  auto begin = [&](BundleFetch* f) {
+    f->sha.reset(EVP_MD_CTX_new());
+    EVP_DigestInit_ex(f->sha.get(), EVP_sha256(), nullptr);
+    f->received = 0;
+    f->etag.clear();
+    f->head.clear();
+    CURL* e = f->easy;
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, f);
+    curl_easy_setopt(e, CURLOPT_URL, (bases[f->index % bases.size()] + "/v1/agent/initramfs").c_str());
+    curl_easy_setopt(e, CURLOPT_CAINFO, ca.c_str());
+    curl_easy_setopt(e, CURLOPT_CAPATH, nullptr);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 600000L);
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, BundleBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, BundleHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, f);
+    f->start = Clock::now();
+    curl_multi_add_handle(multi, e);
+  };
+  auto finish = [&](BundleFetch* f, const std::string& failure) {
+    if (failure.empty()) {
+      ++st.ok;
+      st.ms.push_back(Since(f->start) * 1000);
+      st.bytes += f->received;
+    } else {
+      ++st.failed;
+      ++st.failures[failure];
+    }
+    curl_easy_cleanup(f->easy);
+    f->easy = nullptr;
+    f->sha.reset();
+    ++done;
+    --active;
+  };
+  while (done < machines) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    while (active < static_cast<size_t>(concurrency) && next < machines) {
+      fetches[next] = std::make_unique<BundleFetch>();
+      BundleFetch* f = fetches[next].get();
+      f->index = next++;
+      f->easy = curl_easy_init();
+      ++active;
+      begin(f);
+    }
+    while (!timers.empty() && timers.begin()->first <= now) {
+      BundleFetch* f = timers.begin()->second;
+      timers.erase(timers.begin());
+      begin(f);
+    }
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      BundleFetch* f = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&f));
+      const CURLcode rc = msg->data.result;
+      curl_multi_remove_handle(multi, f->easy);
+      if (rc != CURLE_OK) {
+        finish(f, std::string("transport: ") + curl_easy_strerror(rc));
+        continue;
+      }
+      long status = 0;
+      curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+      if (status == 503 || status == 429) {
+        curl_off_t after = 0;
+        curl_easy_getinfo(f->easy, CURLINFO_RETRY_AFTER, &after);
+        timers.emplace(Clock::now() + std::chrono::seconds(after > 0 ? after : 1), f);
+        continue;
+      }
+      if (status != 200) {
+        finish(f, std::to_string(status) + " " + ErrorReason(f->head));
+        continue;
+      }
+      unsigned char md[EVP_MAX_MD_SIZE];
+      unsigned int md_len = 0;
+      EVP_DigestFinal_ex(f->sha.get(), md, &md_len);
+      static const char kHex[] = "0123456789abcdef";
+      std::string hex;
+      for (unsigned int i = 0; i < md_len; ++i) {
+        hex += kHex[md[i] >> 4];
+        hex += kHex[md[i] & 15];
+      }
+      finish(f, hex == f->etag ? "" : "the body's SHA-256 is not its ETag");
+    }
+    curl_multi_poll(multi, nullptr, 0, timers.empty() ? 100 : 10, nullptr);
+  }
+  st.seconds = Since(start);
+  for (auto& f : fetches) {
+    if (f && f->easy != nullptr) {
+      curl_multi_remove_handle(multi, f->easy);
+      finish(f.get(), "deadline");
+    }
+  }
+  st.failed += machines - next;
+  if (machines > next) st.failures["deadline (not started)"] += static_cast<int>(machines - next);
+  curl_multi_cleanup(multi);
+  return st;
 }
 
 class Storm {
@@ -1045,6 +1218,10 @@ Options ParseArgs(int argc, char** argv) {
       o.workdir = fs::absolute(need(i)).string();
     } else if (a == "--ack-log") {
       o.ack_log = need(i);
+    } else if (a == "--bundle-bytes") {
+      const long long n = std::stoll(need(i));
+      if (n <= 0 || n > (64ll << 20)) throw std::runtime_error("--bundle-bytes: 1 to 64 MiB (rackgated's bound)");
+      o.bundle_bytes = static_cast<size_t>(n);
     } else {
       std::fprintf(stderr, "boot-storm: unknown argument '%s'\n\n%s", a.c_str(), kUsage);
       std::exit(2);
@@ -1439,6 +1616,16 @@ int Main(int argc, char** argv) {
   WriteFile(work + "/inventory.json", inventory_text);
   inventory = json();
 
+  // The bundle the appliances serve (--bundle-bytes): random, so that
+  // nothing along the way can compress it.
+  if (o.managed() && o.bundle_bytes > 0) {
+    std::string bundle(o.bundle_bytes, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(bundle.data()), static_cast<int>(bundle.size())) != 1) {
+      Die("RAND_bytes failed");
+    }
+    WriteFile(work + "/agent-initramfs.bin", bundle);
+  }
+
   // The appliances: one rackgated each. The first is `rackgatectl init`'s
   // state; every other one gets a copy of it (its CA, cluster CA and keys)
   // without the SQLite file, and all of them the same --database.
@@ -1482,6 +1669,7 @@ int Main(int argc, char** argv) {
       };
       if (o.threads > 0) config["threads"] = o.threads;
       if (!o.database.empty()) config["database"] = o.database;
+      if (o.bundle_bytes > 0) config["agent_bundle"] = work + "/agent-initramfs.bin";
       for (const auto& [key, value] : o.config_overrides) {
         json v = json::parse(value, nullptr, false);
         if (v.is_discarded()) Die("--set " + key + ": not JSON: " + value);
@@ -1557,6 +1745,38 @@ int Main(int argc, char** argv) {
   // The import's peak (its whole inventory is one request body, parsed at
   // once) is told apart from the storm's: VmHWM is read now and started over.
   const long setup_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
+
+  // The bundle phase (--bundle-bytes): its own peak, over the RSS before it.
+  std::optional<BundleStats> bundle;
+  long bundle_rss0_kib = -1, bundle_peak_kib = -1;
+  double bundle_cpu = -1;
+  if (o.bundle_bytes > 0) {
+    bundle_rss0_kib = daemon > 0 ? StatusKib(daemon, "VmRSS") : -1;
+    const bool reset = daemon > 0 && ResetPeakRss(daemon);
+    const double cpu0 = daemon > 0 ? ProcessCpuSeconds(daemon) : -1;
+    bundle = FetchBundles(o.machines, o.concurrency, bases, ca, o.deadline);
+    if (cpu0 >= 0) bundle_cpu = ProcessCpuSeconds(daemon) - cpu0;
+    if (reset) bundle_peak_kib = PeakRssKib(daemon);
+    const double mib = bundle->ok > 0 ? static_cast<double>(bundle->bytes) / static_cast<double>(bundle->ok) / (1 << 20)
+                                      : static_cast<double>(o.bundle_bytes) / (1 << 20);
+    std::printf("%s\n", StepLine("bundle", bundle->ms).c_str());
+    for (const auto& [k, v] : bundle->failures) std::printf("boot-storm: bundle: failed: %s x%d\n", k.c_str(), v);
+    std::printf("boot-storm: bundle phase: %zu of %zu machines fetched the %.1f MiB bundle, %d at a time, in %.1fs "
+                "(%.0f/s, %.0f MiB/s)",
+                bundle->ok, o.machines, mib, o.concurrency, bundle->seconds,
+                bundle->seconds > 0 ? static_cast<double>(bundle->ok) / bundle->seconds : 0.0,
+                bundle->seconds > 0 ? static_cast<double>(bundle->bytes) / bundle->seconds / (1 << 20) : 0.0);
+    if (bundle_cpu >= 0) std::printf("; rackgated cpu %.1fs", bundle_cpu);
+    if (bundle_peak_kib >= 0 && bundle_rss0_kib >= 0) {
+      std::printf("; rackgated RSS %.1f MiB before, peak %.1f MiB during (+%.1f MiB; a copy per answer in flight "
+                  "would be +%.0f MiB)",
+                  bundle_rss0_kib / 1024.0, bundle_peak_kib / 1024.0, (bundle_peak_kib - bundle_rss0_kib) / 1024.0,
+                  mib * o.concurrency);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
   const long start_rss_kib = daemon > 0 ? StatusKib(daemon, "VmRSS") : -1;
   const bool hwm_reset = daemon > 0 && ResetPeakRss(daemon);
   std::vector<double> app_cpu0(n_app, -1);
@@ -1639,7 +1859,7 @@ int Main(int argc, char** argv) {
   ceiling.KeepBest(MeasureCeiling(fleet.front(), ca_key_for_ceiling, 3, 0.1, serving_key_for_ceiling));
   const long storm_peak_kib = daemon > 0 ? PeakRssKib(daemon) : -1;
   // What VmHWM at the end would say had it never been started over.
-  const long rss_kib = std::max(storm_peak_kib, hwm_reset ? setup_peak_kib : -1);
+  const long rss_kib = std::max({storm_peak_kib, hwm_reset ? setup_peak_kib : -1, bundle_peak_kib});
 
   if (o.managed()) StopDaemon();
   // PostgreSQL's counters: a backend reports its statistics when it ends (or
@@ -1830,10 +2050,24 @@ int Main(int argc, char** argv) {
     }
     cost_fields += buf;
   }
+  std::string bundle_fields;
+  if (bundle) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), " bundle_mib=%.1f bundle_ok=%zu bundle_rate=%.0f/s bundle_p99=%.1fms",
+                  static_cast<double>(o.bundle_bytes) / (1 << 20), bundle->ok,
+                  bundle->seconds > 0 ? static_cast<double>(bundle->ok) / bundle->seconds : 0.0,
+                  Percentile(bundle->ms, 0.99));
+    bundle_fields = buf;
+    if (bundle_peak_kib >= 0 && bundle_rss0_kib >= 0) {
+      std::snprintf(buf, sizeof(buf), " bundle_rss_growth=%.1f MiB", (bundle_peak_kib - bundle_rss0_kib) / 1024.0);
+      bundle_fields += buf;
+    }
+  }
   std::printf("boot-storm: machines=%zu ok=%zu failed=%zu rate=%.0f/s p50=%.1fms p99=%.1fms ceiling=%.0f/s ratio=%.3f "
-              "peak_rss=%.1f MiB%s%s\n",
+              "peak_rss=%.1f MiB%s%s%s\n",
               o.machines, s.ok, s.failed, rate, worst_p50, worst_p99, ceiling_rate, rate / ceiling_rate,
-              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0, fleet_fields.c_str(), cost_fields.c_str());
+              rss_kib >= 0 ? static_cast<double>(rss_kib) / 1024.0 : -1.0, fleet_fields.c_str(), cost_fields.c_str(),
+              bundle_fields.c_str());
   std::fflush(stdout);
   bool guard_failed = false;
   if (o.max_cpu_over_crypto > 0) {
@@ -1849,7 +2083,8 @@ int Main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  if (!o.keep && o.workdir.empty() && s.failed == 0) {
+  const bool bundle_failed = bundle && bundle->failed > 0;
+  if (!o.keep && o.workdir.empty() && s.failed == 0 && !bundle_failed) {
     std::error_code ec;
     for (int attempt = 0; attempt < 3 && fs::exists(work, ec); ++attempt) {
       if (attempt > 0) usleep(200000);
@@ -1860,7 +2095,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "boot-storm: kept %s\n", work.c_str());
   }
   curl_global_cleanup();
-  return s.failed == 0 && !guard_failed ? 0 : 1;
+  return s.failed == 0 && !guard_failed && !bundle_failed ? 0 : 1;
 }
 
 }  // namespace

@@ -241,7 +241,10 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
     fresh->version = (*t)->version;
     for (ignition::SpecVersion v = ignition::kOldestSpec; v <= ignition::kNewestSpec; ++v.minor) {
       auto converted = ignition::ConvertToVersion(*rendered, v);
-      if (converted.ok()) fresh->by_version[ignition::FormatSpecVersion(v)] = ignition::Serialize(*converted);
+      if (converted.ok()) {
+        fresh->by_version[ignition::FormatSpecVersion(v)] =
+            std::make_shared<const std::string>(ignition::Serialize(*converted));
+      }
     }
     cached = fresh;
     std::lock_guard<std::mutex> l(cache_mu_);
@@ -334,7 +337,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
   }
   Log()->info("attested config (spec {}, sha256 {}) served to {}; state {}", v, digest.substr(0, 16), who,
               storage::StateName(served->state));
-  return ConfigResult{std::move(body), v};
+  return ConfigResult{std::make_shared<const std::string>(std::move(body)), v};
 }
 
 }  // namespace rackgate::core

@@ -44,7 +44,10 @@ struct AttestedConfigRequest {
 // A config to send: the serialized Ignition JSON and its spec version
 // ("3.4.0"); its media type is kIgnitionMediaType + spec_version.
 struct ConfigResult {
-  std::string body;
+  // SHARED and immutable, never null: a pool's public config is one buffer
+  // for every machine that fetches it, held by each answer in flight, never
+  // copied (docs/performance.md, "Memory per answer").
+  std::shared_ptr<const std::string> body;
   std::string spec_version;
 };
 
@@ -112,7 +115,7 @@ class IgnitionService {
   struct Cached {
     std::string template_text;
     ignition::SpecVersion version;
-    std::map<std::string, std::string> by_version;  // "3.3.0" -> bytes
+    std::map<std::string, std::shared_ptr<const std::string>> by_version;  // "3.3.0" -> bytes
   };
   std::mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const Cached>> cache_;  // guarded by cache_mu_

@@ -53,7 +53,10 @@ TEST_F(IgnitionServiceTest, PublicConfigIsServedInTheVersionAsked) {
   auto config = ignition_->PublicConfig(Public());
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->spec_version, "3.2.0");
-  EXPECT_NE(config->body.find("/etc/pool"), std::string::npos);
+  EXPECT_NE(config->body->find("/etc/pool"), std::string::npos);
+  auto again = ignition_->PublicConfig(Public());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->body.get(), config->body.get()) << "one buffer for every machine of the pool";
   auto newer = ignition_->PublicConfig(Public(std::nullopt, std::string(kIgnition33)));
   ASSERT_TRUE(newer.ok()) << newer.status().ToString();
   EXPECT_EQ(newer->spec_version, "3.3.0");
@@ -176,7 +179,7 @@ TEST_F(IgnitionServiceTest, ApplianceUrlsListsEveryAppliance) {
   // Without a list: the one URL. (The data: URL comes back re-encoded.)
   auto one = ignition_->PublicConfig(Public());
   ASSERT_TRUE(one.ok()) << one.status().ToString();
-  EXPECT_NE(one->body.find("RACKGATE_URL%3Dhttps%3A%2F%2Fappliance.example%3A22623%0A"), std::string::npos) << one->body;
+  EXPECT_NE(one->body->find("RACKGATE_URL%3Dhttps%3A%2F%2Fappliance.example%3A22623%0A"), std::string::npos) << *one->body;
 
   IgnitionOptions o;
   o.appliance_url = "https://a.example:22623";
@@ -185,8 +188,8 @@ TEST_F(IgnitionServiceTest, ApplianceUrlsListsEveryAppliance) {
   IgnitionService fleet(store_.get(), attestation_.get(), o, nullptr);
   auto both = fleet.PublicConfig(Public());
   ASSERT_TRUE(both.ok()) << both.status().ToString();
-  EXPECT_NE(both->body.find("RACKGATE_URL%3Dhttps%3A%2F%2Fa.example%3A22623%2Chttps%3A%2F%2Fb.example%3A22623%0A"), std::string::npos)
-      << both->body;
+  EXPECT_NE(both->body->find("RACKGATE_URL%3Dhttps%3A%2F%2Fa.example%3A22623%2Chttps%3A%2F%2Fb.example%3A22623%0A"), std::string::npos)
+      << *both->body;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ using nlohmann::json;
 core::Caller CallerOf(const Request& r) { return core::Caller{r.peer_address, r.queued}; }
 
 Response Config(const core::ConfigResult& config) {
-  return Response::Text(200, config.body, core::kIgnitionMediaType + config.spec_version);
+  return Response::Shared(200, config.body, core::kIgnitionMediaType + config.spec_version);
 }
 
 }  // namespace
@@ -131,7 +131,8 @@ Response PublicHandlers::Report(const Request& request) {
 Response PublicHandlers::AgentInitramfs(const Request&) {
   auto bundle = bundle_->Get();
   if (!bundle.ok()) return Refused(bundle.status());
-  Response r = Response::Text(200, *bundle->bytes, "application/octet-stream");
+  // The cache's own buffer: every answer in flight shares it (issue 40).
+  Response r = Response::Shared(200, bundle->bytes, "application/octet-stream");
   r.headers.emplace_back("ETag", "\"" + bundle->sha256_hex + "\"");
   return r;
 }

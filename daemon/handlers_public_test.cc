@@ -393,8 +393,13 @@ TEST(AgentBundle, ServedWithoutATokenWithItsDigest) {
   core::AgentBundle installed(path);
   Response got = serve(&installed, "GET", "/v1/agent/initramfs");
   EXPECT_EQ(got.status, 200);
-  EXPECT_EQ(got.body, bytes);
+  EXPECT_EQ(got.Body(), bytes);
   EXPECT_EQ(got.content_type, "application/octet-stream");
+  // issue 40: the answer holds the cache's own buffer, never a copy of it.
+  auto cached = installed.Get();
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(got.shared_body.get(), cached->bytes.get());
+  EXPECT_EQ(serve(&installed, "GET", "/v1/agent/initramfs").shared_body.get(), cached->bytes.get());
   EXPECT_EQ(header(got, "ETag"), "\"" + digest + "\"");
   Response sum = serve(&installed, "GET", "/v1/agent/initramfs.sha256");
   EXPECT_EQ(sum.status, 200);

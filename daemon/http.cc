@@ -111,6 +111,14 @@ Response Response::Text(int status, std::string text, std::string content_type) 
   return r;
 }
 
+Response Response::Shared(int status, std::shared_ptr<const std::string> bytes, std::string content_type) {
+  Response r;
+  r.status = status;
+  r.content_type = std::move(content_type);
+  r.shared_body = std::move(bytes);
+  return r;
+}
+
 void Router::Add(const std::string& method, const std::string& pattern, Handler handler) {
   if (method.empty() || pattern.empty() || pattern.front() != '/') {
     throw std::invalid_argument("bad route: " + method + " " + pattern);

@@ -11,8 +11,10 @@
 #include <functional>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,7 +67,17 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // When set, the body is *shared_body and `body` is unused. SHARED and
+  // immutable: the server hands MHD a reference, kept until MHD has sent
+  // the last byte or dropped the connection, and never copies it, so any
+  // number of answers in flight hold one buffer (the agent bundle, a pool's
+  // public config: docs/performance.md, "Memory per answer").
+  std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
+
+  // The body, whichever of the two holds it; valid while this Response (or
+  // the shared buffer) is.
+  std::string_view Body() const { return shared_body ? std::string_view(*shared_body) : std::string_view(body); }
 
   // A JSON error body: {"error": {"reason": REASON, "message": MESSAGE}}.
   // MESSAGE goes to the client: it must never hold a secret or the value a
@@ -75,6 +87,8 @@ struct Response {
   static Response Json(int status, std::string json_text);
   static Response Text(int status, std::string text,
                        std::string content_type = "text/plain; charset=utf-8");
+  // A body served from a shared buffer (above); `bytes` must not be null.
+  static Response Shared(int status, std::shared_ptr<const std::string> bytes, std::string content_type);
 };
 
 using Handler = std::function<Response(const Request&)>;

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -291,19 +292,34 @@ MHD_Result CollectQuery(void* cls, MHD_ValueKind kind, const char* key, const ch
   return MHD_YES;
 }
 
+// MHD's free callback of a response's body: drops the response's reference
+// to the shared buffer (BuildResponse).
+void ReleaseBody(void* cls) { delete static_cast<std::shared_ptr<const std::string>*>(cls); }
+
 // Builds the MHD response; null when MHD refuses a header (a handler bug) or
-// memory runs out.
-MhdResponse BuildResponse(const Response& response, bool close) {
-  MhdResponse r(MHD_create_response_from_buffer(response.body.size(),
-                                                const_cast<char*>(response.body.data()),
-                                                MHD_RESPMEM_MUST_COPY));
-  if (!r) return nullptr;
-  if (!response.content_type.empty() &&
+// memory runs out. The body is never copied: a string body moves into a
+// shared buffer (response->shared_body, so the caller still reads it), and
+// MHD holds a reference to that buffer until it destroys the response, which
+// is after the last byte was sent or the connection was dropped. Answers in
+// flight thus hold one copy of a body that many share (the agent bundle),
+// whatever the number of clients that do not read (issue 40).
+MhdResponse BuildResponse(Response* response, bool close) {
+  if (!response->shared_body) {
+    response->shared_body = std::make_shared<const std::string>(std::move(response->body));
+    response->body.clear();
+  }
+  auto reference = std::make_unique<std::shared_ptr<const std::string>>(response->shared_body);
+  const std::string& bytes = **reference;
+  MhdResponse r(MHD_create_response_from_buffer_with_free_callback_cls(
+      bytes.size(), const_cast<char*>(bytes.data()), &ReleaseBody, reference.get()));
+  if (!r) return nullptr;  // MHD calls no callback for a response it did not make
+  reference.release();     // MHD's now: ReleaseBody frees it
+  if (!response->content_type.empty() &&
       MHD_add_response_header(r.get(), MHD_HTTP_HEADER_CONTENT_TYPE,
-                              response.content_type.c_str()) != MHD_YES) {
+                              response->content_type.c_str()) != MHD_YES) {
     return nullptr;
   }
-  for (const auto& [name, value] : response.headers) {
+  for (const auto& [name, value] : response->headers) {
     if (MHD_add_response_header(r.get(), name.c_str(), value.c_str()) != MHD_YES) return nullptr;
   }
   if (close && MHD_add_response_header(r.get(), MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES) {
@@ -355,7 +371,7 @@ std::map<std::string, std::string> PathParams(const std::string& pattern, const 
 // The reason code of an error body {"error": {"reason": ...}}; "" otherwise.
 std::string ErrorReason(const Response& r) {
   if (r.content_type.rfind("application/json", 0) != 0) return "";
-  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(r.Body(), nullptr, false);
   if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
   const auto it = j["error"].find("reason");
   return it != j["error"].end() && it->is_string() ? it->get<std::string>() : "";
@@ -378,22 +394,21 @@ void ReportAdminRefusal(const RequestState& state, const Response& response) {
   }
 }
 
-MHD_Result Queue(MHD_Connection* connection, RequestState* state, const Response& response) {
+MHD_Result Queue(MHD_Connection* connection, RequestState* state, Response response) {
   const bool close = state->close_connection || state->listener->server->draining.load();
-  Response sane = response;
   if (response.status < 200 || response.status > 599) {
     Log()->error("handler for {} answered status {}", state->route, response.status);
-    sane = InternalError();
+    response = InternalError();
   }
-  MhdResponse r = BuildResponse(sane, close);
+  MhdResponse r = BuildResponse(&response, close);
   if (!r) {
     Log()->error("response of {} refused by MHD (invalid header?)", state->route);
-    sane = InternalError();
-    r = BuildResponse(sane, close);
+    response = InternalError();
+    r = BuildResponse(&response, close);
     if (!r) return MHD_NO;
   }
-  state->status = static_cast<unsigned>(sane.status);
-  ReportAdminRefusal(*state, sane);
+  state->status = static_cast<unsigned>(response.status);
+  ReportAdminRefusal(*state, response);
   // MHD keeps its own reference to a queued response; ours goes at scope
   // exit.
   return MHD_queue_response(connection, state->status, r.get());
@@ -614,7 +629,7 @@ MHD_Result AccessHandler(void* cls, MHD_Connection* connection, const char* url,
       // Back from the handler pool (MHD's resume orders the handler's writes
       // before this read).
       state->ready = false;
-      return Queue(connection, state, state->response);
+      return Queue(connection, state, std::move(state->response));
     }
     if (state->dispatched) return listener->server->cut_off.load() ? MHD_NO : MHD_YES;
     if (state->status != 0) return MHD_YES;

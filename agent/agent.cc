@@ -543,11 +543,11 @@ Outcome<Done> Agent::BootstrapThroughApi(const std::string& csr_pem, evp_pkey_st
       }
     }
     if (!own.ok()) {
+      // The fix first: the agent's log line is cut at 300 characters.
       return Failure::Refused("kubelet_csr_not_ours",
-                              "a CSR named " + r.name + " is in the API server (filed by '" +
-                                  attest::PrintableAscii(c->username, 80) + "', uid " +
-                                  attest::PrintableAscii(c->uid, 64) + ") but is not this agent's: " + own.message() +
-                                  "; remove it (kubectl delete csr " + r.name + ") and run the agent again");
+                              "kubectl delete csr " + r.name + ", then run the agent again: that CSR is not this "
+                              "agent's (" + own.message() + "; filed by '" + attest::PrintableAscii(c->username, 60) +
+                                  "', uid " + attest::PrintableAscii(c->uid, 40) + ")");
     }
     if (c->Denied() || c->Failed()) {
       return Failure::Refused("kubelet_csr_denied", "the kubelet's CSR " + r.name + " was " +

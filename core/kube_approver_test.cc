@@ -354,7 +354,7 @@ TEST_P(KubeApproverTest, Issue40AResetEndsRotationAndServingUntilTheNewOwnerJoin
   Joined();
   auto old_owner = NewKey("EC", "P-256");
   EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-rot1", old_owner.get())))), "approve:RackgateAttestedRotation");
-  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_).ok());
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
   // Not attested since: the rule, before trust.
   const KubeAction before = approver_->Handle(AsNode(Join("u-rot2", old_owner.get())));
   EXPECT_EQ(Verdict(before), "deny:machine_not_joined");
@@ -386,7 +386,7 @@ TEST_P(KubeApproverTest, Issue40AnApprovalOfAnEarlierEpochIsNotWrittenAfterARese
   // The join's own approval, seen again (a resync before it was written).
   EXPECT_EQ(Verdict(approver_->Handle(Join("u-join", key_.get()))), "approve:RackgateAttestedJoin");
   now_ += 10;
-  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_).ok());
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
   EXPECT_EQ(Verdict(approver_->Handle(rot)), "none:epoch_ended");
   EXPECT_EQ(Verdict(approver_->Handle(Join("u-join", key_.get()))), "none:epoch_ended");
   // ... nor after the new owner joined.
@@ -409,7 +409,7 @@ TEST_P(KubeApproverTest, Issue40AResetDeniesAWaitingCsr) {
   auto key = NewKey("EC", "P-256");
   const KubeCsr c = Serving("u-srv", key.get(), "DNS:node-1.example");
   ASSERT_TRUE(approver_->Handle(c).waiting);
-  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_).ok());
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
   EXPECT_EQ(Verdict(approver_->Handle(c)), "deny:machine_reset");
   CsrApprovalService service(store_.get(), store_.get(), [this] { return now_; });
   EXPECT_EQ(ReasonOf(service.Decide("csr-u-srv", true, "", storage::Actor{"alice", ""})), "csr_request_unknown");

@@ -281,7 +281,7 @@ openssl ecparam -name prime256v1 -genkey -noout -out "$N/m2/pki/kubelet-client.k
 chmod 600 "$N/m2/pki/kubelet-client.key.tmp"
 SQUAT="node-csr-rackgate-$(openssl pkey -in "$N/m2/pki/kubelet-client.key.tmp" -pubout -outform DER | openssl dgst -sha256 -r | cut -c1-32)"
 named "$SQUAT" node-2 "$N/squatter.key" "$BOOT" "$CLIENT" >/dev/null
-lab_expect 3 "kubelet_csr_not_ours.*kubectl delete csr $SQUAT" \
+lab_expect 3 "kubelet_csr_not_ours message=\"kubectl delete csr $SQUAT, then run the agent again" \
   "(e) a CSR of another key under the agent's name: refused kubelet_csr_not_ours, the fix named" \
   agent m2 --bootstrap-kubeconfig "$BOOT"
 k8s_kubectl delete csr "$SQUAT" >/dev/null

@@ -152,16 +152,14 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
     }
     ReplaceAddresses(c, old.id, in.addresses);
     auto [sessions, tokens] = DropCredentials(c, old.id);
-    const int64_t kube_denied = DenyWaitingKubeCsrs(c, old.id, actor.name, now);
     Machine m = MustMachineById(c, old.id);
     WriteAudit(c, actor, now,
                {"replace_ek", &m, old.state, in.state,
                 json{{"old_ek_hash", hex::Encode(old.ek_hash)},
                      {"new_ek_hash", hex::Encode(in.ek_hash)},
                      {"pool", in.pool},
-                     {"sessions_dropped", sessions},
-                     {"tokens_dropped", tokens},
-                     {"kubernetes_csrs_denied", kube_denied}}});
+                     {"sessions_dropped", sessions}, {"tokens_dropped", tokens},
+                     {"kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now)}}});
     std::vector<std::string> words{"ek replaced"};
     words.insert(words.end(), merged.changes.begin(), merged.changes.end());
     return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -527,6 +528,27 @@ Outcome<Done> Agent::BootstrapThroughApi(const std::string& csr_pem, evp_pkey_st
   for (;;) {
     auto c = client->GetCsr(r.name);
     if (!c.ok()) return KubeFailure(c.status());
+    // SECURITY: the name is predictable (a 409 when a first run filed it,
+    // or when someone else did) and the bootstrap token may create CSRs:
+    // wait only on a CSR of our key, the kubelet's signer and no usage we
+    // did not ask for, checked on every read (it may be re-created).
+    Status own = CheckOwnCsr(c->request_pem, key);
+    if (own.ok() && c->signer_name != kClientSigner) {
+      own = Status::VerificationFailed("kubelet_csr_not_ours", "it asks signer " +
+                                                                   attest::PrintableAscii(c->signer_name, 80));
+    }
+    for (const auto& u : c->usages) {
+      if (own.ok() && std::find(r.usages.begin(), r.usages.end(), u) == r.usages.end()) {
+        own = Status::VerificationFailed("kubelet_csr_not_ours", "it asks usage " + attest::PrintableAscii(u, 40));
+      }
+    }
+    if (!own.ok()) {
+      // The fix first: the agent's log line is cut at 300 characters.
+      return Failure::Refused("kubelet_csr_not_ours",
+                              "kubectl delete csr " + r.name + ", then run the agent again: that CSR is not this "
+                              "agent's (" + own.message() + "; filed by '" + attest::PrintableAscii(c->username, 60) +
+                                  "', uid " + attest::PrintableAscii(c->uid, 40) + ")");
+    }
     if (c->Denied() || c->Failed()) {
       return Failure::Refused("kubelet_csr_denied", "the kubelet's CSR " + r.name + " was " +
                                                         (c->Denied() ? "denied" : "not issued") + ": " +

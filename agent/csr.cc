@@ -301,4 +301,30 @@ Result<std::string> CheckIssuedCertificate(std::string_view pem, evp_pkey_st* pu
   return normalized;
 }
 
+Status CheckOwnCsr(std::string_view request_pem, evp_pkey_st* public_key) {
+  if (request_pem.empty() || request_pem.size() > 64 * 1024) {
+    return Status::InvalidArgument("kubelet_csr_not_ours", "its request is empty or too large");
+  }
+  ossl::BioPtr in(BIO_new_mem_buf(request_pem.data(), static_cast<int>(request_pem.size())));
+  if (!in) throw std::bad_alloc();
+  ossl::X509ReqPtr req(PEM_read_bio_X509_REQ(in.get(), nullptr, nullptr, nullptr));
+  if (!req) {
+    ERR_clear_error();
+    return Status::InvalidArgument("kubelet_csr_not_ours", "its request is not a PEM certificate request");
+  }
+  // SECURITY: the name is predictable and a bootstrap token may create CSRs:
+  // the request must carry our key, and its self-signature proves that the
+  // holder of that key (this agent) made it.
+  EVP_PKEY* key = X509_REQ_get0_pubkey(req.get());  // BORROWED
+  if (key == nullptr || EVP_PKEY_eq(key, public_key) != 1) {
+    ERR_clear_error();
+    return Status::VerificationFailed("kubelet_csr_not_ours", "its request carries another public key");
+  }
+  if (X509_REQ_verify(req.get(), key) != 1) {
+    ERR_clear_error();
+    return Status::VerificationFailed("kubelet_csr_not_ours", "its request's self-signature does not verify");
+  }
+  return Status::Ok();
+}
+
 }  // namespace rackgate::agent

@@ -71,6 +71,15 @@ Result<std::string> BuildCsrPem(const CsrSubject& subject, evp_pkey_st* public_k
 // kInvalidArgument ("certificate_invalid") otherwise.
 Result<std::string> CheckIssuedCertificate(std::string_view pem, evp_pkey_st* public_key,
                                            std::string_view common_name);
+// Whether a CSR found in the API server under the agent's name is the one
+// the agent filed: `request_pem` (spec.request) is one PEM certificate
+// request whose public key is `public_key` (BORROWED) and whose
+// self-signature verifies with it, so only the holder of the key made it.
+// kVerificationFailed "kubelet_csr_not_ours" otherwise (the message says
+// which); kInvalidArgument "kubelet_csr_not_ours" for a request that does
+// not parse.
+Status CheckOwnCsr(std::string_view request_pem, evp_pkey_st* public_key);
+
 // PEM of one or more certificates, re-encoded; kInvalidArgument
 // ("certificate_invalid") when there is none or any does not parse.
 Result<std::string> NormalizeCertificatesPem(std::string_view pem);

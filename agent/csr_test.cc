@@ -201,3 +201,43 @@ TEST(Csr, IssuedCertificateMustBeForOurKeyAndName) {
 
 }  // namespace
 }  // namespace rackgate::agent
+
+namespace rackgate::agent {
+namespace {
+
+// Issue 40, item 10: after a 409 the agent waits only on a CSR of its own
+// key, self-signed by it.
+TEST(CheckOwnCsr, Issue40OnlyARequestOfOurKeySignedByItIsOurs) {
+  PkeyPtr key = GenerateP256Key();
+  PkeyPtr other = GenerateP256Key();
+  auto ours = BuildCsrPem(ClientSubject(), key.get(), SoftwareSigner(key.get()));
+  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  EXPECT_TRUE(CheckOwnCsr(*ours, key.get()).ok());
+  // Another key under our predictable name: not ours.
+  auto theirs = BuildCsrPem(ClientSubject(), other.get(), SoftwareSigner(other.get()));
+  ASSERT_TRUE(theirs.ok());
+  Status s = CheckOwnCsr(*theirs, key.get());
+  EXPECT_EQ(s.reason(), "kubelet_csr_not_ours");
+  EXPECT_EQ(s.code(), Status::Code::kVerificationFailed);
+  EXPECT_NE(s.message().find("another public key"), std::string::npos) << s.message();
+  // Our public key, signed by someone else: not ours either.
+  ReqPtr forged(X509_REQ_new());
+  ASSERT_TRUE(forged);
+  ASSERT_EQ(X509_REQ_set_pubkey(forged.get(), key.get()), 1);
+  ASSERT_GT(X509_REQ_sign(forged.get(), other.get(), EVP_sha256()), 0);
+  BIO* bio = BIO_new(BIO_s_mem());
+  ASSERT_EQ(PEM_write_bio_X509_REQ(bio, forged.get()), 1);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  const std::string forged_pem(data, static_cast<size_t>(n));
+  BIO_free(bio);
+  s = CheckOwnCsr(forged_pem, key.get());
+  EXPECT_EQ(s.reason(), "kubelet_csr_not_ours");
+  EXPECT_NE(s.message().find("self-signature"), std::string::npos) << s.message();
+  // Not a request at all.
+  EXPECT_EQ(CheckOwnCsr("garbage", key.get()).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(CheckOwnCsr("", key.get()).reason(), "kubelet_csr_not_ours");
+}
+
+}  // namespace
+}  // namespace rackgate::agent

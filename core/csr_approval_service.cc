@@ -63,16 +63,35 @@ Result<std::vector<wire::CsrView>> CsrApprovalService::List(bool all, int64_t li
   return out;
 }
 
-Result<wire::CsrView> CsrApprovalService::DecideKube(std::string_view name, bool approve, const std::string& reason,
-                                                     const storage::Actor& actor) {
+Result<wire::CsrView> CsrApprovalService::DecideKube(std::string_view name, std::string_view uid, bool approve,
+                                                     const std::string& reason, const storage::Actor& actor) {
   auto waiting = kube_->ListKubeCsrs(/*waiting_only=*/true, static_cast<int>(kMaxCsrList));
   if (!waiting.ok()) return waiting.status();
-  auto it = std::find_if(waiting->begin(), waiting->end(),
-                         [&](const storage::KubeCsrDecision& d) { return d.name == name; });
-  if (it == waiting->end()) {
-    return Status::NotFound("csr_request_unknown",
-                            "no kubelet CSR of that name waits for an operator (rackgatectl csr list)");
+  // SECURITY: a name is not an object. A CSR deleted and re-created in the
+  // API server under the same name is another object (uid) with its own
+  // record; the operator's decision goes to the one named, never to the
+  // oldest or newest of that name.
+  std::vector<const storage::KubeCsrDecision*> named;
+  for (const auto& d : *waiting) {
+    if (d.name == name && (uid.empty() || d.uid == uid)) named.push_back(&d);
   }
+  if (named.empty()) {
+    return Status::NotFound("csr_request_unknown",
+                            uid.empty() ? "no kubelet CSR of that name waits for an operator (rackgatectl csr list)"
+                                        : "no kubelet CSR of that name and uid waits for an operator "
+                                          "(rackgatectl csr list --json shows the uids)");
+  }
+  if (named.size() > 1) {
+    std::string uids;
+    for (const auto* d : named) uids += (uids.empty() ? "" : ", ") + d->uid;
+    return Status::InvalidArgument(
+        "csr_name_ambiguous",
+        std::to_string(named.size()) + " kubelet CSRs named " + std::string(name) +
+            " wait for an operator (the name was reused in the API server), uids " + uids +
+            ": name the one to decide with --uid UID (kubectl get csr " + std::string(name) +
+            " -o jsonpath='{.metadata.uid}' shows the one the API server holds now)");
+  }
+  const auto it = named.front();
   storage::Actor a = actor;
   a.why = reason.empty() ? "by " + a.name : reason;
   auto d = kube_->DecideKubeCsr(it->uid, approve, reason, a, clock_());
@@ -92,6 +111,7 @@ wire::CsrView CsrApprovalService::View(const storage::KubeCsrDecision& d, int64_
   v.public_key_sha256 = hex::Encode(d.public_key_sha256);
   v.state = d.decision;
   v.reason = d.reason;
+  v.uid = d.uid;
   if (d.decision == storage::kCsrDenied) v.deny_reason = d.message;
   v.created_at = d.created_at;
   v.age_seconds = now - d.created_at;
@@ -101,7 +121,7 @@ wire::CsrView CsrApprovalService::View(const storage::KubeCsrDecision& d, int64_
 }
 
 Result<wire::CsrView> CsrApprovalService::Decide(std::string_view id_text, bool approve, const std::string& reason,
-                                                 const storage::Actor& actor) {
+                                                 const storage::Actor& actor, std::string_view uid) {
   // The machine is told why it was refused, so a denial must say it.
   if (!approve && reason.empty()) {
     return Status::InvalidArgument("field_missing", "a denial needs a reason (the machine is told it)");
@@ -112,7 +132,7 @@ Result<wire::CsrView> CsrApprovalService::Decide(std::string_view id_text, bool 
     // Not a number: the name of a kubelet's CSR in the API server that
     // approver mode holds for an operator (docs/kubernetes.md).
     if (!id_text.empty() && id_text.front() >= 'a' && id_text.front() <= 'z') {
-      return DecideKube(id_text, approve, reason, actor);
+      return DecideKube(id_text, uid, approve, reason, actor);
     }
     return Status::InvalidArgument("field_invalid",
                                    "a CSR is named by its id (a positive number) or, for a kubelet's CSR in the "

@@ -43,16 +43,21 @@ class CsrApprovalService {
   // then the store's: csr_request_unknown (kNotFound), state_conflict (kInvalidArgument:
   // already decided), field_invalid (a denial's reason not 1..256 printable
   // characters).
+  // A kubelet CSR of the API server is named by its NAME; when that name was
+  // reused and two or more waiting objects carry it, `uid` (its
+  // metadata.uid) picks one, else csr_name_ambiguous (kInvalidArgument,
+  // 409 on the admin API) names their uids and the fix. Never the oldest or
+  // newest silently: a decision is bound to the object it is for.
   Result<wire::CsrView> Decide(std::string_view id, bool approve, const std::string& reason,
-                               const storage::Actor& actor);
+                               const storage::Actor& actor, std::string_view uid = {});
 
  private:
   wire::CsrView View(const storage::CsrApprovalRequest& r, int64_t now) const;
 
   static wire::CsrView View(const storage::KubeCsrDecision& d, int64_t now);
   // Decide for a waiting kubelet CSR of the API server, by its name.
-  Result<wire::CsrView> DecideKube(std::string_view name, bool approve, const std::string& reason,
-                                   const storage::Actor& actor);
+  Result<wire::CsrView> DecideKube(std::string_view name, std::string_view uid, bool approve,
+                                   const std::string& reason, const storage::Actor& actor);
 
   storage::CsrStore* store_;
   storage::KubeApprovalStore* kube_;

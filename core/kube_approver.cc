@@ -91,6 +91,7 @@ KubeAction KubeApprover::Handle(const KubeCsr& c) {
     action = None(kKubeIgnoreDecided);
   } else if (auto recorded = store_->GetKubeCsr(c.uid); recorded.ok()) {
     action = Carry(*recorded);
+    if (action.kind == KubeAction::Kind::kApprove) action = UnlessEpochEnded(*recorded, std::move(action));
   } else if (recorded.status().code() != Status::Code::kNotFound) {
     Log()->error("CSR {}: store: {}", attest::PrintableAscii(c.name, 80), recorded.status().ToString());
     action = None(kKubeIgnoreBusy, true);
@@ -104,6 +105,8 @@ KubeAction KubeApprover::Handle(const KubeCsr& c) {
       action = Record(std::move(record), std::move(action));
     }
   }
+  // The object the action is for: the watcher writes it to that uid only.
+  action.uid = c.uid;
   Count(action);
   return action;
 }
@@ -143,9 +146,22 @@ KubeAction KubeApprover::Decide(const KubeCsr& c, storage::Machine* m, storage::
   d->public_key_sha256 = Sha256(parsed->spki_der);
   if (!purpose.ok()) return Deny(purpose.status().reason(), purpose.status().message());
 
+  const bool join = d->purpose == storage::kKubePurposeJoin;
+  // SECURITY: a rotation or a serving certificate follows the client
+  // certificate the machine joined with in its current epoch. After a reset
+  // (or a new EK) the API server still accepts the old owner's certificate
+  // as system:node:<name>, and it is the only credential a rotation shows:
+  // nothing but a new join is approved until the machine joined again
+  // (checked again in the store's transaction).
+  if (!join && (m->state != storage::MachineState::kJoined || !m->client_cert_issued_at)) {
+    return Deny(std::string(storage::kKubeReasonNotJoined),
+                m->hostname + " has not joined since its last reset (it is " +
+                    std::string(storage::StateName(m->state)) + "): a " + d->purpose +
+                    " certificate is approved only for a machine that joined in its current epoch; its kubelet "
+                    "joins first with its bootstrap credential and the key rackgate-agent registers");
+  }
   const int64_t now = clock_();
   if (Status s = CheckTrust(*m, *settings, now); !s.ok()) return Deny(s.reason(), s.message());
-  const bool join = d->purpose == storage::kKubePurposeJoin;
   // The attestation's age: a join within the client window after it; a
   // rotation or a serving certificate within the pool's (or the
   // approver's) maximum age, so a node renews only while it attests.
@@ -236,6 +252,27 @@ KubeAction KubeApprover::Record(storage::KubeCsrDecision d, KubeAction a) {
   }
   Log()->error("CSR {} of {}: denial not recorded: {}", attest::PrintableAscii(d.name, 80), a.hostname, s.ToString());
   return None(kKubeIgnoreBusy, true);
+}
+
+KubeAction KubeApprover::UnlessEpochEnded(const storage::KubeCsrDecision& d, KubeAction approval) {
+  // SECURITY: an approval recorded but not yet written (the API server was
+  // away) belongs to the epoch it was made in. An approval marks the
+  // machine joined at or before its decision, a reset clears the mark and
+  // a new join sets it later: either way this machine is no longer the one
+  // that was approved, and the approval is not written.
+  auto m = store_->GetMachineById(d.machine_id);
+  if (!m.ok()) return None(kKubeIgnoreBusy, m.status().code() != Status::Code::kNotFound);
+  if (m->state == storage::MachineState::kJoined && m->client_cert_issued_at && d.decided_at &&
+      *m->client_cert_issued_at <= *d.decided_at) {
+    return approval;
+  }
+  Log()->warn("CSR {} of {}: approved in an earlier epoch (the machine was reset since) and never written to the "
+              "API server; left alone",
+              attest::PrintableAscii(d.name, 80), d.hostname);
+  KubeAction none = None(kKubeIgnoreEpochEnded);
+  none.hostname = d.hostname;
+  none.purpose = d.purpose;
+  return none;
 }
 
 KubeAction KubeApprover::Carry(const storage::KubeCsrDecision& d) {

@@ -61,6 +61,9 @@ struct KubeAction {
     kDeny,     // add the Denied condition with `reason` and `message`
   };
   Kind kind = Kind::kNone;
+  // The API object (metadata.uid) the action was decided for: it is written
+  // to that object only, never to another CSR that carries its name later.
+  std::string uid;
   std::string reason;
   std::string message;
   // Set when the action comes from a decision about a rackgate machine.
@@ -84,6 +87,9 @@ inline constexpr std::string_view kKubeIgnoreUnknown = "node_unknown";
 inline constexpr std::string_view kKubeIgnoreSignerPool = "pool_signer_mode";
 inline constexpr std::string_view kKubeIgnoreWaiting = "waiting_for_operator";
 inline constexpr std::string_view kKubeIgnoreBusy = "store_busy";
+// An approval recorded in an earlier epoch of the machine (reset since) and
+// never written to the API server: not written now.
+inline constexpr std::string_view kKubeIgnoreEpochEnded = "epoch_ended";
 // Reasons of approvals:
 inline constexpr std::string_view kKubeApproveJoin = "RackgateAttestedJoin";
 inline constexpr std::string_view kKubeApproveRotation = "RackgateAttestedRotation";
@@ -106,6 +112,9 @@ class KubeApprover {
   //   key_not_attested           a new node's (or, by pool setting, a
   //                              serving) key the machine never registered
   //   key_already_used           a registered key approved for another CSR
+  //   machine_not_joined         a rotation or serving CSR of a machine that
+  //                              has not joined in its current epoch (after
+  //                              a reset, until the new owner joined)
   //   csr_* of csr::Check        the approver's rules against the enrollment
   //   client_cert_already_issued a second join without an operator's reset
   KubeAction Handle(const KubeCsr& csr);
@@ -116,6 +125,9 @@ class KubeApprover {
   KubeAction Record(storage::KubeCsrDecision record, KubeAction action);
   // The action a recorded decision stands for.
   static KubeAction Carry(const storage::KubeCsrDecision& d);
+  // `approval` (Carry of `d`), or kNone epoch_ended when the machine was
+  // reset (and maybe joined again) since `d` was decided.
+  KubeAction UnlessEpochEnded(const storage::KubeCsrDecision& d, KubeAction approval);
   void Count(const KubeAction& a);
 
   storage::KubeApprovalStore* store_;

@@ -358,6 +358,136 @@ TEST_P(KubeApproverTest, AManualPoolsServingCsrWaitsForTheOperatorWhoseDecisionI
   EXPECT_TRUE(approver_->Handle(AsNode(Join("u-rot", key.get()))).waiting);
 }
 
+// Issue 40, item 2: every action names the object it was decided for, so
+// the watcher writes it to that uid only.
+TEST_P(KubeApproverTest, Issue40EveryActionNamesTheUidItWasDecidedFor) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  ApproverPool();
+  ASSERT_TRUE(Register(key_.get()).ok());
+  const KubeAction a = approver_->Handle(Join("u-first", key_.get()));
+  EXPECT_EQ(Verdict(a), "approve:RackgateAttestedJoin");
+  EXPECT_EQ(a.uid, "u-first");
+  // The same name, re-created (a new uid) with a key nobody attested: a new
+  // object, decided from scratch, never the old decision.
+  auto other = NewKey("EC", "P-256");
+  KubeCsr swapped = Join("u-second", other.get());
+  swapped.name = "csr-u-first";
+  const KubeAction b = approver_->Handle(swapped);
+  EXPECT_EQ(Verdict(b), "deny:key_not_attested");
+  EXPECT_EQ(b.uid, "u-second");
+  EXPECT_EQ(store_->GetKubeCsr("u-second")->decision, "denied");
+  EXPECT_EQ(store_->GetKubeCsr("u-first")->decision, "approved");
+}
+
+// Issue 40, item 3: after `rackgatectl reset`, a rotation or serving CSR as
+// system:node:<name> (which the old owner's certificate still
+// authenticates) is denied until the new owner has joined.
+TEST_P(KubeApproverTest, Issue40AResetEndsRotationAndServingUntilTheNewOwnerJoined) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  auto old_owner = NewKey("EC", "P-256");
+  EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-rot1", old_owner.get())))), "approve:RackgateAttestedRotation");
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
+  // Not attested since: the rule, before trust.
+  const KubeAction before = approver_->Handle(AsNode(Join("u-rot2", old_owner.get())));
+  EXPECT_EQ(Verdict(before), "deny:machine_not_joined");
+  EXPECT_NE(before.message.find("joined in its current epoch"), std::string::npos) << before.message;
+  // The new owner attested (state attested, trusted): still denied, rotation
+  // and serving alike.
+  token_.clear();
+  token_ = Attest(machine_).token;
+  ASSERT_EQ(Machine().state, storage::MachineState::kAttested);
+  EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-rot3", old_owner.get())))), "deny:machine_not_joined");
+  EXPECT_EQ(Verdict(approver_->Handle(Serving("u-srv1", old_owner.get(), "DNS:node-1.example"))),
+            "deny:machine_not_joined");
+  // The new owner joins with its registered key; rotations are approved
+  // again (the API server cannot say whose certificate asks: docs/kubernetes.md).
+  auto fresh = NewKey("EC", "P-256");
+  ASSERT_TRUE(Register(fresh.get()).ok());
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u-join2", fresh.get()))), "approve:RackgateAttestedJoin");
+  EXPECT_EQ(Verdict(approver_->Handle(AsNode(Join("u-rot4", fresh.get())))), "approve:RackgateAttestedRotation");
+}
+
+// An approval recorded before a reset and never written to the API server
+// (it was away) is not carried out in the machine's new epoch.
+TEST_P(KubeApproverTest, Issue40AnApprovalOfAnEarlierEpochIsNotWrittenAfterAReset) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  auto rotated = NewKey("EC", "P-256");
+  const KubeCsr rot = AsNode(Join("u-rot", rotated.get()));
+  ASSERT_EQ(Verdict(approver_->Handle(rot)), "approve:RackgateAttestedRotation");
+  // The join's own approval, seen again (a resync before it was written).
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u-join", key_.get()))), "approve:RackgateAttestedJoin");
+  now_ += 10;
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
+  EXPECT_EQ(Verdict(approver_->Handle(rot)), "none:epoch_ended");
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u-join", key_.get()))), "none:epoch_ended");
+  // ... nor after the new owner joined.
+  token_.clear();
+  token_ = Attest(machine_).token;
+  auto fresh = NewKey("EC", "P-256");
+  ASSERT_TRUE(Register(fresh.get()).ok());
+  now_ += 10;
+  ASSERT_EQ(Verdict(approver_->Handle(Join("u-join2", fresh.get()))), "approve:RackgateAttestedJoin");
+  EXPECT_EQ(Verdict(approver_->Handle(rot)), "none:epoch_ended");
+  EXPECT_EQ(Verdict(approver_->Handle(Join("u-join2", fresh.get()))), "approve:RackgateAttestedJoin");
+}
+
+// A serving CSR that waits for an operator when its machine is reset is
+// denied (machine_reset), and the denial is what the watcher writes.
+TEST_P(KubeApproverTest, Issue40AResetDeniesAWaitingCsr) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "csr_approval": {"serving": "manual"}})");
+  auto key = NewKey("EC", "P-256");
+  const KubeCsr c = Serving("u-srv", key.get(), "DNS:node-1.example");
+  ASSERT_TRUE(approver_->Handle(c).waiting);
+  ASSERT_TRUE(store_->Reset("node-1", storage::Actor{"alice", "re-provision"}, now_, false).ok());
+  EXPECT_EQ(Verdict(approver_->Handle(c)), "deny:machine_reset");
+  CsrApprovalService service(store_.get(), store_.get(), [this] { return now_; });
+  EXPECT_EQ(ReasonOf(service.Decide("csr-u-srv", true, "", storage::Actor{"alice", ""})), "csr_request_unknown");
+}
+
+// Issue 40, item 10: `csr approve NAME` when the name was reused in the API
+// server (two waiting objects of one name) picks neither silently.
+TEST_P(KubeApproverTest, Issue40ApprovingAReusedNameNeedsTheUid) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  Joined();
+  SetPoolSettings(R"({"kubelet_certificates": "approver", "csr_approval": {"serving": "manual"}})");
+  auto key = NewKey("EC", "P-256");
+  KubeCsr first = Serving("u-old", key.get(), "DNS:node-1.example");
+  first.name = "csr-reused";
+  ASSERT_TRUE(approver_->Handle(first).waiting);
+  now_ += 5;
+  KubeCsr second = Serving("u-new", key.get(), "DNS:node-1.example");
+  second.name = "csr-reused";
+  ASSERT_TRUE(approver_->Handle(second).waiting);
+  CsrApprovalService service(store_.get(), store_.get(), [this] { return now_; });
+  auto listed = service.List(false, 100);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].uid, "u-old");
+  const storage::Actor alice{"alice", ""};
+  auto ambiguous = service.Decide("csr-reused", true, "", alice);
+  EXPECT_EQ(ReasonOf(ambiguous), "csr_name_ambiguous");
+  EXPECT_NE(ambiguous.status().message().find("u-old, u-new"), std::string::npos) << ambiguous.status().message();
+  EXPECT_NE(ambiguous.status().message().find("--uid"), std::string::npos) << ambiguous.status().message();
+  EXPECT_EQ(store_->GetKubeCsr("u-old")->decision, "waiting");
+  EXPECT_EQ(store_->GetKubeCsr("u-new")->decision, "waiting");
+  EXPECT_EQ(ReasonOf(service.Decide("csr-reused", true, "", alice, "u-gone")), "csr_request_unknown");
+  auto approved = service.Decide("csr-reused", true, "", alice, "u-new");
+  ASSERT_TRUE(approved.ok()) << approved.status().ToString();
+  EXPECT_EQ(approved->uid, "u-new");
+  EXPECT_EQ(store_->GetKubeCsr("u-new")->decision, "approved");
+  EXPECT_EQ(store_->GetKubeCsr("u-old")->decision, "waiting");
+  EXPECT_EQ(Verdict(approver_->Handle(first)), "none:waiting_for_operator");
+  EXPECT_EQ(Verdict(approver_->Handle(second)), "approve:RackgateAttestedServing");
+  // One left of that name: the name alone is enough again.
+  auto denied = service.Decide("csr-reused", false, "stale object", alice);
+  ASSERT_TRUE(denied.ok()) << denied.status().ToString();
+  EXPECT_EQ(denied->uid, "u-old");
+}
+
 TEST_P(KubeApproverTest, CountsEveryVerdict) {
   if (skip_) GTEST_SKIP() << *skip_;
   Joined();

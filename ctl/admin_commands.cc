@@ -1013,24 +1013,28 @@ constexpr char kCsrListHelp[] =
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kCsrApproveHelp[] =
-    "Usage: rackgatectl csr approve ID|NAME [--reason TEXT] [--json]\n"
+    "Usage: rackgatectl csr approve ID|NAME [--uid UID] [--reason TEXT] [--json]\n"
     "\n"
     "Lets the machine's next submission of the same key be signed (every rule\n"
     "is checked again then). A NAME (a kubelet's CSR in the API server that\n"
-    "waits, approver mode): rackgated approves it there within 30 s. Audited.\n"
+    "waits, approver mode): rackgated approves that object (its uid) there\n"
+    "within 30 s. Audited.\n"
     "\n"
     "Options:\n"
     "  --reason TEXT         why, for the audit log\n"
+    "  --uid UID             which CSR of that NAME (metadata.uid, `csr list --json`)\n"
+    "                        when the name was reused in the API server\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 constexpr char kCsrDenyHelp[] =
-    "Usage: rackgatectl csr deny ID|NAME --reason TEXT [--json]\n"
+    "Usage: rackgatectl csr deny ID|NAME [--uid UID] --reason TEXT [--json]\n"
     "\n"
     "Refuses the request for good; the machine is told the reason (a NAME:\n"
     "the kubelet's CSR is denied in the API server within 30 s). Audited.\n"
     "\n"
     "Options:\n"
     "  --reason TEXT         why (required; the machine is told it)\n"
+    "  --uid UID             which CSR of that NAME (metadata.uid), as for approve\n"
     RACKGATE_OPT_JSON RACKGATE_OPT_SOCKET RACKGATE_ADMIN_EXIT;
 
 }  // namespace
@@ -1044,7 +1048,7 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   }
   const char* help = sub == "list" ? kCsrListHelp : sub == "approve" ? kCsrApproveHelp : kCsrDenyHelp;
   auto args = sub == "list" ? Args::Parse(argc, argv, first + 1, {{}, {"all", "json"}, 0})
-                            : Args::Parse(argc, argv, first + 1, {{"reason"}, {"json"}, 1});
+                            : Args::Parse(argc, argv, first + 1, {{"reason", "uid"}, {"json"}, 1});
   if (!args.ok()) return UsageError(help, args.status().message());
   if (args->Has("help")) return PrintHelp(help);
   int code = kExitOk;
@@ -1088,7 +1092,8 @@ int RunCsr(const std::string& socket, int argc, char** argv, int first) {
   if (sub == "deny" && args->Get("reason").value_or("").empty()) {
     return UsageError(help, "deny needs --reason TEXT (the machine is told it)");
   }
-  const wire::CsrDecisionRequest decision{args->Get("reason").value_or("")};
+  const wire::CsrDecisionRequest decision{args->Get("reason").value_or(""), args->Get("uid").value_or("")};
+  if (!decision.uid.empty() && number) return UsageError(help, "--uid names a kubelet CSR of the API server, not an ID");
   auto r = SendText(socket, "POST", "/v1/admin/csrs/" + id + "/" + sub, wire::EncodeCsrDecisionRequest(decision),
                     &code);
   if (!r.ok()) return code;

@@ -289,7 +289,8 @@ Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
   if (!actor.ok()) return actor.status();
   auto decision = wire::DecodeCsrDecisionRequest(request.body);
   if (!decision.ok()) return decision.status();
-  auto decided = core_->csr_approvals.Decide(request.PathParam("id"), approve, decision->reason, *actor);
+  auto decided = core_->csr_approvals.Decide(request.PathParam("id"), approve, decision->reason, *actor,
+                                                   decision->uid);
   if (!decided.ok()) return decided.status();
   return Response::Json(200, wire::EncodeCsrView(*decided));
 }

@@ -5,6 +5,7 @@
 
 #include "attest/boot_facts.h"
 #include "base/log.h"
+#include "kube/approval.h"
 #include "kube/kubeconfig.h"
 
 namespace rackgate::daemon {
@@ -68,16 +69,33 @@ KubeWatch::~KubeWatch() {
 void KubeWatch::Handle(const kube::Csr& c) {
   const core::KubeAction a = approver_->Handle(CoreView(c));
   if (a.kind == core::KubeAction::Kind::kNone) return;
-  const bool approve = a.kind == core::KubeAction::Kind::kApprove;
-  Status s = client_.UpdateApproval(c, approve, a.reason, a.message);
-  if (s.reason() == "kube_conflict") {
-    // The object changed since it was read (its status, another
-    // approver): read it again and carry out the same recorded decision.
-    auto fresh = client_.GetCsr(c.name);
-    s = fresh.ok() ? client_.UpdateApproval(*fresh, approve, a.reason, a.message) : fresh.status();
+  // The decision is written to the object it was made for, and only there
+  // (kube/approval.h): the body carries c's uid and resourceVersion, and
+  // after a 409 a CSR re-created under the name is not decided again here
+  // (the informer hands it in as the new object it is).
+  if (a.uid != c.uid) {
+    Log()->error("CSR {}: a decision for uid {} handed with uid {}; not written", c.name,
+                 attest::PrintableAscii(a.uid, 64), attest::PrintableAscii(c.uid, 64));
+    return;
   }
+  const bool approve = a.kind == core::KubeAction::Kind::kApprove;
+  Status s = kube::WriteDecision(&client_, c, kube::ApprovalDecision{approve, a.reason, a.message},
+                                 [this](const kube::Csr& fresh) -> std::optional<kube::ApprovalDecision> {
+                                   // The same object, changed (its status,
+                                   // another approver): decided again, which
+                                   // carries out its recorded decision.
+                                   const core::KubeAction again = approver_->Handle(CoreView(fresh));
+                                   if (again.kind == core::KubeAction::Kind::kNone || again.uid != fresh.uid) {
+                                     return std::nullopt;
+                                   }
+                                   return kube::ApprovalDecision{again.kind == core::KubeAction::Kind::kApprove,
+                                                                 again.reason, again.message};
+                                 });
   const char* verdict = approve ? "approved" : "denied";
-  if (s.ok() || s.reason() == "kube_already_decided") {
+  if (s.reason() == "kube_csr_replaced") {
+    // The object it was decided for is gone: nothing to carry out later.
+    Log()->warn("CSR {} ({} of {}): {}", c.name, a.purpose, a.hostname, s.message());
+  } else if (s.ok() || s.reason() == "kube_already_decided") {
     Log()->info("CSR {} ({} of {}) {} in the API server: {}", c.name, a.purpose, a.hostname, verdict, a.reason);
   } else {
     // The decision is recorded; the next relist carries it out again.

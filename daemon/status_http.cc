@@ -189,6 +189,9 @@ const std::vector<ReasonRule>& ReasonTable() {
       // ledger: admin refusals whose answer is 409 whatever their Status
       // code (docs/lifecycle.md, docs/audit.md).
       {"machine_active", kConflict},
+      // `csr approve NAME` of a kubelet CSR name that two waiting API
+      // objects carry (docs/kubernetes.md): name one by its uid.
+      {"csr_name_ambiguous", kConflict},
       {"audit_chain_broken", kConflict},
       // policy accept (docs/policy.md, "From observation to enforcement").
       {"proposal_changed", kConflict},

@@ -15,14 +15,19 @@
 #  (c) the node's own serving and rotation CSRs (the calls the kubelet's
 #      certificate manager makes, as the node) approved while it attests;
 #  (d) rackgated restarted mid-watch and the API server restarted: nothing
-#      missed, nothing approved twice; 500 pending CSRs with bounded memory.
-# Usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL
+#      missed, nothing approved twice; 500 pending CSRs with bounded memory;
+#  (e) issue 40: a decision is written to the object (uid) it was made for
+#      and never to a CSR re-created under its name; `csr approve` of a
+#      reused name names the uid; the agent waits only on its own CSR; a
+#      reset ends the old owner's rotation until the new owner joined.
+# Usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL KUBE_CLIENT_PROBE
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 AGENT="$(realpath "${1:?usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL}")"
 RACKGATED="$(realpath "$2")"
 RACKGATECTL="$(realpath "$3")"
+PROBE="$(realpath "${4:?usage: approver.sh RACKGATE_AGENT RACKGATED RACKGATECTL KUBE_CLIENT_PROBE}")"
 # shellcheck source=../firmware-tests/lab.sh
 source "$HERE/../firmware-tests/lab.sh"
 # shellcheck source=../daemon/tests/appliance.sh
@@ -224,6 +229,85 @@ lab_check "(c) ... and stays pending in the API server" test -z "$(k8s_csr_condi
 lab_expect 0 "" "(c) rackgatectl csr approve $C" rg_ctl csr approve "$C" --reason "lab: checked"
 lab_check_shown "(c) ... approved in the API server at the next resync" decided "$C" Approved RackgateAttestedServing
 rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
+
+# --- (e) issue 40: decisions bound to their object; a reset ends the past ----------------
+# named NAME NODE KEY KUBECONFIG SIGNER [SAN...]: k8s_node_csr under a fixed name.
+named() { K8S_CSR_NAME="$1" k8s_node_csr "${@:2}"; }
+# A decision held while its CSR is deleted and re-created under the same name
+# (a name rackgate does not know, so nothing else decides it): the probe
+# writes as rackgated does (kube::WriteDecision), bound to the uid it read.
+named swap-1 stranger "$N/stranger.key" "$BOOT" "$CLIENT" >/dev/null
+"$PROBE" --kubeconfig "$K8S_DIR/approver.kubeconfig" --hold "$N/swap.go" approve swap-1 >"$N/swap.out" 2>&1 &
+PROBE_PID=$!
+echo "$PROBE_PID" >> "$LAB_DIR/pids"
+lab_wait "$(lab_seconds 30)" grep -q '"read"' "$N/swap.out" || true
+OLD_UID="$(k8s_kubectl get csr swap-1 -o jsonpath='{.metadata.uid}')"
+k8s_kubectl delete csr swap-1 >/dev/null
+named swap-1 stranger "$N/swap-other.key" "$BOOT" "$CLIENT" >/dev/null
+NEW_UID="$(k8s_kubectl get csr swap-1 -o jsonpath='{.metadata.uid}')"
+touch "$N/swap.go"
+rc=0; wait "$PROBE_PID" || rc=$?
+lab_check "(e) an approval held while swap-1 was deleted and re-created: the API server answers 409, nothing written to the new object (exit $rc: $(tail -n 1 "$N/swap.out"))" \
+  bash -c "[[ $rc == 1 && '$OLD_UID' != '$NEW_UID' ]] && grep -q '\"error\":\"kube_csr_replaced\"' '$N/swap.out'"
+lab_check "(e) ... the re-created swap-1 has no condition" test -z "$(k8s_csr_conditions swap-1)"
+
+# csr approve NAME of a name reused in the API server: two waiting objects.
+rg_ctl pool put workers --settings "$N/manual.json" --token-required no >/dev/null
+waiting_n() { [[ "$(rg_ctl csr list | grep -Ec "^$1 +kubernetes +node-1 +serving/serving .*waiting")" == "$2" ]]; }
+named srv-reused node-1 "$N/n1-reused.key" "$NODE1" "$SERVING" DNS:node-1 IP:10.0.0.11 >/dev/null
+lab_wait "$(lab_seconds 60)" waiting_n srv-reused 1 || true
+k8s_kubectl delete csr srv-reused >/dev/null
+named srv-reused node-1 "$N/n1-reused.key" "$NODE1" "$SERVING" DNS:node-1 IP:10.0.0.11 >/dev/null
+lab_check "(e) srv-reused deleted and re-created: two waiting records of one name" \
+  lab_wait "$(lab_seconds 60)" waiting_n srv-reused 2
+lab_expect 1 "csr_name_ambiguous.*--uid" "(e) rackgatectl csr approve srv-reused: refused, the uids and --uid named" \
+  rg_ctl csr approve srv-reused
+REUSED_UID="$(k8s_kubectl get csr srv-reused -o jsonpath='{.metadata.uid}')"
+lab_expect 0 "" "(e) rackgatectl csr approve srv-reused --uid (the API server's object)" \
+  rg_ctl csr approve srv-reused --uid "$REUSED_UID"
+reused_states() {
+  rg_ctl csr list --all --json | lab_python -c 'import json, sys
+print(" ".join(sorted(("api" if c.get("uid") == sys.argv[1] else "gone") + ":" + c["state"]
+                      for c in json.load(sys.stdin)["csrs"] if c.get("name") == "srv-reused")))' "$REUSED_UID"
+}
+lab_check "(e) ... that uid approved, the deleted one still waits ($(reused_states))" \
+  test "$(reused_states)" == "api:approved gone:waiting"
+rg_ctl pool put workers --settings "$N/settings.json" --token-required no >/dev/null
+
+# The agent's CSR name is predictable: one filed under it with another key
+# is not waited on.
+mkdir -p "$N/m2/pki"
+openssl ecparam -name prime256v1 -genkey -noout -out "$N/m2/pki/kubelet-client.key.tmp"
+chmod 600 "$N/m2/pki/kubelet-client.key.tmp"
+SQUAT="node-csr-rackgate-$(openssl pkey -in "$N/m2/pki/kubelet-client.key.tmp" -pubout -outform DER | openssl dgst -sha256 -r | cut -c1-32)"
+named "$SQUAT" node-2 "$N/squatter.key" "$BOOT" "$CLIENT" >/dev/null
+lab_expect 3 "kubelet_csr_not_ours message=\"kubectl delete csr $SQUAT, then run the agent again" \
+  "(e) a CSR of another key under the agent's name: refused kubelet_csr_not_ours, the fix named" \
+  agent m2 --bootstrap-kubeconfig "$BOOT"
+k8s_kubectl delete csr "$SQUAT" >/dev/null
+lab_expect 0 "kubelet_csr=$SQUAT issued" "(e) ... deleted: the agent files its own, approved and issued" \
+  agent m2 --bootstrap-kubeconfig "$BOOT"
+
+# A reset ends the old owner's certificates: node-1's kubelet certificate
+# (from (a)) still authenticates system:node:node-1, but its rotation is
+# denied until the new owner has joined in the new epoch.
+rg_ctl reset node-1 --reason "lab: re-provisioned for a new owner" >/dev/null
+lab_check "(e) the reset denied node-1's waiting CSRs (machine_reset)" \
+  bash -c "'$RG_CTL' --socket '$RG_DIR/admin.sock' csr list --all | grep -Eq '^srv-reused .*denied: machine_reset'"
+C="$(k8s_node_csr node-1 "$N/n1-old-rot1.key" "$NODE1" "$CLIENT")"
+lab_check_shown "(e) after the reset, a rotation with the old owner's certificate: Denied machine_not_joined" \
+  decided "$C" Denied machine_not_joined
+mv "$N/m1/pki" "$N/m1/pki.old-owner"
+mkdir -p "$N/m1/pki"
+lab_expect 0 "kubelet_key=registered" "(e) the new owner attests and registers its kubelet's key" agent m1
+lab_check "(e) ... node-1 attested (not joined)" test "$(rg_state node-1)" == attested
+C="$(k8s_node_csr node-1 "$N/n1-old-rot2.key" "$NODE1" "$CLIENT")"
+lab_check_shown "(e) the old owner's rotation after the new owner attested: Denied machine_not_joined" \
+  decided "$C" Denied machine_not_joined
+C="$(k8s_node_csr node-1 "$N/n1-old-srv.key" "$NODE1" "$SERVING" DNS:node-1 IP:10.0.0.11)"
+lab_check_shown "(e) ... and its serving CSR: Denied machine_not_joined" decided "$C" Denied machine_not_joined
+C="$(k8s_node_csr node-1 "$N/m1/pki/kubelet-client.key.tmp" "$BOOT" "$CLIENT")"
+lab_check_shown "(e) the new owner's join with its registered key: Approved" decided "$C" Approved RackgateAttestedJoin
 
 # --- (d) restarts and a flood -------------------------------------------------------------
 lab_expect 0 "kubelet_key=registered" "(d) node-5 attests and registers its kubelet's key" agent m5

@@ -571,10 +571,13 @@ k8s_lab_exit_inner() {
 # kubernetes.io/kube-apiserver-client-kubelet (usages digital signature,
 # key encipherment, client auth, as the kubelet asks) or
 # kubernetes.io/kubelet-serving (server auth, SANs such as DNS:node-1
-# IP:10.0.0.1). Prints the CSR object's name (generated: NODE-xxxxx).
+# IP:10.0.0.1). Prints the CSR object's name (generated: NODE-xxxxx, or
+# $K8S_CSR_NAME when set).
 k8s_node_csr() {
-  local node="$1" key="$2" kc="$3" signer="$4" san="" usage pem
+  local node="$1" key="$2" kc="$3" signer="$4" san="" usage pem meta="generateName: $1-"
   shift 4
+  # K8S_CSR_NAME: this name instead of a generated one.
+  [[ -z "${K8S_CSR_NAME:-}" ]] || meta="name: $K8S_CSR_NAME"
   [[ -f "$key" ]] || openssl ecparam -name prime256v1 -genkey -noout -out "$key" || return 1
   if (( $# )); then san="$(IFS=,; echo "$*")"; fi
   case "$signer" in
@@ -587,7 +590,7 @@ k8s_node_csr() {
 apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata:
-  generateName: $node-
+  $meta
 spec:
   signerName: $signer
   request: $(printf '%s\n' "$pem" | base64 -w0)

@@ -281,9 +281,22 @@ Status Client::UpdateApproval(const Csr& csr, bool approve, std::string_view rea
     return Status::InvalidArgument("kube_already_decided",
                                    "CSR " + csr.name + " is already " + (csr.Approved() ? "approved" : "denied"));
   }
+  // SECURITY: the decision is bound to the object it was made for; without
+  // its uid and resourceVersion the API server would apply it to whatever
+  // carries the name.
+  if (csr.uid.empty() || csr.resource_version.empty()) {
+    return Status::InvalidArgument("kube_csr_invalid", "CSR " + csr.name + " has no uid or resourceVersion to bind "
+                                                       "the decision to");
+  }
   const std::string body = ApprovalBody(csr, approve, reason, message, static_cast<int64_t>(std::time(nullptr)));
   Result<Answer> answer = impl_->Call(std::string(kCsrPath) + "/" + csr.name + "/approval", &body);
-  return answer.status();
+  if (!answer.ok()) return answer.status();
+  Result<Csr> updated = ParseCsrJson(answer->body);
+  if (!updated.ok() || updated->uid != csr.uid) {
+    return Status::Corruption("kube_response_invalid", "the API server answered the approval of CSR " + csr.name +
+                                                           " with another object than the one decided");
+  }
+  return Status::Ok();
 }
 
 Status Client::Watch(std::string_view resource_version, int timeout_seconds, const WatchHandler& on_event,

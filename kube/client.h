@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kube/approval.h"
 #include "kube/csr.h"
 #include "kube/kubeconfig.h"
 
@@ -64,7 +65,7 @@ class CsrSource {
                        std::atomic<bool>* stop) = 0;
 };
 
-class Client : public CsrSource {
+class Client : public CsrSource, public CsrApprovalWriter {
  public:
   // Checks the credentials' form (an https server, a CA, a token or a
   // certificate with its key): kInvalidArgument "kube_credentials_invalid".
@@ -84,7 +85,7 @@ class Client : public CsrSource {
 
   // GET .../certificatesigningrequests/NAME. kube_not_found when it is gone;
   // kInvalidArgument "kube_name_invalid" for a name outside [A-Za-z0-9._-].
-  Result<Csr> GetCsr(std::string_view name);
+  Result<Csr> GetCsr(std::string_view name) override;
 
   // POST .../certificatesigningrequests: files `request` as the
   // credentials' user (a node's bootstrap token). The object as created
@@ -93,11 +94,16 @@ class Client : public CsrSource {
   Result<Csr> CreateCsr(const CsrRequest& request);
 
   // PUT .../certificatesigningrequests/NAME/approval with ApprovalBody(csr,
-  // approve, reason, message, now). kube_conflict (409): the object changed
-  // since `csr` was read: GetCsr and decide again. kube_not_found (404).
+  // approve, reason, message, now): the body carries csr's metadata.uid and
+  // resourceVersion, so the API server applies it to that object only, as
+  // it was read. kube_conflict (409): the object changed since `csr` was
+  // read, or the name is another object's now (WriteDecision, approval.h,
+  // reads it again and tells the two apart). kube_not_found (404).
   // "kube_already_decided" (sent nothing) when `csr` is already Approved or
-  // Denied.
-  Status UpdateApproval(const Csr& csr, bool approve, std::string_view reason, std::string_view message);
+  // Denied; "kube_csr_invalid" (sent nothing) when `csr` has no uid or
+  // resourceVersion; "kube_response_invalid" when the answer is another
+  // object than `csr`.
+  Status UpdateApproval(const Csr& csr, bool approve, std::string_view reason, std::string_view message) override;
 
   // GET ...?watch=1&allowWatchBookmarks=true&timeoutSeconds=T
   // [&resourceVersion=RV], streamed: `on_event` is called for each event as

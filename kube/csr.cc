@@ -320,6 +320,13 @@ std::string ApprovalBody(const Csr& csr, bool approve, std::string_view reason, 
   json object = parsed && parsed->is_object() ? std::move(*parsed) : json::object();
   object["apiVersion"] = "certificates.k8s.io/v1";
   object["kind"] = "CertificateSigningRequest";
+  // SECURITY: the object the decision was made for, whatever object_json
+  // holds: the API server checks both (a uid precondition and optimistic
+  // concurrency) and answers 409 for any other object or version.
+  if (!object["metadata"].is_object()) object["metadata"] = json::object();
+  object["metadata"]["name"] = csr.name;
+  object["metadata"]["uid"] = csr.uid;
+  object["metadata"]["resourceVersion"] = csr.resource_version;
   if (!object["status"].is_object()) object["status"] = json::object();
   json& status = object["status"];
   const std::string type = approve ? "Approved" : "Denied";

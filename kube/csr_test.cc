@@ -208,6 +208,25 @@ TEST(ApprovalBody, RoundTrip) {
   EXPECT_EQ(doc.at("metadata").at("uid"), c->uid);
 }
 
+// Issue 40, item 2: the body names the object the decision was made for
+// (uid and resourceVersion of the Csr), whatever its object_json holds, so
+// the API server refuses it (409) for a CSR re-created under the name.
+TEST(ApprovalBody, Issue40CarriesTheUidAndResourceVersionOfTheDecidedObject) {
+  Result<Csr> c = Parse(WithRequest(Sample()));
+  ASSERT_TRUE(c.ok());
+  Csr decided = *c;
+  decided.uid = "11111111-2222-3333-4444-555555555555";
+  decided.resource_version = "77";
+  const json doc = json::parse(ApprovalBody(decided, true, "r", "", 0));
+  EXPECT_EQ(doc.at("metadata").at("uid"), "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(doc.at("metadata").at("resourceVersion"), "77");
+  EXPECT_EQ(doc.at("metadata").at("name"), c->name);
+  decided.object_json = "{}";
+  const json bare = json::parse(ApprovalBody(decided, false, "r", "", 0));
+  EXPECT_EQ(bare.at("metadata").at("uid"), "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(bare.at("metadata").at("resourceVersion"), "77");
+}
+
 TEST(ApprovalBody, DenyKeepsOtherConditionsAndReplacesItsOwnType) {
   json j = WithRequest(Sample());
   j["status"]["conditions"] = {{{"type", "Failed"}, {"status", "False"}},

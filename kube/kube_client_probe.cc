@@ -3,10 +3,13 @@
 // a failure is one JSON line {"error": reason, "message": ...} and exit 1.
 //
 //   kube-client-probe (--kubeconfig FILE [--context NAME] | --in-cluster)
-//                     [--resource-version RV]
+//                     [--resource-version RV] [--hold FILE]
 //                     list | watch SECONDS | approve NAME | deny NAME
 // --resource-version: where `watch` starts (default: now, with the existing
 // CSRs as ADDED events).
+// --hold FILE: approve/deny read the CSR, print {"read": NAME, "uid": UID},
+// and write the decision only once FILE exists (at most 120 s), as
+// rackgated does (kube::WriteDecision): the lab swaps the CSR meanwhile.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "kube/approval.h"
 #include "kube/client.h"
 #include "kube/csr.h"
 #include "kube/kubeconfig.h"
@@ -91,18 +99,27 @@ int Watch(kube::Client& client, int seconds, const std::string& rv) {
   return 0;
 }
 
-int Decide(kube::Client& client, const std::string& name, bool approve) {
+int Decide(kube::Client& client, const std::string& name, bool approve, const std::string& hold) {
   Result<kube::Csr> csr = client.GetCsr(name);
   if (!csr.ok()) return Fail(csr.status());
-  Status s = client.UpdateApproval(*csr, approve, approve ? "RackgateProbeApproved" : "RackgateProbeDenied",
-                                   "kube-client-probe");
+  if (!hold.empty()) {
+    Print({{"read", name}, {"uid", csr->uid}, {"resourceVersion", csr->resource_version}});
+    for (int i = 0; i < 1200 && !std::filesystem::exists(hold) && !g_stop; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  const kube::ApprovalDecision decision{approve, approve ? "RackgateProbeApproved" : "RackgateProbeDenied",
+                                        "kube-client-probe"};
+  Status s = kube::WriteDecision(&client, *csr, decision,
+                                 [&](const kube::Csr&) { return std::optional<kube::ApprovalDecision>(decision); });
   if (!s.ok()) return Fail(s);
-  Print({{"name", name}, {"result", approve ? "approved" : "denied"}});
+  Print({{"name", name}, {"uid", csr->uid}, {"result", approve ? "approved" : "denied"}});
   return 0;
 }
 
 int Usage() {
   std::cerr << "usage: kube-client-probe (--kubeconfig FILE [--context NAME] | --in-cluster) [--resource-version RV]\n"
+               "                         [--hold FILE]\n"
                "                         list | watch SECONDS | approve NAME | deny NAME\n";
   return 2;
 }
@@ -111,7 +128,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string kubeconfig, context, rv;
+  std::string kubeconfig, context, rv, hold;
   bool in_cluster = false;
   size_t i = 0;
   for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
@@ -121,6 +138,8 @@ int main(int argc, char** argv) {
       context = args[++i];
     } else if (args[i] == "--resource-version" && i + 1 < args.size()) {
       rv = args[++i];
+    } else if (args[i] == "--hold" && i + 1 < args.size()) {
+      hold = args[++i];
     } else if (args[i] == "--in-cluster") {
       in_cluster = true;
     } else {
@@ -143,6 +162,6 @@ int main(int argc, char** argv) {
     const int seconds = std::atoi(operand.c_str());
     return seconds > 0 ? Watch(*client, seconds, rv) : Usage();
   }
-  if (command == "approve" || command == "deny") return Decide(*client, operand, command == "approve");
+  if (command == "approve" || command == "deny") return Decide(*client, operand, command == "approve", hold);
   return Usage();
 }

@@ -158,8 +158,8 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
                 json{{"old_ek_hash", hex::Encode(old.ek_hash)},
                      {"new_ek_hash", hex::Encode(in.ek_hash)},
                      {"pool", in.pool},
-                     {"sessions_dropped", sessions},
-                     {"tokens_dropped", tokens}}});
+                     {"sessions_dropped", sessions}, {"tokens_dropped", tokens},
+                     {"kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now)}}});
     std::vector<std::string> words{"ek replaced"};
     words.insert(words.end(), merged.changes.begin(), merged.changes.end());
     return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};

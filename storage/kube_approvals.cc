@@ -138,6 +138,19 @@ Machine ApplyApprovedJoin(Connection& c, const Machine& m, const KubeCsrDecision
   return after;
 }
 
+// An approved rotation or serving certificate is the successor or sibling
+// of the client certificate the machine joined with in its current epoch:
+// after a reset (or a new EK) nothing but a new join is approved until the
+// machine joined again, so the old owner's certificate cannot renew itself.
+void CheckJoinedInEpoch(const Machine& m, const KubeCsrDecision& d) {
+  if (d.purpose == kKubePurposeJoin) return;
+  if (m.state != MachineState::kJoined || !m.client_cert_issued_at) {
+    Fail(Status::InvalidArgument(std::string(kKubeReasonNotJoined),
+                                 MachineIs(m) + " and has not joined since its last reset: a " + d.purpose +
+                                     " certificate is approved only for a machine that joined in its current epoch"));
+  }
+}
+
 void InsertKubeCsr(Connection& c, const KubeCsrDecision& d, int64_t now) {
   Stmt s = c.Prepare(
       "INSERT INTO kube_csrs (uid, name, machine_id, kind, purpose, public_key_sha256, requester, decision, reason, "
@@ -180,6 +193,20 @@ void CheckKeyLimit(Connection& c, const Machine& m, const std::string& kind) {
 }
 
 }  // namespace
+
+int64_t DenyWaitingKubeCsrs(Connection& c, int64_t machine_id, const std::string& by, int64_t now) {
+  Stmt s = c.Prepare(
+      "UPDATE kube_csrs SET decision = 'denied', reason = ?2, message = ?3, decided_by = ?4, decided_at = ?5 "
+      "WHERE machine_id = ?1 AND decision = 'waiting'");
+  s.BindInt(1, machine_id)
+      .BindText(2, kKubeReasonMachineReset)
+      .BindText(3, "the machine was reset (or its EK replaced) while this CSR waited: a CSR of an earlier epoch "
+                   "is never approved; the node's kubelet asks again once it joined")
+      .BindText(4, by)
+      .BindInt(5, now)
+      .Run();
+  return c.Changes();
+}
 
 Result<AttestedKey> SqlStore::RegisterAttestedKey(const AttestedKey& key, const std::optional<Bytes>& certify_token_hash,
                                                   const Actor& actor, int64_t now) {
@@ -262,6 +289,7 @@ Result<KubeCsrDecision> SqlStore::RecordKubeCsr(const KubeCsrDecision& d, const 
       }
       Machine after = m;
       if (d.decision == kCsrApproved && d.purpose == kKubePurposeJoin) after = ApplyApprovedJoin(c, m, d, now);
+      if (d.decision == kCsrApproved) CheckJoinedInEpoch(m, d);
       InsertKubeCsr(c, d, now);
       std::optional<KubeCsrDecision> out = KubeCsrByUid(c, d.uid);
       if (!out) Fail(Status::IoError("db_error", "the CSR decision just inserted is not there"));
@@ -285,6 +313,7 @@ Result<KubeCsrDecision> SqlStore::DecideKubeCsr(const std::string& uid, bool app
       Machine m = MustMachineById(c, d->machine_id);
       Machine after = m;
       if (approve && d->purpose == kKubePurposeJoin) after = ApplyApprovedJoin(c, m, *d, now);
+      if (approve) CheckJoinedInEpoch(m, *d);
       {
         Stmt s = c.Prepare(
             "UPDATE kube_csrs SET decision = ?2, reason = ?3, decided_by = ?4, decided_at = ?5 WHERE uid = ?1");

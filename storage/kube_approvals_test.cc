@@ -293,15 +293,82 @@ TEST_P(KubeApprovalTest, DenialsAndOtherPurposesChangeNoState) {
   KubeCsrDecision no_key = Csr(m, "u2", "k1", kCsrDenied);
   no_key.public_key_sha256.clear();  // a CSR whose key could not be read
   ASSERT_TRUE(store_->RecordKubeCsr(no_key, Rackgate(), 2000).ok());
-  // Rotation and serving are the caller's to judge: no key check here.
-  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u3", "k9", kCsrApproved, kKubePurposeRotation), Rackgate(), 2000).ok());
-  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u4", "k9", kCsrApproved, kKubePurposeServing), Rackgate(), 2000).ok());
+  // Rotation and serving are recorded as denials without a key check.
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u3", "k9", kCsrDenied, kKubePurposeRotation), Rackgate(), 2000).ok());
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u4", "k9", kCsrDenied, kKubePurposeServing), Rackgate(), 2000).ok());
   Machine after = Reload(m);
   EXPECT_EQ(after.state, MachineState::kAttested);
   EXPECT_FALSE(after.client_cert_issued_at.has_value());
   EXPECT_EQ(after.updated_at, m.updated_at);
-  EXPECT_EQ(Count("kubernetes_csr_denied"), 2u);
-  EXPECT_EQ(Count("kubernetes_csr_approved"), 2u);
+  EXPECT_EQ(Count("kubernetes_csr_denied"), 4u);
+}
+
+// Issue 40, item 3: a reset ends the old owner's certificates in approver
+// mode too. An approved rotation or serving CSR needs a machine that joined
+// in its current epoch (its key is the kubelet's own, so no key check).
+TEST_P(KubeApprovalTest, RotationAndServingAreApprovedOnlyAfterAJoinInTheCurrentEpoch) {
+  Machine m = Attested("node-1", "a");
+  const size_t before = AuditCount();
+  for (auto purpose : {kKubePurposeRotation, kKubePurposeServing}) {
+    ExpectFailure(store_->RecordKubeCsr(Csr(m, "early-" + std::string(purpose), "k9", kCsrApproved, purpose),
+                                        Rackgate(), 2000)
+                      .status(),
+                  Status::Code::kInvalidArgument, "machine_not_joined");
+  }
+  EXPECT_EQ(AuditCount(), before);
+  MustRegister(m, "k1");
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u-join", "k1"), Rackgate(), 2100).ok());
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u-rot", "k9", kCsrApproved, kKubePurposeRotation), Rackgate(), 2200).ok());
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u-srv", "k9", kCsrApproved, kKubePurposeServing), Rackgate(), 2200).ok());
+  EXPECT_EQ(Reload(m).state, MachineState::kJoined);
+  // Reset, and the new owner attested: still no rotation or serving.
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 2300, false).ok());
+  ASSERT_TRUE(store_->RecordAttestationSuccess(Record(m, 2400), MakeToken(m, "a2", 2400), std::nullopt).ok());
+  ExpectFailure(
+      store_->RecordKubeCsr(Csr(m, "u-rot2", "k9", kCsrApproved, kKubePurposeRotation), Rackgate(), 2500).status(),
+      Status::Code::kInvalidArgument, "machine_not_joined");
+  // A waiting one (recorded before the machine joined) cannot be approved
+  // by an operator either; a denial can.
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "w-srv", "k9", kCsrWaiting, kKubePurposeServing), Rackgate(), 2500).ok());
+  ExpectFailure(store_->DecideKubeCsr("w-srv", true, "", Op(), 2600).status(), Status::Code::kInvalidArgument,
+                "machine_not_joined");
+  EXPECT_EQ(store_->GetKubeCsr("w-srv")->decision, "waiting");
+  // After the new owner's join, rotations are approved again.
+  MustRegister(m, "k2", 2700);
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u-join2", "k2"), Rackgate(), 2700).ok());
+  EXPECT_TRUE(store_->RecordKubeCsr(Csr(m, "u-rot3", "k9", kCsrApproved, kKubePurposeRotation), Rackgate(), 2800).ok());
+}
+
+// A kubelet CSR waiting for an operator when its machine is reset (or gets
+// a new EK) is denied then: an operator's later approval cannot carry a
+// decision of the old epoch into the new one.
+TEST_P(KubeApprovalTest, AResetDeniesTheCsrsThatWaitForAnOperator) {
+  Machine m = Attested("node-1", "a");
+  MustRegister(m, "k1");
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "u-join", "k1"), Rackgate(), 2100).ok());
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "w-rot", "k8", kCsrWaiting, kKubePurposeRotation), Rackgate(), 2200).ok());
+  ASSERT_TRUE(store_->RecordKubeCsr(Csr(m, "w-srv", "k9", kCsrWaiting, kKubePurposeServing), Rackgate(), 2200).ok());
+  Machine other = Attested("node-2", "b");
+  ASSERT_TRUE(
+      store_->RecordKubeCsr(Csr(other, "w-other", "k7", kCsrWaiting, kKubePurposeServing), Rackgate(), 2200).ok());
+  ASSERT_TRUE(store_->Reset("node-1", Op(), 2300, false).ok());
+  for (const char* uid : {"w-rot", "w-srv"}) {
+    auto d = store_->GetKubeCsr(uid);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->decision, "denied") << uid;
+    EXPECT_EQ(d->reason, "machine_reset") << uid;
+    EXPECT_EQ(d->decided_by, Op().name) << uid;
+    EXPECT_EQ(d->decided_at, 2300) << uid;
+    ExpectFailure(store_->DecideKubeCsr(uid, true, "", Op(), 2400).status(), Status::Code::kInvalidArgument,
+                  "state_conflict");
+  }
+  EXPECT_EQ(store_->GetKubeCsr("w-other")->decision, "waiting");
+  EXPECT_EQ(store_->GetKubeCsr("u-join")->decision, "approved");
+  if (!Fake()) {
+    const AuditEntry row = Audit("node-1").back();
+    EXPECT_EQ(row.action, "reset");
+    EXPECT_NE(row.detail_json.find(R"("kubernetes_csrs_denied":2)"), std::string::npos) << row.detail_json;
+  }
 }
 
 TEST_P(KubeApprovalTest, RecordRefusesWhatItCannotStore) {

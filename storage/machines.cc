@@ -130,6 +130,7 @@ Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor,
         s.BindInt(1, m.id).BindInt(2, now).Run();
       }
       auto [sessions, tokens] = DropCredentials(c, m.id);
+      const int64_t kube_denied = DenyWaitingKubeCsrs(c, m.id, actor.name, now);
       Machine after = MustMachineById(c, m.id);
       WriteAudit(c, actor, now,
                  {"reset", &after, m.state, MachineState::kEnrolled,
@@ -137,7 +138,8 @@ Result<Machine> SqlStore::Reset(const std::string& hostname, const Actor& actor,
                        {"tofu_cleared", m.tofu_pcrs_json.has_value()},
                        {"client_cert_mark_cleared", m.client_cert_issued_at.has_value()},
                        {"sessions_dropped", sessions},
-                       {"tokens_dropped", tokens}}});
+                       {"tokens_dropped", tokens},
+                       {"kubernetes_csrs_denied", kube_denied}}});
       return after;
     });
   });

@@ -279,11 +279,14 @@ class KubeApprovalStore : public virtual MachineReader, public virtual PoolReade
   // serving; a key hash of 32 bytes, which only a denial may lack. reason,
   // message and decided_by are stored as given. The join's checks run in
   // the order above (key, mark, state); an approved rotation or serving CSR
-  // is the caller's to judge and is recorded without them.
+  // is the caller's to judge, but needs a machine that joined in its
+  // current epoch (joined, client-certificate mark set: machine_not_joined,
+  // kInvalidArgument, otherwise; a reset or a new EK clears both, and also
+  // denies the machine's waiting CSRs, reason machine_reset).
   virtual Result<KubeCsrDecision> RecordKubeCsr(const KubeCsrDecision& d, const Actor& actor, int64_t now) = 0;
   // An operator's decision on a waiting one: waiting -> approved or denied
   // (with `reason`, 1..256 printable characters, when denied), with the same
-  // checks and effects as RecordKubeCsr for an approved join, and one audit
+  // checks and effects as RecordKubeCsr for an approved one, and one audit
   // row (kubernetes_csr_approved / kubernetes_csr_denied, actor the
   // operator). kube_csr_unknown; state_conflict when already decided.
   // decided_by becomes the actor's name; an approval keeps the recorded

@@ -72,6 +72,11 @@ void ReplaceAddresses(Connection& c, int64_t machine_id, const std::vector<Addre
 // Open sessions and tokens die with an identity change (reset, new EK).
 // Returns how many sessions and tokens were dropped.
 std::pair<int64_t, int64_t> DropCredentials(Connection& c, int64_t machine_id);
+// The machine's kubelet CSRs that wait for an operator (approver mode) are
+// denied (reason kKubeReasonMachineReset, decided by `by`) with an identity
+// change too: a CSR of an earlier epoch is never approved
+// (kube_approvals.cc). Returns how many.
+int64_t DenyWaitingKubeCsrs(Connection& c, int64_t machine_id, const std::string& by, int64_t now);
 
 // --- sessions (sessions.cc) -------------------------------------------------------
 

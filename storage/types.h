@@ -515,6 +515,11 @@ inline constexpr int kMaxKeysPerKindPerAttestation = 2;
 inline constexpr std::string_view kKubePurposeJoin = "join";          // a new node's client certificate
 inline constexpr std::string_view kKubePurposeRotation = "rotation";  // the kubelet rotates its client certificate
 inline constexpr std::string_view kKubePurposeServing = "serving";    // the kubelet's serving certificate
+// The reason of a waiting kubelet CSR denied by its machine's reset or new
+// EK (DenyWaitingKubeCsrs), and of an approved rotation or serving CSR
+// refused because the machine has not joined in its current epoch.
+inline constexpr std::string_view kKubeReasonMachineReset = "machine_reset";
+inline constexpr std::string_view kKubeReasonNotJoined = "machine_not_joined";
 
 // A certificates.k8s.io/v1 CSR that rackgate decided, or holds for an
 // operator (decision kCsrWaiting), identified by the API object's uid.

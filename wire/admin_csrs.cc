@@ -32,6 +32,7 @@ json CsrJson(const CsrView& c) {
   if (!c.name.empty()) j["name"] = c.name;
   if (!c.purpose.empty()) j["purpose"] = c.purpose;
   if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.uid.empty()) j["uid"] = c.uid;
   return j;
 }
 
@@ -79,13 +80,17 @@ Result<CsrView> CsrFromJson(const json& j) {
   auto name = admin_json::String(j, "name");
   auto purpose = admin_json::String(j, "purpose");
   auto reason = admin_json::String(j, "reason");
-  if (Status s = admin_json::FirstError({source.status(), name.status(), purpose.status(), reason.status()}); !s.ok()) {
+  auto uid = admin_json::String(j, "uid");
+  if (Status s = admin_json::FirstError({source.status(), name.status(), purpose.status(), reason.status(),
+                                         uid.status()});
+      !s.ok()) {
     return s;
   }
   c.source = source->value_or("agent");
   c.name = name->value_or("");
   c.purpose = purpose->value_or("");
   c.reason = reason->value_or("");
+  c.uid = uid->value_or("");
   return c;
 }
 
@@ -109,7 +114,11 @@ Result<std::vector<CsrView>> DecodeCsrList(std::string_view body) {
   return admin_json::ListBody<CsrView>(body, "csrs", CsrFromJson);
 }
 
-std::string EncodeCsrDecisionRequest(const CsrDecisionRequest& r) { return json{{"reason", r.reason}}.dump(); }
+std::string EncodeCsrDecisionRequest(const CsrDecisionRequest& r) {
+  json j = {{"reason", r.reason}};
+  if (!r.uid.empty()) j["uid"] = r.uid;
+  return j.dump();
+}
 
 Result<CsrDecisionRequest> DecodeCsrDecisionRequest(std::string_view body) {
   CsrDecisionRequest r;
@@ -117,8 +126,10 @@ Result<CsrDecisionRequest> DecodeCsrDecisionRequest(std::string_view body) {
   auto doc = admin_json::ParseObject(body);
   if (!doc.ok()) return doc.status();
   auto reason = admin_json::String(*doc, "reason");
-  if (!reason.ok()) return reason.status();
+  auto uid = admin_json::String(*doc, "uid");
+  if (Status s = admin_json::FirstError({reason.status(), uid.status()}); !s.ok()) return s;
   r.reason = reason->value_or("");
+  r.uid = uid->value_or("");
   return r;
 }
 

@@ -39,6 +39,7 @@ struct CsrView {
   std::string name;     // kubernetes: metadata.name; "" is left out
   std::string purpose;  // kubernetes: join, rotation or serving; "" is left out
   std::string reason;   // kubernetes: rackgate's reason code; "" is left out
+  std::string uid;      // kubernetes: metadata.uid, what the decision is bound to; "" is left out
   bool operator==(const CsrView&) const = default;
 };
 std::string EncodeCsrView(const CsrView& c);
@@ -53,6 +54,9 @@ Result<std::vector<CsrView>> DecodeCsrList(std::string_view body);
 // decision without a reason.
 struct CsrDecisionRequest {
   std::string reason;
+  // A kubelet CSR in the API server named by its NAME: which object of that
+  // name (metadata.uid), when the name was reused; "" is left out.
+  std::string uid;
   bool operator==(const CsrDecisionRequest&) const = default;
 };
 std::string EncodeCsrDecisionRequest(const CsrDecisionRequest& r);

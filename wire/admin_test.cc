@@ -233,6 +233,7 @@ TEST(CsrView, RoundTripsAndTruncation) {
   kube.name = "node-csr-abc";
   kube.purpose = "join";
   kube.reason = "RackgateAttestedJoin";
+  kube.uid = "0f6c2a1e-5b1d-4c8e-9a3b-7d2e1f0a9b8c";
   for (const CsrView& c : {SomeCsr(), CsrView{}, kube}) {
     const std::string body = EncodeCsrView(c);
     auto back = DecodeCsrView(body);
@@ -295,6 +296,13 @@ TEST(CsrDecisionRequest, RoundTripsAndRefuses) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().reason(), "field_invalid");
   EXPECT_EQ(DecodeCsrDecisionRequest("[]").status().reason(), "bad_json");
+  // Issue 40: the uid of a kubelet CSR whose name was reused; left out when "".
+  const CsrDecisionRequest with_uid{"checked", "0f6c2a1e-5b1d-4c8e-9a3b-7d2e1f0a9b8c"};
+  auto uid_back = DecodeCsrDecisionRequest(EncodeCsrDecisionRequest(with_uid));
+  ASSERT_TRUE(uid_back.ok());
+  EXPECT_EQ(*uid_back, with_uid);
+  EXPECT_EQ(EncodeCsrDecisionRequest(r), R"({"reason":"unknown rack"})");
+  EXPECT_EQ(DecodeCsrDecisionRequest(R"({"uid":7})").status().reason(), "field_invalid");
   EXPECT_EQ(DecodeCsrDecisionRequest(std::string(100, '[') + std::string(100, ']')).status().reason(), "bad_json");
 }
 

@@ -213,6 +213,18 @@ struct FakeStore::State {
     std::erase_if(sessions, [&](const auto& kv) { return kv.second.machine_id == machine_id; });
     std::erase_if(tokens, [&](const auto& kv) { return kv.second.machine_id == machine_id; });
   }
+  // As storage/rows.h DenyWaitingKubeCsrs, at the identity changes (reset,
+  // new EK).
+  void DenyWaitingKubeCsrs(int64_t machine_id, const std::string& by, int64_t now) {
+    for (auto& [uid, d] : kube_csrs) {
+      if (d.machine_id != machine_id || d.decision != kCsrWaiting) continue;
+      d.decision = std::string(kCsrDenied);
+      d.reason = std::string(kKubeReasonMachineReset);
+      d.message = "the machine was reset (or its EK replaced) while this CSR waited";
+      d.decided_by = by;
+      d.decided_at = now;
+    }
+  }
   Machine TransitionIn(Machine& m, const std::vector<MachineState>& from, MachineState to, const Actor& actor,
                        const std::string& action, int64_t now) {
     if (m.state == to && Contains(from, to)) return m;
@@ -356,6 +368,7 @@ Result<Machine> FakeStore::Enroll(const Enrollment& e, const Actor& actor, bool 
       m.client_cert_issued_at.reset();
       ++state_->epochs[m.id];
       state_->DropCredentials(m.id);
+      state_->DenyWaitingKubeCsrs(m.id, actor.name, now);
     } else if (!created && m.state == MachineState::kPending && e.state == MachineState::kEnrolled) {
       m.state = MachineState::kEnrolled;
     }
@@ -797,6 +810,16 @@ bool MayRegisterKey(MachineState s) {
   return s == MachineState::kAttested || s == MachineState::kProvisioned || s == MachineState::kJoined;
 }
 
+// As kube_approvals.cc CheckJoinedInEpoch: an approved rotation or serving
+// CSR needs a machine that joined in its current epoch.
+void CheckJoinedInEpoch(const Machine& m, const KubeCsrDecision& d) {
+  if (d.purpose == kKubePurposeJoin) return;
+  if (m.state != MachineState::kJoined || !m.client_cert_issued_at) {
+    Fail(Status::InvalidArgument(std::string(kKubeReasonNotJoined),
+                                 Is(m) + " and has not joined since its last reset"));
+  }
+}
+
 }  // namespace
 
 AttestedKey* FakeStore::CurrentKeyLocked(int64_t machine_id, const std::string& kind, const Bytes& key_hash) {
@@ -901,6 +924,7 @@ Result<KubeCsrDecision> FakeStore::RecordKubeCsr(const KubeCsrDecision& d, const
     }
     const MachineState from = m.state;
     if (d.decision == kCsrApproved && d.purpose == kKubePurposeJoin) ApplyApprovedJoinLocked(m, d, now);
+    if (d.decision == kCsrApproved) CheckJoinedInEpoch(m, d);
     KubeCsrDecision out = d;
     out.hostname = m.hostname;
     out.created_at = now;
@@ -926,6 +950,7 @@ Result<KubeCsrDecision> FakeStore::DecideKubeCsr(const std::string& uid, bool ap
     Machine& m = state_->MustMachine(d.machine_id);
     const MachineState from = m.state;
     if (approve && d.purpose == kKubePurposeJoin) ApplyApprovedJoinLocked(m, d, now);
+    if (approve) CheckJoinedInEpoch(m, d);
     d.decision = std::string(approve ? kCsrApproved : kCsrDenied);
     if (!approve) d.reason = reason;
     d.decided_by = actor.name;
@@ -1159,6 +1184,7 @@ EnrollOutcome FakeStore::EnrollMergedIn(const Enrollment& given, const EnrollMer
     m.client_cert_issued_at.reset();
     ++state_->epochs[m.id];
     state_->DropCredentials(m.id);
+    state_->DenyWaitingKubeCsrs(m.id, actor.name, now);
   }
   m.updated_at = now;
   state_->machines[m.id] = m;
@@ -1287,6 +1313,7 @@ Result<Machine> FakeStore::Reset(const std::string& hostname, const Actor& actor
     m.updated_at = now;
     ++state_->epochs[m.id];
     state_->DropCredentials(m.id);
+    state_->DenyWaitingKubeCsrs(m.id, actor.name, now);
     state_->Audit(actor, now, "reset", &m, from, MachineState::kEnrolled,
                   from == MachineState::kRevoked ? "{\"unrevoked\":true}" : "{}");
     return m;

@@ -21,7 +21,9 @@
 #       timer enabled) for later boots;
 #   (d) a reboot of a joined machine: the agent installed on the disk (its
 #       unit's command, chroot into the disk) attests again, keeps its
-#       config and certificates byte for byte;
+#       config and certificates byte for byte; vm-1's disk in joined
+#       vm-2: vm-1's certificates removed, the disk's config refused
+#       (config_of_another_machine);
 #   (e) refusals, each by the rule rackgated names: Secure Boot off,
 #       another kernel command line (grub's, PCR 8), and a new machine's
 #       first boot with a tampered initramfs (boot_files naming

@@ -177,9 +177,21 @@ void Agent::Report(int exit_status, const Failure* failure) {
 Outcome<Done> Agent::RunOnce() {
   auto a = Attest();
   if (!a.ok()) return a.failure();
+  // Before anything is kept or the run can stop: nothing issued to another
+  // machine stays on this disk.
+  if (options_.step_csr) {
+    auto r = RemoveFilesOfAnother(a->token.hostname);
+    if (!r.ok()) return r.failure();
+  }
   if (options_.step_config && !config_done_) {
     auto c = Config(*a);
     if (!c.ok()) return c.failure();
+  } else if (!options_.step_config && !options_.config_root.empty()) {
+    step_ = "config";
+    if (Status s = CheckDiskConfig(ReadConfigStamp(options_.config_root), a->token.hostname, a->token.state);
+        !s.ok()) {
+      return Failure::Refused(s.reason(), s.message());
+    }
   }
   if (options_.step_csr) {
     auto c = Csr(&*a);
@@ -329,6 +341,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
                 (ev.pcr_signature ? " pcr_signature=sent" : "") +
                 " ms=" + std::to_string(MillisSince(t0)));
   last_token_ = *token;
+  attested_ek_ = choice->kind;
   Attestation a;
   a.token = std::move(token).value();
   a.nonce = challenge->nonce;
@@ -342,12 +355,22 @@ Outcome<Done> Agent::Config(const Attestation& a) {
   // Applied once, on the first boot. A machine the appliance still sees
   // before its config (enrolled or attested: new, or reset by an operator)
   // gets it again whatever the stamp says.
-  const bool provisioned = a.token.state == "provisioned" || a.token.state == "joined";
-  if (!options_.apply_root.empty() && provisioned && ConfigStampExists(options_.apply_root)) {
-    Log("ok", "kept=" + ConfigStampPath(options_.apply_root) + " state=" + a.token.state);
-    done_.push_back("config_kept");
-    config_done_ = true;
-    return Done{};
+  // The stamp must also name the machine the appliance identified: a disk
+  // moved from another machine gets this machine's config applied over
+  // the other's.
+  if (!options_.apply_root.empty() && ConfigStampExists(options_.apply_root)) {
+    const Status mine = CheckDiskConfig(ReadConfigStamp(options_.apply_root), a.token.hostname, a.token.state);
+    if (mine.ok()) {
+      Log("ok", "kept=" + ConfigStampPath(options_.apply_root) + " state=" + a.token.state);
+      done_.push_back("config_kept");
+      config_done_ = true;
+      return Done{};
+    }
+    if (mine.reason() == "config_of_another_machine") {
+      Log("note", "config=replaced reason=config_of_another_machine message=\"" +
+                      attest::PrintableAscii(mine.message(), 300) + "\"");
+      done_.push_back("config_of_another_machine_replaced");
+    }
   }
   auto resp = Call("GET", "/v1/machine/config", "",
                    {AuthHeader(a.token), std::string("Accept: ") + kIgnitionAccept});
@@ -388,6 +411,7 @@ Outcome<Done> Agent::Config(const Attestation& a) {
   Wipe(&resp->body);
   Log("ok", details + " ms=" + std::to_string(MillisSince(t0)));
   config_done_ = true;
+  config_fetched_ = true;
   return Done{};
 }
 
@@ -395,6 +419,31 @@ Outcome<wire::IssuedCertificate> Agent::SubmitCsr(const Attestation& a, const wi
   auto resp = Call("POST", "/v1/machine/csr", wire::EncodeCsrRequest(request), {AuthHeader(a.token)});
   if (!resp.ok()) return resp.failure();
   return UsableAnswer(wire::DecodeIssuedCertificate(resp->body));
+}
+
+Outcome<Done> Agent::RemoveFilesOfAnother(const std::string& hostname) {
+  const std::string cn = kNodeCnPrefix + hostname;
+  for (const char* prefix : {kClientPrefix, kServerPrefix}) {
+    const bool client = std::string_view(prefix) == kClientPrefix;
+    auto others = RemoveCertificatesOfAnother(options_.kubelet_dir, prefix, cn);
+    if (!others.ok()) return Failure::FromStatus(others.status());
+    if (others->empty()) continue;
+    std::string names;
+    for (const auto& o : *others) names += (names.empty() ? "" : ",") + attest::PrintableAscii(o, 80);
+    if (client) {
+      // The other machine's client key goes with its certificate: its TPM
+      // blobs (another TPM's) and a bootstrap key it registered.
+      std::error_code ec;
+      for (const char* f : {kClientTpmPublic, kClientTpmPrivate, kBootstrapKeyFile}) {
+        std::filesystem::remove(std::filesystem::path(options_.kubelet_dir) / f, ec);
+      }
+      removed_other_client_ = true;
+    }
+    Log("note", std::string("certificate=") + (client ? "client" : "serving") + " removed issued_to=\"" + names +
+                    "\" this_machine=\"" + cn + "\": the disk holds another machine's; a new one is asked for");
+    done_.push_back(std::string(client ? "client" : "serving") + "_certificate_of_another_machine_removed");
+  }
+  return Done{};
 }
 
 Outcome<Done> Agent::Csr(Attestation* a) {
@@ -608,9 +657,9 @@ Result<Bytes> Agent::SignWithTpmClientKey(const KeyBlobs& blobs, std::span<const
   return EcdsaDerFromTpmtSignature(*sig);
 }
 
-CertificatePlan Agent::PlanClientCertificate(bool joined, double renew_fraction,
+CertificatePlan Agent::PlanClientCertificate(const std::string& expected_cn, bool joined, double renew_fraction,
                                              std::optional<KeyBlobs>* current_blobs) {
-  return PlanCertificate(options_.kubelet_dir, kClientPrefix, joined, clock_.now(), renew_fraction,
+  return PlanCertificate(options_.kubelet_dir, kClientPrefix, expected_cn, joined, clock_.now(), renew_fraction,
                          [&](const HeldCertificate& c) {
                            if (c.private_key) return true;  // checked against the certificate when read
                            auto blobs = ReadClientBlobs(options_.kubelet_dir);
@@ -719,7 +768,8 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
   // The current key when it is TPM-resident: its blobs beside the
   // certificate, and its public area must be the certificate's key.
   std::optional<KeyBlobs> current_blobs;
-  CertificatePlan held = PlanClientCertificate(joined, machine.renew_fraction, &current_blobs);
+  CertificatePlan held =
+      PlanClientCertificate(kNodeCnPrefix + hostname, joined, machine.renew_fraction, &current_blobs);
   if (held.cert && !held.renew) {
     client_cert_path_ = CurrentPath(options_.kubelet_dir, kClientPrefix);
     client_key_path_ = held.cert->private_key ? client_cert_path_ : "";
@@ -757,6 +807,14 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
   auto issued = SubmitCsr(*a, req);
   if (!issued.ok()) {
     Wipe(&key->key_pem);
+    if (removed_other_client_ && issued.failure().reason == "client_cert_already_issued") {
+      // This machine joined with another disk; the one in it was another
+      // machine's. Only the operator's reset lets it join again.
+      Failure f = issued.failure();
+      f.message += "; this disk held another machine's client certificate (removed), not " + hostname +
+                   "'s: rackgatectl reset " + hostname + " lets it join again with this disk";
+      return f;
+    }
     return issued.failure();
   }
   auto cert = CheckIssuedCertificate(issued->certificate_pem, key->public_key.get(), subject.common_name);
@@ -785,8 +843,10 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
 Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::MachineRecord& machine) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& hostname = machine.hostname;
-  CertificatePlan held = PlanCertificate(options_.kubelet_dir, kServerPrefix, a.token.state == "joined", clock_.now(),
-                    machine.renew_fraction, [](const HeldCertificate& c) { return c.private_key != nullptr; });
+  CertificatePlan held =
+      PlanCertificate(options_.kubelet_dir, kServerPrefix, kNodeCnPrefix + hostname, a.token.state == "joined",
+                      clock_.now(), machine.renew_fraction,
+                      [](const HeldCertificate& c) { return c.private_key != nullptr; });
   if (held.cert && !held.renew) {
     Log("ok", "certificate=serving kept not_after=" + std::to_string(held.cert->not_after) +
                   " path=" + CurrentPath(options_.kubelet_dir, kServerPrefix));

@@ -31,6 +31,13 @@ namespace rackgate::agent {
 
 struct CertificatePlan;
 
+// The flags' defaults (main.cc; --install-root carries what differs).
+inline constexpr char kDefaultTcti[] = "device:/dev/tpmrm0";
+inline constexpr char kDefaultEventLog[] = "/sys/kernel/security/tpm0/binary_bios_measurements";
+inline constexpr char kDefaultPcrSignature[] = "/run/systemd/tpm2-pcr-signature.json";
+inline constexpr char kDefaultKubeletDir[] = "/var/lib/kubelet/pki";
+inline constexpr char kDefaultKubeconfig[] = "/var/lib/kubelet/kubeconfig";
+
 struct AgentOptions {
   EkPreference ek = EkPreference::kAny;
   AkAlg ak = AkAlg::kEcc;
@@ -43,6 +50,11 @@ struct AgentOptions {
   bool step_csr = false;
   std::string config_out;  // "" writes none
   std::string apply_root;  // "" applies nothing
+  // Without the config step: the root whose config an earlier run fetched
+  // (its stamp, renewal.h), checked against the machine the appliance
+  // identifies (CheckDiskConfig); "" checks none. --install-root passes
+  // --config-root=/ to later boots.
+  std::string config_root;
   std::string kubelet_dir;
   std::string kubeconfig;
   std::string apiserver;
@@ -82,6 +94,13 @@ class Agent {
   // on the next one. Returns the process exit code (failure.h).
   int Run();
 
+  // What the run's last attestation established, for --install-root: the
+  // machine the appliance identified ("" before any), the EK that attested,
+  // and whether this run fetched the attested config.
+  std::string attested_hostname() const { return last_token_ ? last_token_->hostname : ""; }
+  std::optional<EkKind> attested_ek() const { return attested_ek_; }
+  bool config_fetched() const { return config_fetched_; }
+
  private:
   struct Attestation {
     wire::Token token;
@@ -93,6 +112,10 @@ class Agent {
   Outcome<Attestation> Attest();
   Outcome<Done> Config(const Attestation& a);
   Outcome<Done> Csr(Attestation* a);
+  // Removes the kubelet's certificates (and the client key's files) that
+  // were issued to another machine than `hostname` (renewal.h,
+  // RemoveCertificatesOfAnother); a log line and a report entry each.
+  Outcome<Done> RemoveFilesOfAnother(const std::string& hostname);
   // The client key a CSR is made for: software (key_pem) or TPM-resident
   // (blobs), made once per run (client_key_, client_blobs_).
   struct ClientKey {
@@ -104,7 +127,8 @@ class Agent {
   Outcome<Done> ClientCertificate(Attestation* a, const wire::MachineRecord& machine, bool tpm_key);
   // Whether the client certificate in the kubelet dir is kept or renewed;
   // *current_blobs gets the current TPM-resident key's blobs, if it is one.
-  CertificatePlan PlanClientCertificate(bool joined, double renew_fraction, std::optional<KeyBlobs>* current_blobs);
+  CertificatePlan PlanClientCertificate(const std::string& expected_cn, bool joined, double renew_fraction,
+                                        std::optional<KeyBlobs>* current_blobs);
   Result<ClientKey> NewClientKey(bool tpm_key);
   // Renewal: the held certificate's key signs for `new_key` (req->renewal).
   Status AddClientRenewalProof(const Attestation& a, const CertificatePlan& held,
@@ -154,6 +178,10 @@ class Agent {
   bool config_done_ = false;
   bool client_done_ = false;
   bool serving_done_ = false;
+  bool config_fetched_ = false;
+  // This run removed a client certificate of another machine's.
+  bool removed_other_client_ = false;
+  std::optional<EkKind> attested_ek_;
   // The latest token of this run (for the provisioning report) and what the
   // run did, in order (wire::ProvisioningReport::done).
   std::optional<wire::Token> last_token_;

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "agent/agent.h"
+#include "agent/renewal.h"
 #include "base/files.h"
 
 namespace rackgate::agent {
@@ -22,7 +24,7 @@ constexpr struct {
   const char* wanted_by;
 } kUnits[] = {{"rackgate-agent.service", "multi-user.target"}, {"rackgate-agent-renew.timer", "timers.target"}};
 
-std::span<const uint8_t> Bytes(const std::string& s) {
+std::span<const uint8_t> TextBytes(const std::string& s) {
   return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
@@ -85,7 +87,61 @@ Status InstallUnits(const std::string& dir, Root* root) {
   return Status::Ok();
 }
 
+// `path` as the real root sees it when it is under `install_root`.
+std::string Rebased(const std::string& path, const std::string& install_root) {
+  const fs::path root = fs::path(install_root).lexically_normal();
+  const fs::path p = fs::path(path).lexically_normal();
+  if (root == "/" || root.empty() || !p.is_absolute()) return path;
+  const fs::path rel = p.lexically_relative(root);
+  if (rel.empty() || *rel.begin() == "..") return path;
+  return rel == "." ? "/" : "/" + rel.string();
+}
+
+// SECURITY: RACKGATE_AGENT_ARGS is read by systemd (EnvironmentFile=, then
+// $VAR split on whitespace): a value that could be split, quoted or
+// expanded there would reach the later boots as other flags.
+bool SafeArgValue(std::string_view v) {
+  for (char c : v) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '"' || c == '\'' || c == '\\' || c == '$' ||
+        c == '%' || c == '`') {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+Result<std::vector<std::string>> InstalledAgentArgs(const AgentOptions& o, const std::string& tcti,
+                                                    const std::string& install_root, bool config_stamped) {
+  std::vector<std::string> args;
+  std::string unsafe;
+  auto add = [&](const char* flag, const std::string& value) {
+    if (!SafeArgValue(value)) unsafe = flag;
+    args.push_back(std::string(flag) + "=" + value);
+  };
+  if (tcti != kDefaultTcti) add("--tcti", tcti);
+  if (o.ek != EkPreference::kAny) add("--ek-alg", o.ek == EkPreference::kRsa ? "rsa" : "ecc");
+  if (o.ak != AkAlg::kEcc) add("--ak-alg", "rsa");
+  if (o.eventlog_path != kDefaultEventLog) add("--eventlog", Rebased(o.eventlog_path, install_root));
+  if (o.pcr_signature_path != kDefaultPcrSignature) {
+    add("--pcr-signature", Rebased(o.pcr_signature_path, install_root));
+  }
+  const std::string kubelet_dir = Rebased(o.kubelet_dir, install_root);
+  const std::string kubeconfig = Rebased(o.kubeconfig, install_root);
+  if (kubelet_dir != kDefaultKubeletDir) add("--kubelet-dir", kubelet_dir);
+  if (kubeconfig != kDefaultKubeconfig) add("--kubeconfig", kubeconfig);
+  if (!o.bootstrap_kubeconfig.empty()) add("--bootstrap-kubeconfig", Rebased(o.bootstrap_kubeconfig, install_root));
+  for (const auto& ip : o.node_ips) add("--node-ip", ip);
+  if (o.tpm_key) args.push_back("--tpm-key");
+  if (config_stamped) args.push_back("--config-root=/");
+  if (!unsafe.empty()) {
+    return Status::InvalidArgument("install_arg_unsafe",
+                                   unsafe + ": a value with whitespace, a quote, a backslash, $, % or ` cannot be "
+                                            "carried into the installed unit's RACKGATE_AGENT_ARGS; use a plain path");
+  }
+  return args;
+}
 
 std::string AgentEnvFile(const InstallOptions& o) {
   std::string urls, args;
@@ -98,11 +154,20 @@ std::string AgentEnvFile(const InstallOptions& o) {
          "RACKGATE_AGENT_ARGS=" + args + "\n";
 }
 
-Status InstallIntoRoot(const InstallOptions& o, Root* root) {
+Status InstallIntoRoot(const InstallOptions& o, Root* root, std::time_t now) {
   if (Status s = CheckBundle(o.bundle_dir); !s.ok()) return s;
   if (Status s = CopyBundle(o.bundle_dir, root); !s.ok()) return s;
-  if (Status s = root->WriteFile(kInstalledCa, Bytes(o.ca_pem), 0644, Owner{}, true); !s.ok()) return s;
-  if (Status s = root->WriteFile(kInstalledEnv, Bytes(AgentEnvFile(o)), 0644, Owner{}, true); !s.ok()) return s;
+  if (!o.config_for.empty()) {
+    // The disk's config is the attested config of this machine: later
+    // boots (--config-root=/) check it names the machine they attest as.
+    if (Status s = root->WriteFile(kConfigStampInRoot, TextBytes(ConfigStampText(o.config_for, now)), 0644, Owner{},
+                                   true);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (Status s = root->WriteFile(kInstalledCa, TextBytes(o.ca_pem), 0644, Owner{}, true); !s.ok()) return s;
+  if (Status s = root->WriteFile(kInstalledEnv, TextBytes(AgentEnvFile(o)), 0644, Owner{}, true); !s.ok()) return s;
   return InstallUnits(o.bundle_dir, root);
 }
 

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/agent.h"
+#include "agent/renewal.h"
+
 namespace rackgate::agent {
 namespace {
 
@@ -120,6 +123,71 @@ TEST_F(InstallTest, NotABundleIsRefusedBeforeAnythingIsWritten) {
     EXPECT_TRUE(fs::is_empty(base_ / "root")) << part;
     fs::rename(base_ / "aside", p);
   }
+}
+
+// Issue 40, item 10: the installed unit carried only --node-ip and
+// --tpm-key; a machine enrolled by its ECC EK, on a swtpm TCTI, with its
+// kubelet files elsewhere, failed on its later boots.
+TEST(InstalledAgentArgs, Issue40CarriesEveryOptionLaterBootsNeed) {
+  AgentOptions o;
+  o.ek = EkPreference::kEcc;
+  o.ak = AkAlg::kRsa;
+  o.eventlog_path = kDefaultEventLog;
+  o.pcr_signature_path = "";
+  o.kubelet_dir = "/sysroot/srv/kubelet/pki";
+  o.kubeconfig = "/sysroot/srv/kubelet/kubeconfig";
+  o.bootstrap_kubeconfig = "/sysroot/etc/kubernetes/bootstrap-kubelet.conf";
+  o.node_ips = {"10.0.2.15", "fd00::15"};
+  o.tpm_key = true;
+  auto args = InstalledAgentArgs(o, "swtpm:host=127.0.0.1,port=2321", "/sysroot/", true);
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  EXPECT_EQ(*args, (std::vector<std::string>{
+                       "--tcti=swtpm:host=127.0.0.1,port=2321", "--ek-alg=ecc", "--ak-alg=rsa", "--pcr-signature=",
+                       "--kubelet-dir=/srv/kubelet/pki", "--kubeconfig=/srv/kubelet/kubeconfig",
+                       "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf", "--node-ip=10.0.2.15",
+                       "--node-ip=fd00::15", "--tpm-key", "--config-root=/"}));
+}
+
+TEST(InstalledAgentArgs, Issue40DefaultsAndTheFirstBootsRootAreNotRepeated) {
+  AgentOptions o;
+  o.eventlog_path = kDefaultEventLog;
+  o.pcr_signature_path = kDefaultPcrSignature;
+  // The lab's first boot: the kubelet's files under /sysroot are the real
+  // root's defaults.
+  o.kubelet_dir = "/sysroot/var/lib/kubelet/pki";
+  o.kubeconfig = "/sysroot/var/lib/kubelet/kubeconfig";
+  auto args = InstalledAgentArgs(o, kDefaultTcti, "/sysroot", false);
+  ASSERT_TRUE(args.ok());
+  EXPECT_TRUE(args->empty()) << (*args)[0];
+  // An RSA EK is carried as such; a path outside the first boot's root as it is.
+  o.ek = EkPreference::kRsa;
+  o.kubelet_dir = "/sysrootx/pki";
+  args = InstalledAgentArgs(o, kDefaultTcti, "/sysroot", false);
+  ASSERT_TRUE(args.ok());
+  EXPECT_EQ(*args, (std::vector<std::string>{"--ek-alg=rsa", "--kubelet-dir=/sysrootx/pki"}));
+}
+
+TEST(InstalledAgentArgs, Issue40AValueTheUnitWouldSplitOrExpandIsRefused) {
+  for (const char* dir : {"/var/lib/kube let", "/var/lib/$HOME", "/var/lib/\"k\"", "/var/lib/k\\x", "/var/%h",
+                          "/var/lib/k\tx"}) {
+    AgentOptions o;
+    o.eventlog_path = kDefaultEventLog;
+    o.pcr_signature_path = kDefaultPcrSignature;
+    o.kubelet_dir = dir;
+    o.kubeconfig = kDefaultKubeconfig;
+    auto args = InstalledAgentArgs(o, kDefaultTcti, "/sysroot", false);
+    EXPECT_EQ(args.status().reason(), "install_arg_unsafe") << dir;
+  }
+}
+
+TEST_F(InstallTest, Issue40TheConfigStampNamesTheMachineWhoseConfigItIs) {
+  ASSERT_TRUE(InstallIntoRoot(o_, &*root_, 1704067200).ok());
+  EXPECT_FALSE(fs::exists(base_ / "root/var/lib/rackgate-agent/config-applied"));  // no config step
+  o_.config_for = "vm-1";
+  ASSERT_TRUE(InstallIntoRoot(o_, &*root_, 1704067200).ok());
+  auto stamp = ReadConfigStamp((base_ / "root").string());
+  ASSERT_TRUE(stamp.ok()) << stamp.status().ToString();
+  EXPECT_EQ(stamp->hostname, "vm-1");
 }
 
 }  // namespace

@@ -67,6 +67,10 @@ constexpr char kHelp[] =
     "Config step:\n"
     "  --config-out FILE    write the attested Ignition config here (mode 0600)\n"
     "  --apply-root DIR     apply its files, directories, links and units under DIR\n"
+    "  --config-root DIR    without the config step: the root an earlier run's config\n"
+    "                       went to; its stamp must name the machine the appliance\n"
+    "                       identifies, and the appliance must have provisioned it\n"
+    "                       (--install-root passes --config-root=/ to later boots)\n"
     "CSR step:\n"
     "  --kubelet-dir DIR    kubelet PKI directory (default /var/lib/kubelet/pki)\n"
     "  --kubeconfig FILE    kubeconfig to write (default /var/lib/kubelet/kubeconfig)\n"
@@ -82,8 +86,11 @@ constexpr char kHelp[] =
     "                       real root DIR (an initramfs's /sysroot): the agent at\n"
     "                       DIR/opt/rackgate-agent, its service and renewal timer\n"
     "                       enabled in DIR/etc/systemd/system, the CA and\n"
-    "                       DIR/etc/rackgate/agent.env from --url, --ca, --apiserver,\n"
-    "                       --node-ip and --tpm-key\n"
+    "                       DIR/etc/rackgate/agent.env from --url, --ca, --apiserver\n"
+    "                       and every flag later boots need (--tcti, --ek-alg of the\n"
+    "                       EK that attested, --ak-alg, --kubelet-dir, --kubeconfig,\n"
+    "                       --node-ip, --tpm-key, ...; paths under DIR as the real\n"
+    "                       root sees them)\n"
     "\n"
     "  --help, --version\n"
     "\n"
@@ -121,7 +128,7 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
 // The command line as given, before its checks.
 struct Flags {
   std::vector<std::string> urls;
-  std::string ca, tcti = "device:/dev/tpmrm0", steps = "attest";
+  std::string ca, tcti = kDefaultTcti, steps = "attest";
   std::string install_root;
   AgentOptions options;
 };
@@ -132,7 +139,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
-    kInstallRoot,
+    kInstallRoot, kConfigRoot,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
@@ -153,16 +160,17 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       {"node-ip", required_argument, nullptr, kNodeIp},
       {"tpm-key", no_argument, nullptr, kTpmKey},
       {"install-root", required_argument, nullptr, kInstallRoot},
+      {"config-root", required_argument, nullptr, kConfigRoot},
       {"help", no_argument, nullptr, kHelpFlag},
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
   };
   Flags& f = *out;
   AgentOptions& o = f.options;
-  o.eventlog_path = "/sys/kernel/security/tpm0/binary_bios_measurements";
-  o.pcr_signature_path = "/run/systemd/tpm2-pcr-signature.json";
-  o.kubelet_dir = "/var/lib/kubelet/pki";
-  o.kubeconfig = "/var/lib/kubelet/kubeconfig";
+  o.eventlog_path = kDefaultEventLog;
+  o.pcr_signature_path = kDefaultPcrSignature;
+  o.kubelet_dir = kDefaultKubeletDir;
+  o.kubeconfig = kDefaultKubeconfig;
   opterr = 0;
   for (;;) {
     const int c = getopt_long(argc, argv, ":", kOptions, nullptr);
@@ -197,6 +205,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kNodeIp: o.node_ips.push_back(arg); break;
       case kTpmKey: o.tpm_key = true; break;
       case kInstallRoot: f.install_root = arg; break;
+      case kConfigRoot: o.config_root = arg; break;
       case kHelpFlag: std::fputs(kHelp, stdout); return kExitOk;
       case kVersion: std::printf("rackgate-agent %s\n", RACKGATE_VERSION); return kExitOk;
       case ':': return Usage(std::string("option needs a value: ") + argv[optind - 1]);
@@ -241,8 +250,14 @@ std::optional<int> CheckSteps(const std::string& steps, AgentOptions* out) {
   return std::nullopt;
 }
 
+// What the run established, for --install-root.
+struct RunFacts {
+  std::optional<EkKind> ek;
+  std::string config_for;  // the machine whose config the run fetched, or ""
+};
+
 // Opens the HTTP client and the TPM and runs the agent's steps; its exit code.
-int RunAgent(const Flags& f, const std::vector<Endpoint>& urls) {
+int RunAgent(const Flags& f, const std::vector<Endpoint>& urls, RunFacts* facts) {
   // tpm2-tss logs its own errors to stderr; the agent reports each failure
   // once, in its own line. TSS2_LOG set by the caller still wins.
   setenv("TSS2_LOG", "all+none", 0);
@@ -274,7 +289,10 @@ int RunAgent(const Flags& f, const std::vector<Endpoint>& urls) {
                  "not used; list fewer URLs or names with fewer addresses\n", dropped, kMaxEndpoints);
   }
   Agent agent(f.options, tpm->get(), std::move(endpoints), &*client, SystemClock());
-  return agent.Run();
+  const int rc = agent.Run();
+  facts->ek = agent.attested_ek();
+  if (agent.config_fetched()) facts->config_for = agent.attested_hostname();
+  return rc;
 }
 
 int InstallFailed(const rackgate::Status& s) {
@@ -284,21 +302,24 @@ int InstallFailed(const rackgate::Status& s) {
 }
 
 // --install-root: the bundle into the real root, for later boots' service.
-int InstallBundle(const Flags& f) {
+int InstallBundle(const Flags& f, const RunFacts& facts) {
   InstallOptions io;
   io.urls = f.urls;
   io.apiserver = f.options.apiserver;
-  for (const auto& ip : f.options.node_ips) {
-    io.agent_args.push_back("--node-ip");
-    io.agent_args.push_back(ip);
-  }
-  if (f.options.tpm_key) io.agent_args.push_back("--tpm-key");
+  io.config_for = facts.config_for;
+  AgentOptions later = f.options;
+  // The EK that attested, whatever the preference: a machine enrolled by
+  // its ECC EK must not try its RSA EK on later boots.
+  if (facts.ek) later.ek = EkIsRsa(*facts.ek) ? EkPreference::kRsa : EkPreference::kEcc;
+  auto args = InstalledAgentArgs(later, f.tcti, f.install_root, !io.config_for.empty());
+  if (!args.ok()) return InstallFailed(args.status());
+  io.agent_args = std::move(args).value();
   auto ca = rackgate::ReadFile(f.ca, 64 * 1024);
   if (!ca.ok()) return InstallFailed(ca.status());
   io.ca_pem.assign(ca->begin(), ca->end());
   auto root = Root::Open(f.install_root);
   if (!root.ok()) return InstallFailed(root.status());
-  if (rackgate::Status s = InstallIntoRoot(io, &*root); !s.ok()) return InstallFailed(s);
+  if (rackgate::Status s = InstallIntoRoot(io, &*root, std::time(nullptr)); !s.ok()) return InstallFailed(s);
   std::fprintf(stderr, "rackgate-agent: step=install ok root=%s dir=%s\n",
                rackgate::attest::PrintableAscii(f.install_root, 300).c_str(), kInstalledDir);
   return kExitOk;
@@ -311,9 +332,15 @@ int Main(int argc, char** argv) {
   if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
   if (f.ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
   if (auto rc = CheckSteps(f.steps, &f.options)) return *rc;
-  const int rc = RunAgent(f, *parsed_urls);
+  if (!f.install_root.empty()) {
+    // What the install will carry is checked before anything is done.
+    auto args = InstalledAgentArgs(f.options, f.tcti, f.install_root, true);
+    if (!args.ok()) return Usage("--install-root: " + args.status().message());
+  }
+  RunFacts facts;
+  const int rc = RunAgent(f, *parsed_urls, &facts);
   if (rc != kExitOk || f.install_root.empty()) return rc;
-  return InstallBundle(f);
+  return InstallBundle(f, facts);
 }
 
 }  // namespace

@@ -42,10 +42,24 @@ Bytes Sha256(std::span<const uint8_t> data) {
   return d;
 }
 
+// The subject's commonName when it has exactly one, else "".
+std::string SubjectCommonName(X509* cert) {
+  const X509_NAME* name = X509_get_subject_name(cert);
+  const int at = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+  if (at < 0 || X509_NAME_get_index_by_NID(name, NID_commonName, at) >= 0) return "";
+  const ASN1_STRING* value = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, at));
+  if (value == nullptr) return "";
+  const unsigned char* data = ASN1_STRING_get0_data(value);
+  return std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(ASN1_STRING_length(value)));
+}
+
 }  // namespace
 
 Result<HeldCertificate> ReadHeldCertificate(const std::string& dir, const char* prefix) {
-  const std::string path = (std::filesystem::path(dir) / (std::string(prefix) + "-current.pem")).string();
+  return ReadHeldCertificateFile((std::filesystem::path(dir) / (std::string(prefix) + "-current.pem")).string());
+}
+
+Result<HeldCertificate> ReadHeldCertificateFile(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
     return Status::NotFound("certificate_missing", path + " does not exist");
@@ -57,6 +71,7 @@ Result<HeldCertificate> ReadHeldCertificate(const std::string& dir, const char* 
   ossl::X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (!cert) return Invalid(path + ": no certificate");
   HeldCertificate h;
+  h.subject_cn = SubjectCommonName(cert.get());
   if (!ToUnix(X509_get0_notBefore(cert.get()), &h.not_before) ||
       !ToUnix(X509_get0_notAfter(cert.get()), &h.not_after)) {
     return Invalid(path + ": unreadable validity");
@@ -103,8 +118,8 @@ CertificateAction DecideCertificate(std::time_t not_before, std::time_t not_afte
   return left <= renew_fraction * validity ? CertificateAction::kRenew : CertificateAction::kKeep;
 }
 
-CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool joined, std::time_t now,
-                                double renew_fraction,
+CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, const std::string& expected_cn,
+                                bool joined, std::time_t now, double renew_fraction,
                                 const std::function<bool(const HeldCertificate&)>& key_matches) {
   CertificatePlan p;
   if (!joined) {
@@ -116,6 +131,14 @@ CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool
     p.why = cert.status().reason();
     return p;
   }
+  // SECURITY: a certificate is this machine's only when it names the
+  // machine the appliance identified this boot (a disk moved from another
+  // machine carries that machine's identity); another's is never kept, nor
+  // presented for renewal.
+  if (cert->subject_cn != expected_cn) {
+    p.why = "other_machine";
+    return p;
+  }
   if (!key_matches(*cert)) {
     p.why = "key_mismatch";
     return p;
@@ -124,6 +147,53 @@ CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool
   p.why = p.renew ? (now >= cert->not_after ? "expired" : "due") : "valid";
   p.cert = std::move(cert).value();
   return p;
+}
+
+Result<std::vector<std::string>> RemoveCertificatesOfAnother(const std::string& dir, const char* prefix,
+                                                             const std::string& expected_cn) {
+  namespace fs = std::filesystem;
+  const std::string head = std::string(prefix) + "-";
+  const std::string current = head + "current.pem";
+  std::vector<std::string> others;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) return others;  // no directory: nothing of anyone's
+  std::vector<fs::path> remove;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == current || name.size() <= head.size() + 4 || name.compare(0, head.size(), head) != 0 ||
+        name.compare(name.size() - 4, 4, ".pem") != 0) {
+      continue;
+    }
+    std::error_code sec;
+    if (!it->is_regular_file(sec) || it->is_symlink(sec)) continue;
+    auto held = ReadHeldCertificateFile(it->path().string());
+    if (!held.ok() || held->subject_cn == expected_cn) continue;
+    others.push_back(held->subject_cn.empty() ? "(no single CN)" : held->subject_cn);
+    remove.push_back(it->path());
+  }
+  if (ec) return Status::IoError("io_failed", dir + ": " + ec.message());
+  for (const auto& p : remove) {
+    if (!fs::remove(p, ec) && ec) return Status::IoError("io_failed", p.string() + ": " + ec.message());
+  }
+  // The current link, once what it names is gone (or when it is a file of
+  // another machine's itself).
+  const fs::path link = fs::path(dir) / current;
+  const fs::file_status st = fs::symlink_status(link, ec);
+  if (fs::is_symlink(st) || fs::is_regular_file(st)) {
+    bool drop = fs::is_symlink(st) && !fs::exists(link, ec);
+    if (!drop) {
+      auto held = ReadHeldCertificateFile(link.string());
+      if (held.ok() && held->subject_cn != expected_cn) {
+        others.push_back(held->subject_cn.empty() ? "(no single CN)" : held->subject_cn);
+        drop = true;
+      }
+    }
+    if (drop && !fs::remove(link, ec) && ec) return Status::IoError("io_failed", link.string() + ": " + ec.message());
+  }
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  return others;
 }
 
 Bytes SpkiSha256(evp_pkey_st* key) {
@@ -163,11 +233,69 @@ bool ConfigStampExists(const std::string& apply_root) {
   return ::lstat(ConfigStampPath(apply_root).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+std::string ConfigStampText(const std::string& hostname, std::time_t now) {
+  return "applied_at=" + std::to_string(static_cast<long long>(now)) + " hostname=" + hostname + "\n";
+}
+
 Status WriteConfigStamp(const std::string& apply_root, const std::string& hostname, std::time_t now) {
   const std::filesystem::path p(ConfigStampPath(apply_root));
-  const std::string line =
-      "applied_at=" + std::to_string(static_cast<long long>(now)) + " hostname=" + hostname + "\n";
-  return WriteInDir(p.parent_path().string(), p.filename().string(), line, 0644);
+  return WriteInDir(p.parent_path().string(), p.filename().string(), ConfigStampText(hostname, now), 0644);
+}
+
+Result<ConfigStamp> ReadConfigStamp(const std::string& root) {
+  const std::string path = ConfigStampPath(root);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    return Status::NotFound("config_stamp_missing", path + " does not exist");
+  }
+  auto data = ReadFile(path, 4096);
+  if (!data.ok()) return Status::InvalidArgument("config_stamp_invalid", data.status().message());
+  const std::string text(data->begin(), data->end());
+  const std::string a = "applied_at=", h = " hostname=";
+  const size_t sp = text.find(h);
+  ConfigStamp stamp;
+  if (text.compare(0, a.size(), a) != 0 || sp == std::string::npos || text.empty() || text.back() != '\n') {
+    return Status::InvalidArgument("config_stamp_invalid", path + ": not applied_at=N hostname=NAME");
+  }
+  const std::string when = text.substr(a.size(), sp - a.size());
+  stamp.hostname = text.substr(sp + h.size(), text.size() - 1 - sp - h.size());
+  if (when.empty() || when.size() > 19 || when.find_first_not_of("0123456789") != std::string::npos ||
+      stamp.hostname.empty() || stamp.hostname.find_first_of(" \n") != std::string::npos) {
+    return Status::InvalidArgument("config_stamp_invalid", path + ": not applied_at=N hostname=NAME");
+  }
+  stamp.applied_at = static_cast<std::time_t>(std::stoll(when));
+  return stamp;
+}
+
+Status CheckDiskConfig(const Result<ConfigStamp>& stamp, const std::string& hostname, const std::string& state) {
+  const std::string reinstall =
+      "reinstall the disk for " + hostname +
+      ": wipe it and boot the machine through the agent's initramfs (rackgatectl pointer --kernel-args), "
+      "whose config step fetches and applies its own config";
+  // SECURITY: the disk's config is trusted as this machine's only when it
+  // was fetched for the machine the appliance identified this boot. A disk
+  // moved from another machine carries that machine's files and secrets.
+  if (stamp.ok() && stamp->hostname != hostname) {
+    return Status::VerificationFailed(
+        "config_of_another_machine",
+        "this disk's config was applied for " + attest::PrintableAscii(stamp->hostname, 64) +
+            "; the appliance identified this machine (its TPM) as " + hostname +
+            ": put the disk back into " + attest::PrintableAscii(stamp->hostname, 64) + ", or " + reinstall +
+            " (after rackgatectl reset " + hostname + " if it had joined)");
+  }
+  // Only the appliance says a machine is provisioned; a stamp alone never does.
+  if (state != "provisioned" && state != "joined") {
+    return Status::VerificationFailed("config_not_provisioned",
+                                      "the appliance has not provisioned " + hostname + " (state " + state +
+                                          ": new, or reset since its config was applied), yet this disk holds a "
+                                          "config: " + reinstall);
+  }
+  if (!stamp.ok()) {
+    return Status::VerificationFailed("config_not_provisioned",
+                                      "this disk's config stamp cannot say which machine its config is for (" +
+                                          stamp.status().reason() + "): " + reinstall);
+  }
+  return Status::Ok();
 }
 
 wire::ProvisioningReport MakeReport(const std::string& step, int exit_status, const std::string& reason,

@@ -29,6 +29,9 @@ struct HeldCertificate {
   std::string certificate_pem;  // the first certificate, re-encoded
   PkeyPtr public_key;           // the certificate's
   PkeyPtr private_key;          // null when the file has none (TPM-resident key)
+  // The subject's one commonName ("system:node:NAME"); "" when it has none
+  // or several.
+  std::string subject_cn;
   std::time_t not_before = 0;
   std::time_t not_after = 0;
 };
@@ -38,6 +41,8 @@ struct HeldCertificate {
 // no such file; kInvalidArgument ("certificate_invalid") when it does not
 // parse, or holds a key that is not the certificate's.
 Result<HeldCertificate> ReadHeldCertificate(const std::string& dir, const char* prefix);
+// The same for one file at `path` (a kubelet PEM pair, or a certificate).
+Result<HeldCertificate> ReadHeldCertificateFile(const std::string& path);
 
 enum class CertificateAction {
   kKeep,   // valid, and not yet in its renewal window
@@ -54,18 +59,34 @@ CertificateAction DecideCertificate(std::time_t not_before, std::time_t not_afte
 struct CertificatePlan {
   std::optional<HeldCertificate> cert;  // absent: ask for a first certificate
   bool renew = false;                   // with cert: renew it (else keep it)
-  std::string why;  // for the log: first, certificate_missing, certificate_invalid, key_mismatch, valid, due, expired
+  // For the log: first, certificate_missing, certificate_invalid,
+  // other_machine, key_mismatch, valid, due, expired.
+  std::string why;
 };
 // A joined machine's certificate on disk (<dir>/<prefix>-current.pem) is
 // kept while valid and not due, renewed when due or expired; anything else
-// (not joined, missing, unreadable, `key_matches` false) asks for a first
+// (not joined, missing, unreadable, issued to another machine: a subject
+// CN that is not `expected_cn`, `key_matches` false) asks for a first
 // certificate, which the appliance refuses for a joined machine's client
 // certificate until an operator's reset (a wiped disk). `key_matches`
 // checks a key that is not in the file (the TPM-resident client key); a
 // key in the file was checked against the certificate when read.
-CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, bool joined, std::time_t now,
+CertificatePlan PlanCertificate(const std::string& dir, const char* prefix, const std::string& expected_cn,
+                                bool joined, std::time_t now,
                                 double renew_fraction,
                                 const std::function<bool(const HeldCertificate&)>& key_matches);
+
+// A machine's files belong to the machine that attested (docs/agent.md,
+// "A disk in another machine"): removes from `dir` every
+// <prefix>-*.pem file whose certificate names another machine (a subject
+// CN that is not `expected_cn`, "system:node:" + the hostname the
+// appliance identified this boot), and <prefix>-current.pem when it then
+// points at nothing. Files that hold no readable certificate are left to
+// PlanCertificate. Returns the other names found (sorted, each once),
+// empty when nothing was removed; kIoError io_failed when a file could not
+// be removed.
+Result<std::vector<std::string>> RemoveCertificatesOfAnother(const std::string& dir, const char* prefix,
+                                                             const std::string& expected_cn);
 
 // SHA-256 of the key's SubjectPublicKeyInfo (DER).
 Bytes SpkiSha256(evp_pkey_st* key);
@@ -87,9 +108,35 @@ Result<wire::RenewalProof> MakeRenewalProof(const HeldCertificate& current, std:
 inline constexpr char kConfigStampInRoot[] = "/var/lib/rackgate-agent/config-applied";
 std::string ConfigStampPath(const std::string& apply_root);
 bool ConfigStampExists(const std::string& apply_root);
-// Writes the stamp ("applied_at=<unix time> hostname=<name>\n", 0644),
-// atomically, creating its directory when missing.
+// Writes the stamp (ConfigStampText, 0644), atomically, creating its
+// directory when missing.
 Status WriteConfigStamp(const std::string& apply_root, const std::string& hostname, std::time_t now);
+// "applied_at=<unix time> hostname=<name>\n".
+std::string ConfigStampText(const std::string& hostname, std::time_t now);
+
+// The stamp as written: when, and for which machine.
+struct ConfigStamp {
+  std::time_t applied_at = 0;
+  std::string hostname;
+};
+// Reads the stamp under `root`. kNotFound ("config_stamp_missing") when
+// there is none; kInvalidArgument ("config_stamp_invalid") when it is not
+// the one line ConfigStampText writes.
+Result<ConfigStamp> ReadConfigStamp(const std::string& root);
+
+// Whether the config on this disk (its stamp, as ReadConfigStamp read it)
+// may stand as the config of the machine the appliance identified this
+// boot (the token's `hostname` and `state`), for a run without the config
+// step (--config-root). OK when the stamp names `hostname` and the
+// appliance has provisioned the machine (provisioned or joined). Else
+// kVerificationFailed, each message naming the fix:
+//   config_of_another_machine  the stamp names another machine (a disk
+//                              moved between machines);
+//   config_not_provisioned     the appliance has not provisioned this
+//                              machine (enrolled or attested: new, or
+//                              reset), or the stamp is missing or
+//                              unreadable: never treated as provisioned.
+Status CheckDiskConfig(const Result<ConfigStamp>& stamp, const std::string& hostname, const std::string& state);
 
 // The provisioning report of one run (wire::ProvisioningReport): outcome
 // "ok" when exit_status is 0, else "failed" with the failure's reason and

@@ -19,16 +19,19 @@ namespace fs = std::filesystem;
 
 constexpr std::time_t kT0 = 1704067200;  // 2024-01-01T00:00:00Z
 
-// A self-signed certificate for `key`, valid [not_before, not_after].
-std::string CertificatePem(evp_pkey_st* key, std::time_t not_before, std::time_t not_after) {
+constexpr char kCn[] = "system:node:n1";
+
+// A self-signed certificate for `key`, valid [not_before, not_after],
+// issued to `cn`.
+std::string CertificatePem(evp_pkey_st* key, std::time_t not_before, std::time_t not_after,
+                           const char* cn = kCn) {
   ossl::X509Ptr x(X509_new());
   X509_set_version(x.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(x.get()), 7);
   X509_time_adj_ex(X509_getm_notBefore(x.get()), 0, 0, &not_before);
   X509_time_adj_ex(X509_getm_notAfter(x.get()), 0, 0, &not_after);
   X509_NAME* name = X509_get_subject_name(x.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("system:node:n1"), -1,
-                             -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
   X509_set_issuer_name(x.get(), name);
   X509_set_pubkey(x.get(), key);
   EXPECT_GT(X509_sign(x.get(), key, EVP_sha256()), 0);
@@ -140,34 +143,154 @@ TEST(PlanCertificate, KeepRenewOrFirstForCertificatesOnDisk) {
   // Valid [kT0, kT0 + 3000]: kept until 2000 s in, renewed after.
   ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 3000),
                                PrivateKeyPem(key.get()), kT0).ok());
-  auto keep = PlanCertificate(dir, kClientPrefix, true, kT0 + 100, 1.0 / 3, any_key);
+  auto keep = PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 100, 1.0 / 3, any_key);
   ASSERT_TRUE(keep.cert.has_value());
   EXPECT_FALSE(keep.renew);
   EXPECT_EQ(keep.why, "valid");
-  auto due = PlanCertificate(dir, kClientPrefix, true, kT0 + 2500, 1.0 / 3, any_key);
+  auto due = PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 2500, 1.0 / 3, any_key);
   ASSERT_TRUE(due.cert.has_value());
   EXPECT_TRUE(due.renew);
   EXPECT_EQ(due.why, "due");
   EXPECT_EQ(EVP_PKEY_eq(due.cert->private_key.get(), key.get()), 1);
-  auto expired = PlanCertificate(dir, kClientPrefix, true, kT0 + 4000, 1.0 / 3, any_key);
+  auto expired = PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 4000, 1.0 / 3, any_key);
   EXPECT_TRUE(expired.renew);
   EXPECT_EQ(expired.why, "expired");
   // The pool's fraction decides: a half left at 1600 s in is due.
-  EXPECT_TRUE(PlanCertificate(dir, kClientPrefix, true, kT0 + 1600, 0.5, any_key).renew);
-  EXPECT_FALSE(PlanCertificate(dir, kClientPrefix, true, kT0 + 1600, 1.0 / 3, any_key).renew);
+  EXPECT_TRUE(PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 1600, 0.5, any_key).renew);
+  EXPECT_FALSE(PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 1600, 1.0 / 3, any_key).renew);
   // Not joined (new, or reset by an operator): a first certificate, whatever is on disk.
-  auto fresh = PlanCertificate(dir, kClientPrefix, false, kT0 + 100, 1.0 / 3, any_key);
+  auto fresh = PlanCertificate(dir, kClientPrefix, kCn, false, kT0 + 100, 1.0 / 3, any_key);
   EXPECT_FALSE(fresh.cert.has_value());
   EXPECT_EQ(fresh.why, "first");
   // A key elsewhere (the TPM's) that is not the certificate's.
-  auto mismatch = PlanCertificate(dir, kClientPrefix, true, kT0 + 100, 1.0 / 3,
+  auto mismatch = PlanCertificate(dir, kClientPrefix, kCn, true, kT0 + 100, 1.0 / 3,
                                   [](const HeldCertificate&) { return false; });
   EXPECT_FALSE(mismatch.cert.has_value());
   EXPECT_EQ(mismatch.why, "key_mismatch");
   // A wiped disk: nothing to keep.
-  auto wiped = PlanCertificate(dir, kServerPrefix, true, kT0 + 100, 1.0 / 3, any_key);
+  auto wiped = PlanCertificate(dir, kServerPrefix, kCn, true, kT0 + 100, 1.0 / 3, any_key);
   EXPECT_FALSE(wiped.cert.has_value());
   EXPECT_EQ(wiped.why, "certificate_missing");
+}
+
+// Issue 40, item 9: a disk moved into another machine. The certificate
+// names vm-a; the appliance identified this boot as vm-b.
+TEST(PlanCertificate, Issue40ACertificateOfAnotherMachineIsNeverKept) {
+  TempDir d;
+  const std::string dir = d.path().string();
+  auto any_key = [](const HeldCertificate&) { return true; };
+  PkeyPtr key = GenerateP256Key();
+  ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 3000, "system:node:vm-a"),
+                               PrivateKeyPem(key.get()), kT0).ok());
+  auto held = ReadHeldCertificate(dir, kClientPrefix);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->subject_cn, "system:node:vm-a");
+  // Valid, not due, its key beside it: still not vm-b's.
+  auto other = PlanCertificate(dir, kClientPrefix, "system:node:vm-b", true, kT0 + 100, 1.0 / 3, any_key);
+  EXPECT_FALSE(other.cert.has_value());
+  EXPECT_FALSE(other.renew);
+  EXPECT_EQ(other.why, "other_machine");
+  // The machine it was issued to keeps it.
+  auto mine = PlanCertificate(dir, kClientPrefix, "system:node:vm-a", true, kT0 + 100, 1.0 / 3, any_key);
+  ASSERT_TRUE(mine.cert.has_value());
+  EXPECT_EQ(mine.why, "valid");
+  // A name that only starts the same is another machine's.
+  EXPECT_EQ(PlanCertificate(dir, kClientPrefix, "system:node:vm-", true, kT0 + 100, 1.0 / 3, any_key).why,
+            "other_machine");
+}
+
+TEST(RemoveCertificatesOfAnother, Issue40RemovesAnotherMachinesPairsAndTheCurrentLink) {
+  TempDir d;
+  const std::string dir = d.path().string();
+  PkeyPtr key = GenerateP256Key();
+  // vm-a's older and current pairs, as kubelet keeps them.
+  ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 60, "system:node:vm-a"),
+                               PrivateKeyPem(key.get()), kT0).ok());
+  ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 90, "system:node:vm-a"),
+                               PrivateKeyPem(key.get()), kT0 + 10).ok());
+  ASSERT_TRUE(WriteKubeletPair(dir, kServerPrefix, CertificatePem(key.get(), kT0, kT0 + 60, "system:node:vm-b"),
+                               PrivateKeyPem(key.get()), kT0).ok());
+  auto removed = RemoveCertificatesOfAnother(dir, kClientPrefix, "system:node:vm-b");
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, std::vector<std::string>{"system:node:vm-a"});
+  size_t client_files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("kubelet-client", 0) == 0) ++client_files;
+  }
+  EXPECT_EQ(client_files, 0u);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d.path() / "kubelet-client-current.pem")));
+  // The serving pair names vm-b: this machine's, kept.
+  auto kept = RemoveCertificatesOfAnother(dir, kServerPrefix, "system:node:vm-b");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->empty());
+  EXPECT_TRUE(ReadHeldCertificate(dir, kServerPrefix).ok());
+  // No directory (a wiped disk): nothing of anyone's.
+  auto none = RemoveCertificatesOfAnother((d.path() / "absent").string(), kClientPrefix, "system:node:vm-b");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(RemoveCertificatesOfAnother, Issue40ACurrentFileOfAnotherIsRemovedThisMachinesOlderPairKept) {
+  TempDir d;
+  const std::string dir = d.path().string();
+  PkeyPtr key = GenerateP256Key();
+  ASSERT_TRUE(WriteKubeletPair(dir, kClientPrefix, CertificatePem(key.get(), kT0, kT0 + 60, "system:node:vm-b"),
+                               PrivateKeyPem(key.get()), kT0).ok());
+  // A plain file (no link) named -current.pem, of vm-a's.
+  fs::remove(d.path() / "kubelet-client-current.pem");
+  std::ofstream(d.path() / "kubelet-client-current.pem")
+      << CertificatePem(key.get(), kT0, kT0 + 60, "system:node:vm-a") << PrivateKeyPem(key.get());
+  auto removed = RemoveCertificatesOfAnother(dir, kClientPrefix, "system:node:vm-b");
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, std::vector<std::string>{"system:node:vm-a"});
+  EXPECT_FALSE(fs::exists(d.path() / "kubelet-client-current.pem"));
+  EXPECT_TRUE(fs::exists(d.path() / "kubelet-client-2024-01-01-00-00-00.pem"));
+}
+
+TEST(ConfigStamp, Issue40ReadBackWithTheMachineItWasFor) {
+  TempDir d;
+  const std::string root = d.path().string();
+  auto missing = ReadConfigStamp(root);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().reason(), "config_stamp_missing");
+  ASSERT_TRUE(WriteConfigStamp(root, "vm-a", kT0).ok());
+  auto stamp = ReadConfigStamp(root);
+  ASSERT_TRUE(stamp.ok()) << stamp.status().ToString();
+  EXPECT_EQ(stamp->hostname, "vm-a");
+  EXPECT_EQ(stamp->applied_at, kT0);
+  for (const char* bad : {"", "applied_at=1 hostname=\n", "applied_at=x hostname=a\n", "hostname=a\n",
+                          "applied_at=1 hostname=a", "applied_at=1 hostname=a b\n"}) {
+    std::ofstream(ConfigStampPath(root), std::ios::trunc) << bad;
+    EXPECT_EQ(ReadConfigStamp(root).status().reason(), "config_stamp_invalid") << bad;
+  }
+}
+
+// Issue 40, item 9: the disk's config stands for this machine only when its
+// stamp names the machine the appliance identified, and the appliance has
+// provisioned it.
+TEST(CheckDiskConfig, Issue40EveryOutcome) {
+  const ConfigStamp a{kT0, "vm-a"};
+  EXPECT_TRUE(CheckDiskConfig(a, "vm-a", "joined").ok());
+  EXPECT_TRUE(CheckDiskConfig(a, "vm-a", "provisioned").ok());
+  // A disk moved between machines, whatever the appliance says of this one.
+  for (const char* state : {"joined", "provisioned", "attested", "enrolled"}) {
+    const Status s = CheckDiskConfig(a, "vm-b", state);
+    EXPECT_EQ(s.reason(), "config_of_another_machine") << state;
+    EXPECT_EQ(s.code(), Status::Code::kVerificationFailed);
+    EXPECT_NE(s.message().find("vm-a"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("rackgatectl reset vm-b"), std::string::npos) << s.message();
+  }
+  // Never provisioned (new, or reset): the stamp does not make it so.
+  for (const char* state : {"attested", "enrolled", ""}) {
+    const Status s = CheckDiskConfig(a, "vm-a", state);
+    EXPECT_EQ(s.reason(), "config_not_provisioned") << state;
+    EXPECT_NE(s.message().find("reinstall the disk"), std::string::npos) << s.message();
+  }
+  // No stamp, or one that says nothing: whose config it is cannot be told.
+  EXPECT_EQ(CheckDiskConfig(Status::NotFound("config_stamp_missing", "x"), "vm-a", "joined").reason(),
+            "config_not_provisioned");
+  EXPECT_EQ(CheckDiskConfig(Status::InvalidArgument("config_stamp_invalid", "x"), "vm-a", "joined").reason(),
+            "config_not_provisioned");
 }
 
 // What the appliance does with the proof: SHA-256 over the signed message,

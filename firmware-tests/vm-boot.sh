@@ -21,7 +21,9 @@
 #       timer enabled) for later boots;
 #   (d) a reboot of a joined machine: the agent installed on the disk (its
 #       unit's command, chroot into the disk) attests again, keeps its
-#       config and certificates byte for byte;
+#       config and certificates byte for byte; vm-1's disk in joined
+#       vm-2: vm-1's certificates removed, the disk's config refused
+#       (config_of_another_machine);
 #   (e) refusals, each by the rule rackgated names: Secure Boot off,
 #       another kernel command line (grub's, PCR 8), and a new machine's
 #       first boot with a tampered initramfs (boot_files naming
@@ -106,7 +108,10 @@ rg_ctl policy observe --pool "$POOL" --reason "lab: learn a real firmware boot" 
 # The fragment as a node fetches it, and its digest as the appliance serves it.
 served_code="$(rg_get /v1/agent/initramfs "$LAB_DIR/served.cpio.zst")"
 rg_get /v1/agent/initramfs.sha256 "$LAB_DIR/served.sha256" >/dev/null
-vm_init "$LAB_DIR/served.cpio.zst"
+# pointer reads the file the appliance is configured with (agent_bundle),
+# as an operator runs it: its printed digest is then a check of the bytes
+# served, not of themselves.
+vm_init "$LAB_DIR/served.cpio.zst" "$FRAGMENT"
 vm_media good
 served_digest() {
   local want
@@ -245,11 +250,11 @@ joined_disk() {
 }
 # by_ignition M: the attested files were written by the real Ignition (its
 # result file on the disk, "ignition exit=0" on the console), not by the
-# agent (which applied nothing: no stamp of its own).
+# agent (which applied nothing: no applied= on its config line).
 by_ignition() {
   grep -a 'RACKGATE-LAB: ignition exit=0' "$(lab_dir "$1")/serial.boot" >/dev/null || { echo "no ignition exit=0"; return 1; }
   vm_disk_cat "$1" /etc/.ignition-result.json | grep '"provisioningDate"' >/dev/null || { echo "no /etc/.ignition-result.json"; return 1; }
-  if vm_disk_has "$1" /var/lib/rackgate-agent/config-applied; then echo "the agent applied the config"; return 1; fi
+  if grep -a 'step=config .* applied=' "$(lab_dir "$1")/serial.boot" >/dev/null; then echo "the agent applied the config"; return 1; fi
 }
 # installed M: what --install-root wrote on M's disk, read from the host.
 installed() {
@@ -269,6 +274,12 @@ installed() {
   done
   vm_disk_cat "$m" /etc/rackgate/agent.env | grep -x "RACKGATE_URL=https://$VM_APPLIANCE_IP:22623" >/dev/null || { echo "agent.env: no URL"; return 1; }
   vm_disk_cat "$m" /etc/rackgate/ca.pem | cmp -s - "$RG_DIR/state/ca/ca.crt" || { echo "not the appliance CA"; return 1; }
+  # The disk's config is vm-N's: later boots check it names the machine
+  # they attest as (--config-root=/, docs/agent.md "A disk in another machine").
+  vm_disk_cat "$m" /var/lib/rackgate-agent/config-applied | grep -E "^applied_at=[0-9]+ hostname=$2\$" >/dev/null ||
+    { echo "no config stamp naming $2"; return 1; }
+  vm_disk_cat "$m" /etc/rackgate/agent.env | grep -E '^RACKGATE_AGENT_ARGS=.*--config-root=/( |$)' >/dev/null ||
+    { echo "agent.env: no --config-root=/"; return 1; }
 }
 n=1
 for m in "${MACHINES[@]}"; do
@@ -279,7 +290,7 @@ for m in "${MACHINES[@]}"; do
   lab_check_shown "(c) vm-$n: the attested files were written by the real Ignition in the initramfs, not by the agent" \
     by_ignition "$m"
   lab_check_shown "(c) vm-$n: the agent installed itself on the disk for later boots (/opt/rackgate-agent, unit and timer enabled, agent.env)" \
-    installed "$m"
+    installed "$m" "vm-$n"
   n=$((n + 1))
 done
 
@@ -297,6 +308,36 @@ lab_check "(d) vm-1 is still joined" test "$(rg_state vm-1)" == joined
 lab_check_shown "(d) the agent that ran was the disk's: the installed unit's command in the real root" \
   grep -aq '^RACKGATE-LAB: agent from the disk: /opt/rackgate-agent/lib/ld-linux-x86-64.so.2 /opt/rackgate-agent/rackgate-agent ' \
   "$(lab_dir vm1)/serial.boot"
+
+# --- (d) a disk moved between two joined machines -------------------------------------
+# vm-1's disk in vm-2's chassis (vm-2's TPM): the installed agent attests
+# as vm-2, removes vm-1's kubelet certificates (never kept: vm-2's kubelet
+# would act as vm-1) and stops, because the disk's config is vm-1's
+# (docs/agent.md, "A disk in another machine"). vm-2's own disk is put back.
+echo "# (d) vm-1's disk boots in vm-2"
+D2="$(lab_dir vm2)"
+mv "$D2/disk.img" "$D2/disk.own"
+cp --sparse=always "$(lab_dir vm1)/disk.img" "$D2/disk.img"
+boot_check vm2 good ms "$RC_REFUSED" \
+  "step=config machine=[0-9a-f]{16} refused reason=config_of_another_machine message=\"this disk's config was applied for vm-1; the appliance identified this machine \(its TPM\) as vm-2" \
+  "(d) vm-1's disk in vm-2: the agent attests as vm-2 and refuses the disk's config (config_of_another_machine), exit 3"
+# moved_clean: vm-1's certificates gone from the moved disk, the console says so.
+moved_clean() {
+  grep -aq 'certificate=client removed issued_to="system:node:vm-1" this_machine="system:node:vm-2"' "$D2/serial.boot" ||
+    { echo "no client removal line"; return 1; }
+  grep -aq 'certificate=serving removed issued_to="system:node:vm-1"' "$D2/serial.boot" ||
+    { echo "no serving removal line"; return 1; }
+  if vm_disk_has vm2 /var/lib/kubelet/pki/kubelet-client-current.pem; then echo "client certificate kept"; return 1; fi
+  if vm_disk_has vm2 /var/lib/kubelet/pki/kubelet-server-current.pem; then echo "serving certificate kept"; return 1; fi
+}
+lab_check_shown "(d) vm-1's kubelet certificates are removed from the moved disk, the console says so" moved_clean
+rg_ctl show vm-2 --json > "$LAB_DIR/vm-2.json"
+lab_check_shown "(d) vm-2's report names the refusal and the removal" py "$LAB_DIR/vm-2.json" '
+r = d["last_report"]
+assert r["reason"] == "config_of_another_machine", r
+assert "client_certificate_of_another_machine_removed" in r["done"], r'
+lab_check "(d) vm-2 is still joined" test "$(rg_state vm-2)" == joined
+mv "$D2/disk.own" "$D2/disk.img"
 
 # --- (e) refusals --------------------------------------------------------------------
 # Each refused boot is judged by the agent's line (403

@@ -9,7 +9,7 @@
 # after lab.sh and appliance.sh, rg_init and lab_init.
 #
 #   vm_skip_unless_tools
-#   vm_init FRAGMENT                    # the agent's initramfs fragment
+#   vm_init FRAGMENT [BUNDLE]           # the agent's initramfs fragment
 #   vm_media NAME [CMDLINE_EXTRA]       # $LAB_DIR/vm/NAME/esp.img (no root, no loop device)
 #   vm_boot M MEDIA [ms|nokeys]         # boot machine M from MEDIA; serial log $(lab_dir M)/serial.log
 #
@@ -63,18 +63,22 @@ vm_skip_unless_tools() {
   [[ -d "/lib/modules/$VM_KERNEL_VERSION" ]] || lab_skip "no /lib/modules/$VM_KERNEL_VERSION"
 }
 
-# vm_init FRAGMENT: the agent bundle every initramfs carries, and the
-# parts of the initramfs all machines share. What an operator gets from
-# rackgatectl is used as it comes: the kernel arguments (VM_KERNEL_ARGS)
-# and the CA's initramfs part ($VM_DIR/ca.cpio.gz), from `pointer
-# --kernel-args --initramfs-ca`; the fragment's digest it printed is
-# checked against the appliance's GET /v1/agent/initramfs.sha256.
+# vm_init FRAGMENT [BUNDLE]: the agent bundle every initramfs carries
+# (FRAGMENT: the bytes the appliance served), and the parts of the
+# initramfs all machines share. What an operator gets from rackgatectl is
+# used as it comes: the kernel arguments (VM_KERNEL_ARGS) and the CA's
+# initramfs part ($VM_DIR/ca.cpio.gz), from `pointer --kernel-args
+# --initramfs-ca` given BUNDLE (the file the appliance's `agent_bundle`
+# names; default FRAGMENT), as an operator runs it on the appliance; the
+# digest it printed is checked against the served bytes (vm-boot.sh).
 vm_init() {
   VM_FRAGMENT="$(realpath "$1")"
+  local bundle
+  bundle="$(realpath "${2:-$1}")"
   VM_DIR="$LAB_DIR/vm"
   mkdir -p "$VM_DIR"
   "$RG_CTL" pointer --kernel-args --url "https://$VM_APPLIANCE_IP:22623" --state-dir "$RG_DIR/state" \
-    --bundle "$VM_FRAGMENT" --initramfs-ca "$VM_DIR/ca.cpio.gz" --json > "$VM_DIR/kernel-args.json"
+    --bundle "$bundle" --initramfs-ca "$VM_DIR/ca.cpio.gz" --json > "$VM_DIR/kernel-args.json"
   VM_KERNEL_ARGS="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["kernel_args"])' \
     "$VM_DIR/kernel-args.json")"
   vm_base_initramfs "$VM_DIR/base.cpio.gz"

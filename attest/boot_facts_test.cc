@@ -851,19 +851,29 @@ TEST(BootFactsRelabelled, FirmwareLabLogIndicesAreWhatTheCasesSay) {
   EXPECT_EQ(f.secure_boot_variables.front().name, "SecureBoot");
 }
 
+// Event `index` of the firmware lab's log logged under each relabelling,
+// with `data`, its digests those of `measured` (else as logged): still one
+// of `facts` by its digest, and one relabel anomaly on `pcr`.
+void ExpectCountedWhateverItsType(uint32_t index, uint32_t pcr, const Bytes& data,
+                                  const std::optional<Bytes>& measured,
+                                  std::vector<Measurement> BootFacts::*facts) {
+  const EventLog lab = ParsedFile(kFirmwareLab);
+  for (uint32_t type : kRelabelTypes) {
+    SCOPED_TRACE(EventTypeName(type));
+    const BootFacts f = FactsOf(testing::Relabelled(lab, index, type, data, measured));
+    EXPECT_TRUE(HasMeasurement(f.*facts, index, measured.value_or(data)));
+    EXPECT_EQ(RelabelAnomalies(f, pcr), 1u);
+  }
+}
+
 TEST(BootFactsRelabelled, BootFileCountsWhateverItsType) {
   // An initramfs nobody allowed, measured by grub as H(file) on PCR 9 and
   // logged as an action whose data is the file: its digest verifies.
-  const EventLog lab = ParsedFile(kFirmwareLab);
   const Bytes file = Str("an initramfs nobody allowed");
-  for (uint32_t type : kRelabelTypes) {
-    SCOPED_TRACE(EventTypeName(type));
-    const BootFacts f = FactsOf(testing::Relabelled(lab, 54, type, file, file));
-    EXPECT_TRUE(HasMeasurement(f.boot_files, 54, file));
-    EXPECT_EQ(RelabelAnomalies(f, 9), 1u);
-  }
+  ExpectCountedWhateverItsType(54, 9, file, file, &BootFacts::boot_files);
   // As grub logs it: counted, and nothing anomalous.
-  const BootFacts honest = FactsOf(testing::Relabelled(lab, 54, kEvIpl, Str("/initrd.img"), file));
+  const BootFacts honest =
+      FactsOf(testing::Relabelled(ParsedFile(kFirmwareLab), 54, kEvIpl, Str("/initrd.img"), file));
   EXPECT_TRUE(HasMeasurement(honest.boot_files, 54, file));
   EXPECT_TRUE(honest.anomalies.empty());
 }
@@ -871,14 +881,13 @@ TEST(BootFactsRelabelled, BootFileCountsWhateverItsType) {
 TEST(BootFactsRelabelled, AuthorityCountsWhateverItsType) {
   // The firmware's db authority that verified shim (UEFI_VARIABLE_DATA,
   // digest of the data) logged as an action with the same data.
-  const EventLog lab = ParsedFile(kFirmwareLab);
-  const Bytes data = lab.events.at(31).data;
-  for (uint32_t type : kRelabelTypes) {
-    SCOPED_TRACE(EventTypeName(type));
-    const BootFacts f = FactsOf(testing::Relabelled(lab, 31, type, data));
-    EXPECT_TRUE(HasMeasurement(f.authorities, 31, data));
-    EXPECT_EQ(RelabelAnomalies(f, 7), 1u);
-  }
+  ExpectCountedWhateverItsType(31, 7, ParsedFile(kFirmwareLab).events.at(31).data, std::nullopt,
+                               &BootFacts::authorities);
+}
+
+TEST(BootFactsRelabelled, BootApplicationCountsWhateverItsType) {
+  const Bytes image = Str("an application nobody allowed");
+  ExpectCountedWhateverItsType(50, 4, image, image, &BootFacts::boot_applications);
 }
 
 TEST(BootFactsRelabelled, AuthorityRelabelledAsSecureBootConfigurationCounts) {
@@ -895,17 +904,6 @@ TEST(BootFactsRelabelled, AuthorityRelabelledAsSecureBootConfigurationCounts) {
   EXPECT_EQ(f.secure_boot, SecureBootState::kUnverifiable);
   EXPECT_EQ(AnomalyReasons(f).count("secure_boot_variable_duplicate"), 1u);
   EXPECT_EQ(Var(f, "db")->event_index, 4u);
-}
-
-TEST(BootFactsRelabelled, BootApplicationCountsWhateverItsType) {
-  const EventLog lab = ParsedFile(kFirmwareLab);
-  const Bytes image = Str("an application nobody allowed");
-  for (uint32_t type : kRelabelTypes) {
-    SCOPED_TRACE(EventTypeName(type));
-    const BootFacts f = FactsOf(testing::Relabelled(lab, 50, type, image, image));
-    EXPECT_TRUE(HasMeasurement(f.boot_applications, 50, image));
-    EXPECT_EQ(RelabelAnomalies(f, 4), 1u);
-  }
 }
 
 TEST(BootFactsRelabelled, CommandLineRelabelledIsNoCommandLineAndAnAnomaly) {

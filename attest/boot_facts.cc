@@ -594,9 +594,9 @@ bool Extractor::AccountsForItsDigest(const Event& ev, bool verified) {
   // of its PCR, and the anomaly refuses under every policy that reads the
   // PCR (Evaluate, rule eventlog). So does a tagged event that is not one.
   const bool is_action = ev.type == kEvEfiAction || ev.type == kEvAction;
-  const bool accounted = verified && ((ev.type == kEvSeparator && IsSeparatorValue(ev.data)) ||
-                                      (is_action && IsKnownAction(ev.data)));
-  if (is_action && !IsKnownAction(ev.data)) {
+  const bool known_action = is_action && IsKnownAction(ev.data);
+  const bool accounted = verified && ((ev.type == kEvSeparator && IsSeparatorValue(ev.data)) || known_action);
+  if (is_action && !known_action) {
     Anomalous(ev, "event_relabelled", "an action whose data is not an action string firmware writes");
   } else if (ev.type == kEvSeparator && !IsSeparatorValue(ev.data)) {
     Anomalous(ev, "event_relabelled", "a separator whose data is not a separator value");

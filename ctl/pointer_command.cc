@@ -160,8 +160,6 @@ Result<std::string> KernelArgsUrl(const std::string& url) {
   return parsed->front().url;
 }
 
-bool KernelArgsUrlOk(const std::string& url) { return KernelArgsUrl(url).ok(); }
-
 Result<std::string> CaCertificatesOnly(const std::string& pem, const std::string& path) {
   static constexpr std::string_view kBegin = "-----BEGIN ";
   static constexpr std::string_view kCertBegin = "-----BEGIN CERTIFICATE-----";

@@ -33,7 +33,7 @@ std::string PointerConfig(const PointerOptions& o);
 
 // What `pointer --kernel-args` tells an operator.
 struct KernelArgsOptions {
-  std::vector<std::string> urls;  // the appliances, each https://HOST:PORT (KernelArgsUrlOk)
+  std::vector<std::string> urls;  // the appliances, each https://HOST:PORT (KernelArgsUrl)
   std::string bundle_file;        // the agent bundle read, its SHA-256 and size
   std::string bundle_sha256;
   uint64_t bundle_bytes = 0;
@@ -45,7 +45,6 @@ struct KernelArgsOptions {
 // wire/appliance_urls.h): one https://HOST[:PORT], nothing else, returned in
 // the agent's form; url_invalid (the message names the fix) otherwise.
 Result<std::string> KernelArgsUrl(const std::string& url);
-bool KernelArgsUrlOk(const std::string& url);
 // The certificates of a --ca file, and nothing else of it (never a key):
 // ca_invalid, naming the fix, for a file that holds any other PEM block
 // (a private key beside the certificate) or no certificate.

@@ -128,13 +128,13 @@ TEST(KernelArgs, NamesEveryAppliance) {
 }
 
 TEST(KernelArgs, UrlsThatWouldSplitOrQuoteTheCommandLineAreRefused) {
-  EXPECT_TRUE(KernelArgsUrlOk("https://10.0.2.100:22623"));
-  EXPECT_TRUE(KernelArgsUrlOk("https://[fd00::1]:22623"));
+  EXPECT_TRUE(KernelArgsUrl("https://10.0.2.100:22623").ok());
+  EXPECT_TRUE(KernelArgsUrl("https://[fd00::1]:22623").ok());
   for (const char* bad : {"http://10.0.2.100:22623", "https://", "https://a b", "https://a,https://b", "https://a\"",
                           "https://a'", "https://a\\b", "https://a\tb", "https://\x7f", "https://\xc3\xa9"}) {
-    EXPECT_FALSE(KernelArgsUrlOk(bad)) << bad;
+    EXPECT_FALSE(KernelArgsUrl(bad).ok()) << bad;
   }
-  EXPECT_FALSE(KernelArgsUrlOk("https://" + std::string(600, 'a')));
+  EXPECT_FALSE(KernelArgsUrl("https://" + std::string(600, 'a')).ok());
 }
 
 TEST(KernelArgs, JsonNamesTheBundleItsDigestAndTheCaPart) {
@@ -180,7 +180,7 @@ TEST(KernelArgs, UrlsTheAgentWouldRefuseAtBootAreRefused) {
   for (const char* bad : {"https://rg.example:22623/rackgate", "https://rg.example:99999",
                           "https://user:pw@rg.example:22623", "https://rg.example:22623?x=1",
                           "https://rg.example:22623#f", "https://rg.example:0", "https://rg.example:", "https://[fd00::1"}) {
-    EXPECT_FALSE(KernelArgsUrlOk(bad)) << bad;
+    EXPECT_FALSE(KernelArgsUrl(bad).ok()) << bad;
     auto r = KernelArgsUrl(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().reason(), "url_invalid");

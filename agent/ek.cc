@@ -1,31 +1,12 @@
 // EK selection and EK certificates from NV.
 #include "agent/ek.h"
 
-#include <openssl/err.h>
-#include <openssl/x509.h>
-
 #include <set>
 
 #include "attest/ek_identity.h"
+#include "attest/ek_nv.h"
 
 namespace rackgate::agent {
-
-std::vector<Bytes> SplitDerCertificates(std::span<const uint8_t> data, size_t max) {
-  std::vector<Bytes> out;
-  const unsigned char* p = data.data();
-  const unsigned char* const end = data.data() + data.size();
-  while (p < end && out.size() < max) {
-    const unsigned char* start = p;
-    X509* cert = d2i_X509(nullptr, &p, static_cast<long>(end - p));
-    if (cert == nullptr) {
-      ERR_clear_error();
-      break;
-    }
-    X509_free(cert);
-    out.emplace_back(start, p);
-  }
-  return out;
-}
 
 Result<EkChoice> ChooseEk(Tpm* tpm, EkPreference preference) {
   std::vector<EkKind> order;
@@ -44,10 +25,12 @@ Result<EkChoice> ChooseEk(Tpm* tpm, EkPreference preference) {
     if (!have.count(EkCertNvIndex(kind))) continue;
     auto nv = tpm->ReadNv(EkCertNvIndex(kind));
     if (!nv.ok()) return nv.status();
-    auto certs = SplitDerCertificates(*nv, 1);
-    if (certs.empty()) continue;  // an index without a certificate in it
+    // The DER alone, as the appliance takes it: the stored-certificate
+    // header and the index's padding are stripped here.
+    auto der = attest::EkCertificateDerFromNv(*nv);
+    if (!der.ok()) continue;  // an index without a certificate in it
     choice.kind = kind;
-    choice.certificate = std::move(certs.front());
+    choice.certificate = std::move(der).value();
     break;
   }
   if (!choice.certificate) return choice;
@@ -60,7 +43,7 @@ Result<EkChoice> ChooseEk(Tpm* tpm, EkPreference preference) {
       if (choice.intermediates.size() >= kMaxIntermediates) break;
       auto nv = tpm->ReadNv(index);
       if (!nv.ok()) continue;
-      for (auto& c : SplitDerCertificates(*nv, kMaxIntermediates - choice.intermediates.size())) {
+      for (auto& c : attest::SplitDerCertificates(*nv, kMaxIntermediates - choice.intermediates.size())) {
         choice.intermediates.push_back(std::move(c));
       }
     }

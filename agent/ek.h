@@ -36,10 +36,6 @@ inline constexpr size_t kMaxIntermediates = 4;  // what the appliance accepts
 // enrolled by its public area and require_ek_certificate off).
 Result<EkChoice> ChooseEk(Tpm* tpm, EkPreference preference);
 
-// The DER certificates at the start of `data`, back to back; stops at the
-// first byte that does not start one (padding). At most `max` certificates.
-std::vector<Bytes> SplitDerCertificates(std::span<const uint8_t> data, size_t max);
-
 // kTpmError ("ek_template_mismatch") unless the EK public area and the
 // certificate carry the same key: the template was not the manufacturer's,
 // and the appliance would refuse the EK anyway.

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "base/ossl.h"
+#include "attest/ek_nv.h"
 
 namespace rackgate::attest {
 namespace {
@@ -241,7 +242,13 @@ Result<ParsedDer> ParseOneCertificate(std::span<const uint8_t> in) {
     return Malformed("certificate of " + std::to_string(in.size()) +
                      " bytes exceeds the limit of " + std::to_string(kMaxEkCertBytes));
   }
-  if (!LooksLikePem(in)) return ParseDerCertificate(in);
+  if (!LooksLikePem(in)) {
+    // As read from NV: the DER, perhaps behind the stored-certificate header
+    // or followed by the index's padding (attest/ek_nv.h).
+    Result<Bytes> der = EkCertificateDerFromNv(in);
+    if (!der.ok()) return der.status();
+    return ParseDerCertificate(*der);
+  }
 
   ossl::BioPtr bio(BIO_new_mem_buf(in.data(), static_cast<int>(in.size())));
   if (!bio) throw std::bad_alloc();

@@ -1,0 +1,118 @@
+#include "attest/ek_nv.h"
+
+#include <gtest/gtest.h>
+
+#include "attest/ek_cert.h"
+#include "attest/test_util.h"
+
+namespace rackgate::attest {
+namespace {
+
+// Each fixture read once: the tests take begin() and end() of the same object.
+const Bytes& Rsa() {
+  static const Bytes der = testing::ReadFixture("attest/testdata/ek/ek-rsa2048.der");
+  return der;
+}
+const Bytes& Ecc() {
+  static const Bytes der = testing::ReadFixture("attest/testdata/ek/ek-secp384r1.der");
+  return der;
+}
+
+// The PC Client stored-certificate header over `body`.
+Bytes WithHeader(const Bytes& body) {
+  Bytes out = {0x10, 0x01, 0x00, static_cast<uint8_t>(body.size() >> 8), static_cast<uint8_t>(body.size())};
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+TEST(EkCertificateDerFromNv, TheDerAloneIsItself) {
+  auto der = EkCertificateDerFromNv(Rsa());
+  ASSERT_TRUE(der.ok()) << der.status().ToString();
+  EXPECT_EQ(*der, Rsa());
+}
+
+TEST(EkCertificateDerFromNv, StripsFfAndZeroPadding) {
+  for (uint8_t pad : {uint8_t{0xFF}, uint8_t{0x00}}) {
+    Bytes nv = Rsa();
+    nv.resize(Rsa().size() + 500, pad);  // an index larger than its certificate
+    auto der = EkCertificateDerFromNv(nv);
+    ASSERT_TRUE(der.ok()) << der.status().ToString();
+    EXPECT_EQ(*der, Rsa());
+  }
+}
+
+TEST(EkCertificateDerFromNv, StripsTheStoredCertificateHeader) {
+  auto plain = EkCertificateDerFromNv(WithHeader(Rsa()));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(*plain, Rsa());
+  // With the full-certificate tag inside, and padding after the header's size.
+  Bytes tagged = {0x10, 0x02};
+  tagged.insert(tagged.end(), Rsa().begin(), Rsa().end());
+  Bytes nv = WithHeader(tagged);
+  nv.resize(nv.size() + 64, 0xFF);
+  auto der = EkCertificateDerFromNv(nv);
+  ASSERT_TRUE(der.ok()) << der.status().ToString();
+  EXPECT_EQ(*der, Rsa());
+}
+
+TEST(EkCertificateDerFromNv, RefusesAnythingButPaddingAfterTheDer) {
+  Bytes junk = Rsa();
+  junk.push_back(0x01);
+  EXPECT_EQ(EkCertificateDerFromNv(junk).status().reason(), "ek_cert_malformed");
+  Bytes mixed = Rsa();
+  mixed.insert(mixed.end(), {0xFF, 0xFF, 0x00});
+  EXPECT_EQ(EkCertificateDerFromNv(mixed).status().reason(), "ek_cert_malformed");
+  // A second certificate is not padding either: the leaf index holds one.
+  Bytes two = Rsa();
+  two.insert(two.end(), Ecc().begin(), Ecc().end());
+  EXPECT_EQ(EkCertificateDerFromNv(two).status().reason(), "ek_cert_malformed");
+}
+
+TEST(EkCertificateDerFromNv, RefusesAHeaderLongerThanItsInput) {
+  Bytes nv = WithHeader(Rsa());
+  nv.resize(nv.size() - 1);
+  EXPECT_EQ(EkCertificateDerFromNv(nv).status().reason(), "ek_cert_malformed");
+}
+
+TEST(EkCertificateDerFromNv, TruncationLoop) {
+  const Bytes full = WithHeader(Rsa());
+  for (size_t n = 0; n < full.size(); ++n) {
+    auto der = EkCertificateDerFromNv(std::span<const uint8_t>(full.data(), n));
+    EXPECT_FALSE(der.ok()) << "accepted a prefix of " << n << " bytes";
+  }
+}
+
+TEST(EkCertificateDerFromNv, RefusesIndefiniteAndOverlongLengths) {
+  EXPECT_FALSE(EkCertificateDerFromNv(Bytes{0x30, 0x80, 0x00, 0x00}).ok());
+  EXPECT_FALSE(EkCertificateDerFromNv(Bytes{0x30, 0x84, 0x00, 0x00, 0x00, 0x01, 0x00}).ok());
+  EXPECT_FALSE(EkCertificateDerFromNv(Bytes{0x31, 0x00}).ok());
+}
+
+TEST(EkCertificateDerFromNv, EveryLeafPathTakesThePaddedForm) {
+  // What `tpm2_nvread` writes parses as the certificate it holds.
+  Bytes nv = WithHeader(Rsa());
+  nv.resize(nv.size() + 100, 0xFF);
+  auto info = ParseEkCertificate(nv);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->der, Rsa());
+}
+
+TEST(SplitDerCertificates, StopsAtPaddingAndAtTheLimit) {
+  Bytes padded = Rsa();
+  padded.resize(Rsa().size() + 200, 0xff);
+  auto one = SplitDerCertificates(padded, 4);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], Rsa());
+
+  Bytes both = Rsa();
+  both.insert(both.end(), Ecc().begin(), Ecc().end());
+  auto two = SplitDerCertificates(both, 4);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1], Ecc());
+  EXPECT_EQ(SplitDerCertificates(both, 1).size(), 1u);
+  EXPECT_TRUE(SplitDerCertificates(Bytes(Rsa().begin(), Rsa().end() - 1), 4).empty());  // truncated
+  EXPECT_TRUE(SplitDerCertificates({}, 4).empty());
+}
+
+}  // namespace
+}  // namespace rackgate::attest

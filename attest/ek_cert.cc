@@ -13,6 +13,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cstring>
 #include <ctime>
@@ -641,13 +642,81 @@ Result<std::vector<std::filesystem::path>> ExpandTrustPath(const std::string& pa
   return files;
 }
 
+std::string HexLower(std::span<const uint8_t> bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xf]);
+  }
+  return out;
+}
+
+// Lower-case hex SHA-256 of the certificate's DER (its encoding as held, which
+// for a certificate decoded from DER is the bytes it was decoded from).
+std::string CertSha256(X509* x) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (X509_digest(x, EVP_sha256(), md, &len) != 1) {
+    ERR_clear_error();
+    throw std::bad_alloc();
+  }
+  return HexLower(std::span<const uint8_t>(md, len));
+}
+
+// "RSA-2048", "ECC P-384", ... for display; "unknown" for a key OpenSSL
+// cannot decode.
+std::string KeyForDisplay(X509* x) {
+  EVP_PKEY* pkey = X509_get0_pubkey(x);  // BORROWED
+  if (pkey == nullptr) {
+    ERR_clear_error();
+    return "unknown";
+  }
+  const int base_id = EVP_PKEY_get_base_id(pkey);
+  if (base_id == EVP_PKEY_RSA) return "RSA-" + std::to_string(EVP_PKEY_get_bits(pkey));
+  if (base_id == EVP_PKEY_EC) {
+    char group[64] = {};
+    size_t group_len = 0;
+    if (EVP_PKEY_get_group_name(pkey, group, sizeof(group), &group_len) != 1) {
+      ERR_clear_error();
+      return "ECC (explicit parameters)";
+    }
+    switch (OBJ_sn2nid(group)) {
+      case NID_X9_62_prime256v1:
+        return "ECC P-256";
+      case NID_secp384r1:
+        return "ECC P-384";
+      case NID_secp521r1:
+        return "ECC P-521";
+      default:
+        return "ECC " + EscapeForDisplay(group);
+    }
+  }
+  return EscapeForDisplay(OBJ_nid2sn(base_id) != nullptr ? OBJ_nid2sn(base_id) : "unknown");
+}
+
+bool IsKnownRelaxation(std::string_view name) {
+  return name == kEkRelaxSha1 || name == kEkRelaxExpiredCa || name == kEkRelaxNoEkMarks;
+}
+
 }  // namespace
 
 struct EkTrustStore::Impl {
   ossl::X509StorePtr store;
   ossl::X509StackPtr intermediates;  // untrusted: path building only
   std::vector<std::string> accepted_policies;
-  size_t root_count = 0;
+  std::vector<EkAnchor> anchors;  // one per certificate in `store`
+  std::vector<std::string> notes;
+
+  // The anchor whose DER has this SHA-256 (lower-case hex); null if none.
+  const EkAnchor* FindAnchor(std::string_view sha256) const {
+    for (const EkAnchor& a : anchors) {
+      if (a.sha256 == sha256) return &a;
+    }
+    return nullptr;
+  }
+  Status AddRoots(std::span<const uint8_t> der_or_pem, const std::string& source);
 };
 
 EkTrustStore::EkTrustStore() : impl_(std::make_unique<Impl>()) {
@@ -660,14 +729,47 @@ EkTrustStore::~EkTrustStore() = default;
 EkTrustStore::EkTrustStore(EkTrustStore&& other) noexcept = default;
 EkTrustStore& EkTrustStore::operator=(EkTrustStore&& other) noexcept = default;
 
-size_t EkTrustStore::root_count() const { return impl_ ? impl_->root_count : 0; }
+size_t EkTrustStore::root_count() const { return impl_ ? impl_->anchors.size() : 0; }
 
 size_t EkTrustStore::intermediate_count() const {
   return impl_ ? static_cast<size_t>(sk_X509_num(impl_->intermediates.get())) : 0;
 }
 
+std::vector<EkAnchor> EkTrustStore::Anchors() const {
+  return impl_ ? impl_->anchors : std::vector<EkAnchor>{};
+}
+
+std::vector<std::string> EkTrustStore::LoadNotes() const {
+  return impl_ ? impl_->notes : std::vector<std::string>{};
+}
+
+Status EkTrustStore::AllowForAnchor(std::string_view anchor_sha256_hex,
+                                    std::string_view relaxation) {
+  if (!impl_) return StoreInvalid("moved-from trust store");
+  if (!IsKnownRelaxation(relaxation)) {
+    return StoreInvalid("unknown relaxation '" + EscapeForDisplay(relaxation) +
+                        "' (known: sha1, expired-ca, no-ek-marks)");
+  }
+  std::string wanted(anchor_sha256_hex);
+  std::transform(wanted.begin(), wanted.end(), wanted.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (EkAnchor& a : impl_->anchors) {
+    if (a.sha256 != wanted) continue;
+    if (std::find(a.relaxations.begin(), a.relaxations.end(), relaxation) == a.relaxations.end()) {
+      a.relaxations.emplace_back(relaxation);
+    }
+    return Status::Ok();
+  }
+  return StoreInvalid("no EK anchor has SHA-256 " + EscapeForDisplay(wanted));
+}
+
 Status EkTrustStore::AddRoot(std::span<const uint8_t> der_or_pem) {
   if (!impl_) return StoreInvalid("moved-from trust store");
+  return impl_->AddRoots(der_or_pem, "");
+}
+
+Status EkTrustStore::Impl::AddRoots(std::span<const uint8_t> der_or_pem,
+                                    const std::string& source) {
   Result<std::vector<ossl::X509Ptr>> certs = ParseCertificateBundle(der_or_pem);
   if (!certs.ok()) return certs.status();
   // Check them all before adding any, so a failure adds nothing.
@@ -687,11 +789,21 @@ Status EkTrustStore::AddRoot(std::span<const uint8_t> der_or_pem) {
     }
   }
   for (const ossl::X509Ptr& x : *certs) {
-    if (X509_STORE_add_cert(impl_->store.get(), x.get()) != 1) {  // takes its own reference
+    EkAnchor anchor;
+    anchor.sha256 = CertSha256(x.get());
+    if (FindAnchor(anchor.sha256) != nullptr) continue;  // the same certificate twice
+    anchor.subject = NameForDisplay(X509_get_subject_name(x.get()));
+    anchor.issuer = NameForDisplay(X509_get_issuer_name(x.get()));
+    anchor.self_signed = X509_self_signed(x.get(), /*verify_signature=*/1) == 1;
+    ERR_clear_error();
+    anchor.key = KeyForDisplay(x.get());
+    anchor.not_after = Asn1TimeToUnix(X509_get0_notAfter(x.get())).value_or(0);
+    anchor.source = source;
+    if (X509_STORE_add_cert(store.get(), x.get()) != 1) {  // takes its own reference
       ERR_clear_error();
       throw std::bad_alloc();
     }
-    ++impl_->root_count;
+    anchors.push_back(std::move(anchor));
   }
   return Status::Ok();
 }
@@ -733,7 +845,8 @@ Result<EkTrustStore> EkTrustStore::Load(const std::vector<std::string>& root_pat
       for (const std::filesystem::path& file : *files) {
         Result<Bytes> data = ReadFileBounded(file);
         if (!data.ok()) return data.status();
-        Status s = roots ? store.AddRoot(*data) : store.AddIntermediate(*data);
+        Status s = roots ? store.impl_->AddRoots(*data, file.string())
+                         : store.AddIntermediate(*data);
         if (!s.ok()) return s.Annotate(file.string());
       }
     }
@@ -757,7 +870,7 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
                                              : std::span<const std::string>());
   if (!parsed.ok()) return parsed.status();
   const EkCertInfo& info = parsed->info;
-  if (impl == nullptr || impl->root_count == 0) {
+  if (impl == nullptr || impl->anchors.empty()) {
     return Status::VerificationFailed(kEkCertUntrusted,
                                       LeafName(info) + ": no EK roots configured");
   }
@@ -838,6 +951,16 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
                                                       ": key is not RSA-2048 or ECC P-256/P-384 (" +
                                                       std::to_string(info.key_bits) + " bits)");
   }
+  // The anchor is the top of the verified chain: a certificate of the store.
+  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx.get());  // BORROWED
+  const int chain_len = chain != nullptr ? sk_X509_num(chain) : 0;
+  const EkAnchor* anchor =
+      chain_len > 0 ? impl->FindAnchor(CertSha256(sk_X509_value(chain, chain_len - 1))) : nullptr;
+  if (anchor == nullptr) {
+    throw std::logic_error("verified EK chain does not end at a configured anchor");
+  }
+  parsed->info.anchor_sha256 = anchor->sha256;
+  parsed->info.anchor_subject = anchor->subject;
   return std::move(parsed->info);
 }
 

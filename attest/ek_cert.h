@@ -56,6 +56,30 @@ inline constexpr char kOidTcgAtTpmVersion[] = "2.23.133.2.3";
 // EK certificates; the policyIdentifier is the issuer's own CP).
 inline constexpr char kTcgEkPolicyNotice[] = "TCPA Trusted Platform Module Endorsement";
 
+// Relaxations an operator may grant one anchor (docs/ek-vendors.md, "Verification
+// rules (attest/)"); the names are what the daemon config, the CLI and the
+// records say.
+// SHA-1 (or other weaker-than-level-1) signatures on certificates of a path
+// ending at this anchor.
+inline constexpr char kEkRelaxSha1[] = "sha1";
+// An expired CA certificate (never the leaf) in such a path.
+inline constexpr char kEkRelaxExpiredCa[] = "expired-ca";
+// A leaf with neither the TCG EK EKU nor the EK policy (cloud vTPM profiles).
+inline constexpr char kEkRelaxNoEkMarks[] = "no-ek-marks";
+
+// One trust anchor: every certificate configured in ek_roots that is a CA.
+// Strings are escaped for display, as in EkCertInfo.
+struct EkAnchor {
+  std::string subject;       // RFC 2253
+  std::string issuer;        // RFC 2253
+  bool self_signed = false;  // false: an intermediate or cross-signed CA used as an anchor
+  std::string key;           // "RSA-2048", "RSA-4096", "ECC P-256", "ECC P-384", "ECC P-521"
+  int64_t not_after = 0;     // unix seconds
+  std::string sha256;        // lower-case hex SHA-256 of the DER: the anchor's name
+  std::string source;        // the file it was loaded from ("" when added from memory)
+  std::vector<std::string> relaxations;  // granted by AllowForAnchor, in the order granted
+};
+
 // What an EK certificate says, reduced to what a verifier or an operator needs.
 // Strings that come from the certificate are escaped for display: bytes outside
 // printable ASCII appear as \xNN, so they are safe to log and print.
@@ -90,6 +114,13 @@ struct EkCertInfo {
   Bytes ecc_y;
 
   Bytes der;  // the certificate exactly as received (DER, also for PEM input)
+
+  // Set by VerifyEkCertificate on success (empty after ParseEkCertificate):
+  std::string anchor_sha256;  // the anchor the path ended at (EkAnchor::sha256)
+  std::string anchor_subject;
+  // The relaxations of that anchor this certificate needed (kEkRelax* names);
+  // empty when it verified without any.
+  std::vector<std::string> relaxations_used;
 };
 
 // The configured manufacturer roots (trust anchors) and known intermediates
@@ -126,8 +157,21 @@ class EkTrustStore {
   // (ek_trust_store_invalid) when the text is not an OID.
   Status AcceptEkPolicy(std::string_view dotted_oid);
 
-  size_t root_count() const;
+  size_t root_count() const;  // == Anchors().size()
   size_t intermediate_count() const;
+
+  // Every CA certificate in ek_roots is an anchor (self-signed or not: a
+  // vendor CA issued by a root the operator does not have, a cross-signed CA).
+  // A certificate in ek_roots that is not a CA is skipped and noted, never a
+  // reason to refuse the whole folder. In the order loaded.
+  std::vector<EkAnchor> Anchors() const;
+  // What loading skipped, one printable line each ("file: subject: why").
+  std::vector<std::string> LoadNotes() const;
+  // Grants `relaxation` (one of the kEkRelax* names) to the anchor whose DER
+  // has this SHA-256 (hex, any case). Granting one twice is no error.
+  // kInvalidArgument (ek_trust_store_invalid) naming the problem when no
+  // anchor has it or the name is unknown; nothing changes then.
+  Status AllowForAnchor(std::string_view anchor_sha256_hex, std::string_view relaxation);
 
  private:
   struct Impl;

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +87,92 @@ TEST_F(EkCertTest, AllowForAnchorGrantsKnownRelaxationsToKnownAnchors) {
                 kEkTrustStoreInvalid);
   EXPECT_REASON(store.AllowForAnchor("", kEkRelaxNoEkMarks), kEkTrustStoreInvalid);
   EXPECT_EQ(store.Anchors()[0].relaxations.size(), 2u);  // refusals changed nothing
+}
+
+
+// A vendor CA that is not self-signed anchors what it issued, without the
+// root above it (STMicro's ECC root under GlobalSign's; issue 41).
+TEST_F(EkCertTest, NonSelfSignedCaIsAnAnchor) {
+  EkTrustStore store;
+  ASSERT_TRUE(store.AddRoot(Pem(pki().intermediate.get())).ok());
+  ASSERT_EQ(store.Anchors().size(), 1u);
+  EXPECT_FALSE(store.Anchors()[0].self_signed);
+  EXPECT_EQ(store.Anchors()[0].issuer, "CN=Test EK Root");
+  EXPECT_EQ(store.Anchors()[0].key, "RSA-2048");
+  Result<EkCertInfo> info = VerifyEkCertificate(store, pki().Ek(CertSpec{}), kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->anchor_sha256, Sha256Of(pki().intermediate.get()));
+  EXPECT_EQ(info->anchor_subject, "CN=Test EK Intermediate");
+  // Still only what it issued: a leaf of another CA is refused.
+  EkTrustStore foreign;
+  ASSERT_TRUE(foreign.AddRoot(Pem(pki().foreign_int.get())).ok());
+  EXPECT_REASON(VerifyEkCertificate(foreign, pki().Ek(CertSpec{}), kNow).status(),
+                kEkCertMissingIntermediate);
+}
+
+TEST_F(EkCertTest, NonCaInARootBundleIsNotedAndSkipped) {
+  EkTrustStore store;
+  ASSERT_TRUE(store.AddRoot(ek_testing::Concat(Pem(pki().root.get()),
+                                               Pem(MakeCert(CertSpec{}, pki().ek_rsa_key.get(),
+                                                            pki().intermediate.get(),
+                                                            pki().int_key.get())
+                                                       .get())))
+                  .ok());
+  EXPECT_EQ(store.root_count(), 1u);
+  ASSERT_EQ(store.LoadNotes().size(), 1u);
+  EXPECT_EQ(store.LoadNotes()[0],
+            "(memory): CN=unknown: skipped: not a CA (needs basicConstraints CA:TRUE and, if it "
+            "has a key usage, keyCertSign)");
+}
+
+// A CA cross-signed by another root: the copy in ek_roots anchors the path,
+// whoever signed it.
+TEST_F(EkCertTest, CrossSignedCaIsAnAnchor) {
+  ossl::PkeyPtr other_key = ek_testing::GenEc("P-256");
+  ossl::X509Ptr other_root =
+      MakeCert(CaSpec("Other Root"), other_key.get(), nullptr, other_key.get());
+  ossl::X509Ptr cross = MakeCert(CaSpec("Test EK Intermediate"), pki().int_key.get(),
+                                 other_root.get(), other_key.get());
+  EkTrustStore store;
+  ASSERT_TRUE(store.AddRoot(Der(cross.get())).ok());
+  EXPECT_FALSE(store.Anchors()[0].self_signed);
+  Result<EkCertInfo> info = VerifyEkCertificate(store, pki().Ek(CertSpec{}), kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->anchor_sha256, Sha256Of(cross.get()));
+}
+
+// A folder as vendors and Keylime ship it: roots, intermediates, a sample EK
+// certificate and a README. The CAs anchor, the rest is noted.
+TEST_F(EkCertTest, MixedFolderIsSortedNotRefused) {
+  const std::string dir = ::testing::TempDir() + "/ek_mixed_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const Bytes& data) {
+    std::ofstream(dir + "/" + name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  };
+  write("a-root.pem", Pem(pki().root.get()));
+  write("b-intermediate.der", Der(pki().intermediate.get()));
+  write("c-sample-ek.pem", Pem(MakeCert(CertSpec{}, pki().ek_rsa_key.get(),
+                                        pki().intermediate.get(), pki().int_key.get())
+                                   .get()));
+  write("d-README", ek_testing::Str("vendor roots, see the web site\n"));
+  Result<EkTrustStore> store = EkTrustStore::Load({dir}, {});
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::vector<EkAnchor> anchors = store->Anchors();
+  ASSERT_EQ(anchors.size(), 2u);
+  EXPECT_TRUE(anchors[0].self_signed);
+  EXPECT_FALSE(anchors[1].self_signed);
+  EXPECT_EQ(anchors[1].source, dir + "/b-intermediate.der");
+  const std::vector<std::string> notes = store->LoadNotes();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("c-sample-ek.pem: skipped: no CA certificate"), std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[1].find("d-README: skipped"), std::string::npos) << notes[1];
+  // The path ends at the first anchor reached from the leaf: the intermediate.
+  Result<EkCertInfo> info = VerifyEkCertificate(*store, pki().Ek(CertSpec{}), kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->anchor_sha256, anchors[1].sha256);
 }
 
 }  // namespace

@@ -772,28 +772,33 @@ Status EkTrustStore::Impl::AddRoots(std::span<const uint8_t> der_or_pem,
                                     const std::string& source) {
   Result<std::vector<ossl::X509Ptr>> certs = ParseCertificateBundle(der_or_pem);
   if (!certs.ok()) return certs.status();
-  // Check them all before adding any, so a failure adds nothing.
+  const std::string where = source.empty() ? std::string("(memory)") : source;
+  size_t cas = 0;
+  std::vector<std::string> skipped;  // notes, kept only when something was added
   for (const ossl::X509Ptr& x : *certs) {
-    // SECURITY: a trust anchor must be a CA that signed itself. Anchoring on
-    // a leaf or an intermediate by mistake would widen or break trust in ways
-    // that are hard to see later; refuse it at configuration time.
     const std::string name = NameForDisplay(X509_get_subject_name(x.get()));
+    // SECURITY: only a CA anchors a path. Operators collect vendor folders
+    // that mix roots, intermediates and sometimes a sample EK certificate; a
+    // non-CA among them is skipped and said so, not trusted and not a reason
+    // to refuse the vendors' CAs that came with it.
     if (X509_check_ca(x.get()) != 1) {
-      return StoreInvalid("root '" + name +
-                          "' is not a CA (needs basicConstraints CA:TRUE and, if it has a key "
-                          "usage, keyCertSign)");
-    }
-    if (X509_self_signed(x.get(), /*verify_signature=*/1) != 1) {
       ERR_clear_error();
-      return StoreInvalid("root '" + name + "' is not self-signed");
+      skipped.push_back(where + ": " + name +
+                        ": skipped: not a CA (needs basicConstraints CA:TRUE and, if it has a key "
+                      "usage, keyCertSign)");
+      continue;
     }
-  }
-  for (const ossl::X509Ptr& x : *certs) {
+    ++cas;
     EkAnchor anchor;
     anchor.sha256 = CertSha256(x.get());
-    if (FindAnchor(anchor.sha256) != nullptr) continue;  // the same certificate twice
-    anchor.subject = NameForDisplay(X509_get_subject_name(x.get()));
+    if (FindAnchor(anchor.sha256) != nullptr) {
+      skipped.push_back(where + ": " + name + ": skipped: already an anchor");
+      continue;
+    }
+    anchor.subject = name;
     anchor.issuer = NameForDisplay(X509_get_issuer_name(x.get()));
+    // Not self-signed is fine (partial chains): a vendor CA whose root the
+    // operator does not have, or a cross-signed CA, anchors what it issued.
     anchor.self_signed = X509_self_signed(x.get(), /*verify_signature=*/1) == 1;
     ERR_clear_error();
     anchor.key = KeyForDisplay(x.get());
@@ -805,6 +810,12 @@ Status EkTrustStore::Impl::AddRoots(std::span<const uint8_t> der_or_pem,
     }
     anchors.push_back(std::move(anchor));
   }
+  if (cas == 0) {
+    return StoreInvalid("no CA certificate (" + std::to_string(certs->size()) +
+                        " certificate(s); first: '" +
+                        NameForDisplay(X509_get_subject_name(certs->front().get())) + "')");
+  }
+  notes.insert(notes.end(), skipped.begin(), skipped.end());
   return Status::Ok();
 }
 
@@ -837,21 +848,32 @@ Status EkTrustStore::AcceptEkPolicy(std::string_view dotted_oid) {
 Result<EkTrustStore> EkTrustStore::Load(const std::vector<std::string>& root_paths,
                                         const std::vector<std::string>& intermediate_paths) {
   EkTrustStore store;
+  Impl& impl = *store.impl_;
   for (int pass = 0; pass < 2; ++pass) {
     const bool roots = pass == 0;
     for (const std::string& path : roots ? root_paths : intermediate_paths) {
+      // A configured path that does not exist is a configuration error; what
+      // a folder holds is the vendors' business and only noted when unusable.
       Result<std::vector<std::filesystem::path>> files = ExpandTrustPath(path);
       if (!files.ok()) return files.status();
       for (const std::filesystem::path& file : *files) {
         Result<Bytes> data = ReadFileBounded(file);
-        if (!data.ok()) return data.status();
-        Status s = roots ? store.impl_->AddRoots(*data, file.string())
-                         : store.AddIntermediate(*data);
-        if (!s.ok()) return s.Annotate(file.string());
+        Status s = !data.ok() ? data.status()
+                   : roots    ? impl.AddRoots(*data, file.string())
+                              : store.AddIntermediate(*data);
+        if (s.ok()) continue;
+        if (s.code() == Status::Code::kIoError && files->size() == 1 && *files->begin() == path) {
+          return s;  // the one file named cannot be read
+        }
+        impl.notes.push_back(file.string() + ": skipped: " + s.message());
       }
     }
   }
-  if (store.root_count() == 0) return StoreInvalid("no EK root certificate configured");
+  if (impl.anchors.empty()) {
+    std::string why = "no EK anchor: ek_roots holds no CA certificate";
+    for (const std::string& note : impl.notes) why += "; " + note;
+    return StoreInvalid(why);
+  }
   return store;
 }
 
@@ -912,6 +934,9 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
   }
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());  // BORROWED
   X509_VERIFY_PARAM_set_depth(param, kMaxChainDepth);
+  // Every certificate in the store is an anchor, self-signed or not: the path
+  // ends at the first one reached from the leaf (docs/ek-vendors.md).
+  X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN);
   // SECURITY: level 1 refuses keys under 80-bit strength and SHA-1 or MD5
   // signatures anywhere but on the root's own self-signature.
   X509_VERIFY_PARAM_set_auth_level(param, 1);

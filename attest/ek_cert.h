@@ -137,18 +137,23 @@ class EkTrustStore {
   EkTrustStore(const EkTrustStore&) = delete;
   EkTrustStore& operator=(const EkTrustStore&) = delete;
 
-  // Reads the roots and intermediates from the named paths. Each path is a file
-  // (PEM holding one or more CERTIFICATE blocks, or one DER certificate) or a
-  // directory whose regular files (names starting with '.' skipped) are such
-  // files. Fails with kIoError (ek_trust_store_io) when a path cannot be read
-  // and kInvalidArgument (ek_trust_store_invalid) when a file holds anything
-  // but certificates, a root is not a self-signed CA, or there is no root.
+  // Reads the anchors (ek_roots) and intermediates from the named paths. Each
+  // path is a file (PEM holding one or more CERTIFICATE blocks, or one DER
+  // certificate) or a directory whose regular files (names starting with '.'
+  // skipped) are such files. Every CA certificate of the roots becomes an
+  // anchor. A file that is unreadable, holds something other than
+  // certificates or no CA, and a non-CA certificate among the roots, are
+  // skipped with a LoadNotes() line. Fails with kIoError (ek_trust_store_io)
+  // when a configured path does not exist or the one file it names cannot be
+  // read, and kInvalidArgument (ek_trust_store_invalid) when no anchor results.
   static Result<EkTrustStore> Load(const std::vector<std::string>& root_paths,
                                    const std::vector<std::string>& intermediate_paths);
 
-  // Adds the certificates of one PEM bundle or one DER certificate. A root must
-  // be a self-signed CA certificate (basicConstraints CA:TRUE). Fails with
-  // kInvalidArgument (ek_trust_store_invalid), adding nothing.
+  // Adds the certificates of one PEM bundle or one DER certificate. AddRoot
+  // makes every CA certificate of it an anchor (self-signed or not) and skips
+  // the others with a note; kInvalidArgument (ek_trust_store_invalid), adding
+  // nothing, when the input is not certificates or holds no CA.
+  // AddIntermediate keeps them all as untrusted path helpers.
   Status AddRoot(std::span<const uint8_t> der_or_pem);
   Status AddIntermediate(std::span<const uint8_t> der_or_pem);
 
@@ -187,8 +192,8 @@ class EkTrustStore {
 Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 
 // Validates an EK certificate at time `now_unix` (unix seconds):
-//   - a path to a configured root through configured or presented
-//     intermediates, with every certificate inside its validity period, every
+//   - a path to an anchor (any CA certificate of ek_roots; the first one
+//     reached from the leaf) through configured or presented intermediates, with every certificate inside its validity period, every
 //     signature valid, every issuer a CA (basicConstraints CA:TRUE) and keys
 //     and digests of at least 80-bit strength (SHA-1 signatures refused);
 //   - no TLS or other X.509 purpose is required (EK certificates have none);

@@ -199,8 +199,17 @@ Result<ParsedDer> ParseDerCertificate(std::span<const uint8_t> der) {
   const unsigned char* p = der.data();
   ossl::X509Ptr x(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
   if (!x) {
-    ERR_clear_error();
-    return Malformed("not a DER X.509 certificate");
+    // OpenSSL refuses an INTEGER with a leading byte its value does not need
+    // (vendors' serial numbers); say so, since it is a known vendor quirk.
+    bool padding = false;
+    for (unsigned long e = ERR_get_error(); e != 0; e = ERR_get_error()) {
+      if (ERR_GET_LIB(e) == ERR_LIB_ASN1 && ERR_GET_REASON(e) == ASN1_R_ILLEGAL_PADDING) {
+        padding = true;
+      }
+    }
+    return Malformed(padding ? "not a DER X.509 certificate: an INTEGER (e.g. the serial number) "
+                               "has a leading byte its value does not need"
+                             : "not a DER X.509 certificate");
   }
   // SECURITY: trailing bytes are refused rather than ignored, so that two
   // different byte strings are never the same accepted certificate and a

@@ -7,6 +7,7 @@
 #include "attest/ek_cert.h"
 
 #include <gtest/gtest.h>
+#include <openssl/err.h>
 
 #include <functional>
 #include <string>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "attest/ek_cert_test_pki.h"
+#include "attest/ek_identity.h"
 
 namespace rackgate::attest {
 namespace {
@@ -372,10 +374,11 @@ TEST_F(VendorFormsTest, SerialWithNeededLeadingZero) {
   EXPECT_EQ(VerifyLeaf(der)->serial_hex, "80");
 }
 
-// A zero byte the number does not need (02 02 00 02): not DER. OpenSSL 3.0
-// refuses it in d2i_X509 (ASN1_R_ILLEGAL_PADDING), before any signature
-// check; so do we, as ek_cert_malformed naming the cause (docs/ek-vendors.md).
-TEST_F(VendorFormsTest, SerialWithNonMinimalLeadingZeroIsMalformed) {
+// Nuvoton and STMicro: zero bytes the number does not need (02 03 00 00 02):
+// not DER, and OpenSSL 3.0's d2i_X509 refuses it (ASN1_R_ILLEGAL_PADDING).
+// The certificate is decoded from a copy without those zeros, and its
+// signature checked over the TBS as received (docs/ek-vendors.md).
+TEST_F(VendorFormsTest, SerialWithPaddingZerosVerifiesOverTheReceivedTbs) {
   CertSpec spec;
   spec.subject_cn = "padded-serial";
   const Bytes der = EditAndResign(
@@ -383,13 +386,52 @@ TEST_F(VendorFormsTest, SerialWithNonMinimalLeadingZeroIsMalformed) {
       [](std::vector<Tlv>* tbs) {
         Bytes& serial = (*tbs)[kSerial].content;
         ASSERT_LT(serial.at(0), 0x80);
-        serial.insert(serial.begin(), 0x00);
+        serial.insert(serial.begin(), {0x00, 0x00});
       },
       pki().int_key.get());
-  const Status s = ParseEkCertificate(der).status();
-  EXPECT_REASON(s, kEkCertMalformed);
-  EXPECT_NE(s.message().find("INTEGER"), std::string::npos) << s.ToString();
-  EXPECT_REASON(VerifyLeaf(der).status(), kEkCertMalformed);
+  {
+    const unsigned char* p = der.data();
+    ossl::X509Ptr strict(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
+    EXPECT_FALSE(strict) << "OpenSSL accepted a padded INTEGER";
+    ERR_clear_error();
+  }
+  Result<EkCertInfo> parsed = ParseEkCertificate(der);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->serial_hex, "02");
+  EXPECT_EQ(parsed->der, der);  // as received, not the copy
+  ExpectAcceptedAndSignatureBound(der, "padded-serial");
+  // A signature over the minimal copy's TBS (what OpenSSL itself would check)
+  // does not do: only one byte string is the accepted certificate.
+  const Bytes minimal = EditAndResign(
+      der, [](std::vector<Tlv>* tbs) { (*tbs)[kSerial].content = {0x02}; }, pki().int_key.get());
+  ASSERT_TRUE(VerifyLeaf(minimal).ok());
+  Bytes swapped = der;
+  std::copy(minimal.end() - 256, minimal.end(), swapped.end() - 256);  // RSA-2048 signature
+  ASSERT_NE(swapped, der);
+  EXPECT_REASON(VerifyLeaf(swapped).status(), kEkCertSignatureInvalid);
+  // The key identity is the certificate's key, as for any other.
+  Result<Bytes> id = EkKeyHashFromCertificate(der);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(*id, *EkKeyHashFromCertificate(Leaf()));
+}
+
+// A CA certificate with such a serial is refused as an anchor, intermediate
+// or presented intermediate: only the EK certificate's signature is checked
+// over received bytes outside OpenSSL.
+TEST_F(VendorFormsTest, CaWithPaddedSerialIsRefused) {
+  const Bytes ca = EditAndResign(
+      Der(pki().intermediate.get()),
+      [](std::vector<Tlv>* tbs) {
+        (*tbs)[kSerial].content.insert((*tbs)[kSerial].content.begin(), 0x00);
+      },
+      pki().root_key.get());
+  EkTrustStore store;
+  EXPECT_REASON(store.AddRoot(ca), kEkTrustStoreInvalid);
+  EXPECT_REASON(store.AddIntermediate(ca), kEkTrustStoreInvalid);
+  EkTrustStore roots;
+  ASSERT_TRUE(roots.AddRoot(Der(pki().root.get())).ok());
+  const std::vector<Bytes> presented = {ca};
+  EXPECT_REASON(VerifyEkCertificate(roots, Leaf(), kNow, presented).status(), kEkCertMalformed);
 }
 
 }  // namespace

@@ -338,6 +338,12 @@ TEST_F(EkCertTest, NoEkMarksRelaxationKeepsEkuAndSigningKeysOut) {
   ak.key_usage = "critical,digitalSignature";
   EXPECT_REASON(VerifyEkCertificate(store, cloud.Ek(ak, pki().ek_rsa_key.get()), kNow).status(),
                 kEkCertNotEk);
+  // ... and no setting is offered for it where none is granted.
+  const VendorChain other(CaSpec("EK/AK CA Intermediate"));
+  const Status ak_refused =
+      VerifyEkCertificate(other.Store(pki()), other.Ek(ak, pki().ek_rsa_key.get()), kNow).status();
+  EXPECT_REASON(ak_refused, kEkCertNotEk);
+  EXPECT_EQ(ak_refused.message().find("grant"), std::string::npos) << ak_refused.ToString();
   // An ECC EK with keyAgreement passes.
   CertSpec ecc = CloudVtpmEkSpec();
   ecc.key_usage = "critical,keyAgreement";

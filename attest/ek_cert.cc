@@ -925,16 +925,17 @@ Status CheckEkLeaf(const ParsedCert& parsed, const EkAnchor& anchor, VerifyState
                        "extended key usage for other purposes)");
   }
   if (!info.has_ek_eku && !info.has_ek_policy) {
-    if (!Grants(anchor, kEkRelaxNoEkMarks)) {
-      return NotEk(info, "neither the EK extended key usage nor an EK certificate policy" +
-                             RelaxationHint(kEkRelaxNoEkMarks, &anchor));
-    }
-    // SECURITY: even then, a key its issuer limited to signing is not an EK:
-    // cloud CAs issue AK certificates from the same CA as EK certificates.
+    // SECURITY: without marks, a key its issuer limited to signing is no EK
+    // whatever the setting: cloud CAs issue AK certificates from the same CA
+    // as EK certificates.
     const uint32_t usage = X509_get_key_usage(leaf);
     if (usage != UINT32_MAX && (usage & (KU_KEY_ENCIPHERMENT | KU_KEY_AGREEMENT)) == 0) {
       return NotEk(info, "no EK marks, and its key usage allows neither keyEncipherment nor "
                          "keyAgreement (a signing key such as an AK)");
+    }
+    if (!Grants(anchor, kEkRelaxNoEkMarks)) {
+      return NotEk(info, "neither the EK extended key usage nor an EK certificate policy" +
+                             RelaxationHint(kEkRelaxNoEkMarks, &anchor));
     }
     state->Use(kEkRelaxNoEkMarks);
   }
@@ -1113,7 +1114,7 @@ Result<EkTrustStore> EkTrustStore::Load(const std::vector<std::string>& root_pat
     }
   }
   if (impl.anchors.empty()) {
-    std::string why = "no EK anchor: ek_roots holds no CA certificate";
+    std::string why = "no EK root certificate configured: ek_roots holds no CA certificate";
     for (const std::string& note : impl.notes) why += "; " + note;
     return StoreInvalid(why);
   }

@@ -128,7 +128,8 @@ struct EkCertInfo {
 // (untrusted: used only to build a path, never as an anchor).
 //
 // Thread safety: VerifyEkCertificate may run concurrently on one const store;
-// the Add* methods must not run concurrently with anything else on it.
+// the Add* methods and AllowForAnchor must not run concurrently with anything
+// else on it.
 class EkTrustStore {
  public:
   EkTrustStore();  // empty: every certificate fails as untrusted
@@ -187,16 +188,21 @@ class EkTrustStore {
 };
 
 // Parses an EK certificate (DER, or PEM holding exactly one CERTIFICATE block;
-// at most kMaxEkCertBytes; trailing bytes refused) and reports its facts
-// without judging them, so a CLI can show what a refused certificate says.
-// Fails only with kInvalidArgument (ek_cert_malformed).
+// at most kMaxEkCertBytes; trailing bytes refused, NV padding and header
+// stripped as attest/ek_nv.h says) and reports its facts without judging
+// them, so a CLI can show what a refused certificate says. A serial with
+// zeros its value does not need (not DER; Nuvoton, STMicro) is read from a
+// copy without them (ek_nv.h CertificateWithMinimalSerial); `der` stays the
+// bytes as received. Fails only with kInvalidArgument (ek_cert_malformed).
 Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 
 // Validates an EK certificate at time `now_unix` (unix seconds):
 //   - a path to an anchor (any CA certificate of ek_roots; the first one
-//     reached from the leaf) through configured or presented intermediates, with every certificate inside its validity period, every
-//     signature valid, every issuer a CA (basicConstraints CA:TRUE) and keys
-//     and digests of at least 80-bit strength (SHA-1 signatures refused);
+//     reached from the leaf) through configured or presented intermediates,
+//     with every certificate inside its validity period, every signature
+//     valid over the bytes as received, every issuer a CA (basicConstraints
+//     CA:TRUE) and keys and digests of at least 80-bit strength (SHA-1
+//     signatures refused);
 //   - no TLS or other X.509 purpose is required (EK certificates have none);
 //   - the leaf is not a CA;
 //   - the leaf's critical extensions are ones OpenSSL enforces or ones the TCG
@@ -206,6 +212,12 @@ Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 //     tcg-kp-EKCertificate, or it has no EKU extension and a certificate
 //     policy carrying kTcgEkPolicyNotice or an OID given to AcceptEkPolicy;
 //   - its key is supported (RSA-2048/3072, ECC P-256/P-384/P-521).
+// The anchor the path ends at may lift, when granted (AllowForAnchor), the
+// SHA-1 refusal (kEkRelaxSha1), an expired CA (kEkRelaxExpiredCa) or the EK
+// marking of a leaf without any EKU extension whose key usage, if present,
+// allows keyEncipherment or keyAgreement (kEkRelaxNoEkMarks); the result
+// names the anchor and the relaxations used. Refused, such a failure keeps
+// its reason and the message names the setting and the anchor's sha256.
 // `presented_intermediates` are untrusted certificates sent with the EK
 // certificate (DER or PEM, at most kMaxPresentedIntermediates).
 // Revocation is not checked. On failure the Status names the certificate

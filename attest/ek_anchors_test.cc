@@ -26,6 +26,7 @@ using ek_testing::kDay;
 using ek_testing::kNow;
 using ek_testing::MakeCert;
 using ek_testing::Pem;
+using ek_testing::Pki;
 
 std::string Sha256Of(X509* x) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -173,6 +174,174 @@ TEST_F(EkCertTest, MixedFolderIsSortedNotRefused) {
   Result<EkCertInfo> info = VerifyEkCertificate(*store, pki().Ek(CertSpec{}), kNow);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(info->anchor_sha256, anchors[1].sha256);
+}
+
+// --- per-anchor relaxations ---------------------------------------------------
+
+// A vendor chain as issue 41 found them: root -> intermediate -> EK
+// certificates, with the intermediate made to order.
+struct VendorChain {
+  ossl::PkeyPtr root_key = ek_testing::GenEc("P-384");
+  ossl::PkeyPtr int_key = ek_testing::GenRsa(2048);
+  ossl::X509Ptr root;
+  ossl::X509Ptr intermediate;
+
+  explicit VendorChain(const CertSpec& int_spec) {
+    root = MakeCert(CaSpec("Vendor Root"), root_key.get(), nullptr, root_key.get());
+    intermediate = MakeCert(int_spec, int_key.get(), root.get(), root_key.get());
+  }
+  Bytes Ek(const CertSpec& spec, EVP_PKEY* key) const {
+    return Der(MakeCert(spec, key, intermediate.get(), int_key.get()).get());
+  }
+  // The vendor root, beside the test PKI's root (another vendor).
+  EkTrustStore Store(const Pki& other) const {
+    EkTrustStore store;
+    if (!store.AddRoot(Pem(root.get())).ok() || !store.AddRoot(Pem(other.root.get())).ok() ||
+        !store.AddIntermediate(Der(intermediate.get())).ok()) {
+      throw std::runtime_error("store");
+    }
+    return store;
+  }
+  std::string RootSha() const { return Sha256Of(root.get()); }
+};
+
+void ExpectHint(const Status& s, const std::string& relaxation, const std::string& anchor) {
+  EXPECT_NE(s.message().find("grant \"" + relaxation + "\" to anchor " + anchor),
+            std::string::npos)
+      << s.ToString();
+}
+
+TEST_F(EkCertTest, Sha1VendorCaNeedsTheSha1Relaxation) {
+  CertSpec int_spec = CaSpec("Vendor SHA-1 Intermediate");
+  int_spec.md = EVP_sha1();
+  const VendorChain vendor(int_spec);
+  const Bytes ek = vendor.Ek(CertSpec{}, pki().ek_rsa_key.get());
+  EkTrustStore store = vendor.Store(pki());
+
+  // Refused by default, naming the setting and the anchor.
+  Result<EkCertInfo> refused = VerifyEkCertificate(store, ek, kNow);
+  EXPECT_REASON(refused.status(), kEkCertWeakCrypto);
+  ExpectHint(refused.status(), kEkRelaxSha1, vendor.RootSha());
+  // Granted to another anchor, or another relaxation granted: still refused.
+  ASSERT_TRUE(store.AllowForAnchor(Sha256Of(pki().root.get()), kEkRelaxSha1).ok());
+  ASSERT_TRUE(store.AllowForAnchor(vendor.RootSha(), kEkRelaxExpiredCa).ok());
+  EXPECT_REASON(VerifyEkCertificate(store, ek, kNow).status(), kEkCertWeakCrypto);
+
+  ASSERT_TRUE(store.AllowForAnchor(vendor.RootSha(), kEkRelaxSha1).ok());
+  Result<EkCertInfo> info = VerifyEkCertificate(store, ek, kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->anchor_sha256, vendor.RootSha());
+  EXPECT_EQ(info->relaxations_used, std::vector<std::string>{kEkRelaxSha1});
+  // A SHA-256 chain under the same anchor uses no relaxation.
+  const VendorChain modern(CaSpec("Vendor SHA-256 Intermediate"));
+  EkTrustStore modern_store = modern.Store(pki());
+  ASSERT_TRUE(modern_store.AllowForAnchor(modern.RootSha(), kEkRelaxSha1).ok());
+  Result<EkCertInfo> plain =
+      VerifyEkCertificate(modern_store, modern.Ek(CertSpec{}, pki().ek_rsa_key.get()), kNow);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain->relaxations_used.empty());
+}
+
+TEST_F(EkCertTest, Sha1RelaxationDoesNotAdmitMd5) {
+  const VendorChain vendor(CaSpec("Vendor Intermediate"));
+  EkTrustStore store = vendor.Store(pki());
+  ASSERT_TRUE(store.AllowForAnchor(vendor.RootSha(), kEkRelaxSha1).ok());
+  CertSpec md5;
+  md5.md = EVP_md5();
+  const Status s = VerifyEkCertificate(store, vendor.Ek(md5, pki().ek_rsa_key.get()), kNow).status();
+  EXPECT_REASON(s, kEkCertWeakCrypto);
+  EXPECT_EQ(s.message().find("grant"), std::string::npos) << s.ToString();
+}
+
+// Infineon's EK intermediate that expired in 2025 while its TPMs serve on.
+TEST_F(EkCertTest, ExpiredVendorIntermediateNeedsTheExpiredCaRelaxation) {
+  CertSpec int_spec = CaSpec("Vendor Expired Intermediate");
+  int_spec.not_before = kNow - 3000 * kDay;
+  int_spec.not_after = kNow - 10 * kDay;
+  const VendorChain vendor(int_spec);
+  CertSpec leaf;
+  leaf.not_before = kNow - 2000 * kDay;
+  const Bytes ek = vendor.Ek(leaf, pki().ek_rsa_key.get());
+  EkTrustStore store = vendor.Store(pki());
+
+  Result<EkCertInfo> refused = VerifyEkCertificate(store, ek, kNow);
+  EXPECT_REASON(refused.status(), kEkCertExpired);
+  ExpectHint(refused.status(), kEkRelaxExpiredCa, vendor.RootSha());
+  ASSERT_TRUE(store.AllowForAnchor(vendor.RootSha(), kEkRelaxSha1).ok());
+  EXPECT_REASON(VerifyEkCertificate(store, ek, kNow).status(), kEkCertExpired);
+
+  ASSERT_TRUE(store.AllowForAnchor(vendor.RootSha(), kEkRelaxExpiredCa).ok());
+  Result<EkCertInfo> info = VerifyEkCertificate(store, ek, kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->relaxations_used, std::vector<std::string>{kEkRelaxExpiredCa});
+
+  // The leaf's own validity stays strict.
+  CertSpec expired_leaf = leaf;
+  expired_leaf.not_after = kNow - kDay;
+  const Status s = VerifyEkCertificate(store, vendor.Ek(expired_leaf, pki().ek_rsa_key.get()), kNow)
+                       .status();
+  EXPECT_REASON(s, kEkCertExpired);
+  EXPECT_EQ(s.message().find("grant"), std::string::npos) << s.ToString();
+  // Not yet valid is never relaxed either.
+  EXPECT_REASON(VerifyEkCertificate(store, ek, int_spec.not_before - kDay).status(),
+                kEkCertNotYetValid);
+}
+
+// A cloud vTPM EK certificate as Google issues it: no EKU, no certificate
+// policy, no TCG SubjectAltName; keyEncipherment only.
+CertSpec CloudVtpmEkSpec() {
+  CertSpec spec;
+  spec.subject_cn = "6524697943022743941";
+  spec.eku.clear();
+  spec.tcg_san = false;
+  spec.key_usage = "critical,keyEncipherment";
+  spec.subject_key_id = true;
+  return spec;
+}
+
+TEST_F(EkCertTest, CloudVtpmEkNeedsTheNoEkMarksRelaxation) {
+  const VendorChain cloud(CaSpec("EK/AK CA Intermediate"));
+  const Bytes ek = cloud.Ek(CloudVtpmEkSpec(), pki().ek_rsa_key.get());
+  EkTrustStore store = cloud.Store(pki());
+
+  Result<EkCertInfo> refused = VerifyEkCertificate(store, ek, kNow);
+  EXPECT_REASON(refused.status(), kEkCertNotEk);
+  ExpectHint(refused.status(), kEkRelaxNoEkMarks, cloud.RootSha());
+  ASSERT_TRUE(store.AllowForAnchor(Sha256Of(pki().root.get()), kEkRelaxNoEkMarks).ok());
+  EXPECT_REASON(VerifyEkCertificate(store, ek, kNow).status(), kEkCertNotEk);
+
+  ASSERT_TRUE(store.AllowForAnchor(cloud.RootSha(), kEkRelaxNoEkMarks).ok());
+  Result<EkCertInfo> info = VerifyEkCertificate(store, ek, kNow);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->relaxations_used, std::vector<std::string>{kEkRelaxNoEkMarks});
+  EXPECT_FALSE(info->has_ek_eku);
+  EXPECT_FALSE(info->has_ek_policy);
+  // A properly marked EK certificate under the same anchor uses none.
+  Result<EkCertInfo> marked =
+      VerifyEkCertificate(store, cloud.Ek(CertSpec{}, pki().ek_rsa_key.get()), kNow);
+  ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+  EXPECT_TRUE(marked->relaxations_used.empty());
+}
+
+TEST_F(EkCertTest, NoEkMarksRelaxationKeepsEkuAndSigningKeysOut) {
+  const VendorChain cloud(CaSpec("EK/AK CA Intermediate"));
+  EkTrustStore store = cloud.Store(pki());
+  ASSERT_TRUE(store.AllowForAnchor(cloud.RootSha(), kEkRelaxNoEkMarks).ok());
+  // An EKU for other purposes is the issuer's word that this is not an EK.
+  CertSpec tls = CloudVtpmEkSpec();
+  tls.eku = "clientAuth";
+  const Status eku = VerifyEkCertificate(store, cloud.Ek(tls, pki().ek_rsa_key.get()), kNow).status();
+  EXPECT_REASON(eku, kEkCertNotEk);
+  EXPECT_EQ(eku.message().find("grant"), std::string::npos) << eku.ToString();
+  // An AK certificate from the same CA: a signing key.
+  CertSpec ak = CloudVtpmEkSpec();
+  ak.key_usage = "critical,digitalSignature";
+  EXPECT_REASON(VerifyEkCertificate(store, cloud.Ek(ak, pki().ek_rsa_key.get()), kNow).status(),
+                kEkCertNotEk);
+  // An ECC EK with keyAgreement passes.
+  CertSpec ecc = CloudVtpmEkSpec();
+  ecc.key_usage = "critical,keyAgreement";
+  EXPECT_TRUE(VerifyEkCertificate(store, cloud.Ek(ecc, pki().ek_p256_key.get()), kNow).ok());
 }
 
 }  // namespace

@@ -160,6 +160,17 @@ TEST_F(EkCorpusTest, FolderLoadsWholeAsAnOperatorCollectsIt) {
   // Roots and intermediates mixed, as Keylime ships its store: most anchors
   // are not self-signed.
   EXPECT_GT(distinct.size() - self_signed, self_signed);
+  // GlobalSign's TPM ECC root and STMicro's ECC root 01 (which it issued) end
+  // at 2038-01-19 03:14:07 UTC, the last second of a signed 32-bit time_t.
+  size_t at_2038_edge = 0;
+  for (const EkAnchor& a : store.Anchors()) {
+    if (a.not_after == 2147483647 && (a.subject.find("GlobalSign Trusted Platform Module ECC Root CA") !=
+                                          std::string::npos ||
+                                      a.subject.find("STM TPM ECC Root CA 01") != std::string::npos)) {
+      ++at_2038_edge;
+    }
+  }
+  EXPECT_GE(at_2038_edge, 2u);
 
   // Every leaf file has its line in the manifest, and no line lacks its file.
   std::set<std::string> files;

@@ -258,6 +258,52 @@ TEST_F(EkCorpusTest, EachLeafVerifiesOrIsRefusedAsDocumented) {
   EXPECT_EQ(tally.accepted + tally.relaxed + tally.refused, rows().size());
 }
 
+bool Contains(const std::vector<uint8_t>& haystack, const std::vector<uint8_t>& needle) {
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) !=
+         haystack.end();
+}
+
+Row RowOf(const std::vector<Row>& rows, const std::string& leaf) {
+  for (const Row& r : rows) {
+    if (r.leaf == leaf) return r;
+  }
+  throw std::runtime_error("no manifest line for " + leaf);
+}
+
+// Intel PTT's EK certificates carry DER that strict parsers refuse; they
+// parse here, the facts come out, and the certificate is kept byte for byte
+// (signatures are checked over what was received, never a re-encoding).
+TEST_F(EkCorpusTest, IntelPttDerQuirksParse) {
+  const std::vector<uint8_t> der = LeafBytes(RowOf(rows(), "cmc_intel_glk_ekcertservice.json"));
+  // The quirks are there: basicConstraints with the default cA FALSE written
+  // out, subjectDirectoryAttributes with an explicit critical FALSE, and a
+  // UTF8String country in the issuer.
+  EXPECT_TRUE(Contains(der, {0x55, 0x1d, 0x13, 0x01, 0x01, 0xff, 0x04, 0x05, 0x30, 0x03, 0x01, 0x01,
+                             0x00}));
+  EXPECT_TRUE(Contains(der, {0x55, 0x1d, 0x09, 0x01, 0x01, 0x00}));
+  EXPECT_TRUE(Contains(der, {0x06, 0x03, 0x55, 0x04, 0x06, 0x0c, 0x02, 'U', 'S'}));
+  Result<EkCertInfo> info = ParseEkCertificate(der);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->der, der);
+  EXPECT_EQ(info->tpm_manufacturer, "id:494E5443");
+  EXPECT_EQ(info->tpm_model, "GLK");
+  EXPECT_TRUE(info->has_ek_eku);
+  EXPECT_TRUE(info->has_ek_policy);
+  EXPECT_EQ(info->key_type, kAlgEcc);
+}
+
+// Nuvoton's issuer is one RDN whose SET lists CN, O, C unsorted (not DER);
+// the leaf still verifies to the root whose subject is encoded the same way.
+TEST_F(EkCorpusTest, NuvotonUnsortedIssuerSetVerifies) {
+  const Row row = RowOf(rows(), "keylime_nuvoton_2111_ecc.der");
+  const std::vector<uint8_t> der = LeafBytes(row);
+  // SET (0x31) of three AttributeTypeAndValues, commonName (2.5.4.3) first.
+  EXPECT_TRUE(Contains(der, {0x31, 0x53, 0x30, 0x1f, 0x06, 0x03, 0x55, 0x04, 0x03}));
+  Result<EkCertInfo> got = VerifyEkCertificate(LoadVendorCas(), der, row.verify_at);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->anchor_sha256, row.anchor);
+}
+
 // A relaxation granted to an anchor does not reach paths ending elsewhere: the
 // leaves that verify plainly keep their anchors and use none, and those that a
 // relaxation accepts are still refused when another anchor holds the grant.

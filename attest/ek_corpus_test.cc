@@ -28,7 +28,7 @@ namespace {
 
 // What the corpus holds; a change to the folders must change these (and the
 // figure in docs/ek-vendors.md and testdata/ekcerts/README.md).
-constexpr size_t kRealLeaves = 15;
+constexpr size_t kRealLeaves = 17;
 constexpr size_t kVendorCas = 213;
 // Files of ca/ that loading skips, with a note, and the note's ending. Both
 // are AMD fTPM CAs as loicsikidi/tpm-ca-certificates stores them: DER
@@ -302,6 +302,31 @@ TEST_F(EkCorpusTest, NuvotonUnsortedIssuerSetVerifies) {
   Result<EkCertInfo> got = VerifyEkCertificate(LoadVendorCas(), der, row.verify_at);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->anchor_sha256, row.anchor);
+}
+
+// An operator who keeps only self-signed roots: the machine presents the
+// CAs between (the agent sends what NV 0x01c00100… holds), and the path ends
+// at the root; without the issuing CA it is refused, naming it.
+TEST_F(EkCorpusTest, PresentedChainReachesARootOnlyStore) {
+  const Row row = RowOf(rows(), "keylime_st_sha256_with_rsa.nv.der");
+  EkTrustStore roots;
+  ASSERT_TRUE(roots.AddRoot(ReadAll(CorpusDir() + "/ca/tpm2-tss_GlobalSign_TPM_RSA_Root_CA.pem")).ok());
+  const Bytes st_root = ReadAll(CorpusDir() + "/ca/keylime_STM_RSA_RT.pem");
+  const Bytes st_ca05 = ReadAll(CorpusDir() + "/ca/keylime_STM_RSA_05I.pem");
+
+  const std::vector<Bytes> chain = {st_ca05, st_root};
+  Result<EkCertInfo> got = VerifyEkCertificate(roots, LeafBytes(row), row.verify_at, chain);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->anchor_subject,
+            "CN=GlobalSign Trusted Platform Module Root CA,O=GlobalSign,OU=GlobalSign Trusted "
+            "Computing Certificate Authority");
+
+  const std::vector<Bytes> partial = {st_root};
+  Result<EkCertInfo> refused = VerifyEkCertificate(roots, LeafBytes(row), row.verify_at, partial);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().reason(), kEkCertMissingIntermediate);
+  EXPECT_NE(refused.status().message().find("STM TPM EK Intermediate CA 05"), std::string::npos)
+      << refused.status().ToString();
 }
 
 // A relaxation granted to an anchor does not reach paths ending elsewhere: the

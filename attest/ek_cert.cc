@@ -26,6 +26,7 @@
 
 #include "base/ossl.h"
 #include "attest/ek_nv.h"
+#include "attest/keys.h"
 
 namespace rackgate::attest {
 namespace {
@@ -58,9 +59,8 @@ using X509ShallowStackPtr = std::unique_ptr<STACK_OF(X509), X509StackShallowFree
 constexpr int kMaxChainDepth = 3;
 // Display strings from certificates are cut at this length.
 constexpr size_t kMaxDisplayChars = 256;
-constexpr size_t kRsa2048Bytes = 256;
 // The EK keys this module handles, for messages.
-constexpr char kSupportedEkKeys[] = "RSA-2048 or ECC P-256/P-384";
+constexpr char kSupportedEkKeys[] = "RSA-2048/3072 or ECC P-256/P-384/P-521";
 
 // Critical extensions that OpenSSL does not implement but the TCG EK
 // Credential Profile defines for an EK certificate. None of them restricts how
@@ -467,16 +467,9 @@ std::string RelaxationHint(const char* relaxation, const EkAnchor* anchor) {
          " ('" + anchor->subject + "') in ek_anchor_relaxations";
 }
 
-int CurveFieldBytes(uint16_t curve) {
-  switch (curve) {
-    case kEccNistP256:
-      return 32;
-    case kEccNistP384:
-      return 48;
-    default:
-      return 0;
-  }
-}
+// RSA EK sizes of the TCG EK Credential Profile (low range 2048, high range
+// 2048 and 3072), in modulus bytes.
+bool IsEkRsaBytes(size_t bytes) { return bytes == 256 || bytes == 384; }
 
 // Big-endian `bn` as exactly `width` bytes; nullopt when it does not fit.
 std::optional<Bytes> BnToFixed(const BIGNUM* bn, size_t width) {
@@ -498,7 +491,8 @@ void DescribeKey(X509* x, EkCertInfo* info) {
   }
   info->key_bits = EVP_PKEY_get_bits(pkey);
   const int base_id = EVP_PKEY_get_base_id(pkey);
-  if (base_id == EVP_PKEY_RSA && info->key_bits == 2048) {
+  if (base_id == EVP_PKEY_RSA && info->key_bits > 0 &&
+      IsEkRsaBytes(static_cast<size_t>(info->key_bits) / 8) && info->key_bits % 8 == 0) {
     BIGNUM* n_raw = nullptr;
     BIGNUM* e_raw = nullptr;
     const bool got_n = EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_RSA_N, &n_raw) == 1;
@@ -510,7 +504,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
       ERR_clear_error();
       return;
     }
-    std::optional<Bytes> modulus = BnToFixed(n.get(), kRsa2048Bytes);
+    std::optional<Bytes> modulus = BnToFixed(n.get(), static_cast<size_t>(info->key_bits) / 8);
     if (!modulus) return;
     info->rsa_modulus = std::move(*modulus);
     info->rsa_exponent = static_cast<uint32_t>(BN_get_word(e.get()));
@@ -528,6 +522,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
     uint16_t curve = 0;
     if (nid == NID_X9_62_prime256v1) curve = kEccNistP256;
     if (nid == NID_secp384r1) curve = kEccNistP384;
+    if (nid == NID_secp521r1) curve = kEccNistP521;
     if (curve == 0) return;
     BIGNUM* x_raw = nullptr;
     BIGNUM* y_raw = nullptr;
@@ -539,7 +534,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
       ERR_clear_error();
       return;
     }
-    const size_t width = static_cast<size_t>(CurveFieldBytes(curve));
+    const size_t width = CurveFieldBytes(curve);
     std::optional<Bytes> fx = BnToFixed(bx.get(), width);
     std::optional<Bytes> fy = BnToFixed(by.get(), width);
     if (!fx || !fy) return;
@@ -1115,22 +1110,24 @@ Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& ce
   };
 
   if (cert.key_type == kAlgRsa) {
-    if (cert.rsa_modulus.size() != kRsa2048Bytes)
-      return unsupported("certificate key is not RSA-2048");
+    if (!IsEkRsaBytes(cert.rsa_modulus.size()))
+      return unsupported("certificate key is not RSA-2048 or RSA-3072");
   } else if (cert.key_type == kAlgEcc) {
-    const size_t width = static_cast<size_t>(CurveFieldBytes(cert.ecc_curve));
+    const size_t width = CurveFieldBytes(cert.ecc_curve);
     if (width == 0 || cert.ecc_x.size() != width || cert.ecc_y.size() != width) {
-      return unsupported("certificate key is not on P-256 or P-384");
+      return unsupported("certificate key is not on P-256, P-384 or P-521");
     }
   } else {
-    return unsupported("certificate key is not RSA-2048 or ECC P-256/P-384");
+    return unsupported(std::string("certificate key is not ") + kSupportedEkKeys);
   }
 
   if (ek.type == kAlgRsa) {
-    if (ek.rsa_key_bits != 2048) return unsupported("EK public area is not RSA-2048");
+    if (ek.rsa_key_bits % 8 != 0 || !IsEkRsaBytes(ek.rsa_key_bits / 8u)) {
+      return unsupported("EK public area is not RSA-2048 or RSA-3072");
+    }
   } else if (ek.type == kAlgEcc) {
     if (CurveFieldBytes(ek.ecc_curve) == 0)
-      return unsupported("EK public area is not on P-256 or P-384");
+      return unsupported("EK public area is not on P-256, P-384 or P-521");
   } else {
     return unsupported("EK public area is neither RSA nor ECC");
   }
@@ -1148,12 +1145,13 @@ Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& ce
     // TPMS_RSA_PARMS.exponent 0 means 2^16+1; tpm.h normalises it already.
     const uint32_t exponent = ek.rsa_exponent == 0 ? 65537u : ek.rsa_exponent;
     if (exponent != cert.rsa_exponent) return mismatch("RSA exponents differ");
-    if (fixed(ek.rsa_modulus, kRsa2048Bytes) != cert.rsa_modulus)
+    if (ek.rsa_key_bits / 8u != cert.rsa_modulus.size()) return mismatch("RSA key sizes differ");
+    if (fixed(ek.rsa_modulus, cert.rsa_modulus.size()) != cert.rsa_modulus)
       return mismatch("RSA moduli differ");
     return Status::Ok();
   }
   if (ek.ecc_curve != cert.ecc_curve) return mismatch("ECC curves differ");
-  const size_t width = static_cast<size_t>(CurveFieldBytes(cert.ecc_curve));
+  const size_t width = CurveFieldBytes(cert.ecc_curve);
   if (fixed(ek.ecc_x, width) != cert.ecc_x || fixed(ek.ecc_y, width) != cert.ecc_y) {
     return mismatch("ECC points differ");
   }

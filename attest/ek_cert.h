@@ -103,10 +103,11 @@ struct EkCertInfo {
   bool has_ek_policy = false;
 
   // The subject key. key_type is kAlgRsa or kAlgEcc for a key this module
-  // supports (RSA-2048 with an exponent below 2^32; ECC P-256 or P-384), and
-  // kAlgNull for any other key, whose size key_bits still reports.
+  // supports (RSA-2048 or RSA-3072 with an exponent below 2^32; ECC P-256,
+  // P-384 or P-521), and kAlgNull for any other key, whose size key_bits
+  // still reports.
   uint16_t key_type = kAlgNull;
-  uint16_t ecc_curve = 0;  // kEccNistP256 / kEccNistP384 when key_type == kAlgEcc
+  uint16_t ecc_curve = 0;  // kEccNistP256 / P384 / P521 when key_type == kAlgEcc
   int key_bits = 0;
   Bytes rsa_modulus;  // big-endian, exactly key_bits / 8 bytes
   uint32_t rsa_exponent = 0;
@@ -204,7 +205,7 @@ Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 //   - the leaf is marked as an EK certificate: its EKU contains
 //     tcg-kp-EKCertificate, or it has no EKU extension and a certificate
 //     policy carrying kTcgEkPolicyNotice or an OID given to AcceptEkPolicy;
-//   - its key is supported (RSA-2048, ECC P-256/P-384).
+//   - its key is supported (RSA-2048/3072, ECC P-256/P-384/P-521).
 // `presented_intermediates` are untrusted certificates sent with the EK
 // certificate (DER or PEM, at most kMaxPresentedIntermediates).
 // Revocation is not checked. On failure the Status names the certificate
@@ -216,7 +217,7 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
 // Checks that a TPM's EK public area holds the certificate's key: RSA modulus
 // and exponent, or ECC curve and point (coordinates compared as fixed-width
 // big-endian numbers). kUnsupported (ek_key_unsupported) when either key is not
-// RSA-2048 or ECC P-256/P-384; kVerificationFailed (ek_public_mismatch) when
+// RSA-2048/3072 or ECC P-256/P-384/P-521; kVerificationFailed (ek_public_mismatch) when
 // the keys differ. The message never contains either key.
 Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& cert);
 

@@ -162,9 +162,12 @@ TEST_F(EkCertTest, EkPublicMatchesRsaCertificate) {
   short_modulus.rsa_modulus.pop_back();
   EXPECT_REASON(CheckEkPublicMatchesCertificate(short_modulus, *cert), kEkPublicMismatch);
 
-  TpmPublic rsa3072 = good;
+  TpmPublic rsa3072 = good;  // a supported size, but not this key's
   rsa3072.rsa_key_bits = 3072;
-  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa3072, *cert), kEkKeyUnsupported);
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa3072, *cert), kEkPublicMismatch);
+  TpmPublic rsa4096 = good;
+  rsa4096.rsa_key_bits = 4096;
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa4096, *cert), kEkKeyUnsupported);
 
   TpmPublic ecc;
   ecc.type = kAlgEcc;
@@ -195,9 +198,12 @@ TEST_F(EkCertTest, EkPublicMatchesEccCertificate) {
   curve.ecc_curve = kEccNistP256;
   EXPECT_REASON(CheckEkPublicMatchesCertificate(curve, *cert), kEkPublicMismatch);
 
-  TpmPublic p521 = good;
-  p521.ecc_curve = 0x0005;
-  EXPECT_REASON(CheckEkPublicMatchesCertificate(p521, *cert), kEkKeyUnsupported);
+  TpmPublic p521 = good;  // a supported curve, but not this key's
+  p521.ecc_curve = kEccNistP521;
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(p521, *cert), kEkPublicMismatch);
+  TpmPublic p224 = good;
+  p224.ecc_curve = 0x0002;  // TPM_ECC_NIST_P224
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(p224, *cert), kEkKeyUnsupported);
 
   TpmPublic rsa;
   rsa.type = kAlgRsa;
@@ -405,6 +411,26 @@ TEST_F(SwtpmEkCertTest, ParsedEkPublicAreasMatchTheirCertificates) {
     ASSERT_TRUE(ek.ok()) << pub_path << ": " << ek.status().ToString();
     EXPECT_TRUE(CheckEkPublicMatchesCertificate(*ek, *cert).ok()) << cert_path;
   }
+}
+
+// swtpm_setup --rsa-keysize 3072: the RSA-3072 EK certificate (H-6 EK) of
+// another lab CA, against the EK public area tpm2_createek read (issue 41).
+TEST_F(SwtpmEkCertTest, Rsa3072EkCertificateMatchesItsPublicArea) {
+  Result<EkTrustStore> store = EkTrustStore::Load(
+      {testing::SourcePath("attest/testdata/ek/swtpm-localca-3072-root.pem")},
+      {testing::SourcePath("attest/testdata/ek/swtpm-localca-3072-issuer.pem")});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<EkCertInfo> cert =
+      VerifyEkCertificate(*store, ReadFixture("attest/testdata/ek/ek-rsa3072.der"), kSwtpmNow);
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  EXPECT_EQ(cert->key_bits, 3072);
+  Result<TpmPublic> ek = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa3072.pub"));
+  ASSERT_TRUE(ek.ok()) << ek.status().ToString();
+  EXPECT_TRUE(CheckEkPublicMatchesCertificate(*ek, *cert).ok());
+  // The RSA-2048 EK of the other lab TPM is not this key.
+  Result<TpmPublic> other = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa2048.pub"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(*other, *cert), kEkPublicMismatch);
 }
 
 TEST_F(SwtpmEkCertTest, RefusedBeforeIssuanceAndWithoutTheIssuer) {

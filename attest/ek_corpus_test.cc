@@ -33,8 +33,10 @@ constexpr size_t kVendorCas = 213;
 // Files of ca/ that loading skips, with a note, and the note's ending. Both
 // are AMD fTPM CAs as loicsikidi/tpm-ca-certificates stores them: DER
 // followed by a newline.
-constexpr const char* kSkippedFiles[] = {"tpm-ca-certificates_src_AMD_AMD-fTPM-ECC-ICA-PHXFamily.crt",
-                                         "tpm-ca-certificates_src_AMD_AMD-fTPM-RSA-ICA-PHXFamily.crt"};
+constexpr const char* kSkippedFiles[] = {
+    "tpm-ca-certificates_src_AMD_AMD-fTPM-ECC-ICA-PHXFamily.crt",
+    "tpm-ca-certificates_src_AMD_AMD-fTPM-RSA-ICA-PHXFamily.crt",
+};
 constexpr char kSkippedWhy[] = "skipped: trailing bytes after the DER certificate";
 
 std::string CorpusDir() {
@@ -180,11 +182,10 @@ TEST_F(EkCorpusTest, FolderLoadsWholeAsAnOperatorCollectsIt) {
   // at 2038-01-19 03:14:07 UTC, the last second of a signed 32-bit time_t.
   size_t at_2038_edge = 0;
   for (const EkAnchor& a : store.Anchors()) {
-    if (a.not_after == 2147483647 && (a.subject.find("GlobalSign Trusted Platform Module ECC Root CA") !=
-                                          std::string::npos ||
-                                      a.subject.find("STM TPM ECC Root CA 01") != std::string::npos)) {
-      ++at_2038_edge;
-    }
+    const bool named =
+        a.subject.find("GlobalSign Trusted Platform Module ECC Root CA") != std::string::npos ||
+        a.subject.find("STM TPM ECC Root CA 01") != std::string::npos;
+    if (named && a.not_after == 2147483647) ++at_2038_edge;
   }
   EXPECT_GE(at_2038_edge, 2u);
 
@@ -194,7 +195,9 @@ TEST_F(EkCorpusTest, FolderLoadsWholeAsAnOperatorCollectsIt) {
     files.insert(e.path().filename().string());
   }
   std::set<std::string> listed;
-  for (const Row& r : rows()) EXPECT_TRUE(listed.insert(r.leaf).second) << "listed twice: " << r.leaf;
+  for (const Row& r : rows()) {
+    EXPECT_TRUE(listed.insert(r.leaf).second) << "listed twice: " << r.leaf;
+  }
   EXPECT_EQ(files, listed);
   EXPECT_EQ(rows().size(), kRealLeaves);
   std::cout << "ek corpus: " << rows().size() << " real leaves and " << distinct.size()
@@ -310,7 +313,8 @@ TEST_F(EkCorpusTest, NuvotonUnsortedIssuerSetVerifies) {
 TEST_F(EkCorpusTest, PresentedChainReachesARootOnlyStore) {
   const Row row = RowOf(rows(), "keylime_st_sha256_with_rsa.nv.der");
   EkTrustStore roots;
-  ASSERT_TRUE(roots.AddRoot(ReadAll(CorpusDir() + "/ca/tpm2-tss_GlobalSign_TPM_RSA_Root_CA.pem")).ok());
+  const Bytes globalsign = ReadAll(CorpusDir() + "/ca/tpm2-tss_GlobalSign_TPM_RSA_Root_CA.pem");
+  ASSERT_TRUE(roots.AddRoot(globalsign).ok());
   const Bytes st_root = ReadAll(CorpusDir() + "/ca/keylime_STM_RSA_RT.pem");
   const Bytes st_ca05 = ReadAll(CorpusDir() + "/ca/keylime_STM_RSA_05I.pem");
 

@@ -101,6 +101,7 @@ std::vector<uint8_t> DerFromIntelJson(const std::vector<uint8_t>& json) {
   const size_t at = text.find(key);
   if (at == std::string::npos) throw std::runtime_error("no certificate in Intel JSON");
   const size_t end = text.find('"', at + key.size());
+  if (end == std::string::npos) throw std::runtime_error("unterminated certificate in Intel JSON");
   std::string b64 = text.substr(at + key.size(), end - at - key.size());
   for (size_t pos; (pos = b64.find("%3D")) != std::string::npos;) b64.replace(pos, 3, "=");
   std::replace(b64.begin(), b64.end(), '-', '+');

@@ -71,8 +71,13 @@ TEST(MakeCredential, RoundTripsForRsa3072AndP521Eks) {
     auto got = ek.ActivateCredential(*cred, ak.name());
     ASSERT_TRUE(got.has_value()) << spec.type;
     EXPECT_EQ(*got, secret);
-    SoftKey other_ek = SoftKey::Generate(spec);
-    EXPECT_FALSE(other_ek.ActivateCredential(*cred, ak.name()).has_value());
+    // Bound to the AK's name (another EK is tried on P-521 only: an RSA-3072
+    // key pair costs more than the case is worth).
+    EXPECT_FALSE(ek.ActivateCredential(*cred, ek.name()).has_value());
+    if (spec.type == kAlgEcc) {
+      SoftKey other_ek = SoftKey::Generate(spec);
+      EXPECT_FALSE(other_ek.ActivateCredential(*cred, ak.name()).has_value());
+    }
     EXPECT_EQ(MakeCredential(ek.pub(), ak.name(), Bytes(DigestSize(spec.name_alg) + 1, 1))
                   .status()
                   .reason(),

@@ -191,7 +191,31 @@ bool LooksLikePem(std::span<const uint8_t> in) {
 struct ParsedDer {
   ossl::X509Ptr x509;
   Bytes der;
+  // Set only when `der` had a padded serial and `x509` was decoded from
+  // CertificateWithMinimalSerial(der): the TBSCertificate as received, the
+  // bytes its issuer signed (the decoded one differs in the serial's zeros).
+  Bytes signed_tbs;
 };
+
+// A certificate whose serial carries zeros its value does not need (Nuvoton,
+// STMicro). SECURITY: it is decoded from a copy with only those zeros
+// removed, which has the same meaning, and `signed_tbs` keeps the TBS as
+// received: the signature is checked over that (VerifyCallback), never over
+// the copy, whose own signature check fails.
+Result<ParsedDer> ParseWithPaddedSerial(std::span<const uint8_t> der) {
+  static constexpr char kWhy[] =
+      "not a DER X.509 certificate: an INTEGER has a leading byte its value does not need";
+  std::optional<Bytes> minimal = CertificateWithMinimalSerial(der);
+  std::optional<Bytes> tbs = TbsCertificateOf(der);
+  if (!minimal || !tbs) return Malformed(kWhy);
+  const unsigned char* p = minimal->data();
+  ossl::X509Ptr x(d2i_X509(nullptr, &p, static_cast<long>(minimal->size())));
+  if (!x || p != minimal->data() + minimal->size()) {
+    ERR_clear_error();
+    return Malformed(kWhy);
+  }
+  return ParsedDer{std::move(x), Bytes(der.begin(), der.end()), std::move(*tbs)};
+}
 
 // Exactly one DER certificate, nothing after it.
 Result<ParsedDer> ParseDerCertificate(std::span<const uint8_t> der) {
@@ -199,7 +223,15 @@ Result<ParsedDer> ParseDerCertificate(std::span<const uint8_t> der) {
   const unsigned char* p = der.data();
   ossl::X509Ptr x(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
   if (!x) {
-    ERR_clear_error();
+    // OpenSSL refuses an INTEGER with a leading byte its value does not need
+    // (vendors' serial numbers); say so, since it is a known vendor quirk.
+    bool padding = false;
+    for (unsigned long e = ERR_get_error(); e != 0; e = ERR_get_error()) {
+      if (ERR_GET_LIB(e) == ERR_LIB_ASN1 && ERR_GET_REASON(e) == ASN1_R_ILLEGAL_PADDING) {
+        padding = true;
+      }
+    }
+    if (padding) return ParseWithPaddedSerial(der);
     return Malformed("not a DER X.509 certificate");
   }
   // SECURITY: trailing bytes are refused rather than ignored, so that two
@@ -276,9 +308,16 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
   std::vector<ossl::X509Ptr> out;
   if (in.empty()) return StoreInvalid("empty input");
   if (in.size() > kMaxTrustStoreFileBytes) return StoreInvalid("input exceeds the size limit");
+  // SECURITY: a CA certificate with a padded serial would need its signature
+  // checked over bytes OpenSSL does not hold; only EK certificates get that.
+  auto refuse_padded = [] {
+    return StoreInvalid("a CA certificate whose serial has padding zeros (not DER) is not "
+                        "supported");
+  };
   if (in[0] == 0x30) {
     Result<ParsedDer> one = ParseDerCertificate(in);
     if (!one.ok()) return StoreInvalid(one.status().message());
+    if (!one->signed_tbs.empty()) return refuse_padded();
     out.push_back(std::move(one->x509));
     return out;
   }
@@ -297,6 +336,7 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
     }
     Result<ParsedDer> one = ParseDerCertificate(block->data);
     if (!one.ok()) return StoreInvalid(one.status().message());
+    if (!one->signed_tbs.empty()) return refuse_padded();
     out.push_back(std::move(one->x509));
   }
   if (out.empty()) return StoreInvalid("no certificate found");
@@ -406,6 +446,9 @@ const EkAnchor* ChainAnchor(X509_STORE_CTX* ctx, const std::vector<EkAnchor>& an
 struct VerifyState {
   const std::vector<EkAnchor>* anchors = nullptr;
   std::vector<std::string> used;  // relaxations applied, each once
+  // The leaf's TBS as received when it was decoded from a copy with a
+  // minimal serial (ParseWithPaddedSerial); null otherwise.
+  const Bytes* leaf_signed_tbs = nullptr;
 
   void Use(const char* relaxation) {
     if (std::find(used.begin(), used.end(), relaxation) == used.end()) used.emplace_back(relaxation);
@@ -430,6 +473,43 @@ const char* RelaxationFor(int err, int depth, X509* cert) {
   return nullptr;
 }
 
+// Whether the leaf's signature verifies, under the key of its issuer in the
+// chain, over `tbs` (the TBSCertificate as received). RSA PKCS#1 v1.5 and
+// ECDSA only; the TBS's signature algorithm must equal the outer one, as
+// X509_verify requires. The digest strength is checked by OpenSSL's own
+// auth-level check on the decoded certificate (same algorithm).
+bool LeafSignatureVerifiesOver(X509_STORE_CTX* ctx, X509* leaf, const Bytes& tbs) {
+  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx);  // BORROWED
+  if (leaf == nullptr || chain == nullptr || sk_X509_num(chain) < 2) return false;
+  EVP_PKEY* key = X509_get0_pubkey(sk_X509_value(chain, 1));  // BORROWED
+  const ASN1_BIT_STRING* sig = nullptr;
+  const X509_ALGOR* alg = nullptr;
+  X509_get0_signature(&sig, &alg, leaf);
+  const ASN1_OBJECT* alg_oid = nullptr;
+  int md_nid = NID_undef;
+  int pkey_nid = NID_undef;
+  if (key == nullptr || sig == nullptr || alg == nullptr ||
+      X509_ALGOR_cmp(alg, X509_get0_tbs_sigalg(leaf)) != 0) {
+    ERR_clear_error();
+    return false;
+  }
+  X509_ALGOR_get0(&alg_oid, nullptr, nullptr, alg);
+  if (OBJ_find_sigid_algs(OBJ_obj2nid(alg_oid), &md_nid, &pkey_nid) != 1 ||
+      (pkey_nid != EVP_PKEY_RSA && pkey_nid != EVP_PKEY_EC) ||
+      pkey_nid != EVP_PKEY_get_base_id(key) || (sig->flags & 0x07) != 0) {
+    return false;
+  }
+  const EVP_MD* md = EVP_get_digestbynid(md_nid);
+  ossl::MdCtxPtr md_ctx(EVP_MD_CTX_new());
+  if (!md_ctx) throw std::bad_alloc();
+  const bool ok = md != nullptr &&
+                  EVP_DigestVerifyInit(md_ctx.get(), nullptr, md, nullptr, key) == 1 &&
+                  EVP_DigestVerify(md_ctx.get(), sig->data, static_cast<size_t>(sig->length),
+                                   tbs.data(), tbs.size()) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
 // SECURITY: the only refusals this callback overrides. (1) OpenSSL refuses
 // every certificate carrying a critical extension it does not implement
 // (X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION). EK certificates may mark
@@ -437,8 +517,10 @@ const char* RelaxationFor(int err, int depth, X509* cert) {
 // when every such extension is one the profile defines, the refusal is
 // overridden. (2) A SHA-1 signature or an expired CA, only when the chain
 // ends at a configured anchor the operator granted that relaxation to
-// (docs/ek-vendors.md); the use is recorded and reported. Every other error
-// stays fatal.
+// (docs/ek-vendors.md); the use is recorded and reported. (3) The leaf's
+// signature failure when the leaf was decoded from a copy with a minimal
+// serial, and only if the signature verifies over the TBS as received.
+// Every other error stays fatal.
 int VerifyCallback(int ok, X509_STORE_CTX* ctx) {
   if (ok) return ok;
   const int err = X509_STORE_CTX_get_error(ctx);
@@ -451,6 +533,12 @@ int VerifyCallback(int ok, X509_STORE_CTX* ctx) {
     return 1;
   }
   auto* state = static_cast<VerifyState*>(X509_STORE_CTX_get_app_data(ctx));
+  if (err == X509_V_ERR_CERT_SIGNATURE_FAILURE && depth == 0 && state != nullptr &&
+      state->leaf_signed_tbs != nullptr) {
+    if (!LeafSignatureVerifiesOver(ctx, cert, *state->leaf_signed_tbs)) return 0;
+    X509_STORE_CTX_set_error(ctx, X509_V_OK);
+    return 1;
+  }
   const char* relaxation = RelaxationFor(err, depth, cert);
   if (relaxation == nullptr || state == nullptr || state->anchors == nullptr) return 0;
   const EkAnchor* anchor = ChainAnchor(ctx, *state->anchors);
@@ -582,6 +670,7 @@ struct ParsedCert {
   ossl::X509Ptr x509;
   EkCertInfo info;
   bool has_eku_extension = false;
+  Bytes signed_tbs;  // as ParsedDer::signed_tbs
 };
 
 // The EK marks: EKU tcg-kp-EKCertificate, and the certificate policies.
@@ -635,6 +724,7 @@ Result<ParsedCert> ParseAndDescribe(std::span<const uint8_t> in,
   if (!der.ok()) return der.status();
   ParsedCert parsed;
   parsed.x509 = std::move(der->x509);
+  parsed.signed_tbs = std::move(der->signed_tbs);
   X509* x = parsed.x509.get();
   EkCertInfo& info = parsed.info;
   info.der = std::move(der->der);
@@ -1058,6 +1148,10 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
   for (size_t i = 0; i < presented_intermediates.size(); ++i) {
     Result<ParsedDer> one = ParseOneCertificate(presented_intermediates[i]);
     if (!one.ok()) return one.status().Annotate("presented intermediate " + std::to_string(i));
+    if (!one->signed_tbs.empty()) {
+      return Malformed("presented intermediate " + std::to_string(i) +
+                       ": a CA certificate whose serial has padding zeros is not supported");
+    }
     presented.push_back(std::move(one->x509));
   }
 
@@ -1076,6 +1170,7 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
 
   VerifyState state;
   state.anchors = &impl->anchors;
+  if (!parsed->signed_tbs.empty()) state.leaf_signed_tbs = &parsed->signed_tbs;
   ossl::X509StoreCtxPtr ctx =
       NewVerifyContext(impl->store.get(), parsed->x509.get(), untrusted.get(), now_unix, &state);
   const int rc = X509_verify_cert(ctx.get());
@@ -1085,6 +1180,16 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
     return s;
   }
   ERR_clear_error();
+  // SECURITY: a leaf decoded from a minimal-serial copy is accepted only if
+  // its signature verifies over the TBS as received. OpenSSL checked the
+  // copy, which verifies too when the issuer also signed the minimal form:
+  // then these bytes are not what it signed.
+  if (state.leaf_signed_tbs != nullptr &&
+      !LeafSignatureVerifiesOver(ctx.get(), parsed->x509.get(), *state.leaf_signed_tbs)) {
+    return Status::VerificationFailed(
+        kEkCertSignatureInvalid,
+        LeafName(info) + ": signature does not verify over the certificate as received");
+  }
   // The anchor is the top of the verified chain: a certificate of the store.
   const EkAnchor* anchor = ChainAnchor(ctx.get(), impl->anchors);
   if (anchor == nullptr) {

@@ -186,12 +186,14 @@ lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p521 ak=ecc " \
 
 lab_expect "$RC_REFUSED" "$R_NO_INTERMEDIATE" "vendor-CA certificate, no chain in NV: refused (missing intermediate)" \
   agent ch
-# The chain as Intel PTT stores it: DER back to back from 0x01c00100; at
-# over 2 KiB (swtpm's largest index) it runs on into 0x01c00101.
+# The chain as Intel PTT stores it: DER back to back from 0x01c00100, here
+# in 512-byte indices' worth: the intermediate the appliance lacks begins in
+# 0x01c00100 and runs on into 0x01c00101, the root after it (an agent that
+# read each index on its own would send nothing usable).
 openssl x509 -in "$W/vendor.pem" -outform der > "$W/chain.der"
 openssl x509 -in "$(lab_ca_root lab)" -outform der >> "$W/chain.der"
-head -c 1024 "$W/chain.der" > "$W/chain.0"
-tail -c +1025 "$W/chain.der" > "$W/chain.1.der"
+head -c 512 "$W/chain.der" > "$W/chain.0"
+tail -c +513 "$W/chain.der" > "$W/chain.1.der"
 padded "$W/chain.1.der" $(( $(stat -c %s "$W/chain.1.der") + 64 )) > "$W/chain.1"
 nv_put ch 0x01c00100 "$W/chain.0"
 nv_put ch 0x01c00101 "$W/chain.1"

@@ -116,9 +116,7 @@ lab_tpm h1 tpm2_createprimary -C e -g sha256 -G rsa2048:aes128cfb -a "$ATTRS_HIG
 lab_tpm h1 tpm2_readpublic -c "$H1/ek.ctx" -f tss -o "$H1/ek.pub" >/dev/null
 lab_flush h1
 ek_cert "$H1/ek.pub" "$H1/ek.der"
-size=$(( $(stat -c %s "$H1/ek.der") + 2 ))
-{ printf '\x10\x01\x00'; printf "\\x$(printf %02x $((size >> 8)))\\x$(printf %02x $((size & 255)))"; printf '\x10\x02'
-  cat "$H1/ek.der"; } > "$H1/ek.hdr"
+{ printf '100100%04x1002' "$(( $(stat -c %s "$H1/ek.der") + 2 ))" | xxd -r -p; cat "$H1/ek.der"; } > "$H1/ek.hdr"
 padded "$H1/ek.hdr" 1792 > "$H1/ek.nv"
 nv_put h1 0x01c00012 "$H1/ek.nv"
 

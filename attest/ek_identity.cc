@@ -78,7 +78,7 @@ Result<Bytes> SubjectPublicKeyInfoFromTpmPublic(const TpmPublic& pub) {
       throw std::runtime_error("encoding an RSA public key failed: " + ossl::DrainErrors());
     }
   } else {
-    // PkeyFromTpmPublic took only P-256 and P-384: an uncompressed point
+    // PkeyFromTpmPublic took only P-256, P-384 and P-521: an uncompressed point
     // under id-ecPublicKey with the named curve.
     const int curve = EC_curve_nist2nid(CurveGroupName(pub.ecc_curve));
     const Bytes point = EcPointFromTpmPublic(pub);

@@ -296,5 +296,18 @@ TEST(CheckEkMatchesCertificate, SameKeyOnly) {
   EXPECT_EQ(CheckEkMatchesCertificate(rsa_pub, Bytes{1, 2, 3}).reason(), "ek_cert_malformed");
 }
 
+// The high-range keys the appliance learnt in issue 41: RSA-3072 (H-6, the
+// certificate swtpm_setup made for it) and P-521 (H-4).
+TEST(CheckEkMatchesCertificate, Rsa3072AndP521) {
+  const Bytes rsa_pub = testing::ReadFixture("agent/testdata/ek-rsa3072-h6.pub");
+  const Bytes rsa_der = testing::ReadFixture("agent/testdata/ek-rsa3072-h6.der");
+  const Bytes ecc_pub = testing::ReadFixture("agent/testdata/ek-eccp521-h4.pub");
+  const Bytes ecc_der = testing::ReadFixture("agent/testdata/ek-eccp521-h4.der");
+  EXPECT_TRUE(CheckEkMatchesCertificate(rsa_pub, rsa_der).ok());
+  EXPECT_TRUE(CheckEkMatchesCertificate(ecc_pub, ecc_der).ok());
+  EXPECT_EQ(CheckEkMatchesCertificate(rsa_pub, ecc_der).reason(), "ek_template_mismatch");
+  EXPECT_EQ(CheckEkMatchesCertificate(ecc_pub, rsa_der).reason(), "ek_template_mismatch");
+}
+
 }  // namespace
 }  // namespace rackgate::agent

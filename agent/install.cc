@@ -121,7 +121,7 @@ Result<std::vector<std::string>> InstalledAgentArgs(const AgentOptions& o, const
     args.push_back(std::string(flag) + "=" + value);
   };
   if (tcti != kDefaultTcti) add("--tcti", tcti);
-  if (o.ek != EkPreference::kAny) add("--ek-alg", o.ek == EkPreference::kRsa ? "rsa" : "ecc");
+  if (o.ek != EkPreference::kAny) add("--ek-alg", EkPreferenceArg(o.ek));
   if (o.ak != AkAlg::kEcc) add("--ak-alg", "rsa");
   if (o.eventlog_path != kDefaultEventLog) add("--eventlog", Rebased(o.eventlog_path, install_root));
   if (o.pcr_signature_path != kDefaultPcrSignature) {

@@ -54,8 +54,10 @@ constexpr char kHelp[] =
     "TPM:\n"
     "  --tcti CONF          TCTI (default device:/dev/tpmrm0;\n"
     "                       lab: swtpm:host=127.0.0.1,port=N)\n"
-    "  --ek-alg rsa|ecc     which EK (default: the first with a certificate in NV,\n"
-    "                       RSA-2048, then ECC P-256, then ECC P-384)\n"
+    "  --ek-alg ALG         which EK: rsa, ecc, or one of rsa2048, ecc-p256 (low\n"
+    "                       range), ecc-p384, rsa2048-high, ecc-p256-high,\n"
+    "                       rsa3072, ecc-p521 (high range) (default: the first\n"
+    "                       with a certificate in NV, in that order)\n"
     "  --ak-alg rsa|ecc     the attestation key: RSA-2048 RSASSA or ECC P-256\n"
     "                       ECDSA, both SHA-256 (default ecc)\n"
     "  --eventlog PATH      measured-boot log to send (default\n"
@@ -185,9 +187,9 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kSteps: f.steps = arg; break;
       case kTcti: f.tcti = arg; break;
       case kEkAlg:
-        if (arg == "rsa") o.ek = EkPreference::kRsa;
-        else if (arg == "ecc") o.ek = EkPreference::kEcc;
-        else return Usage("--ek-alg: expected rsa or ecc");
+        if (auto ek = ParseEkPreference(arg)) o.ek = *ek;
+        else return Usage("--ek-alg: expected rsa, ecc or one EK: rsa2048, ecc-p256, ecc-p384, rsa2048-high, "
+                          "ecc-p256-high, rsa3072, ecc-p521");
         break;
       case kAkAlg:
         if (arg == "rsa") o.ak = AkAlg::kRsa;
@@ -309,8 +311,9 @@ int InstallBundle(const Flags& f, const RunFacts& facts) {
   io.config_for = facts.config_for;
   AgentOptions later = f.options;
   // The EK that attested, whatever the preference: a machine enrolled by
-  // its ECC EK must not try its RSA EK on later boots.
-  if (facts.ek) later.ek = EkIsRsa(*facts.ek) ? EkPreference::kRsa : EkPreference::kEcc;
+  // its ECC EK must not try its RSA EK on later boots, nor one enrolled by
+  // its high-range RSA EK its low-range one.
+  if (facts.ek) later.ek = EkPreference::Only(*facts.ek);
   auto args = InstalledAgentArgs(later, f.tcti, f.install_root, !io.config_for.empty());
   if (!args.ok()) return InstallFailed(args.status());
   io.agent_args = std::move(args).value();

@@ -34,6 +34,18 @@ inline constexpr size_t kMaxNvBytes = 16 * 1024;
 
 class Tpm;
 
+// The NV side of a TPM, as EK selection reads it (ChooseEk): Tpm is one,
+// tests use a fake.
+class NvIndexReader {
+ public:
+  virtual ~NvIndexReader() = default;
+  // NV indices defined in [first, last], ascending.
+  virtual Result<std::vector<uint32_t>> ListNvIndices(uint32_t first, uint32_t last) = 0;
+  // The whole contents of NV index `index`; kInvalidArgument
+  // "nv_index_too_large" over `max_bytes`; kTpmError.
+  virtual Result<Bytes> ReadNv(uint32_t index, size_t max_bytes = kMaxNvBytes) = 0;
+};
+
 // A transient object or session loaded in the TPM. Flushed when destroyed.
 // Holds a BORROWED pointer to its Tpm, which must outlive it.
 class TpmObject {
@@ -81,23 +93,23 @@ struct Attested {
   Bytes signature;
 };
 
-class Tpm {
+class Tpm final : public NvIndexReader {
  public:
   // Loads the TCTI named by `tcti_conf` ("device:/dev/tpmrm0",
   // "swtpm:host=127.0.0.1,port=2321") and initializes ESYS over it.
   // kTpmError "tpm_unavailable" when either fails.
   static Result<std::unique_ptr<Tpm>> Open(const std::string& tcti_conf);
-  ~Tpm();
+  ~Tpm() override;
   Tpm(const Tpm&) = delete;
   Tpm& operator=(const Tpm&) = delete;
 
   // NV indices defined in [first, last], ascending.
-  Result<std::vector<uint32_t>> ListNvIndices(uint32_t first, uint32_t last);
+  Result<std::vector<uint32_t>> ListNvIndices(uint32_t first, uint32_t last) override;
   // The whole contents of NV index `index`, read in chunks of at most the
   // TPM's TPM_PT_NV_BUFFER_MAX. Authorized with the index's own (empty)
   // auth when TPMA_NV_AUTHREAD is set, else with the (empty) owner auth.
   // kInvalidArgument "nv_index_too_large" over `max_bytes`; kTpmError.
-  Result<Bytes> ReadNv(uint32_t index, size_t max_bytes = kMaxNvBytes);
+  Result<Bytes> ReadNv(uint32_t index, size_t max_bytes = kMaxNvBytes) override;
 
   // TPM2_CreatePrimary in the endorsement hierarchy from EkTemplate(kind).
   Result<Ek> CreateEk(EkKind kind);

@@ -299,7 +299,7 @@ Status AttestationService::UnknownEk(const wire::ChallengeRequest& req, const at
   auto knocked = [&](const std::string& reason) {
     std::optional<std::span<const uint8_t>> cert;
     if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
-    unknown_eks_.Record(hex::Encode(ek_hash), ClientAddress(caller.address), reason, cert, clock_());
+    unknown_eks_.Record(hex::Encode(ek_hash), ClientAddress(caller.address), reason, cert, clock_(), req.ek_public);
   };
   if (!options_.discovery || !req.ek_certificate) {
     knocked("machine_not_enrolled");

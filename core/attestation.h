@@ -206,6 +206,9 @@ class AttestationService {
                                                const attest::TpmPublic* ek_public) const;
 
   int64_t Now() const { return clock_(); }
+  // Whether a machine with no EK certificate presented or on record is
+  // refused (ek_cert_missing).
+  bool require_ek_certificate() const { return options_.require_ek_certificate; }
 
   // Observability (docs/observability.md): the EKs whose challenge was
   // refused because no machine has them, recently (bounded, in memory).

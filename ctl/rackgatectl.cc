@@ -17,6 +17,7 @@
 #include "ctl/audit_commands.h"
 #include "ctl/audit_verify.h"
 #include "ctl/command_line.h"
+#include "ctl/ek_cert_commands.h"
 #include "ctl/machine_commands.h"
 #include "ctl/policy_commands.h"
 #include "ctl/eventlog_commands.h"
@@ -47,6 +48,9 @@ constexpr char kHelp[] =
     "  events           webhook events and their deliveries\n"
     "  csr list|approve|deny\n"
     "                   kubelet CSRs waiting for an operator (manual approval)\n"
+    "  ek-cert urls|import\n"
+    "                   EK certificates only online (Intel PTT, AMD fTPM):\n"
+    "                   their vendor URLs; import them, verified\n"
     "  policy observe|propose|accept|put|enforce|show\n"
     "                   a pool's boot policy: observe boots, then enforce\n"
     "\n"
@@ -154,6 +158,8 @@ constexpr CommandFlags kCommands[] = {
     {"csr list", "--all"},
     {"csr approve", "--reason --uid"},
     {"csr deny", "--reason --uid"},
+    {"ek-cert urls", "--vendor"},
+    {"ek-cert import", ""},
     {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec --kernel-args --bundle --initramfs-ca"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
@@ -333,6 +339,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
   if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
+  if (cmd == "ek-cert") return RunEkCert(socket, argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {

@@ -21,7 +21,7 @@ struct Credential {
 // Wraps `secret` for the EK `ek` and the object named `object_name`, exactly as
 // TPM 2.0 Part 1 §24 and Part 3 TPM2_MakeCredential define it:
 //  - RSA EK: a random seed encrypted with RSA-OAEP (the EK's nameAlg, label
-//    "IDENTITY"); ECC EK (P-256, P-384): an ephemeral ECDH key, the seed
+//    "IDENTITY"); ECC EK (P-256, P-384, P-521): an ephemeral ECDH key, the seed
 //    derived with KDFe(nameAlg, Z, "IDENTITY", ephemeral.x, ek.x).
 //  - symKey = KDFa(nameAlg, seed, "STORAGE", name, "", EK's AES key bits);
 //    encIdentity = AES-CFB(symKey, IV 0, TPM2B_DIGEST(secret)).

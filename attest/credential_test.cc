@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "attest/digest.h"
 #include "attest/test_util.h"
 #include "attest/testing/soft_tpm.h"
 
@@ -48,6 +49,34 @@ TEST(MakeCredential, RoundTripsThroughSoftwareActivation) {
     // And to the EK: another EK cannot.
     SoftKey other_ek = SoftKey::GenerateEk(c.type, c.curve ? c.curve : kEccNistP256);
     EXPECT_FALSE(other_ek.ActivateCredential(*cred, ak.name()).has_value());
+  }
+}
+
+// The high-range EKs of issue 41: RSA-3072 (H-6: OAEP with sha384, AES-256)
+// and P-521 (H-4: ECDH, KDFe with sha512, AES-256), against the software TPM.
+TEST(MakeCredential, RoundTripsForRsa3072AndP521Eks) {
+  for (const testing::SoftKeySpec& spec : {SoftKey::EkSpecRsa3072(), SoftKey::EkSpecP521()}) {
+    SoftKey ek = SoftKey::Generate(spec);
+    SoftKey ak = SoftKey::Generate(testing::SoftKeySpec{});
+    const Bytes secret(DigestSize(spec.name_alg), 0x5a);  // the largest the nameAlg allows
+    auto cred = MakeCredential(ek.pub(), ak.name(), secret);
+    ASSERT_TRUE(cred.ok()) << cred.status().ToString();
+    if (spec.type == kAlgRsa) {
+      EXPECT_EQ(cred->encrypted_secret.size(), 384u);  // one RSA-3072 block
+    } else {
+      EXPECT_EQ(cred->encrypted_secret.size(), 2u + 66u + 2u + 66u);  // TPMS_ECC_POINT on P-521
+    }
+    // integrityHMAC is a sha384 / sha512 HMAC.
+    EXPECT_EQ((cred->id_object[0] << 8) | cred->id_object[1], DigestSize(spec.name_alg));
+    auto got = ek.ActivateCredential(*cred, ak.name());
+    ASSERT_TRUE(got.has_value()) << spec.type;
+    EXPECT_EQ(*got, secret);
+    SoftKey other_ek = SoftKey::Generate(spec);
+    EXPECT_FALSE(other_ek.ActivateCredential(*cred, ak.name()).has_value());
+    EXPECT_EQ(MakeCredential(ek.pub(), ak.name(), Bytes(DigestSize(spec.name_alg) + 1, 1))
+                  .status()
+                  .reason(),
+              "credential_secret_size");
   }
 }
 

@@ -13,6 +13,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cstring>
 #include <ctime>
@@ -25,6 +26,7 @@
 
 #include "base/ossl.h"
 #include "attest/ek_nv.h"
+#include "attest/keys.h"
 
 namespace rackgate::attest {
 namespace {
@@ -57,7 +59,8 @@ using X509ShallowStackPtr = std::unique_ptr<STACK_OF(X509), X509StackShallowFree
 constexpr int kMaxChainDepth = 3;
 // Display strings from certificates are cut at this length.
 constexpr size_t kMaxDisplayChars = 256;
-constexpr size_t kRsa2048Bytes = 256;
+// The EK keys this module handles, for messages.
+constexpr char kSupportedEkKeys[] = "RSA-2048/3072 or ECC P-256/P-384/P-521";
 
 // Critical extensions that OpenSSL does not implement but the TCG EK
 // Credential Profile defines for an EK certificate. None of them restricts how
@@ -188,7 +191,31 @@ bool LooksLikePem(std::span<const uint8_t> in) {
 struct ParsedDer {
   ossl::X509Ptr x509;
   Bytes der;
+  // Set only when `der` had a padded serial and `x509` was decoded from
+  // CertificateWithMinimalSerial(der): the TBSCertificate as received, the
+  // bytes its issuer signed (the decoded one differs in the serial's zeros).
+  Bytes signed_tbs;
 };
+
+// A certificate whose serial carries zeros its value does not need (Nuvoton,
+// STMicro). SECURITY: it is decoded from a copy with only those zeros
+// removed, which has the same meaning, and `signed_tbs` keeps the TBS as
+// received: the signature is checked over that (VerifyCallback), never over
+// the copy, whose own signature check fails.
+Result<ParsedDer> ParseWithPaddedSerial(std::span<const uint8_t> der) {
+  static constexpr char kWhy[] =
+      "not a DER X.509 certificate: an INTEGER has a leading byte its value does not need";
+  std::optional<Bytes> minimal = CertificateWithMinimalSerial(der);
+  std::optional<Bytes> tbs = TbsCertificateOf(der);
+  if (!minimal || !tbs) return Malformed(kWhy);
+  const unsigned char* p = minimal->data();
+  ossl::X509Ptr x(d2i_X509(nullptr, &p, static_cast<long>(minimal->size())));
+  if (!x || p != minimal->data() + minimal->size()) {
+    ERR_clear_error();
+    return Malformed(kWhy);
+  }
+  return ParsedDer{std::move(x), Bytes(der.begin(), der.end()), std::move(*tbs)};
+}
 
 // Exactly one DER certificate, nothing after it.
 Result<ParsedDer> ParseDerCertificate(std::span<const uint8_t> der) {
@@ -196,7 +223,15 @@ Result<ParsedDer> ParseDerCertificate(std::span<const uint8_t> der) {
   const unsigned char* p = der.data();
   ossl::X509Ptr x(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
   if (!x) {
-    ERR_clear_error();
+    // OpenSSL refuses an INTEGER with a leading byte its value does not need
+    // (vendors' serial numbers); say so, since it is a known vendor quirk.
+    bool padding = false;
+    for (unsigned long e = ERR_get_error(); e != 0; e = ERR_get_error()) {
+      if (ERR_GET_LIB(e) == ERR_LIB_ASN1 && ERR_GET_REASON(e) == ASN1_R_ILLEGAL_PADDING) {
+        padding = true;
+      }
+    }
+    if (padding) return ParseWithPaddedSerial(der);
     return Malformed("not a DER X.509 certificate");
   }
   // SECURITY: trailing bytes are refused rather than ignored, so that two
@@ -273,9 +308,16 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
   std::vector<ossl::X509Ptr> out;
   if (in.empty()) return StoreInvalid("empty input");
   if (in.size() > kMaxTrustStoreFileBytes) return StoreInvalid("input exceeds the size limit");
+  // SECURITY: a CA certificate with a padded serial would need its signature
+  // checked over bytes OpenSSL does not hold; only EK certificates get that.
+  auto refuse_padded = [] {
+    return StoreInvalid("a CA certificate whose serial has padding zeros (not DER) is not "
+                        "supported");
+  };
   if (in[0] == 0x30) {
     Result<ParsedDer> one = ParseDerCertificate(in);
     if (!one.ok()) return StoreInvalid(one.status().message());
+    if (!one->signed_tbs.empty()) return refuse_padded();
     out.push_back(std::move(one->x509));
     return out;
   }
@@ -294,6 +336,7 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
     }
     Result<ParsedDer> one = ParseDerCertificate(block->data);
     if (!one.ok()) return StoreInvalid(one.status().message());
+    if (!one->signed_tbs.empty()) return refuse_padded();
     out.push_back(std::move(one->x509));
   }
   if (out.empty()) return StoreInvalid("no certificate found");
@@ -318,32 +361,203 @@ std::optional<std::string> FirstUnacceptedCriticalExtension(X509* x, bool is_lea
   return std::nullopt;
 }
 
-// SECURITY: OpenSSL refuses every certificate carrying a critical extension it
-// does not implement (X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION). EK
-// certificates may mark TCG-profile extensions critical, so for the EK
-// certificate alone, and only when every such extension is one the profile
-// defines, the refusal is overridden. Every other error stays fatal, and an
-// unknown critical extension anywhere is still refused.
+std::string HexLower(std::span<const uint8_t> bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xf]);
+  }
+  return out;
+}
+
+// Lower-case hex SHA-256 of the certificate's DER (its encoding as held, which
+// for a certificate decoded from DER is the bytes it was decoded from).
+std::string CertSha256(X509* x) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (X509_digest(x, EVP_sha256(), md, &len) != 1) {
+    ERR_clear_error();
+    throw std::bad_alloc();
+  }
+  return HexLower(std::span<const uint8_t>(md, len));
+}
+
+// "RSA-2048", "ECC P-384", ... for display; "unknown" for a key OpenSSL
+// cannot decode.
+std::string KeyForDisplay(X509* x) {
+  EVP_PKEY* pkey = X509_get0_pubkey(x);  // BORROWED
+  if (pkey == nullptr) {
+    ERR_clear_error();
+    return "unknown";
+  }
+  const int base_id = EVP_PKEY_get_base_id(pkey);
+  if (base_id == EVP_PKEY_RSA) return "RSA-" + std::to_string(EVP_PKEY_get_bits(pkey));
+  if (base_id == EVP_PKEY_EC) {
+    char group[64] = {};
+    size_t group_len = 0;
+    if (EVP_PKEY_get_group_name(pkey, group, sizeof(group), &group_len) != 1) {
+      ERR_clear_error();
+      return "ECC (explicit parameters)";
+    }
+    switch (OBJ_sn2nid(group)) {
+      case NID_X9_62_prime256v1:
+        return "ECC P-256";
+      case NID_secp384r1:
+        return "ECC P-384";
+      case NID_secp521r1:
+        return "ECC P-521";
+      default:
+        return "ECC " + EscapeForDisplay(group);
+    }
+  }
+  return EscapeForDisplay(OBJ_nid2sn(base_id) != nullptr ? OBJ_nid2sn(base_id) : "unknown");
+}
+
+bool IsKnownRelaxation(std::string_view name) {
+  return name == kEkRelaxSha1 || name == kEkRelaxExpiredCa || name == kEkRelaxNoEkMarks;
+}
+
+
+const EkAnchor* FindAnchorIn(const std::vector<EkAnchor>& anchors, std::string_view sha256) {
+  for (const EkAnchor& a : anchors) {
+    if (a.sha256 == sha256) return &a;
+  }
+  return nullptr;
+}
+
+bool Grants(const EkAnchor& anchor, std::string_view relaxation) {
+  return std::find(anchor.relaxations.begin(), anchor.relaxations.end(), relaxation) !=
+         anchor.relaxations.end();
+}
+
+// The configured anchor at the top of the chain OpenSSL has built so far;
+// null when the top is not one (an untrusted or incomplete chain).
+const EkAnchor* ChainAnchor(X509_STORE_CTX* ctx, const std::vector<EkAnchor>& anchors) {
+  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx);  // BORROWED
+  const int n = chain != nullptr ? sk_X509_num(chain) : 0;
+  if (n <= 0) return nullptr;
+  return FindAnchorIn(anchors, CertSha256(sk_X509_value(chain, n - 1)));
+}
+
+// What one verification shares with OpenSSL's callback (app data of the
+// X509_STORE_CTX). BORROWED from VerifyEkCertificate's stack.
+struct VerifyState {
+  const std::vector<EkAnchor>* anchors = nullptr;
+  std::vector<std::string> used;  // relaxations applied, each once
+  // The leaf's TBS as received when it was decoded from a copy with a
+  // minimal serial (ParseWithPaddedSerial); null otherwise.
+  const Bytes* leaf_signed_tbs = nullptr;
+
+  void Use(const char* relaxation) {
+    if (std::find(used.begin(), used.end(), relaxation) == used.end()) used.emplace_back(relaxation);
+  }
+};
+
+bool SignedWithSha1(X509* x) {
+  int md_nid = NID_undef;
+  if (x == nullptr || X509_get_signature_info(x, &md_nid, nullptr, nullptr, nullptr) != 1) {
+    ERR_clear_error();
+    return false;
+  }
+  return md_nid == NID_sha1;
+}
+
+// The relaxation that would accept this path-validation error, or null when
+// none may: a SHA-1 signature (only SHA-1; MD5 and the like stay refused), an
+// expired CA certificate (never the leaf: depth 0 stays strict).
+const char* RelaxationFor(int err, int depth, X509* cert) {
+  if (err == X509_V_ERR_CA_MD_TOO_WEAK && SignedWithSha1(cert)) return kEkRelaxSha1;
+  if (err == X509_V_ERR_CERT_HAS_EXPIRED && depth > 0) return kEkRelaxExpiredCa;
+  return nullptr;
+}
+
+// Whether the leaf's signature verifies, under the key of its issuer in the
+// chain, over `tbs` (the TBSCertificate as received). RSA PKCS#1 v1.5 and
+// ECDSA only; the TBS's signature algorithm must equal the outer one, as
+// X509_verify requires. The digest strength is checked by OpenSSL's own
+// auth-level check on the decoded certificate (same algorithm).
+bool LeafSignatureVerifiesOver(X509_STORE_CTX* ctx, X509* leaf, const Bytes& tbs) {
+  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(ctx);  // BORROWED
+  if (leaf == nullptr || chain == nullptr || sk_X509_num(chain) < 2) return false;
+  EVP_PKEY* key = X509_get0_pubkey(sk_X509_value(chain, 1));  // BORROWED
+  const ASN1_BIT_STRING* sig = nullptr;
+  const X509_ALGOR* alg = nullptr;
+  X509_get0_signature(&sig, &alg, leaf);
+  const ASN1_OBJECT* alg_oid = nullptr;
+  int md_nid = NID_undef;
+  int pkey_nid = NID_undef;
+  if (key == nullptr || sig == nullptr || alg == nullptr ||
+      X509_ALGOR_cmp(alg, X509_get0_tbs_sigalg(leaf)) != 0) {
+    ERR_clear_error();
+    return false;
+  }
+  X509_ALGOR_get0(&alg_oid, nullptr, nullptr, alg);
+  if (OBJ_find_sigid_algs(OBJ_obj2nid(alg_oid), &md_nid, &pkey_nid) != 1 ||
+      (pkey_nid != EVP_PKEY_RSA && pkey_nid != EVP_PKEY_EC) ||
+      pkey_nid != EVP_PKEY_get_base_id(key) || (sig->flags & 0x07) != 0) {
+    return false;
+  }
+  const EVP_MD* md = EVP_get_digestbynid(md_nid);
+  ossl::MdCtxPtr md_ctx(EVP_MD_CTX_new());
+  if (!md_ctx) throw std::bad_alloc();
+  const bool ok = md != nullptr &&
+                  EVP_DigestVerifyInit(md_ctx.get(), nullptr, md, nullptr, key) == 1 &&
+                  EVP_DigestVerify(md_ctx.get(), sig->data, static_cast<size_t>(sig->length),
+                                   tbs.data(), tbs.size()) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
+// SECURITY: the only refusals this callback overrides. (1) OpenSSL refuses
+// every certificate carrying a critical extension it does not implement
+// (X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION). EK certificates may mark
+// TCG-profile extensions critical, so for the EK certificate alone, and only
+// when every such extension is one the profile defines, the refusal is
+// overridden. (2) A SHA-1 signature or an expired CA, only when the chain
+// ends at a configured anchor the operator granted that relaxation to
+// (docs/ek-vendors.md); the use is recorded and reported. (3) The leaf's
+// signature failure when the leaf was decoded from a copy with a minimal
+// serial, and only if the signature verifies over the TBS as received.
+// Every other error stays fatal.
 int VerifyCallback(int ok, X509_STORE_CTX* ctx) {
   if (ok) return ok;
-  if (X509_STORE_CTX_get_error(ctx) != X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION) return 0;
-  if (X509_STORE_CTX_get_error_depth(ctx) != 0) return 0;
+  const int err = X509_STORE_CTX_get_error(ctx);
+  const int depth = X509_STORE_CTX_get_error_depth(ctx);
   X509* cert = X509_STORE_CTX_get_current_cert(ctx);  // BORROWED
-  if (cert == nullptr || FirstUnacceptedCriticalExtension(cert, /*is_leaf=*/true)) return 0;
+  if (err == X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION) {
+    if (depth != 0) return 0;
+    if (cert == nullptr || FirstUnacceptedCriticalExtension(cert, /*is_leaf=*/true)) return 0;
+    X509_STORE_CTX_set_error(ctx, X509_V_OK);
+    return 1;
+  }
+  auto* state = static_cast<VerifyState*>(X509_STORE_CTX_get_app_data(ctx));
+  if (err == X509_V_ERR_CERT_SIGNATURE_FAILURE && depth == 0 && state != nullptr &&
+      state->leaf_signed_tbs != nullptr) {
+    if (!LeafSignatureVerifiesOver(ctx, cert, *state->leaf_signed_tbs)) return 0;
+    X509_STORE_CTX_set_error(ctx, X509_V_OK);
+    return 1;
+  }
+  const char* relaxation = RelaxationFor(err, depth, cert);
+  if (relaxation == nullptr || state == nullptr || state->anchors == nullptr) return 0;
+  const EkAnchor* anchor = ChainAnchor(ctx, *state->anchors);
+  if (anchor == nullptr || !Grants(*anchor, relaxation)) return 0;
+  state->Use(relaxation);
   X509_STORE_CTX_set_error(ctx, X509_V_OK);
   return 1;
 }
 
-int CurveFieldBytes(uint16_t curve) {
-  switch (curve) {
-    case kEccNistP256:
-      return 32;
-    case kEccNistP384:
-      return 48;
-    default:
-      return 0;
-  }
+// The refusal's hint when a relaxation of the chain's anchor would accept it.
+std::string RelaxationHint(const char* relaxation, const EkAnchor* anchor) {
+  if (relaxation == nullptr || anchor == nullptr) return {};
+  return std::string("; to accept it, grant \"") + relaxation + "\" to anchor " + anchor->sha256 +
+         " ('" + anchor->subject + "') in ek_anchor_relaxations";
 }
+
+// RSA EK sizes of the TCG EK Credential Profile (low range 2048, high range
+// 2048 and 3072), in modulus bytes.
+bool IsEkRsaBytes(size_t bytes) { return bytes == 256 || bytes == 384; }
 
 // Big-endian `bn` as exactly `width` bytes; nullopt when it does not fit.
 std::optional<Bytes> BnToFixed(const BIGNUM* bn, size_t width) {
@@ -365,7 +579,8 @@ void DescribeKey(X509* x, EkCertInfo* info) {
   }
   info->key_bits = EVP_PKEY_get_bits(pkey);
   const int base_id = EVP_PKEY_get_base_id(pkey);
-  if (base_id == EVP_PKEY_RSA && info->key_bits == 2048) {
+  if (base_id == EVP_PKEY_RSA && info->key_bits > 0 &&
+      IsEkRsaBytes(static_cast<size_t>(info->key_bits) / 8) && info->key_bits % 8 == 0) {
     BIGNUM* n_raw = nullptr;
     BIGNUM* e_raw = nullptr;
     const bool got_n = EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_RSA_N, &n_raw) == 1;
@@ -377,7 +592,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
       ERR_clear_error();
       return;
     }
-    std::optional<Bytes> modulus = BnToFixed(n.get(), kRsa2048Bytes);
+    std::optional<Bytes> modulus = BnToFixed(n.get(), static_cast<size_t>(info->key_bits) / 8);
     if (!modulus) return;
     info->rsa_modulus = std::move(*modulus);
     info->rsa_exponent = static_cast<uint32_t>(BN_get_word(e.get()));
@@ -395,6 +610,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
     uint16_t curve = 0;
     if (nid == NID_X9_62_prime256v1) curve = kEccNistP256;
     if (nid == NID_secp384r1) curve = kEccNistP384;
+    if (nid == NID_secp521r1) curve = kEccNistP521;
     if (curve == 0) return;
     BIGNUM* x_raw = nullptr;
     BIGNUM* y_raw = nullptr;
@@ -406,7 +622,7 @@ void DescribeKey(X509* x, EkCertInfo* info) {
       ERR_clear_error();
       return;
     }
-    const size_t width = static_cast<size_t>(CurveFieldBytes(curve));
+    const size_t width = CurveFieldBytes(curve);
     std::optional<Bytes> fx = BnToFixed(bx.get(), width);
     std::optional<Bytes> fy = BnToFixed(by.get(), width);
     if (!fx || !fy) return;
@@ -454,6 +670,7 @@ struct ParsedCert {
   ossl::X509Ptr x509;
   EkCertInfo info;
   bool has_eku_extension = false;
+  Bytes signed_tbs;  // as ParsedDer::signed_tbs
 };
 
 // The EK marks: EKU tcg-kp-EKCertificate, and the certificate policies.
@@ -507,6 +724,7 @@ Result<ParsedCert> ParseAndDescribe(std::span<const uint8_t> in,
   if (!der.ok()) return der.status();
   ParsedCert parsed;
   parsed.x509 = std::move(der->x509);
+  parsed.signed_tbs = std::move(der->signed_tbs);
   X509* x = parsed.x509.get();
   EkCertInfo& info = parsed.info;
   info.der = std::move(der->der);
@@ -538,7 +756,8 @@ std::string CaName(X509* x, int depth) {
 // Maps a path-validation error to this module's reasons. Every X509_V_ERR the
 // verifier can raise for our settings is named; anything else is a refusal as
 // untrusted, never an acceptance.
-Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf) {
+Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf,
+                    const std::vector<EkAnchor>& anchors) {
   const int err = X509_STORE_CTX_get_error(ctx);
   const int depth = X509_STORE_CTX_get_error_depth(ctx);
   X509* cur = X509_STORE_CTX_get_current_cert(ctx);  // BORROWED, may be null
@@ -546,9 +765,12 @@ Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf) {
   auto refuse = [&](const char* reason, const std::string& what) {
     return Status::VerificationFailed(reason, who + ": " + what);
   };
+  // Names the setting when a relaxation of this path's anchor would accept it.
+  const char* relaxation = RelaxationFor(err, depth, cur);
+  const std::string hint = RelaxationHint(relaxation, ChainAnchor(ctx, anchors));
   switch (err) {
     case X509_V_ERR_CERT_HAS_EXPIRED:
-      return refuse(kEkCertExpired, "expired");
+      return refuse(kEkCertExpired, "expired" + hint);
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return refuse(kEkCertNotYetValid, "not yet valid");
     case X509_V_ERR_ERROR_IN_CERT_NOT_BEFORE_FIELD:
@@ -583,9 +805,13 @@ Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf) {
     case X509_V_ERR_PATH_LENGTH_EXCEEDED:
     case X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
       return refuse(kEkCertBadBasicConstraints, X509_verify_cert_error_string(err));
+    case X509_V_ERR_CA_MD_TOO_WEAK:
+      return refuse(kEkCertWeakCrypto, std::string(relaxation != nullptr ? "SHA-1 signature"
+                                                                         : "signature digest too "
+                                                                           "weak") +
+                                            hint);
     case X509_V_ERR_CA_KEY_TOO_SMALL:
     case X509_V_ERR_EE_KEY_TOO_SMALL:
-    case X509_V_ERR_CA_MD_TOO_WEAK:
       return refuse(kEkCertWeakCrypto, X509_verify_cert_error_string(err));
     case X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION: {
       std::optional<std::string> oid =
@@ -641,13 +867,99 @@ Result<std::vector<std::filesystem::path>> ExpandTrustPath(const std::string& pa
   return files;
 }
 
+
+// A verification context for `leaf` over `store` at `now_unix`, with this
+// module's settings; `state` is BORROWED and must outlive the context.
+ossl::X509StoreCtxPtr NewVerifyContext(X509_STORE* store, X509* leaf, STACK_OF(X509)* untrusted,
+                                       int64_t now_unix, VerifyState* state) {
+  ossl::X509StoreCtxPtr ctx(X509_STORE_CTX_new());
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), store, leaf, untrusted) != 1) {
+    throw std::bad_alloc();
+  }
+  // SECURITY: no TLS purpose. EK certificates carry only the TCG EKU, and an
+  // SSL purpose refuses them; "any" checks no purpose, and the EK marking is
+  // checked by CheckEkLeaf instead.
+  if (X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_ANY) != 1) {
+    throw std::logic_error("X509_PURPOSE_ANY refused by OpenSSL");
+  }
+  X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());  // BORROWED
+  X509_VERIFY_PARAM_set_depth(param, kMaxChainDepth);
+  // Every certificate in the store is an anchor, self-signed or not: the path
+  // ends at the first one reached from the leaf (docs/ek-vendors.md).
+  X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN);
+  // SECURITY: level 1 refuses keys under 80-bit strength and SHA-1 or MD5
+  // signatures anywhere but on the anchor's own signature; VerifyCallback
+  // lifts the SHA-1 refusal only for an anchor granted "sha1".
+  X509_VERIFY_PARAM_set_auth_level(param, 1);
+  // The caller's clock, so that verification is reproducible and testable.
+  X509_STORE_CTX_set_time(ctx.get(), 0, static_cast<time_t>(now_unix));
+  X509_STORE_CTX_set_verify_cb(ctx.get(), VerifyCallback);
+  if (X509_STORE_CTX_set_app_data(ctx.get(), state) != 1) throw std::bad_alloc();
+  return ctx;
+}
+
+Status NotEk(const EkCertInfo& info, const std::string& what) {
+  return Status::VerificationFailed(kEkCertNotEk, LeafName(info) + ": " + what);
+}
+
+// The checks on a leaf whose path verified to `anchor`: not a CA, marked as an
+// EK certificate (or the anchor granted "no-ek-marks"), a supported key.
+Status CheckEkLeaf(const ParsedCert& parsed, const EkAnchor& anchor, VerifyState* state) {
+  const EkCertInfo& info = parsed.info;
+  X509* leaf = parsed.x509.get();
+  // SECURITY: OpenSSL accepts a CA certificate as the end of a path; an EK
+  // certificate that could issue certificates is not an EK certificate.
+  // X509_check_ca alone is not enough: it answers 0 for CA:TRUE when the key
+  // usage lacks keyCertSign, so basicConstraints is checked on its own too.
+  if ((X509_get_extension_flags(leaf) & EXFLAG_CA) != 0 || X509_check_ca(leaf) != 0) {
+    return Status::VerificationFailed(kEkCertBadBasicConstraints,
+                                      LeafName(info) + ": is a CA certificate");
+  }
+  // SECURITY: an EKU without the EK purpose restricts the key to other uses
+  // (RFC 5280 4.2.1.12), so neither a policy nor "no-ek-marks" overrides it;
+  // the policy mark counts only for certificates without any EKU extension
+  // (older profiles), and so does "no-ek-marks" (Google's vTPM EK
+  // certificates carry no EKU, no policy and no TCG SAN).
+  if (!info.has_ek_eku && parsed.has_eku_extension) {
+    return NotEk(info, "extended key usage lacks tcg-kp-EKCertificate (no relaxation covers an "
+                       "extended key usage for other purposes)");
+  }
+  if (!info.has_ek_eku && !info.has_ek_policy) {
+    if (!Grants(anchor, kEkRelaxNoEkMarks)) {
+      return NotEk(info, "neither the EK extended key usage nor an EK certificate policy" +
+                             RelaxationHint(kEkRelaxNoEkMarks, &anchor));
+    }
+    // SECURITY: even then, a key its issuer limited to signing is not an EK:
+    // cloud CAs issue AK certificates from the same CA as EK certificates.
+    const uint32_t usage = X509_get_key_usage(leaf);
+    if (usage != UINT32_MAX && (usage & (KU_KEY_ENCIPHERMENT | KU_KEY_AGREEMENT)) == 0) {
+      return NotEk(info, "no EK marks, and its key usage allows neither keyEncipherment nor "
+                         "keyAgreement (a signing key such as an AK)");
+    }
+    state->Use(kEkRelaxNoEkMarks);
+  }
+  if (info.key_type == kAlgNull) {
+    return Status::Unsupported(kEkKeyUnsupported,
+                               LeafName(info) + ": key is not " + kSupportedEkKeys + " (" +
+                                   std::to_string(info.key_bits) + " bits)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct EkTrustStore::Impl {
   ossl::X509StorePtr store;
   ossl::X509StackPtr intermediates;  // untrusted: path building only
   std::vector<std::string> accepted_policies;
-  size_t root_count = 0;
+  std::vector<EkAnchor> anchors;  // one per certificate in `store`
+  std::vector<std::string> notes;
+
+  // The anchor whose DER has this SHA-256 (lower-case hex); null if none.
+  const EkAnchor* FindAnchor(std::string_view sha256) const {
+    return FindAnchorIn(anchors, sha256);
+  }
+  Status AddRoots(std::span<const uint8_t> der_or_pem, const std::string& source);
 };
 
 EkTrustStore::EkTrustStore() : impl_(std::make_unique<Impl>()) {
@@ -660,39 +972,93 @@ EkTrustStore::~EkTrustStore() = default;
 EkTrustStore::EkTrustStore(EkTrustStore&& other) noexcept = default;
 EkTrustStore& EkTrustStore::operator=(EkTrustStore&& other) noexcept = default;
 
-size_t EkTrustStore::root_count() const { return impl_ ? impl_->root_count : 0; }
+size_t EkTrustStore::root_count() const { return impl_ ? impl_->anchors.size() : 0; }
 
 size_t EkTrustStore::intermediate_count() const {
   return impl_ ? static_cast<size_t>(sk_X509_num(impl_->intermediates.get())) : 0;
 }
 
+std::vector<EkAnchor> EkTrustStore::Anchors() const {
+  return impl_ ? impl_->anchors : std::vector<EkAnchor>{};
+}
+
+std::vector<std::string> EkTrustStore::LoadNotes() const {
+  return impl_ ? impl_->notes : std::vector<std::string>{};
+}
+
+Status EkTrustStore::AllowForAnchor(std::string_view anchor_sha256_hex,
+                                    std::string_view relaxation) {
+  if (!impl_) return StoreInvalid("moved-from trust store");
+  if (!IsKnownRelaxation(relaxation)) {
+    return StoreInvalid("unknown relaxation '" + EscapeForDisplay(relaxation) +
+                        "' (known: sha1, expired-ca, no-ek-marks)");
+  }
+  std::string wanted(anchor_sha256_hex);
+  std::transform(wanted.begin(), wanted.end(), wanted.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (EkAnchor& a : impl_->anchors) {
+    if (a.sha256 != wanted) continue;
+    if (std::find(a.relaxations.begin(), a.relaxations.end(), relaxation) == a.relaxations.end()) {
+      a.relaxations.emplace_back(relaxation);
+    }
+    return Status::Ok();
+  }
+  return StoreInvalid("no EK anchor has SHA-256 " + EscapeForDisplay(wanted));
+}
+
 Status EkTrustStore::AddRoot(std::span<const uint8_t> der_or_pem) {
   if (!impl_) return StoreInvalid("moved-from trust store");
+  return impl_->AddRoots(der_or_pem, "");
+}
+
+Status EkTrustStore::Impl::AddRoots(std::span<const uint8_t> der_or_pem,
+                                    const std::string& source) {
   Result<std::vector<ossl::X509Ptr>> certs = ParseCertificateBundle(der_or_pem);
   if (!certs.ok()) return certs.status();
-  // Check them all before adding any, so a failure adds nothing.
+  const std::string where = source.empty() ? std::string("(memory)") : source;
+  size_t cas = 0;
+  std::vector<std::string> skipped;  // notes, kept only when something was added
   for (const ossl::X509Ptr& x : *certs) {
-    // SECURITY: a trust anchor must be a CA that signed itself. Anchoring on
-    // a leaf or an intermediate by mistake would widen or break trust in ways
-    // that are hard to see later; refuse it at configuration time.
     const std::string name = NameForDisplay(X509_get_subject_name(x.get()));
+    // SECURITY: only a CA anchors a path. Operators collect vendor folders
+    // that mix roots, intermediates and sometimes a sample EK certificate; a
+    // non-CA among them is skipped and said so, not trusted and not a reason
+    // to refuse the vendors' CAs that came with it.
     if (X509_check_ca(x.get()) != 1) {
-      return StoreInvalid("root '" + name +
-                          "' is not a CA (needs basicConstraints CA:TRUE and, if it has a key "
-                          "usage, keyCertSign)");
-    }
-    if (X509_self_signed(x.get(), /*verify_signature=*/1) != 1) {
       ERR_clear_error();
-      return StoreInvalid("root '" + name + "' is not self-signed");
+      skipped.push_back(where + ": " + name +
+                        ": skipped: not a CA (needs basicConstraints CA:TRUE and, if it has a key "
+                      "usage, keyCertSign)");
+      continue;
     }
-  }
-  for (const ossl::X509Ptr& x : *certs) {
-    if (X509_STORE_add_cert(impl_->store.get(), x.get()) != 1) {  // takes its own reference
+    ++cas;
+    EkAnchor anchor;
+    anchor.sha256 = CertSha256(x.get());
+    if (FindAnchor(anchor.sha256) != nullptr) {
+      skipped.push_back(where + ": " + name + ": skipped: already an anchor");
+      continue;
+    }
+    anchor.subject = name;
+    anchor.issuer = NameForDisplay(X509_get_issuer_name(x.get()));
+    // Not self-signed is fine (partial chains): a vendor CA whose root the
+    // operator does not have, or a cross-signed CA, anchors what it issued.
+    anchor.self_signed = X509_self_signed(x.get(), /*verify_signature=*/1) == 1;
+    ERR_clear_error();
+    anchor.key = KeyForDisplay(x.get());
+    anchor.not_after = Asn1TimeToUnix(X509_get0_notAfter(x.get())).value_or(0);
+    anchor.source = source;
+    if (X509_STORE_add_cert(store.get(), x.get()) != 1) {  // takes its own reference
       ERR_clear_error();
       throw std::bad_alloc();
     }
-    ++impl_->root_count;
+    anchors.push_back(std::move(anchor));
   }
+  if (cas == 0) {
+    return StoreInvalid("no CA certificate (" + std::to_string(certs->size()) +
+                        " certificate(s); first: '" +
+                        NameForDisplay(X509_get_subject_name(certs->front().get())) + "')");
+  }
+  notes.insert(notes.end(), skipped.begin(), skipped.end());
   return Status::Ok();
 }
 
@@ -725,20 +1091,32 @@ Status EkTrustStore::AcceptEkPolicy(std::string_view dotted_oid) {
 Result<EkTrustStore> EkTrustStore::Load(const std::vector<std::string>& root_paths,
                                         const std::vector<std::string>& intermediate_paths) {
   EkTrustStore store;
+  Impl& impl = *store.impl_;
   for (int pass = 0; pass < 2; ++pass) {
     const bool roots = pass == 0;
     for (const std::string& path : roots ? root_paths : intermediate_paths) {
+      // A configured path that does not exist is a configuration error; what
+      // a folder holds is the vendors' business and only noted when unusable.
       Result<std::vector<std::filesystem::path>> files = ExpandTrustPath(path);
       if (!files.ok()) return files.status();
       for (const std::filesystem::path& file : *files) {
         Result<Bytes> data = ReadFileBounded(file);
-        if (!data.ok()) return data.status();
-        Status s = roots ? store.AddRoot(*data) : store.AddIntermediate(*data);
-        if (!s.ok()) return s.Annotate(file.string());
+        Status s = !data.ok() ? data.status()
+                   : roots    ? impl.AddRoots(*data, file.string())
+                              : store.AddIntermediate(*data);
+        if (s.ok()) continue;
+        if (s.code() == Status::Code::kIoError && files->size() == 1 && *files->begin() == path) {
+          return s;  // the one file named cannot be read
+        }
+        impl.notes.push_back(file.string() + ": skipped: " + s.message());
       }
     }
   }
-  if (store.root_count() == 0) return StoreInvalid("no EK root certificate configured");
+  if (impl.anchors.empty()) {
+    std::string why = "no EK anchor: ek_roots holds no CA certificate";
+    for (const std::string& note : impl.notes) why += "; " + note;
+    return StoreInvalid(why);
+  }
   return store;
 }
 
@@ -757,7 +1135,7 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
                                              : std::span<const std::string>());
   if (!parsed.ok()) return parsed.status();
   const EkCertInfo& info = parsed->info;
-  if (impl == nullptr || impl->root_count == 0) {
+  if (impl == nullptr || impl->anchors.empty()) {
     return Status::VerificationFailed(kEkCertUntrusted,
                                       LeafName(info) + ": no EK roots configured");
   }
@@ -770,11 +1148,15 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
   for (size_t i = 0; i < presented_intermediates.size(); ++i) {
     Result<ParsedDer> one = ParseOneCertificate(presented_intermediates[i]);
     if (!one.ok()) return one.status().Annotate("presented intermediate " + std::to_string(i));
+    if (!one->signed_tbs.empty()) {
+      return Malformed("presented intermediate " + std::to_string(i) +
+                       ": a CA certificate whose serial has padding zeros is not supported");
+    }
     presented.push_back(std::move(one->x509));
   }
 
   // SECURITY: configured and presented intermediates go in the untrusted
-  // list, never in the X509_STORE: only configured roots anchor a path.
+  // list, never in the X509_STORE: only configured anchors end a path.
   X509ShallowStackPtr untrusted(sk_X509_new_null());
   if (!untrusted) throw std::bad_alloc();
   for (int i = 0; i < sk_X509_num(impl->intermediates.get()); ++i) {
@@ -786,58 +1168,39 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
     if (sk_X509_push(untrusted.get(), x.get()) <= 0) throw std::bad_alloc();
   }
 
-  ossl::X509StoreCtxPtr ctx(X509_STORE_CTX_new());
-  if (!ctx ||
-      X509_STORE_CTX_init(ctx.get(), impl->store.get(), parsed->x509.get(), untrusted.get()) != 1) {
-    throw std::bad_alloc();
-  }
-  // SECURITY: no TLS purpose. EK certificates carry only the TCG EKU, and an
-  // SSL purpose refuses them; "any" checks no purpose, and the EK marking is
-  // checked below instead. Trust anchors are the configured roots.
-  if (X509_STORE_CTX_set_purpose(ctx.get(), X509_PURPOSE_ANY) != 1) {
-    throw std::logic_error("X509_PURPOSE_ANY refused by OpenSSL");
-  }
-  X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());  // BORROWED
-  X509_VERIFY_PARAM_set_depth(param, kMaxChainDepth);
-  // SECURITY: level 1 refuses keys under 80-bit strength and SHA-1 or MD5
-  // signatures anywhere but on the root's own self-signature.
-  X509_VERIFY_PARAM_set_auth_level(param, 1);
-  // The caller's clock, so that verification is reproducible and testable.
-  X509_STORE_CTX_set_time(ctx.get(), 0, static_cast<time_t>(now_unix));
-  X509_STORE_CTX_set_verify_cb(ctx.get(), VerifyCallback);
-
+  VerifyState state;
+  state.anchors = &impl->anchors;
+  if (!parsed->signed_tbs.empty()) state.leaf_signed_tbs = &parsed->signed_tbs;
+  ossl::X509StoreCtxPtr ctx =
+      NewVerifyContext(impl->store.get(), parsed->x509.get(), untrusted.get(), now_unix, &state);
   const int rc = X509_verify_cert(ctx.get());
   if (rc != 1) {
-    Status s = ChainFailure(ctx.get(), info);
+    Status s = ChainFailure(ctx.get(), info, impl->anchors);
     ERR_clear_error();
     return s;
   }
   ERR_clear_error();
-
-  // SECURITY: OpenSSL accepts a CA certificate as the end of a path; an EK
-  // certificate that could issue certificates is not an EK certificate.
-  // X509_check_ca alone is not enough: it answers 0 for CA:TRUE when the key
-  // usage lacks keyCertSign, so basicConstraints is checked on its own too.
-  X509* leaf = parsed->x509.get();
-  if ((X509_get_extension_flags(leaf) & EXFLAG_CA) != 0 || X509_check_ca(leaf) != 0) {
-    return Status::VerificationFailed(kEkCertBadBasicConstraints,
-                                      LeafName(info) + ": is a CA certificate");
-  }
-  // SECURITY: an EKU without the EK purpose restricts the key to other uses
-  // (RFC 5280 4.2.1.12), so a policy cannot override it; the policy mark
-  // counts only for certificates without any EKU extension (older profiles).
-  if (!info.has_ek_eku && (parsed->has_eku_extension || !info.has_ek_policy)) {
+  // SECURITY: a leaf decoded from a minimal-serial copy is accepted only if
+  // its signature verifies over the TBS as received. OpenSSL checked the
+  // copy, which verifies too when the issuer also signed the minimal form:
+  // then these bytes are not what it signed.
+  if (state.leaf_signed_tbs != nullptr &&
+      !LeafSignatureVerifiesOver(ctx.get(), parsed->x509.get(), *state.leaf_signed_tbs)) {
     return Status::VerificationFailed(
-        kEkCertNotEk, LeafName(info) + (parsed->has_eku_extension
-                                            ? ": extended key usage lacks tcg-kp-EKCertificate"
-                                            : ": neither the EK extended key usage nor an EK "
-                                              "certificate policy"));
+        kEkCertSignatureInvalid,
+        LeafName(info) + ": signature does not verify over the certificate as received");
   }
-  if (info.key_type == kAlgNull) {
-    return Status::Unsupported(kEkKeyUnsupported, LeafName(info) +
-                                                      ": key is not RSA-2048 or ECC P-256/P-384 (" +
-                                                      std::to_string(info.key_bits) + " bits)");
+  // The anchor is the top of the verified chain: a certificate of the store.
+  const EkAnchor* anchor = ChainAnchor(ctx.get(), impl->anchors);
+  if (anchor == nullptr) {
+    throw std::logic_error("verified EK chain does not end at a configured anchor");
   }
+
+  Status s = CheckEkLeaf(*parsed, *anchor, &state);
+  if (!s.ok()) return s;
+  parsed->info.anchor_sha256 = anchor->sha256;
+  parsed->info.anchor_subject = anchor->subject;
+  parsed->info.relaxations_used = std::move(state.used);
   return std::move(parsed->info);
 }
 
@@ -852,22 +1215,24 @@ Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& ce
   };
 
   if (cert.key_type == kAlgRsa) {
-    if (cert.rsa_modulus.size() != kRsa2048Bytes)
-      return unsupported("certificate key is not RSA-2048");
+    if (!IsEkRsaBytes(cert.rsa_modulus.size()))
+      return unsupported("certificate key is not RSA-2048 or RSA-3072");
   } else if (cert.key_type == kAlgEcc) {
-    const size_t width = static_cast<size_t>(CurveFieldBytes(cert.ecc_curve));
+    const size_t width = CurveFieldBytes(cert.ecc_curve);
     if (width == 0 || cert.ecc_x.size() != width || cert.ecc_y.size() != width) {
-      return unsupported("certificate key is not on P-256 or P-384");
+      return unsupported("certificate key is not on P-256, P-384 or P-521");
     }
   } else {
-    return unsupported("certificate key is not RSA-2048 or ECC P-256/P-384");
+    return unsupported(std::string("certificate key is not ") + kSupportedEkKeys);
   }
 
   if (ek.type == kAlgRsa) {
-    if (ek.rsa_key_bits != 2048) return unsupported("EK public area is not RSA-2048");
+    if (ek.rsa_key_bits % 8 != 0 || !IsEkRsaBytes(ek.rsa_key_bits / 8u)) {
+      return unsupported("EK public area is not RSA-2048 or RSA-3072");
+    }
   } else if (ek.type == kAlgEcc) {
     if (CurveFieldBytes(ek.ecc_curve) == 0)
-      return unsupported("EK public area is not on P-256 or P-384");
+      return unsupported("EK public area is not on P-256, P-384 or P-521");
   } else {
     return unsupported("EK public area is neither RSA nor ECC");
   }
@@ -885,12 +1250,13 @@ Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& ce
     // TPMS_RSA_PARMS.exponent 0 means 2^16+1; tpm.h normalises it already.
     const uint32_t exponent = ek.rsa_exponent == 0 ? 65537u : ek.rsa_exponent;
     if (exponent != cert.rsa_exponent) return mismatch("RSA exponents differ");
-    if (fixed(ek.rsa_modulus, kRsa2048Bytes) != cert.rsa_modulus)
+    if (ek.rsa_key_bits / 8u != cert.rsa_modulus.size()) return mismatch("RSA key sizes differ");
+    if (fixed(ek.rsa_modulus, cert.rsa_modulus.size()) != cert.rsa_modulus)
       return mismatch("RSA moduli differ");
     return Status::Ok();
   }
   if (ek.ecc_curve != cert.ecc_curve) return mismatch("ECC curves differ");
-  const size_t width = static_cast<size_t>(CurveFieldBytes(cert.ecc_curve));
+  const size_t width = CurveFieldBytes(cert.ecc_curve);
   if (fixed(ek.ecc_x, width) != cert.ecc_x || fixed(ek.ecc_y, width) != cert.ecc_y) {
     return mismatch("ECC points differ");
   }

@@ -56,6 +56,30 @@ inline constexpr char kOidTcgAtTpmVersion[] = "2.23.133.2.3";
 // EK certificates; the policyIdentifier is the issuer's own CP).
 inline constexpr char kTcgEkPolicyNotice[] = "TCPA Trusted Platform Module Endorsement";
 
+// Relaxations an operator may grant one anchor (docs/ek-vendors.md, "Verification
+// rules (attest/)"); the names are what the daemon config, the CLI and the
+// records say.
+// SHA-1 (or other weaker-than-level-1) signatures on certificates of a path
+// ending at this anchor.
+inline constexpr char kEkRelaxSha1[] = "sha1";
+// An expired CA certificate (never the leaf) in such a path.
+inline constexpr char kEkRelaxExpiredCa[] = "expired-ca";
+// A leaf with neither the TCG EK EKU nor the EK policy (cloud vTPM profiles).
+inline constexpr char kEkRelaxNoEkMarks[] = "no-ek-marks";
+
+// One trust anchor: every certificate configured in ek_roots that is a CA.
+// Strings are escaped for display, as in EkCertInfo.
+struct EkAnchor {
+  std::string subject;       // RFC 2253
+  std::string issuer;        // RFC 2253
+  bool self_signed = false;  // false: an intermediate or cross-signed CA used as an anchor
+  std::string key;           // "RSA-2048", "RSA-4096", "ECC P-256", "ECC P-384", "ECC P-521"
+  int64_t not_after = 0;     // unix seconds
+  std::string sha256;        // lower-case hex SHA-256 of the DER: the anchor's name
+  std::string source;        // the file it was loaded from ("" when added from memory)
+  std::vector<std::string> relaxations;  // granted by AllowForAnchor, in the order granted
+};
+
 // What an EK certificate says, reduced to what a verifier or an operator needs.
 // Strings that come from the certificate are escaped for display: bytes outside
 // printable ASCII appear as \xNN, so they are safe to log and print.
@@ -79,10 +103,11 @@ struct EkCertInfo {
   bool has_ek_policy = false;
 
   // The subject key. key_type is kAlgRsa or kAlgEcc for a key this module
-  // supports (RSA-2048 with an exponent below 2^32; ECC P-256 or P-384), and
-  // kAlgNull for any other key, whose size key_bits still reports.
+  // supports (RSA-2048 or RSA-3072 with an exponent below 2^32; ECC P-256,
+  // P-384 or P-521), and kAlgNull for any other key, whose size key_bits
+  // still reports.
   uint16_t key_type = kAlgNull;
-  uint16_t ecc_curve = 0;  // kEccNistP256 / kEccNistP384 when key_type == kAlgEcc
+  uint16_t ecc_curve = 0;  // kEccNistP256 / P384 / P521 when key_type == kAlgEcc
   int key_bits = 0;
   Bytes rsa_modulus;  // big-endian, exactly key_bits / 8 bytes
   uint32_t rsa_exponent = 0;
@@ -90,6 +115,13 @@ struct EkCertInfo {
   Bytes ecc_y;
 
   Bytes der;  // the certificate exactly as received (DER, also for PEM input)
+
+  // Set by VerifyEkCertificate on success (empty after ParseEkCertificate):
+  std::string anchor_sha256;  // the anchor the path ended at (EkAnchor::sha256)
+  std::string anchor_subject;
+  // The relaxations of that anchor this certificate needed (kEkRelax* names);
+  // empty when it verified without any.
+  std::vector<std::string> relaxations_used;
 };
 
 // The configured manufacturer roots (trust anchors) and known intermediates
@@ -106,18 +138,23 @@ class EkTrustStore {
   EkTrustStore(const EkTrustStore&) = delete;
   EkTrustStore& operator=(const EkTrustStore&) = delete;
 
-  // Reads the roots and intermediates from the named paths. Each path is a file
-  // (PEM holding one or more CERTIFICATE blocks, or one DER certificate) or a
-  // directory whose regular files (names starting with '.' skipped) are such
-  // files. Fails with kIoError (ek_trust_store_io) when a path cannot be read
-  // and kInvalidArgument (ek_trust_store_invalid) when a file holds anything
-  // but certificates, a root is not a self-signed CA, or there is no root.
+  // Reads the anchors (ek_roots) and intermediates from the named paths. Each
+  // path is a file (PEM holding one or more CERTIFICATE blocks, or one DER
+  // certificate) or a directory whose regular files (names starting with '.'
+  // skipped) are such files. Every CA certificate of the roots becomes an
+  // anchor. A file that is unreadable, holds something other than
+  // certificates or no CA, and a non-CA certificate among the roots, are
+  // skipped with a LoadNotes() line. Fails with kIoError (ek_trust_store_io)
+  // when a configured path does not exist or the one file it names cannot be
+  // read, and kInvalidArgument (ek_trust_store_invalid) when no anchor results.
   static Result<EkTrustStore> Load(const std::vector<std::string>& root_paths,
                                    const std::vector<std::string>& intermediate_paths);
 
-  // Adds the certificates of one PEM bundle or one DER certificate. A root must
-  // be a self-signed CA certificate (basicConstraints CA:TRUE). Fails with
-  // kInvalidArgument (ek_trust_store_invalid), adding nothing.
+  // Adds the certificates of one PEM bundle or one DER certificate. AddRoot
+  // makes every CA certificate of it an anchor (self-signed or not) and skips
+  // the others with a note; kInvalidArgument (ek_trust_store_invalid), adding
+  // nothing, when the input is not certificates or holds no CA.
+  // AddIntermediate keeps them all as untrusted path helpers.
   Status AddRoot(std::span<const uint8_t> der_or_pem);
   Status AddIntermediate(std::span<const uint8_t> der_or_pem);
 
@@ -126,8 +163,21 @@ class EkTrustStore {
   // (ek_trust_store_invalid) when the text is not an OID.
   Status AcceptEkPolicy(std::string_view dotted_oid);
 
-  size_t root_count() const;
+  size_t root_count() const;  // == Anchors().size()
   size_t intermediate_count() const;
+
+  // Every CA certificate in ek_roots is an anchor (self-signed or not: a
+  // vendor CA issued by a root the operator does not have, a cross-signed CA).
+  // A certificate in ek_roots that is not a CA is skipped and noted, never a
+  // reason to refuse the whole folder. In the order loaded.
+  std::vector<EkAnchor> Anchors() const;
+  // What loading skipped, one printable line each ("file: subject: why").
+  std::vector<std::string> LoadNotes() const;
+  // Grants `relaxation` (one of the kEkRelax* names) to the anchor whose DER
+  // has this SHA-256 (hex, any case). Granting one twice is no error.
+  // kInvalidArgument (ek_trust_store_invalid) naming the problem when no
+  // anchor has it or the name is unknown; nothing changes then.
+  Status AllowForAnchor(std::string_view anchor_sha256_hex, std::string_view relaxation);
 
  private:
   struct Impl;
@@ -143,8 +193,8 @@ class EkTrustStore {
 Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 
 // Validates an EK certificate at time `now_unix` (unix seconds):
-//   - a path to a configured root through configured or presented
-//     intermediates, with every certificate inside its validity period, every
+//   - a path to an anchor (any CA certificate of ek_roots; the first one
+//     reached from the leaf) through configured or presented intermediates, with every certificate inside its validity period, every
 //     signature valid, every issuer a CA (basicConstraints CA:TRUE) and keys
 //     and digests of at least 80-bit strength (SHA-1 signatures refused);
 //   - no TLS or other X.509 purpose is required (EK certificates have none);
@@ -155,7 +205,7 @@ Result<EkCertInfo> ParseEkCertificate(std::span<const uint8_t> der_or_pem);
 //   - the leaf is marked as an EK certificate: its EKU contains
 //     tcg-kp-EKCertificate, or it has no EKU extension and a certificate
 //     policy carrying kTcgEkPolicyNotice or an OID given to AcceptEkPolicy;
-//   - its key is supported (RSA-2048, ECC P-256/P-384).
+//   - its key is supported (RSA-2048/3072, ECC P-256/P-384/P-521).
 // `presented_intermediates` are untrusted certificates sent with the EK
 // certificate (DER or PEM, at most kMaxPresentedIntermediates).
 // Revocation is not checked. On failure the Status names the certificate
@@ -167,7 +217,7 @@ Result<EkCertInfo> VerifyEkCertificate(const EkTrustStore& store,
 // Checks that a TPM's EK public area holds the certificate's key: RSA modulus
 // and exponent, or ECC curve and point (coordinates compared as fixed-width
 // big-endian numbers). kUnsupported (ek_key_unsupported) when either key is not
-// RSA-2048 or ECC P-256/P-384; kVerificationFailed (ek_public_mismatch) when
+// RSA-2048/3072 or ECC P-256/P-384/P-521; kVerificationFailed (ek_public_mismatch) when
 // the keys differ. The message never contains either key.
 Status CheckEkPublicMatchesCertificate(const TpmPublic& ek, const EkCertInfo& cert);
 

@@ -162,9 +162,12 @@ TEST_F(EkCertTest, EkPublicMatchesRsaCertificate) {
   short_modulus.rsa_modulus.pop_back();
   EXPECT_REASON(CheckEkPublicMatchesCertificate(short_modulus, *cert), kEkPublicMismatch);
 
-  TpmPublic rsa3072 = good;
+  TpmPublic rsa3072 = good;  // a supported size, but not this key's
   rsa3072.rsa_key_bits = 3072;
-  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa3072, *cert), kEkKeyUnsupported);
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa3072, *cert), kEkPublicMismatch);
+  TpmPublic rsa4096 = good;
+  rsa4096.rsa_key_bits = 4096;
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(rsa4096, *cert), kEkKeyUnsupported);
 
   TpmPublic ecc;
   ecc.type = kAlgEcc;
@@ -195,9 +198,12 @@ TEST_F(EkCertTest, EkPublicMatchesEccCertificate) {
   curve.ecc_curve = kEccNistP256;
   EXPECT_REASON(CheckEkPublicMatchesCertificate(curve, *cert), kEkPublicMismatch);
 
-  TpmPublic p521 = good;
-  p521.ecc_curve = 0x0005;
-  EXPECT_REASON(CheckEkPublicMatchesCertificate(p521, *cert), kEkKeyUnsupported);
+  TpmPublic p521 = good;  // a supported curve, but not this key's
+  p521.ecc_curve = kEccNistP521;
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(p521, *cert), kEkPublicMismatch);
+  TpmPublic p224 = good;
+  p224.ecc_curve = 0x0002;  // TPM_ECC_NIST_P224
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(p224, *cert), kEkKeyUnsupported);
 
   TpmPublic rsa;
   rsa.type = kAlgRsa;
@@ -298,18 +304,27 @@ TEST_F(EkCertTest, RefusesBadTrustStoreConfiguration) {
   EXPECT_REASON(missing.status(), kEkTrustStoreIo);
   EXPECT_EQ(missing.status().code(), Status::Code::kIoError);
   EXPECT_REASON(EkTrustStore::Load({}, {}).status(), kEkTrustStoreInvalid);
-  EXPECT_REASON(EkTrustStore::Load({root}, {junk_dir}).status(), kEkTrustStoreInvalid);
+  // Junk beside the certificates is noted, not a reason to refuse them
+  // (issue 41); junk alone leaves no anchor, which is refused.
+  Result<EkTrustStore> noted = EkTrustStore::Load({root}, {junk_dir});
+  ASSERT_TRUE(noted.ok()) << noted.status().ToString();
+  ASSERT_EQ(noted->LoadNotes().size(), 1u);
+  EXPECT_NE(noted->LoadNotes()[0].find("README: skipped"), std::string::npos)
+      << noted->LoadNotes()[0];
   const std::string key =
       dir.Write("key.pem", Str("-----BEGIN PRIVATE KEY-----\nMAA=\n-----END PRIVATE KEY-----\n"));
-  EXPECT_REASON(EkTrustStore::Load({root, key}, {}).status(), kEkTrustStoreInvalid);
+  Result<EkTrustStore> with_key = EkTrustStore::Load({root, key}, {});
+  ASSERT_TRUE(with_key.ok()) << with_key.status().ToString();
+  EXPECT_EQ(with_key->root_count(), 1u);
+  EXPECT_EQ(with_key->LoadNotes().size(), 1u);
+  EXPECT_REASON(EkTrustStore::Load({key}, {}).status(), kEkTrustStoreInvalid);
+  EXPECT_REASON(EkTrustStore::Load({junk_dir}, {}).status(), kEkTrustStoreInvalid);
 
-  // A root must be a self-signed CA.
+  // A root input must hold a CA; a bundle without one adds nothing.
   EkTrustStore store;
-  EXPECT_REASON(store.AddRoot(Pem(pki().intermediate.get())), kEkTrustStoreInvalid);
   EXPECT_REASON(store.AddRoot(pki().Ek(CertSpec{})), kEkTrustStoreInvalid);
-  EXPECT_REASON(store.AddRoot(Concat(Pem(pki().root.get()), Pem(pki().intermediate.get()))),
-                kEkTrustStoreInvalid);
-  EXPECT_EQ(store.root_count(), 0u);  // a refused bundle adds nothing
+  EXPECT_REASON(store.AddRoot(Str("junk")), kEkTrustStoreInvalid);
+  EXPECT_EQ(store.root_count(), 0u);
   EXPECT_REASON(store.AddIntermediate(Str("junk")), kEkTrustStoreInvalid);
 }
 
@@ -396,6 +411,26 @@ TEST_F(SwtpmEkCertTest, ParsedEkPublicAreasMatchTheirCertificates) {
     ASSERT_TRUE(ek.ok()) << pub_path << ": " << ek.status().ToString();
     EXPECT_TRUE(CheckEkPublicMatchesCertificate(*ek, *cert).ok()) << cert_path;
   }
+}
+
+// swtpm_setup --rsa-keysize 3072: the RSA-3072 EK certificate (H-6 EK) of
+// another lab CA, against the EK public area tpm2_createek read (issue 41).
+TEST_F(SwtpmEkCertTest, Rsa3072EkCertificateMatchesItsPublicArea) {
+  Result<EkTrustStore> store = EkTrustStore::Load(
+      {testing::SourcePath("attest/testdata/ek/swtpm-localca-3072-root.pem")},
+      {testing::SourcePath("attest/testdata/ek/swtpm-localca-3072-issuer.pem")});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<EkCertInfo> cert =
+      VerifyEkCertificate(*store, ReadFixture("attest/testdata/ek/ek-rsa3072.der"), kSwtpmNow);
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  EXPECT_EQ(cert->key_bits, 3072);
+  Result<TpmPublic> ek = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa3072.pub"));
+  ASSERT_TRUE(ek.ok()) << ek.status().ToString();
+  EXPECT_TRUE(CheckEkPublicMatchesCertificate(*ek, *cert).ok());
+  // The RSA-2048 EK of the other lab TPM is not this key.
+  Result<TpmPublic> other = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa2048.pub"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_REASON(CheckEkPublicMatchesCertificate(*other, *cert), kEkPublicMismatch);
 }
 
 TEST_F(SwtpmEkCertTest, RefusedBeforeIssuanceAndWithoutTheIssuer) {

@@ -347,11 +347,32 @@ TEST_F(EkCertTest, AcceptsTcgCriticalExtensionsOnlyOnTheLeaf) {
                 kEkCertUnhandledCriticalExtension);
 }
 
-TEST_F(EkCertTest, RefusesUnsupportedKeys) {
+TEST_F(EkCertTest, AcceptsRsa3072AndP521EkCertificates) {
+  ossl::PkeyPtr rsa3072 = GenRsa(3072);
+  Result<EkCertInfo> rsa = VerifyEkCertificate(pki().Store(), pki().Ek(CertSpec{}, rsa3072.get()), kNow);
+  ASSERT_TRUE(rsa.ok()) << rsa.status().ToString();
+  EXPECT_EQ(rsa->key_type, kAlgRsa);
+  EXPECT_EQ(rsa->key_bits, 3072);
+  EXPECT_EQ(rsa->rsa_modulus.size(), 384u);
+  EXPECT_EQ(rsa->rsa_exponent, 65537u);
+
   ossl::PkeyPtr p521 = GenEc("P-521");
   CertSpec spec;
   spec.key_usage = "critical,keyAgreement";
-  const Bytes ek = pki().Ek(spec, p521.get());
+  Result<EkCertInfo> ecc = VerifyEkCertificate(pki().Store(), pki().Ek(spec, p521.get()), kNow);
+  ASSERT_TRUE(ecc.ok()) << ecc.status().ToString();
+  EXPECT_EQ(ecc->key_type, kAlgEcc);
+  EXPECT_EQ(ecc->ecc_curve, kEccNistP521);
+  EXPECT_EQ(ecc->key_bits, 521);
+  EXPECT_EQ(ecc->ecc_x.size(), 66u);
+  EXPECT_EQ(ecc->ecc_y.size(), 66u);
+}
+
+TEST_F(EkCertTest, RefusesUnsupportedKeys) {
+  ossl::PkeyPtr p224 = GenEc("P-224");
+  CertSpec spec;
+  spec.key_usage = "critical,keyAgreement";
+  const Bytes ek = pki().Ek(spec, p224.get());
   const Status s = Verify(ek);
   EXPECT_REASON(s, kEkKeyUnsupported);
   EXPECT_EQ(s.code(), Status::Code::kUnsupported);
@@ -359,10 +380,13 @@ TEST_F(EkCertTest, RefusesUnsupportedKeys) {
   Result<EkCertInfo> info = ParseEkCertificate(ek);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(info->key_type, kAlgNull);
-  EXPECT_EQ(info->key_bits, 521);
+  EXPECT_EQ(info->key_bits, 224);
 
   ossl::PkeyPtr rsa1024 = GenRsa(1024);
   EXPECT_REASON(Verify(pki().Ek(CertSpec{}, rsa1024.get())), kEkKeyUnsupported);
+  // RSA-4096 is no TCG EK size.
+  ossl::PkeyPtr rsa4096 = GenRsa(4096);
+  EXPECT_REASON(Verify(pki().Ek(CertSpec{}, rsa4096.get())), kEkKeyUnsupported);
 }
 
 }  // namespace

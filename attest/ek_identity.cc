@@ -9,9 +9,11 @@
 #include <openssl/x509.h>
 
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "attest/digest.h"
+#include "attest/ek_nv.h"
 #include "attest/keys.h"
 
 namespace rackgate::attest {
@@ -78,7 +80,7 @@ Result<Bytes> SubjectPublicKeyInfoFromTpmPublic(const TpmPublic& pub) {
       throw std::runtime_error("encoding an RSA public key failed: " + ossl::DrainErrors());
     }
   } else {
-    // PkeyFromTpmPublic took only P-256 and P-384: an uncompressed point
+    // PkeyFromTpmPublic took only P-256, P-384 and P-521: an uncompressed point
     // under id-ecPublicKey with the named curve.
     const int curve = EC_curve_nist2nid(CurveGroupName(pub.ecc_curve));
     const Bytes point = EcPointFromTpmPublic(pub);
@@ -106,12 +108,21 @@ Result<Bytes> EkKeyHash(const TpmPublic& ek) {
 }
 
 Result<Bytes> EkKeyHashFromCertificate(std::span<const uint8_t> der) {
+  // The key is the same in a copy whose serial lost its padding zeros
+  // (ek_nv.h): Nuvoton's EK certificates hash like any other.
+  std::optional<Bytes> minimal;
   const unsigned char* p = der.data();
   ossl::X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
+  if (!cert && (minimal = CertificateWithMinimalSerial(der))) {
+    der = *minimal;
+    p = der.data();
+    cert.reset(d2i_X509(nullptr, &p, static_cast<long>(der.size())));
+  }
   if (!cert || p != der.data() + der.size()) {
     ossl::DrainErrors();
     return Status::InvalidArgument("ek_cert_malformed", "not one DER certificate");
   }
+  ossl::DrainErrors();
   EVP_PKEY* key = X509_get0_pubkey(cert.get());  // BORROWED from cert
   if (key == nullptr) {
     ossl::DrainErrors();

@@ -12,7 +12,7 @@
 
 namespace rackgate::attest {
 
-// The DER SubjectPublicKeyInfo of an RSA or ECC (P-256/P-384) public area, as
+// The DER SubjectPublicKeyInfo of an RSA or ECC (P-256/P-384/P-521) public area, as
 // `openssl pkey -pubin -outform DER` writes it: named curve, uncompressed
 // point. Lets code outside attest/ compare a TPM key with an X.509 or PKCS#10
 // key byte for byte. Fails like PkeyFromTpmPublic (key_invalid,

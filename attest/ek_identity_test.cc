@@ -49,6 +49,28 @@ TEST(EkKeyHash, MatchesOpensslPipeline) {
   EXPECT_EQ(hex::Encode(*h), std::string(buf, 64));
 }
 
+// RSA-3072 (H-6) and P-521 (H-4) EK public areas from swtpm: the hash is the
+// one `tpm2_readpublic -f pem | openssl pkey -pubin -outform DER | sha256sum`
+// printed (attest/testdata/ek/README.md), and for RSA-3072 the swtpm
+// certificate of the same EK hashes the same (issue 41).
+TEST(EkKeyHash, HighRangeRsa3072AndP521MatchOpenssl) {
+  auto rsa = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa3072.pub"));
+  ASSERT_TRUE(rsa.ok()) << rsa.status().ToString();
+  auto rsa_hash = EkKeyHash(*rsa);
+  ASSERT_TRUE(rsa_hash.ok()) << rsa_hash.status().ToString();
+  EXPECT_EQ(hex::Encode(*rsa_hash), "41b2cca4780b04234492d425ea10b753ba313b2ffa1e9fe7f80b67b451020c67");
+  auto cert_hash = EkKeyHashFromCertificate(ReadFixture("attest/testdata/ek/ek-rsa3072.der"));
+  ASSERT_TRUE(cert_hash.ok());
+  EXPECT_EQ(*cert_hash, *rsa_hash);
+
+  auto ecc = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-ecc521.pub"));
+  ASSERT_TRUE(ecc.ok()) << ecc.status().ToString();
+  EXPECT_EQ(ecc->ecc_curve, kEccNistP521);
+  auto ecc_hash = EkKeyHash(*ecc);
+  ASSERT_TRUE(ecc_hash.ok()) << ecc_hash.status().ToString();
+  EXPECT_EQ(hex::Encode(*ecc_hash), "58219991c9d1fe8435b6cb3f8f213259a31b6c1cde3597c4d65d430092397fb2");
+}
+
 TEST(EkKeyHash, RefusesGarbage) {
   auto der = ReadFixture("attest/testdata/ek/ek-rsa2048.der");
   der.push_back(0);

@@ -40,6 +40,61 @@ std::optional<size_t> DerSequenceLength(std::span<const uint8_t> in) {
   return header + length;
 }
 
+// One DER TLV with a single-byte tag and a definite length of at most three
+// octets, read from `r`: its tag and contents (a view into the input).
+bool ReadTlv(ByteReader* r, uint8_t* tag, std::span<const uint8_t>* contents) {
+  uint8_t first = 0;
+  if (!r->ReadU8(tag) || (*tag & 0x1f) == 0x1f || !r->ReadU8(&first)) return false;
+  size_t length = first;
+  if (first & 0x80) {
+    const size_t octets = first & 0x7f;
+    if (octets == 0 || octets > 3) return false;
+    length = 0;
+    for (size_t i = 0; i < octets; ++i) {
+      uint8_t b = 0;
+      if (!r->ReadU8(&b)) return false;
+      length = (length << 8) | b;
+    }
+  }
+  return r->ReadSpan(length, contents);
+}
+
+void AppendTlv(uint8_t tag, std::span<const uint8_t> contents, Bytes* out) {
+  out->push_back(tag);
+  const size_t n = contents.size();
+  if (n < 0x80) {
+    out->push_back(static_cast<uint8_t>(n));
+  } else if (n < 0x100) {
+    out->insert(out->end(), {0x81, static_cast<uint8_t>(n)});
+  } else if (n < 0x10000) {
+    out->insert(out->end(), {0x82, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
+  } else {
+    out->insert(out->end(), {0x83, static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 8),
+                             static_cast<uint8_t>(n)});
+  }
+  out->insert(out->end(), contents.begin(), contents.end());
+}
+
+// The Certificate's contents and, inside it, the TBSCertificate's.
+struct CertificateParts {
+  std::span<const uint8_t> cert_contents;
+  std::span<const uint8_t> tbs_tlv;       // the TBSCertificate, tag to end
+  std::span<const uint8_t> tbs_contents;
+};
+
+std::optional<CertificateParts> SplitCertificate(std::span<const uint8_t> der) {
+  ByteReader outer(der);
+  uint8_t tag = 0;
+  CertificateParts parts;
+  if (!ReadTlv(&outer, &tag, &parts.cert_contents) || tag != 0x30 || !outer.empty()) {
+    return std::nullopt;
+  }
+  ByteReader cert(parts.cert_contents);
+  if (!ReadTlv(&cert, &tag, &parts.tbs_contents) || tag != 0x30) return std::nullopt;
+  parts.tbs_tlv = parts.cert_contents.first(parts.cert_contents.size() - cert.remaining());
+  return parts;
+}
+
 bool IsPadding(std::span<const uint8_t> rest) {
   if (rest.empty()) return true;
   const uint8_t pad = rest.front();
@@ -82,6 +137,43 @@ std::vector<Bytes> SplitDerCertificates(std::span<const uint8_t> data, size_t ma
     out.emplace_back(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(*length));
     data = data.subspan(*length);
   }
+  return out;
+}
+
+std::optional<Bytes> TbsCertificateOf(std::span<const uint8_t> der) {
+  const std::optional<CertificateParts> parts = SplitCertificate(der);
+  if (!parts) return std::nullopt;
+  return Bytes(parts->tbs_tlv.begin(), parts->tbs_tlv.end());
+}
+
+std::optional<Bytes> CertificateWithMinimalSerial(std::span<const uint8_t> der) {
+  const std::optional<CertificateParts> parts = SplitCertificate(der);
+  if (!parts) return std::nullopt;
+  ByteReader tbs(parts->tbs_contents);
+  uint8_t tag = 0;
+  std::span<const uint8_t> field;
+  size_t before_serial = 0;
+  if (!ReadTlv(&tbs, &tag, &field)) return std::nullopt;
+  if (tag == 0xa0) {  // [0] version, then the serial
+    before_serial = parts->tbs_contents.size() - tbs.remaining();
+    if (!ReadTlv(&tbs, &tag, &field)) return std::nullopt;
+  }
+  if (tag != 0x02) return std::nullopt;  // serialNumber
+  // Only zeros the value does not need: a zero followed by a byte below 0x80
+  // (a needed zero keeps a positive number's top bit clear).
+  size_t skip = 0;
+  while (field.size() - skip >= 2 && field[skip] == 0x00 && field[skip + 1] < 0x80) ++skip;
+  if (skip == 0) return std::nullopt;
+  Bytes tbs_contents(parts->tbs_contents.begin(),
+                     parts->tbs_contents.begin() + static_cast<std::ptrdiff_t>(before_serial));
+  AppendTlv(0x02, field.subspan(skip), &tbs_contents);
+  tbs_contents.insert(tbs_contents.end(), tbs.rest().begin(), tbs.rest().end());
+  Bytes cert_contents;
+  AppendTlv(0x30, tbs_contents, &cert_contents);
+  const std::span<const uint8_t> after_tbs = parts->cert_contents.subspan(parts->tbs_tlv.size());
+  cert_contents.insert(cert_contents.end(), after_tbs.begin(), after_tbs.end());
+  Bytes out;
+  AppendTlv(0x30, cert_contents, &out);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -38,6 +39,18 @@ Result<Bytes> EkCertificateDerFromNv(std::span<const uint8_t> nv);
 // does not start one (padding) or after `max` certificates. Only the outer
 // DER lengths are read; each certificate is parsed later by its user.
 std::vector<Bytes> SplitDerCertificates(std::span<const uint8_t> data, size_t max);
+
+// A certificate whose serialNumber INTEGER starts with zero bytes its value
+// does not need (Nuvoton and STMicro EK certificates; not DER, and OpenSSL
+// 3.0's d2i_X509 refuses it): the same bytes with those zeros removed and the
+// two enclosing lengths (TBSCertificate, Certificate) re-encoded. For parsing
+// only: a signature must be checked over `TbsCertificateOf(der)` of the
+// bytes as received, never over this. nullopt when `der` is not one DER
+// Certificate SEQUENCE whose serial has such padding.
+std::optional<Bytes> CertificateWithMinimalSerial(std::span<const uint8_t> der);
+// The TBSCertificate (tag, length, contents) inside one DER Certificate, as
+// its bytes stand; nullopt when `der` is not one.
+std::optional<Bytes> TbsCertificateOf(std::span<const uint8_t> der);
 
 }  // namespace rackgate::attest
 

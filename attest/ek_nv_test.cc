@@ -114,5 +114,58 @@ TEST(SplitDerCertificates, StopsAtPaddingAndAtTheLimit) {
   EXPECT_TRUE(SplitDerCertificates({}, 4).empty());
 }
 
+// The swtpm certificate with its serial padded by hand (its signature no
+// longer matters here: this is the parse-only copy).
+Bytes PaddedSerial(const Bytes& der, size_t zeros) {
+  // 30 82 LL LL | 30 82 LL LL | a0 03 02 01 02 | 02 len serial...
+  EXPECT_EQ(der[8], 0xa0);
+  const size_t serial_at = 8 + 2 + der[9];
+  EXPECT_EQ(der[serial_at], 0x02);
+  Bytes out(der.begin(), der.begin() + static_cast<long>(serial_at));
+  const uint8_t len = der[serial_at + 1];
+  out.push_back(0x02);
+  out.push_back(static_cast<uint8_t>(len + zeros));
+  out.insert(out.end(), zeros, 0x00);
+  out.insert(out.end(), der.begin() + static_cast<long>(serial_at + 2), der.end());
+  const size_t tbs_len = ((out[6] << 8) | out[7]) + zeros;
+  const size_t cert_len = ((out[2] << 8) | out[3]) + zeros;
+  out[6] = static_cast<uint8_t>(tbs_len >> 8);
+  out[7] = static_cast<uint8_t>(tbs_len);
+  out[2] = static_cast<uint8_t>(cert_len >> 8);
+  out[3] = static_cast<uint8_t>(cert_len);
+  return out;
+}
+
+TEST(CertificateWithMinimalSerial, RemovesOnlyZerosTheValueDoesNotNeed) {
+  for (size_t zeros : {1, 3}) {
+    const Bytes padded = PaddedSerial(Rsa(), zeros);
+    ASSERT_EQ(padded.size(), Rsa().size() + zeros);
+    std::optional<Bytes> minimal = CertificateWithMinimalSerial(padded);
+    ASSERT_TRUE(minimal.has_value());
+    EXPECT_EQ(*minimal, Rsa());
+    // The TBS as received keeps the zeros.
+    std::optional<Bytes> tbs = TbsCertificateOf(padded);
+    ASSERT_TRUE(tbs.has_value());
+    EXPECT_EQ(tbs->size(), ((Rsa()[6] << 8) | Rsa()[7]) + 4 + zeros);
+  }
+  // Already minimal, or a needed zero (00 80..): nothing to do.
+  EXPECT_FALSE(CertificateWithMinimalSerial(Rsa()).has_value());
+  EXPECT_FALSE(CertificateWithMinimalSerial(Ecc()).has_value());
+}
+
+TEST(CertificateWithMinimalSerial, TruncationAndTrailingBytes) {
+  const Bytes padded = PaddedSerial(Rsa(), 1);
+  for (size_t n = 0; n < padded.size(); ++n) {
+    const std::span<const uint8_t> prefix(padded.data(), n);
+    EXPECT_FALSE(CertificateWithMinimalSerial(prefix).has_value()) << n;
+    EXPECT_FALSE(TbsCertificateOf(prefix).has_value()) << n;
+  }
+  Bytes trailing = padded;
+  trailing.push_back(0x00);
+  EXPECT_FALSE(CertificateWithMinimalSerial(trailing).has_value());
+  EXPECT_FALSE(TbsCertificateOf(trailing).has_value());
+  EXPECT_FALSE(CertificateWithMinimalSerial(Bytes{0x30, 0x80, 0x00, 0x00}).has_value());
+}
+
 }  // namespace
 }  // namespace rackgate::attest

@@ -12,6 +12,7 @@ const char* CurveGroupName(uint16_t tpm_curve) {
   switch (tpm_curve) {
     case kEccNistP256: return "P-256";
     case kEccNistP384: return "P-384";
+    case kEccNistP521: return "P-521";
     default: return nullptr;
   }
 }
@@ -20,6 +21,7 @@ size_t CurveFieldBytes(uint16_t tpm_curve) {
   switch (tpm_curve) {
     case kEccNistP256: return 32;
     case kEccNistP384: return 48;
+    case kEccNistP521: return 66;
     default: return 0;
   }
 }
@@ -49,8 +51,8 @@ Result<ossl::PkeyPtr> CheckedEcKey(ossl::PkeyPtr pkey) {
   // Setting the point does not promise that it lies on the curve; an
   // off-curve point would let an attacker run invalid-curve attacks on ECDH.
   // The partial check (SP 800-56A 5.6.2.3.4: in range, on the curve, not the
-  // point at infinity) is the whole check for P-256 and P-384, whose
-  // cofactor is 1; the full one adds a scalar multiplication by the order
+  // point at infinity) is the whole check for P-256, P-384 and P-521,
+  // whose cofactor is 1; the full one adds a scalar multiplication by the order
   // that cannot fail for them and costs as much as a signature check.
   ossl::PkeyCtxPtr check(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey.get(), nullptr));
   if (!check || EVP_PKEY_public_check_quick(check.get()) != 1) {
@@ -79,7 +81,7 @@ Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub) {
     size_t width = CurveFieldBytes(pub.ecc_curve);
     if (group == nullptr) {
       return Status::Unsupported("key_curve_unsupported",
-                                 "ECC curve " + std::to_string(pub.ecc_curve) + " is not P-256 or P-384");
+                                 "ECC curve " + std::to_string(pub.ecc_curve) + " is not P-256, P-384 or P-521");
     }
     auto fits = [width](const Bytes& c) {
       size_t lead = std::find_if(c.begin(), c.end(), [](uint8_t b) { return b != 0; }) - c.begin();

@@ -12,12 +12,12 @@
 
 namespace rackgate::attest {
 
-// The OpenSSL group name for a TPM curve ("P-256", "P-384"), or nullptr.
+// The OpenSSL group name for a TPM curve ("P-256", "P-384", "P-521"), or nullptr.
 const char* CurveGroupName(uint16_t tpm_curve);
 // The field size in bytes of a TPM curve (32, 48), or 0.
 size_t CurveFieldBytes(uint16_t tpm_curve);
 
-// An EVP_PKEY holding the public key of an RSA or ECC (P-256/P-384) public
+// An EVP_PKEY holding the public key of an RSA or ECC (P-256/P-384/P-521) public
 // area. kUnsupported for other curves; kInvalidArgument when the point is not
 // on the curve or the modulus is unusable. The caller owns the key.
 Result<ossl::PkeyPtr> PkeyFromTpmPublic(const TpmPublic& pub);

@@ -38,6 +38,7 @@ inline constexpr uint16_t kAlgCfb = 0x0043;
 // TPM_ECC_CURVE values.
 inline constexpr uint16_t kEccNistP256 = 0x0003;
 inline constexpr uint16_t kEccNistP384 = 0x0004;
+inline constexpr uint16_t kEccNistP521 = 0x0005;
 
 // TPMA_OBJECT bits.
 inline constexpr uint32_t kAttrFixedTpm = 1u << 1;

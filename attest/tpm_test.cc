@@ -43,6 +43,40 @@ TEST(ParseTpm2bPublic, RsaEk) {
   EXPECT_EQ(pub->auth_policy.size(), 32u);
 }
 
+// The high-range templates of the TCG EK profile as swtpm fills them:
+// RSA-3072 (H-6) and ECC P-521 (H-4), issue 41.
+TEST(ParseTpm2bPublic, HighRangeRsa3072AndP521Eks) {
+  auto rsa = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-rsa3072.pub"));
+  ASSERT_TRUE(rsa.ok()) << rsa.status().ToString();
+  EXPECT_EQ(rsa->type, kAlgRsa);
+  EXPECT_EQ(rsa->name_alg, kAlgSha384);
+  EXPECT_EQ(rsa->rsa_key_bits, 3072);
+  EXPECT_EQ(rsa->rsa_modulus.size(), 384u);
+  EXPECT_EQ(rsa->rsa_exponent, 65537u);
+  EXPECT_EQ(rsa->attributes, 0x000300f2u);
+  EXPECT_EQ(rsa->symmetric_alg, kAlgAes);
+  EXPECT_EQ(rsa->symmetric_key_bits, 256);
+  EXPECT_EQ(rsa->symmetric_mode, kAlgCfb);
+  EXPECT_EQ(rsa->auth_policy.size(), 48u);
+
+  auto ecc = ParseTpm2bPublic(ReadFixture("attest/testdata/ek/ek-ecc521.pub"));
+  ASSERT_TRUE(ecc.ok()) << ecc.status().ToString();
+  EXPECT_EQ(ecc->type, kAlgEcc);
+  EXPECT_EQ(ecc->name_alg, kAlgSha512);
+  EXPECT_EQ(ecc->ecc_curve, kEccNistP521);
+  EXPECT_EQ(ecc->attributes, 0x000300f2u);
+  EXPECT_EQ(ecc->symmetric_key_bits, 256);
+  EXPECT_EQ(ecc->auth_policy.size(), 64u);
+  EXPECT_LE(ecc->ecc_x.size(), 66u);
+  EXPECT_LE(ecc->ecc_y.size(), 66u);
+  EXPECT_EQ(ObjectName(*ecc).size(), 2u + 64u);
+  for (size_t n = 0; n < ReadFixture("attest/testdata/ek/ek-ecc521.pub").size(); ++n) {
+    Bytes cut = ReadFixture("attest/testdata/ek/ek-ecc521.pub");
+    cut.resize(n);
+    EXPECT_FALSE(ParseTpm2bPublic(cut).ok()) << n;
+  }
+}
+
 // The name computed here equals the one `tpm2_createak -n` wrote.
 TEST(ObjectName, MatchesTpm2Tools) {
   for (const char* k : {"ak_rsa", "ak_ecc"}) {

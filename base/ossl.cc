@@ -34,8 +34,10 @@ EVP_PKEY* BuildCurveTemplate(const char* group) {
 EVP_PKEY* EcCurveTemplate(const char* group) {
   static EVP_PKEY* const kP256 = BuildCurveTemplate("P-256");
   static EVP_PKEY* const kP384 = BuildCurveTemplate("P-384");
+  static EVP_PKEY* const kP521 = BuildCurveTemplate("P-521");
   if (std::strcmp(group, "P-256") == 0) return kP256;
   if (std::strcmp(group, "P-384") == 0) return kP384;
+  if (std::strcmp(group, "P-521") == 0) return kP521;
   throw std::invalid_argument(std::string("no curve template for ") + group);
 }
 

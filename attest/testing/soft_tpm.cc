@@ -62,8 +62,15 @@ Bytes BnParam(EVP_PKEY* k, const char* name, size_t width) {
   return out;
 }
 
-const char* CurveName(uint16_t curve) { return curve == kEccNistP384 ? "P-384" : "P-256"; }
-size_t CurveBytes(uint16_t curve) { return curve == kEccNistP384 ? 48 : 32; }
+const char* CurveName(uint16_t curve) {
+  return curve == kEccNistP521 ? "P-521" : curve == kEccNistP384 ? "P-384" : "P-256";
+}
+size_t CurveBytes(uint16_t curve) {
+  return curve == kEccNistP521 ? 66 : curve == kEccNistP384 ? 48 : 32;
+}
+const char* CurveGroup(uint16_t curve) {
+  return curve == kEccNistP521 ? "secp521r1" : curve == kEccNistP384 ? "secp384r1" : "prime256v1";
+}
 
 template <typename T>
 void CopyTo(T* dst, const Bytes& src) {
@@ -142,7 +149,7 @@ SoftKey SoftKey::FromKey(EVP_PKEY* key, const SoftKeySpec& spec) {
     size_t group_len = 0;
     Check(EVP_PKEY_get_base_id(key) == EVP_PKEY_EC &&
               EVP_PKEY_get_group_name(key, group, sizeof(group), &group_len) == 1 &&
-              std::string(group) == (spec.curve == kEccNistP384 ? "secp384r1" : "prime256v1"),
+              std::string(group) == CurveGroup(spec.curve),
           "ec key");
     TPMS_ECC_PARMS& e = t.parameters.eccDetail;
     e.symmetric.algorithm = spec.symmetric_bits ? TPM2_ALG_AES : TPM2_ALG_NULL;
@@ -195,6 +202,31 @@ SoftKeySpec SoftKey::EkSpec(uint16_t type, uint16_t curve) {
   if (high) s.attributes |= kAttrUserWithAuth;
   s.symmetric_bits = high ? 256 : 128;
   s.auth_policy = high ? TcgEkPolicyOrSha384() : TcgEkPolicyASha256();
+  return s;
+}
+
+Bytes TcgEkPolicyOrSha512() {
+  static const uint8_t k[] = {
+      0xb8, 0x22, 0x1c, 0xa6, 0x9e, 0x85, 0x50, 0xa4, 0x91, 0x4d, 0xe3, 0xfa, 0xa6,
+      0xa1, 0x8c, 0x07, 0x2c, 0xc0, 0x12, 0x08, 0x07, 0x3a, 0x92, 0x8d, 0x5d, 0x66,
+      0xd5, 0x9e, 0xf7, 0x9e, 0x49, 0xa4, 0x29, 0xc4, 0x1a, 0x6b, 0x26, 0x95, 0x71,
+      0xd5, 0x7e, 0xdb, 0x25, 0xfb, 0xdb, 0x18, 0x38, 0x42, 0x56, 0x08, 0xb4, 0x13,
+      0xcd, 0x61, 0x6a, 0x5f, 0x6d, 0xb5, 0xb6, 0x07, 0x1a, 0xf9, 0x9b, 0xea};
+  return Bytes(std::begin(k), std::end(k));
+}
+
+SoftKeySpec SoftKey::EkSpecRsa3072() {
+  SoftKeySpec s = EkSpec(kAlgEcc, kEccNistP384);  // H-3's attributes and policy
+  s.type = kAlgRsa;
+  s.rsa_bits = 3072;
+  return s;
+}
+
+SoftKeySpec SoftKey::EkSpecP521() {
+  SoftKeySpec s = EkSpec(kAlgEcc, kEccNistP384);
+  s.curve = kEccNistP521;
+  s.name_alg = kAlgSha512;
+  s.auth_policy = TcgEkPolicyOrSha512();
   return s;
 }
 

@@ -45,6 +45,9 @@ struct SoftKeySpec {
 // sha384, the authPolicy of the high-range P-384 template (H-3).
 Bytes TcgEkPolicyASha256();
 Bytes TcgEkPolicyOrSha384();
+// PolicyOR(PolicyA, PolicyC) in sha512: the authPolicy of the high-range
+// P-521 template (H-4), as `tpm2_createek -G ecc521` on swtpm reports it.
+Bytes TcgEkPolicyOrSha512();
 
 // A key pair with its TPM public area.
 class SoftKey {
@@ -59,6 +62,11 @@ class SoftKey {
   // AES-128-CFB, PolicyA; ECC P-384 (H-3): nameAlg sha384, userWithAuth too
   // (0x000300f2), AES-256-CFB, PolicyOR(PolicyA, PolicyC).
   static SoftKeySpec EkSpec(uint16_t type, uint16_t curve = attest::kEccNistP256);
+  // The other high-range templates: RSA-3072 (H-6): nameAlg sha384, 0x000300f2,
+  // AES-256-CFB, the H-3 policy; ECC P-521 (H-4): nameAlg sha512, 0x000300f2,
+  // AES-256-CFB, TcgEkPolicyOrSha512().
+  static SoftKeySpec EkSpecRsa3072();
+  static SoftKeySpec EkSpecP521();
   static SoftKey GenerateEk(uint16_t type, uint16_t curve = attest::kEccNistP256);
   // The template `tpm2_createak -G rsa|ecc -g sha256 -s rsassa|ecdsa` uses:
   // nameAlg sha256, fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|

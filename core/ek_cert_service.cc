@@ -44,10 +44,6 @@ Status MachineUnknown(const Bytes& ek_hash) {
                               "--ek-cert FILE`");
 }
 
-// PENDING(i41-attest): info.relaxations_used and info.anchor_sha256.
-std::vector<std::string> RelaxationsOf(const attest::EkCertInfo&) { return {}; }
-std::string AnchorOf(const attest::EkCertInfo&) { return ""; }
-
 }  // namespace
 
 EkCertService::EkCertService(storage::InventoryStore* inventory, const AttestationService* attestation)
@@ -79,7 +75,7 @@ Result<wire::EkCertImportAnswer> EkCertService::Import(const wire::EkCertImportR
   e.tpm_manufacturer = info->tpm_manufacturer;
   e.tpm_model = info->tpm_model;
   e.tpm_version = info->tpm_version;
-  e.ek_relaxations = RelaxationsOf(*info);
+  e.ek_relaxations = info->relaxations_used;
   EnrollFields fields;  // only the certificate: everything else is kept
   fields.pool = false;
   fields.addresses = false;
@@ -110,8 +106,8 @@ Result<wire::EkCertImportAnswer> EkCertService::Import(const wire::EkCertImportR
   out.hostname = m.hostname;
   out.ek_hash = hex::Encode(m.ek_hash);
   out.issuer = info->issuer;
-  out.anchor = AnchorOf(*info);
-  out.relaxations = RelaxationsOf(*info);
+  out.anchor = info->anchor_sha256;
+  out.relaxations = info->relaxations_used;
   out.summary = m.hostname + ": EK certificate " + (out.outcome == "stored" ? "now on record" : "already on record") +
                 " (issuer " + info->issuer + ")";
   for (const auto& r : out.relaxations) out.summary += "; accepted with relaxation " + r;

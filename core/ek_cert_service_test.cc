@@ -11,6 +11,8 @@
 
 #include "attest/ek_cert_test_pki.h"
 #include "base/hex.h"
+#include "base/sha256.h"
+#include "core/machine_service.h"
 #include "core/testing/core_fixture.h"
 #include "wire/codec.h"
 
@@ -161,6 +163,69 @@ TEST_P(EkCertServiceTest, MissingListsMachinesAndUnknownEksWithoutACertificate) 
   EXPECT_EQ(list->missing[1].ek_hash, hex::Encode(unknown.EkHash()));
   EXPECT_EQ(list->missing[1].ek_public_base64, wire::Base64Encode(unknown.ek.tpm2b_public()));
   EXPECT_EQ(list->missing[1].reason, "machine_not_enrolled");
+}
+
+// Issue 41, item 4: a certificate accepted only through an anchor's
+// relaxation (here "sha1": an EK certificate signed with SHA-1) is refused
+// by default naming the setting; once the operator grants it, the import's
+// and the enrollment's audit rows and every attestation record name it.
+TEST_P(EkCertServiceTest, RelaxedCertificateIsNamedInTheAuditAndTheAttestationRecord) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  SoftMachine m, other;
+  Enroll(m, "node-1");
+  ekt::CertSpec sha1;
+  sha1.md = EVP_sha1();
+  const Bytes cert = pki_->Ek(sha1, m.ek.pkey());
+  const std::string root = sha256::Hex(ekt::Der(pki_->root.get()));
+  auto refused = Service().Import(Request(cert), actor_);
+  EXPECT_EQ(ReasonOf(refused), "ek_cert_weak_crypto");
+  EXPECT_NE(refused.status().message().find("ek_anchor_relaxations"), std::string::npos) << refused.status().ToString();
+
+  attest::EkTrustStore relaxed = pki_->Store();
+  ASSERT_TRUE(relaxed.AllowForAnchor(root, attest::kEkRelaxSha1).ok());
+  anchors_.Set(std::move(relaxed));
+  auto imported = Service().Import(Request(cert), actor_);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  EXPECT_EQ(imported->relaxations, std::vector<std::string>{"sha1"});
+  EXPECT_EQ(imported->anchor, root);
+  EXPECT_NE(imported->summary.find("relaxation sha1"), std::string::npos) << imported->summary;
+  EXPECT_NE(Audit().back().detail_json.find("\"ek_relaxed\":[\"sha1\"]"), std::string::npos)
+      << Audit().back().detail_json;
+
+  Attest(m);
+  auto record = store_->LastSuccessfulAttestation(store_->GetMachine("node-1")->id);
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  EXPECT_EQ(record->verdict, "ok");
+  EXPECT_EQ(record->reasons, std::vector<std::string>{"ek_relaxed:sha1"});
+
+  // Enrolled with such a certificate: the enroll row names it too.
+  MachineService machines(store_.get(), store_.get(), store_.get(), attestation_.get());
+  wire::EnrollRequest r;
+  r.hostname = "node-2";
+  r.pool = "workers";
+  r.ek_certificate_base64 = wire::Base64Encode(pki_->Ek(sha1, other.ek.pkey()));
+  ASSERT_TRUE(machines.Enroll(r, actor_).ok());
+  EXPECT_EQ(Audit().back().action, "enroll");
+  EXPECT_NE(Audit().back().detail_json.find("\"ek_relaxed\":[\"sha1\"]"), std::string::npos)
+      << Audit().back().detail_json;
+}
+
+// A certificate that needs no relaxation leaves the record's reasons empty.
+TEST_P(EkCertServiceTest, PlainCertificateNamesNoRelaxation) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  SoftMachine m;
+  Enroll(m, "node-1");
+  attest::EkTrustStore relaxed = pki_->Store();
+  ASSERT_TRUE(relaxed.AllowForAnchor(sha256::Hex(ekt::Der(pki_->root.get())), attest::kEkRelaxSha1).ok());
+  anchors_.Set(std::move(relaxed));
+  auto imported = Service().Import(Request(CertFor(m)), actor_);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  EXPECT_TRUE(imported->relaxations.empty());
+  EXPECT_EQ(Audit().back().detail_json.find("ek_relaxed"), std::string::npos);
+  Attest(m);
+  auto record = store_->LastSuccessfulAttestation(store_->GetMachine("node-1")->id);
+  ASSERT_TRUE(record.ok());
+  EXPECT_TRUE(record->reasons.empty());
 }
 
 }  // namespace

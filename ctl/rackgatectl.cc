@@ -65,6 +65,7 @@ constexpr char kHelp[] =
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
     "  makecredential   wrap a secret for a TPM's EK and an AK name\n"
     "  ek verify        validate an EK certificate against manufacturer roots\n"
+    "  ek roots         list the EK trust anchors (and the leaves each accepts)\n"
     "  eventlog replay  replay a TCG event log into PCR values\n"
     "  eventlog show    list a TCG event log's events and boot facts\n"
     "  policy check     judge a measured boot against a boot policy\n"
@@ -86,7 +87,8 @@ constexpr char kEkHelp[] =
     "\n"
     "Endorsement key tools, offline (no daemon needed). Commands:\n"
     "  verify           validate an EK certificate against manufacturer roots\n"
-    "Run `rackgatectl ek verify --help` for its options.\n"
+    "  roots            list the trust anchors, and how many leaves each accepts\n"
+    "Run `rackgatectl ek COMMAND --help` for its options.\n"
     "\n"
     "Options:\n"
     "  --help           this text\n"
@@ -166,7 +168,8 @@ constexpr CommandFlags kCommands[] = {
     {"db migrate", "--to --from --state-dir --dry-run"},
     {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
     {"makecredential", "--ek-public --name --secret --output"},
-    {"ek verify", "--roots --intermediates --cert --ek-public --at"},
+    {"ek verify", "--roots --intermediates --config --allow --cert --ek-public --at"},
+    {"ek roots", "--roots --intermediates --config --allow --leaves --at"},
     {"eventlog replay", ""},
     {"eventlog show", ""},
     {"policy observe", "--pool --reason"},
@@ -344,6 +347,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {
     if (int rc = GroupHelpOrError(kEkHelp, cmd, argc, argv); rc >= 0) return rc;
+    if (!std::strcmp(argv[2], "roots")) return RunEkRoots(argc, argv, 3);
     return RunEkVerify(argc, argv, 3);
   }
   if (cmd == "eventlog") {

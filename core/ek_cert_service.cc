@@ -44,6 +44,16 @@ Status MachineUnknown(const Bytes& ek_hash) {
                               "--ek-cert FILE`");
 }
 
+// The operator's file name as the audit row says it: at most 200 bytes,
+// printable ASCII (anything else '?'), so that it reads as one line.
+std::string SourceText(const std::string& source) {
+  std::string out = source.substr(0, 200);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
 }  // namespace
 
 EkCertService::EkCertService(storage::InventoryStore* inventory, const AttestationService* attestation)
@@ -97,7 +107,7 @@ Result<wire::EkCertImportAnswer> EkCertService::Import(const wire::EkCertImportR
     return MergeEnrollment(e, fields, stored, state);
   };
   storage::Actor a = actor;
-  a.why = "EK certificate imported" + (request.source.empty() ? std::string() : " from " + request.source);
+  a.why = "EK certificate imported" + (request.source.empty() ? std::string() : " from " + SourceText(request.source));
   auto o = inventory_->EnrollMerged(e, merge, a, false, attestation_->Now());
   if (!o.ok()) return o.status();
   const storage::Machine& m = o->machine;

@@ -100,6 +100,17 @@ TEST_P(EkCertServiceTest, ImportingTheSameCertificateAgainChangesNothing) {
   EXPECT_EQ(Audit().size(), audit_before);
 }
 
+// The file name goes into the audit row as one printable line.
+TEST_P(EkCertServiceTest, SourceIsOnePrintableLineInTheAudit) {
+  if (skip_) GTEST_SKIP() << *skip_;
+  SoftMachine m;
+  Enroll(m, "node-1");
+  ASSERT_TRUE(Service().Import({wire::Base64Encode(CertFor(m)), "a\nb" + std::string(300, 'x')}, actor_).ok());
+  const std::string why = Audit().back().why;
+  EXPECT_EQ(why.rfind("EK certificate imported from a?bxxx", 0), 0u) << why;
+  EXPECT_LE(why.size(), 230u);
+}
+
 // Decided: an EK not enrolled yet is refused, with the fix in the message
 // (docs/operations.md); nothing is kept for a later enrollment.
 TEST_P(EkCertServiceTest, CertificateOfAnEkNoMachineHasIsRefused) {

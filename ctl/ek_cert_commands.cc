@@ -156,15 +156,15 @@ int RunUrls(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("json")) {
     json eks = json::array();
     for (const auto& r : rows) {
-      json j{{"ek_hash", r.ek_hash}};
-      if (!r.file.empty()) j["file"] = r.file;
-      if (!r.hostname.empty()) j["hostname"] = r.hostname;
-      if (!r.intel.empty()) j["intel_url"] = r.intel;
-      if (!r.amd.empty()) j["amd_url"] = r.amd;
-      if (!r.note.empty()) j["note"] = r.note;
+      json j{{"ek_hash", r.ek_hash}};  // admin-path: rackgatectl's own --json output
+      if (!r.file.empty()) j["file"] = r.file;  // admin-path: rackgatectl's own --json output
+      if (!r.hostname.empty()) j["hostname"] = r.hostname;  // admin-path: rackgatectl's own --json output
+      if (!r.intel.empty()) j["intel_url"] = r.intel;  // admin-path: rackgatectl's own --json output
+      if (!r.amd.empty()) j["amd_url"] = r.amd;  // admin-path: rackgatectl's own --json output
+      if (!r.note.empty()) j["note"] = r.note;  // admin-path: rackgatectl's own --json output
       eks.push_back(std::move(j));
     }
-    PrintJson({{"eks", eks}});
+    PrintJson({{"eks", eks}});  // admin-path: rackgatectl's own --json output
     return kExitOk;
   }
   for (const auto& r : rows) {
@@ -187,11 +187,11 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
   int code = kExitOk;
   json results = json::array();
   for (const auto& path : args->positional()) {
-    json result{{"file", path}};
+    json result{{"file", path}};  // admin-path: rackgatectl's own --json output
     const auto refused = [&](const std::string& reason, const std::string& message, int exit_code) {
-      result["ok"] = false;
-      result["reason"] = reason;
-      result["message"] = message;
+      result["ok"] = false;  // admin-path: rackgatectl's own --json output
+      result["reason"] = reason;  // admin-path: rackgatectl's own --json output
+      result["message"] = message;  // admin-path: rackgatectl's own --json output
       std::fprintf(stderr, "rackgatectl: refused: %s: %s: %s\n", path.c_str(), reason.c_str(), message.c_str());
       if (!as_json) std::printf("%s: refused: %s\n", path.c_str(), reason.c_str());
       code = std::max(code, exit_code);
@@ -215,13 +215,13 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
           ReportMalformedAnswer(answer.status(), &code);
           return kExitUnusable;
         }
-        result["ok"] = true;
-        result["outcome"] = answer->outcome;
-        result["hostname"] = answer->hostname;
-        result["ek_hash"] = answer->ek_hash;
-        result["issuer"] = answer->issuer;
-        result["anchor"] = answer->anchor;
-        result["relaxations"] = answer->relaxations;
+        result["ok"] = true;  // admin-path: rackgatectl's own --json output
+        result["outcome"] = answer->outcome;  // admin-path: rackgatectl's own --json output
+        result["hostname"] = answer->hostname;  // admin-path: rackgatectl's own --json output
+        result["ek_hash"] = answer->ek_hash;  // admin-path: rackgatectl's own --json output
+        result["issuer"] = answer->issuer;  // admin-path: rackgatectl's own --json output
+        result["anchor"] = answer->anchor;  // admin-path: rackgatectl's own --json output
+        result["relaxations"] = answer->relaxations;  // admin-path: rackgatectl's own --json output
         if (!as_json) std::printf("%s: %s\n", path.c_str(), answer->summary.c_str());
       } else {
         const wire::AdminRefusal r = wire::DecodeAdminRefusal(
@@ -231,7 +231,7 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
     }
     results.push_back(std::move(result));
   }
-  if (as_json) PrintJson({{"results", results}});
+  if (as_json) PrintJson({{"results", results}});  // admin-path: rackgatectl's own --json output
   return code;
 }
 

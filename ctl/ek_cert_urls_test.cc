@@ -71,6 +71,20 @@ TEST(EkCertUrls, EccDerivations) {
   EXPECT_EQ(AmdEkCertUrl(k), std::string(kAmdEkServiceBase) + "D2EEAEC844768EED7597D201477AE2C9");
 }
 
+// tpm2-tools' test/integration/tests/getekcertificate.sh "Sample ECC ek
+// public" (BSD-3-Clause), its Intel URL as that test derives it.
+TEST(EkCertUrls, IntelEccSampleOfTpm2Tools) {
+  EkKey k;
+  k.type = attest::kAlgEcc;
+  const std::string x = "6d8e7630ee5d11e566e80299bfb9e43cec8c44f70bc8ad81b50f690a3deb7498";
+  const std::string y = "21a536c8fef7482313d7f4517f11c9f2b4cd424cbc8fe9094b89566851fe0853";
+  for (size_t i = 0; i < 64; i += 2) {
+    k.ecc_x.push_back(static_cast<uint8_t>(std::stoi(x.substr(i, 2), nullptr, 16)));
+    k.ecc_y.push_back(static_cast<uint8_t>(std::stoi(y.substr(i, 2), nullptr, 16)));
+  }
+  EXPECT_EQ(*IntelEkCertUrl(k), "https://ekop.intel.com/ekcertservice/eXT1X6I9wqIMOXll9LoXf0adQelkeaBccmoYU8Kth8o%3D");
+}
+
 TEST(EkCertUrls, IntelRefusesANonDefaultExponent) {
   auto key = EkKeyFromFile(Str(kIntelEkPem));
   ASSERT_TRUE(key.ok());

@@ -12,6 +12,7 @@
 #include "core/audit_service.h"
 #include "core/certificate_service.h"
 #include "core/csr_approval_service.h"
+#include "core/ek_cert_service.h"
 #include "core/event_service.h"
 #include "core/ignition_service.h"
 #include "core/machine_service.h"
@@ -31,6 +32,7 @@ struct AdminCore {
 
   AttestationService* const attestation;
   MachineService machines;
+  EkCertService ek_certs;
   PoolService pools;
   PolicyService policies;
   CsrApprovalService csr_approvals;

@@ -25,6 +25,9 @@ namespace rackgate::core {
 struct SessionAk {
   std::vector<uint8_t> ak_public;  // the TPM2B_PUBLIC `key` was built from
   attest::VerifyKey key;
+  // The anchor relaxations the challenge's EK certificate needed
+  // (attest::EkCertInfo::relaxations_used), for the attestation record.
+  std::vector<std::string> ek_relaxations;
 };
 
 class SessionGate {

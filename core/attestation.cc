@@ -299,7 +299,7 @@ Status AttestationService::UnknownEk(const wire::ChallengeRequest& req, const at
   auto knocked = [&](const std::string& reason) {
     std::optional<std::span<const uint8_t>> cert;
     if (req.ek_certificate) cert = std::span<const uint8_t>(*req.ek_certificate);
-    unknown_eks_.Record(hex::Encode(ek_hash), ClientAddress(caller.address), reason, cert, clock_());
+    unknown_eks_.Record(hex::Encode(ek_hash), ClientAddress(caller.address), reason, cert, clock_(), req.ek_public);
   };
   if (!options_.discovery || !req.ek_certificate) {
     knocked("machine_not_enrolled");
@@ -423,9 +423,11 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   // at every challenge, so that removing a vendor root takes effect at once.
   std::optional<Bytes> cert = req.ek_certificate;
   if (!cert && machine->ek_certificate) cert = machine->ek_certificate;
+  std::vector<std::string> ek_relaxations;
   if (cert) {
     auto info = CheckEkCertificate(*cert, req.ek_intermediates, &*ek);
     if (!info.ok()) return Refuse(Denied(info.status()), who);
+    ek_relaxations = info->relaxations_used;
   } else if (options_.require_ek_certificate) {
     return Refuse(Denied("ek_cert_missing", "no EK certificate was presented or enrolled"), who);
   }
@@ -444,7 +446,8 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   auto out = OpenSession(req, *ek, *ak, *machine, selection, who);
   if (!out.ok()) return out.status();
   // The AK's key, kept for this session's evidence (built once per session).
-  gate_.Bind(ticket, out->session, std::make_shared<const SessionAk>(SessionAk{req.ak_public, std::move(*ak_key)}));
+  gate_.Bind(ticket, out->session,
+             std::make_shared<const SessionAk>(SessionAk{req.ak_public, std::move(*ak_key), std::move(ek_relaxations)}));
   reservation.bound = true;
   return out;
 }
@@ -738,7 +741,22 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
     return record_failure(refusal, false);
   }
 
+  // An EK certificate accepted only by an anchor's relaxation is named in
+  // the machine's record (docs/ek-vendors.md): the operator's choice stays
+  // visible with every attestation it let through.
+  for (const auto& r : EkRelaxationsOf(challenged_ak.get(), *machine)) record.reasons.push_back("ek_relaxed:" + r);
   return RecordSuccess(std::move(verdict), std::move(record), *session, *machine, arrived, started, who);
+}
+
+std::vector<std::string> AttestationService::EkRelaxationsOf(const SessionAk* challenged,
+                                                             const storage::Machine& machine) const {
+  if (challenged != nullptr) return challenged->ek_relaxations;
+  // The challenge was answered by another appliance (docs/ha.md): its
+  // in-memory note is not here. The certificate on record is the one it
+  // checked unless the agent presented one; judged again with these anchors.
+  if (!machine.ek_certificate) return {};
+  auto info = CheckEkCertificate(*machine.ek_certificate, {}, nullptr);
+  return info.ok() ? info->relaxations_used : std::vector<std::string>{};
 }
 
 Result<storage::Bearer> AttestationService::Authenticate(const std::optional<std::string>& token) {

@@ -206,6 +206,9 @@ class AttestationService {
                                                const attest::TpmPublic* ek_public) const;
 
   int64_t Now() const { return clock_(); }
+  // Whether a machine with no EK certificate presented or on record is
+  // refused (ek_cert_missing).
+  bool require_ek_certificate() const { return options_.require_ek_certificate; }
 
   // Observability (docs/observability.md): the EKs whose challenge was
   // refused because no machine has them, recently (bounded, in memory).
@@ -271,6 +274,10 @@ class AttestationService {
                                        const storage::Session& session, const storage::Machine& machine,
                                        int64_t arrived, std::chrono::steady_clock::time_point started,
                                        const std::string& who);
+  // The anchor relaxations the session's EK certificate needed: the
+  // challenge's note when this appliance answered it, else those of the
+  // machine's certificate on record.
+  std::vector<std::string> EkRelaxationsOf(const SessionAk* challenged, const storage::Machine& machine) const;
   Status UnknownEk(const wire::ChallengeRequest& req, const attest::TpmPublic& ek, const attest::Bytes& ek_hash,
                    const Caller& caller, const std::string& who);
   Result<ChallengeResult> OpenSession(const wire::ChallengeRequest& req, const attest::TpmPublic& ek,

@@ -86,6 +86,7 @@ Status EkIdentity(const wire::EnrollRequest& r, const AttestationService& servic
     e->tpm_manufacturer = info->tpm_manufacturer;
     e->tpm_model = info->tpm_model;
     e->tpm_version = info->tpm_version;
+    e->ek_relaxations = info->relaxations_used;  // named in the audit row
   } else if (ek) {
     auto hash = attest::EkKeyHash(*ek);
     if (!hash.ok()) return hash.status();

@@ -27,7 +27,8 @@ std::string NameText(const X509_NAME* name, size_t max) {
 UnknownEkTable::UnknownEkTable(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
 void UnknownEkTable::Record(const std::string& ek_hash, const std::string& address, const std::string& reason,
-                            std::optional<std::span<const uint8_t>> cert_der, int64_t now) {
+                            std::optional<std::span<const uint8_t>> cert_der, int64_t now,
+                            std::span<const uint8_t> ek_public) {
   std::string issuer, subject;
   if (cert_der && !cert_der->empty()) {
     const unsigned char* p = cert_der->data();
@@ -45,7 +46,7 @@ void UnknownEkTable::Record(const std::string& ek_hash, const std::string& addre
       index_.erase(entries_.back().ek_hash);
       entries_.pop_back();
     }
-    entries_.push_front(UnknownEk{ek_hash, now, now, 0, "", "", "", ""});
+    entries_.push_front(UnknownEk{ek_hash, now, now, 0, "", "", "", "", {}});
     it = index_.emplace(ek_hash, entries_.begin()).first;
   } else {
     entries_.splice(entries_.begin(), entries_, it->second);
@@ -55,6 +56,7 @@ void UnknownEkTable::Record(const std::string& ek_hash, const std::string& addre
   ++e.count;
   e.address = address;
   e.reason = reason;
+  if (!ek_public.empty() && ek_public.size() <= kMaxEkPublicBytes) e.ek_public.assign(ek_public.begin(), ek_public.end());
   if (!issuer.empty() || !subject.empty()) {
     e.cert_issuer = std::move(issuer);
     e.cert_subject = std::move(subject);

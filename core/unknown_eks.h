@@ -30,6 +30,10 @@ struct UnknownEk {
   // none was sent or it did not parse.
   std::string cert_issuer;
   std::string cert_subject;
+  // The EK public area (TPM2B_PUBLIC) the latest caller sent, already
+  // parsed by the caller (at most wire::kMaxTpm2bPublic bytes): what
+  // `rackgatectl ek-cert urls` derives the vendor's certificate URL from.
+  std::vector<uint8_t> ek_public;
 };
 
 // Thread-safe. Least recently seen entries go first when full.
@@ -37,15 +41,19 @@ class UnknownEkTable {
  public:
   static constexpr size_t kDefaultCapacity = 256;
   static constexpr size_t kMaxNameBytes = 256;
+  static constexpr size_t kMaxEkPublicBytes = 1024;
 
   explicit UnknownEkTable(size_t capacity = kDefaultCapacity);
   UnknownEkTable(const UnknownEkTable&) = delete;
   UnknownEkTable& operator=(const UnknownEkTable&) = delete;
 
   // One refused challenge. `cert_der` is the EK certificate the caller sent,
-  // if any (its names are kept; the latest parsable one wins).
+  // if any (its names are kept; the latest parsable one wins); `ek_public`
+  // its EK public area (kept, the latest wins; at most kMaxEkPublicBytes, a
+  // longer one is not kept).
   void Record(const std::string& ek_hash, const std::string& address, const std::string& reason,
-              std::optional<std::span<const uint8_t>> cert_der, int64_t now);
+              std::optional<std::span<const uint8_t>> cert_der, int64_t now,
+              std::span<const uint8_t> ek_public = {});
   // Entries last seen at or after `since`, the most recent first.
   std::vector<UnknownEk> SeenSince(int64_t since) const;
   size_t size() const;

@@ -1,6 +1,7 @@
 // rackgatectl verify-quote, makecredential and ek verify.
 #include "ctl/offline.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,7 +9,10 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attest/credential.h"
 #include "attest/ek_cert.h"
@@ -98,27 +102,143 @@ constexpr char kMakeCredentialHelp[] =
     "Exit status: 0 written; 1 refused (unsupported EK); 2 unusable input.\n";
 
 constexpr char kEkVerifyHelp[] =
-    "Usage: rackgatectl ek verify --roots FILE|DIR [--intermediates FILE|DIR]\n"
-    "         --cert EK.der|EK.pem [--ek-public EK.pub] [--at UNIX_SECONDS] [--json]\n"
+    "Usage: rackgatectl ek verify (--roots FILE|DIR | --config FILE) [--intermediates FILE|DIR]\n"
+    "         [--allow SHA256:RELAXATION] --cert EK.der|EK.pem [--ek-public EK.pub]\n"
+    "         [--at UNIX_SECONDS] [--json]\n"
     "\n"
     "Validates a TPM endorsement key certificate: a path to one of the\n"
-    "manufacturer roots through the given intermediates (signatures, validity\n"
+    "anchors through the given intermediates (signatures, validity\n"
     "dates, basic constraints; no TLS purpose), the EK certificate EKU\n"
     "(2.23.133.8.1) or TCG EK policy, and the TPM manufacturer/model/version in\n"
-    "its SubjectAltName, which it prints. With --ek-public, also checks that the\n"
-    "EK public area (TPM2B_PUBLIC) carries the certificate's key.\n"
+    "its SubjectAltName, which it prints with the anchor and any relaxation it\n"
+    "needed. With --ek-public, also checks that the EK public area\n"
+    "(TPM2B_PUBLIC) carries the certificate's key. The certificate may be DER,\n"
+    "PEM or as read from NV (header, padding).\n"
+    "Every CA certificate given with --roots is an anchor (self-signed or not).\n"
     "--roots and --intermediates may repeat; a directory contributes every\n"
-    "certificate file in it (PEM or DER).\n"
+    "certificate file in it (PEM or DER). --config takes ek_roots,\n"
+    "ek_intermediates and ek_anchor_relaxations from rackgated's config, so\n"
+    "the verdict is the appliance's; --allow grants one relaxation (sha1,\n"
+    "expired-ca, no-ek-marks) to the anchor with that SHA-256, as\n"
+    "ek_anchor_relaxations does (`rackgatectl ek roots` lists the anchors).\n"
     "\n"
     "Options:\n"
-    "  --roots FILE|DIR          manufacturer root certificates; may repeat\n"
+    "  --roots FILE|DIR          manufacturer CA certificates (anchors); may repeat\n"
     "  --intermediates FILE|DIR  intermediate certificates; may repeat\n"
-    "  --cert FILE               the EK certificate, DER or PEM\n"
+    "  --config FILE             rackgated's config: its anchors and relaxations\n"
+    "  --allow SHA256:RELAXATION grant a relaxation to an anchor; may repeat\n"
+    "  --cert FILE               the EK certificate, DER, PEM or NV form\n"
     "  --ek-public FILE          the EK public area (TPM2B_PUBLIC) to match\n"
     "  --at UNIX_SECONDS         check validity at this time (default now)\n"
     "  --json                    print the certificate's facts as JSON\n"
     "\n"
     "Exit status: 0 accepted; 1 refused (reason code on stderr); 2 unusable input.\n";
+
+constexpr char kEkRootsHelp[] =
+    "Usage: rackgatectl ek roots (--roots FILE|DIR | --config FILE) [--intermediates FILE|DIR]\n"
+    "         [--allow SHA256:RELAXATION] [--leaves FILE|DIR] [--at UNIX_SECONDS] [--json]\n"
+    "\n"
+    "Lists the EK trust anchors as rackgated loads them: every CA certificate\n"
+    "of the roots (a vendor CA that is not self-signed, a cross-signed one,\n"
+    "an intermediate in a mixed folder), with its subject, key, expiry,\n"
+    "SHA-256 (its name in ek_anchor_relaxations), whether it is self-signed\n"
+    "and the relaxations granted to it; what loading skipped, and why. With\n"
+    "--leaves, verifies each EK certificate file there and counts, per anchor,\n"
+    "how many it accepts; the refused ones are listed with their reason.\n"
+    "Offline: no daemon needed. --config, --allow: as for `ek verify`.\n"
+    "\n"
+    "Options:\n"
+    "  --roots FILE|DIR          manufacturer CA certificates; may repeat\n"
+    "  --intermediates FILE|DIR  intermediate certificates; may repeat\n"
+    "  --config FILE             rackgated's config: its anchors and relaxations\n"
+    "  --allow SHA256:RELAXATION grant a relaxation to an anchor; may repeat\n"
+    "  --leaves FILE|DIR         EK certificates to count; may repeat\n"
+    "  --at UNIX_SECONDS         verify the leaves at this time (default now)\n"
+    "  --json                    {\"anchors\": [...], \"notes\": [...], \"leaves\": {...}}\n"
+    "\n"
+    "Exit status: 0 listed (every leaf accepted); 1 a leaf refused; 2 unusable\n"
+    "input.\n";
+
+// The anchors of `ek verify` and `ek roots`: --roots/--intermediates, or
+// rackgated's config (--config: ek_roots, ek_intermediates,
+// ek_anchor_relaxations), then every --allow. The same rules as the
+// daemon's (daemon/ek_anchors.cc): a relaxation naming no anchor, or no
+// known relaxation, is an error.
+Result<attest::EkTrustStore> StoreFromArgs(const Args& args) {
+  std::vector<std::string> roots = args.GetAll("roots");
+  std::vector<std::string> intermediates = args.GetAll("intermediates");
+  std::vector<std::pair<std::string, std::string>> grants;
+  if (auto path = args.Get("config")) {
+    auto config = ReadJsonFile(*path, 1 << 20);
+    if (!config.ok()) return config.status();
+    const auto strings = [&](const char* key, std::vector<std::string>* out) -> Status {
+      if (!config->contains(key)) return Status::Ok();
+      const auto& v = config->at(key);
+      if (!v.is_array()) return Status::InvalidArgument("config_invalid", *path + ": " + key + " is not a list");
+      for (const auto& e : v) {
+        if (!e.is_string()) return Status::InvalidArgument("config_invalid", *path + ": " + key + " is not a list");
+        out->push_back(e.get<std::string>());
+      }
+      return Status::Ok();
+    };
+    if (Status s = strings("ek_roots", &roots); !s.ok()) return s;
+    if (Status s = strings("ek_intermediates", &intermediates); !s.ok()) return s;
+    if (config->contains("ek_anchor_relaxations")) {
+      const auto& r = config->at("ek_anchor_relaxations");
+      if (!r.is_object()) {
+        return Status::InvalidArgument("config_invalid", *path + ": ek_anchor_relaxations is not an object");
+      }
+      for (const auto& [anchor, names] : r.items()) {
+        if (!names.is_array()) {
+          return Status::InvalidArgument("config_invalid", *path + ": ek_anchor_relaxations." + anchor +
+                                                               " is not a list");
+        }
+        for (const auto& n : names) {
+          if (!n.is_string()) {
+            return Status::InvalidArgument("config_invalid", *path + ": ek_anchor_relaxations." + anchor +
+                                                                 " is not a list of strings");
+          }
+          grants.emplace_back(anchor, n.get<std::string>());
+        }
+      }
+    }
+  }
+  for (const auto& a : args.GetAll("allow")) {
+    const size_t colon = a.find(':');
+    if (colon == std::string::npos) {
+      return Status::InvalidArgument("usage", "--allow takes SHA256:RELAXATION, got '" + a + "'");
+    }
+    grants.emplace_back(a.substr(0, colon), a.substr(colon + 1));
+  }
+  if (roots.empty()) return Status::InvalidArgument("usage", "give --roots (or --config naming ek_roots)");
+  auto store = attest::EkTrustStore::Load(roots, intermediates);
+  if (!store.ok()) return store.status();
+  for (const auto& [anchor, name] : grants) {
+    if (Status s = store->AllowForAnchor(anchor, name); !s.ok()) return s;
+  }
+  return store;
+}
+
+// Every regular file of each path (a directory's, names starting with '.'
+// skipped), in name order.
+Result<std::vector<std::string>> FilesOf(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> in_dir;
+      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+        if (e.is_regular_file() && e.path().filename().string().rfind('.', 0) != 0) in_dir.push_back(e.path());
+      }
+      if (ec) return Status::IoError("io_error", p + ": " + ec.message());
+      std::sort(in_dir.begin(), in_dir.end());
+      out.insert(out.end(), in_dir.begin(), in_dir.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -247,21 +367,27 @@ int RunMakeCredential(int argc, char** argv, int first) {
 }
 
 int RunEkVerify(int argc, char** argv, int first) {
-  FlagSpec spec{{"roots", "intermediates", "cert", "ek-public", "at"}, {"json"}, 0};
+  FlagSpec spec{{"roots", "intermediates", "config", "allow", "cert", "ek-public", "at"}, {"json"}, 0};
   auto args = Args::Parse(argc, argv, first, spec);
   if (!args.ok()) return Usage(kEkVerifyHelp, args.status());
   if (args->Has("help")) {
     std::fputs(kEkVerifyHelp, stdout);
     return kExitOk;
   }
-  if (Status s = args->Require({"roots", "cert"}); !s.ok()) return Usage(kEkVerifyHelp, s);
+  if (Status s = args->Require({"cert"}); !s.ok()) return Usage(kEkVerifyHelp, s);
+  if (!args->Has("roots") && !args->Has("config")) {
+    return Usage(kEkVerifyHelp, Status::InvalidArgument("usage", "give --roots or --config"));
+  }
   const char* cmd = "ek verify";
   int64_t now = static_cast<int64_t>(std::time(nullptr));
   auto at = args->GetInt("at", now, 0, std::numeric_limits<int64_t>::max());
   if (!at.ok()) return Usage(kEkVerifyHelp, at.status());
   now = *at;
-  auto store = attest::EkTrustStore::Load(args->GetAll("roots"), args->GetAll("intermediates"));
-  if (!store.ok()) return Fail(cmd, store.status(), kExitUnusable);
+  auto store = StoreFromArgs(*args);
+  if (!store.ok()) {
+    if (store.status().reason() == "usage") return Usage(kEkVerifyHelp, store.status());
+    return Fail(cmd, store.status(), kExitUnusable);
+  }
   auto cert_bytes = ReadFile(*args->Get("cert"), attest::kMaxEkCertBytes);
   if (!cert_bytes.ok()) return Fail(cmd, cert_bytes.status(), kExitUnusable);
   std::optional<attest::TpmPublic> ek;
@@ -294,6 +420,9 @@ int RunEkVerify(int argc, char** argv, int first) {
                {"not_after", FormatTime(info->not_after)},
                {"key", info->key_type == attest::kAlgRsa ? "RSA" : "ECC"},
                {"key_bits", info->key_bits},
+               {"anchor", info->anchor_sha256},
+               {"anchor_subject", info->anchor_subject},
+               {"relaxations", info->relaxations_used},
                {"matches_ek_public", ek.has_value()}});
     return kExitOk;
   }
@@ -305,7 +434,90 @@ int RunEkVerify(int argc, char** argv, int first) {
               FormatTime(info->not_after).c_str());
   std::printf("  key: %s %d bits%s\n", info->key_type == attest::kAlgRsa ? "RSA" : "ECC",
               info->key_bits, ek ? ", matches --ek-public" : "");
+  std::printf("  anchor: %s (sha256 %s)\n", info->anchor_subject.c_str(), info->anchor_sha256.c_str());
+  for (const auto& r : info->relaxations_used) std::printf("  accepted with relaxation: %s\n", r.c_str());
   return kExitOk;
+}
+
+int RunEkRoots(int argc, char** argv, int first) {
+  FlagSpec spec{{"roots", "intermediates", "config", "allow", "leaves", "at"}, {"json"}, 0};
+  auto args = Args::Parse(argc, argv, first, spec);
+  if (!args.ok()) return Usage(kEkRootsHelp, args.status());
+  if (args->Has("help")) {
+    std::fputs(kEkRootsHelp, stdout);
+    return kExitOk;
+  }
+  if (!args->Has("roots") && !args->Has("config")) {
+    return Usage(kEkRootsHelp, Status::InvalidArgument("usage", "give --roots or --config"));
+  }
+  const char* cmd = "ek roots";
+  int64_t now = static_cast<int64_t>(std::time(nullptr));
+  auto at = args->GetInt("at", now, 0, std::numeric_limits<int64_t>::max());
+  if (!at.ok()) return Usage(kEkRootsHelp, at.status());
+  now = *at;
+  auto store = StoreFromArgs(*args);
+  if (!store.ok()) {
+    if (store.status().reason() == "usage") return Usage(kEkRootsHelp, store.status());
+    return Fail(cmd, store.status(), kExitUnusable);
+  }
+  const auto anchors = store->Anchors();
+  // With --leaves: each verified, counted by the anchor it chains to.
+  std::map<std::string, int64_t> accepted;
+  struct Refused {
+    std::string file, reason, message;
+  };
+  std::vector<Refused> refused;
+  size_t leaves = 0;
+  if (args->Has("leaves")) {
+    auto files = FilesOf(args->GetAll("leaves"));
+    if (!files.ok()) return Fail(cmd, files.status(), kExitUnusable);
+    for (const auto& f : *files) {
+      auto bytes = ReadFile(f, attest::kMaxEkCertBytes);
+      if (!bytes.ok()) return Fail(cmd, bytes.status(), kExitUnusable);
+      ++leaves;
+      auto info = attest::VerifyEkCertificate(*store, *bytes, now);
+      if (info.ok()) {
+        ++accepted[info->anchor_sha256];
+      } else {
+        refused.push_back({f, info.status().reason(), info.status().message()});
+      }
+    }
+  }
+  const int code = refused.empty() ? kExitOk : kExitRefused;
+  if (args->Has("json")) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& a : anchors) {
+      nlohmann::json j{{"subject", a.subject},         {"issuer", a.issuer},   {"self_signed", a.self_signed},
+                       {"key", a.key},                 {"not_after", FormatTime(a.not_after)},
+                       {"sha256", a.sha256},           {"source", a.source},   {"relaxations", a.relaxations}};
+      if (args->Has("leaves")) j["leaves_accepted"] = accepted[a.sha256];
+      list.push_back(std::move(j));
+    }
+    nlohmann::json out{{"anchors", list}, {"notes", store->LoadNotes()},
+                       {"intermediates", store->intermediate_count()}};
+    if (args->Has("leaves")) {
+      nlohmann::json r = nlohmann::json::array();
+      for (const auto& x : refused) r.push_back({{"file", x.file}, {"reason", x.reason}, {"message", x.message}});
+      out["leaves"] = {{"total", leaves}, {"accepted", leaves - refused.size()}, {"refused", r}};
+    }
+    PrintJson(out);
+    return code;
+  }
+  std::printf("%zu anchors, %zu intermediates\n", anchors.size(), store->intermediate_count());
+  for (const auto& a : anchors) {
+    const std::string signed_by = a.self_signed ? std::string("self-signed") : "issued by " + a.issuer;
+    std::printf("%s\n  %s, %s, expires %s\n  sha256 %s\n", a.subject.c_str(), a.key.c_str(), signed_by.c_str(),
+                FormatTime(a.not_after).c_str(), a.sha256.c_str());
+    if (!a.relaxations.empty()) {
+      std::string r;
+      for (const auto& x : a.relaxations) r += (r.empty() ? "" : ", ") + x;
+      std::printf("  relaxations: %s\n", r.c_str());
+    }
+    if (args->Has("leaves")) std::printf("  accepts %lld of %zu leaves\n", static_cast<long long>(accepted[a.sha256]), leaves);
+  }
+  for (const auto& n : store->LoadNotes()) std::printf("skipped: %s\n", n.c_str());
+  for (const auto& x : refused) std::printf("refused: %s: %s: %s\n", x.file.c_str(), x.reason.c_str(), x.message.c_str());
+  return code;
 }
 
 }  // namespace rackgate::ctl

@@ -32,6 +32,8 @@ int RunVerifyQuote(int argc, char** argv, int first);
 int RunMakeCredential(int argc, char** argv, int first);
 // rackgatectl ek verify ...
 int RunEkVerify(int argc, char** argv, int first);
+// rackgatectl ek roots ...
+int RunEkRoots(int argc, char** argv, int first);
 
 }  // namespace rackgate::ctl
 

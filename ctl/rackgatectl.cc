@@ -17,6 +17,7 @@
 #include "ctl/audit_commands.h"
 #include "ctl/audit_verify.h"
 #include "ctl/command_line.h"
+#include "ctl/ek_cert_commands.h"
 #include "ctl/machine_commands.h"
 #include "ctl/policy_commands.h"
 #include "ctl/eventlog_commands.h"
@@ -47,6 +48,9 @@ constexpr char kHelp[] =
     "  events           webhook events and their deliveries\n"
     "  csr list|approve|deny\n"
     "                   kubelet CSRs waiting for an operator (manual approval)\n"
+    "  ek-cert urls|import\n"
+    "                   EK certificates only online (Intel PTT, AMD fTPM):\n"
+    "                   their vendor URLs; import them, verified\n"
     "  policy observe|propose|accept|put|enforce|show\n"
     "                   a pool's boot policy: observe boots, then enforce\n"
     "\n"
@@ -61,6 +65,7 @@ constexpr char kHelp[] =
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
     "  makecredential   wrap a secret for a TPM's EK and an AK name\n"
     "  ek verify        validate an EK certificate against manufacturer roots\n"
+    "  ek roots         list the EK trust anchors (and the leaves each accepts)\n"
     "  eventlog replay  replay a TCG event log into PCR values\n"
     "  eventlog show    list a TCG event log's events and boot facts\n"
     "  policy check     judge a measured boot against a boot policy\n"
@@ -82,7 +87,8 @@ constexpr char kEkHelp[] =
     "\n"
     "Endorsement key tools, offline (no daemon needed). Commands:\n"
     "  verify           validate an EK certificate against manufacturer roots\n"
-    "Run `rackgatectl ek verify --help` for its options.\n"
+    "  roots            list the trust anchors, and how many leaves each accepts\n"
+    "Run `rackgatectl ek COMMAND --help` for its options.\n"
     "\n"
     "Options:\n"
     "  --help           this text\n"
@@ -154,13 +160,16 @@ constexpr CommandFlags kCommands[] = {
     {"csr list", "--all"},
     {"csr approve", "--reason --uid"},
     {"csr deny", "--reason --uid"},
+    {"ek-cert urls", "--vendor"},
+    {"ek-cert import", ""},
     {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec --kernel-args --bundle --initramfs-ca"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
     {"db migrate", "--to --from --state-dir --dry-run"},
     {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
     {"makecredential", "--ek-public --name --secret --output"},
-    {"ek verify", "--roots --intermediates --cert --ek-public --at"},
+    {"ek verify", "--roots --intermediates --config --allow --cert --ek-public --at"},
+    {"ek roots", "--roots --intermediates --config --allow --leaves --at"},
     {"eventlog replay", ""},
     {"eventlog show", ""},
     {"policy observe", "--pool --reason"},
@@ -333,10 +342,12 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "certs") return RunCerts(socket, argc, argv, 2);
   if (cmd == "events") return RunEvents(socket, argc, argv, 2);
   if (cmd == "csr") return RunCsr(socket, argc, argv, 2);
+  if (cmd == "ek-cert") return RunEkCert(socket, argc, argv, 2);
   if (cmd == "verify-quote") return RunVerifyQuote(argc, argv, 2);
   if (cmd == "makecredential") return RunMakeCredential(argc, argv, 2);
   if (cmd == "ek") {
     if (int rc = GroupHelpOrError(kEkHelp, cmd, argc, argv); rc >= 0) return rc;
+    if (!std::strcmp(argv[2], "roots")) return RunEkRoots(argc, argv, 3);
     return RunEkVerify(argc, argv, 3);
   }
   if (cmd == "eventlog") {

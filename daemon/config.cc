@@ -60,6 +60,25 @@ Status ReadStrings(const json& v, const std::string& key, std::vector<std::strin
   return Status::Ok();
 }
 
+// {"<anchor sha256 hex>": ["sha1", ...]}: the shape only; the anchors and
+// the names are checked when the anchors load (daemon/ek_anchors.h).
+Status ReadAnchorRelaxations(const json& v, std::map<std::string, std::vector<std::string>>* out) {
+  const char* key = "ek_anchor_relaxations";
+  if (!v.is_object()) return Invalid(key, "expected an object: anchor SHA-256 -> list of relaxations");
+  out->clear();
+  for (const auto& [anchor, names] : v.items()) {
+    if (anchor.size() != 64 || anchor.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return Invalid(key, "'" + anchor.substr(0, 80) +
+                              "' is not an anchor's SHA-256 (64 hex digits; `rackgatectl ek roots` lists them)");
+    }
+    std::vector<std::string> list;
+    if (Status s = ReadStrings(names, std::string(key) + "." + anchor, &list); !s.ok()) return s;
+    if (list.empty()) return Invalid(std::string(key) + "." + anchor, "grants nothing: give a relaxation or remove it");
+    (*out)[anchor] = std::move(list);
+  }
+  return Status::Ok();
+}
+
 // --- Webhooks (docs/events.md) ------------------------------------------------
 
 // The authority of a scheme://authority/... URL ("" when there is none).
@@ -254,6 +273,8 @@ const std::map<std::string, KeyReader>& Readers() {
       {"ek_roots", [](const json& v, Config* c) { return ReadStrings(v, "ek_roots", &c->ek_roots); }},
       {"ek_intermediates",
        [](const json& v, Config* c) { return ReadStrings(v, "ek_intermediates", &c->ek_intermediates); }},
+      {"ek_anchor_relaxations",
+       [](const json& v, Config* c) { return ReadAnchorRelaxations(v, &c->ek_anchor_relaxations); }},
       {"require_ek_certificate",
        [](const json& v, Config* c) {
          return ReadBool(v, "require_ek_certificate", &c->require_ek_certificate);

@@ -5,6 +5,7 @@
 #define RACKGATE_DAEMON_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct Config {
   // EK certificate trust: files or directories of PEM/DER certificates.
   std::vector<std::string> ek_roots;
   std::vector<std::string> ek_intermediates;
+  // Per-anchor relaxations (docs/ek-vendors.md): the SHA-256 (hex) of an
+  // anchor's DER -> the kEkRelax* names granted to it. Checked against the
+  // loaded anchors at start and on SIGHUP (daemon/ek_anchors.h).
+  std::map<std::string, std::vector<std::string>> ek_anchor_relaxations;
   // Refuse machines that have no EK certificate on record or presented.
   bool require_ek_certificate = true;
   // Discovery mode: an unknown EK whose certificate chains to a trusted root

@@ -11,6 +11,7 @@
 #include "wire/admin_audit.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_csrs.h"
+#include "wire/admin_ek_certs.h"
 #include "wire/admin_events.h"
 #include "wire/admin_machines.h"
 #include "wire/admin_pools.h"
@@ -84,6 +85,9 @@ void AdminApi::Register(Router* router) {
   add("DELETE", "/v1/admin/machines/{hostname}", [this](const Request& r) { return DeleteMachine(r); });
   add("POST", "/v1/admin/machines/{hostname}/rename", [this](const Request& r) { return RenameMachine(r); });
   add("GET", "/v1/admin/audit/verify", [this](const Request& r) { return VerifyAudit(r); });
+  // EK certificates a TPM does not hold (docs/operations.md).
+  add("POST", "/v1/admin/ek-certs", [this](const Request& r) { return ImportEkCert(r); });
+  add("GET", "/v1/admin/ek-certs/missing", [this](const Request& r) { return MissingEkCerts(r); });
   // Boot policy (docs/policy.md, "From observation to enforcement").
   add("GET", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyShow(r); });
   add("PUT", "/v1/admin/pools/{name}/policy", [this](const Request& r) { return PolicyPut(r); });
@@ -179,6 +183,26 @@ Result<Response> AdminApi::RenameMachine(const Request& request) {
   auto m = core_->machines.Rename(request.PathParam("hostname"), *rename, *actor);
   if (!m.ok()) return m.status();
   return Response::Json(200, wire::EncodeMachineView(*m));
+}
+
+// POST /v1/admin/ek-certs: one certificate per request, so that each file
+// of `rackgatectl ek-cert import` gets its own result.
+Result<Response> AdminApi::ImportEkCert(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto body = wire::DecodeEkCertImportRequest(request.body);
+  if (!body.ok()) return body.status();
+  auto answer = core_->ek_certs.Import(*body, *actor);
+  if (!answer.ok()) return answer.status();
+  return Response::Json(200, wire::EncodeEkCertImportAnswer(*answer));
+}
+
+Result<Response> AdminApi::MissingEkCerts(const Request& request) {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto list = core_->ek_certs.Missing();
+  if (!list.ok()) return list.status();
+  return Response::Json(200, wire::EncodeEkCertMissingList(*list));
 }
 
 // GET /v1/admin/audit?hostname=H&limit=N&since=ID.

@@ -56,6 +56,9 @@ class AdminApi {
   Result<Response> DeleteMachine(const Request& request);
   Result<Response> RenameMachine(const Request& request);
   Result<Response> VerifyAudit(const Request& request);
+  // EK certificates a TPM does not hold (docs/operations.md).
+  Result<Response> ImportEkCert(const Request& request);
+  Result<Response> MissingEkCerts(const Request& request);
   // Boot policy: observe/enforce, propose, accept, put, show
   // (daemon/handlers_policy.cc; docs/policy.md).
   Result<Response> PolicyShow(const Request& request);

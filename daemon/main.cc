@@ -30,6 +30,7 @@
 #include "core/report_service.h"
 #include "core/trust.h"
 #include "daemon/config.h"
+#include "daemon/ek_anchors.h"
 #include "daemon/handlers_admin.h"
 #include "daemon/handlers_public.h"
 #include "daemon/http_server.h"
@@ -98,14 +99,15 @@ int64_t Now() {
       .count();
 }
 
-// The EK trust anchors the config names. No roots at all is allowed (a lab
-// that enrolls by EK public area only) but every certificate then fails.
+// The EK trust anchors the config names, with their relaxations
+// (daemon/ek_anchors.h), logged: how many, what was skipped, what is
+// relaxed and what expires within a year. No roots at all is allowed (a
+// lab that enrolls by EK public area only) but every certificate then fails.
 Result<attest::EkTrustStore> LoadAnchors(const Config& c) {
-  if (c.ek_roots.empty()) {
-    Log()->warn("no ek_roots configured: every EK certificate will be refused");
-    return attest::EkTrustStore();
-  }
-  return attest::EkTrustStore::Load(c.ek_roots, c.ek_intermediates);
+  if (c.ek_roots.empty()) Log()->warn("no ek_roots configured: every EK certificate will be refused");
+  auto store = LoadEkAnchors(c);
+  if (store.ok()) LogEkAnchors(*store, Now());
+  return store;
 }
 
 // What templates may say about the appliance: its URL and its CA, which
@@ -302,9 +304,10 @@ Handler ReadyzHandler(core::FleetCounter* fleet, Metrics* metrics) {
 
 // GET /metrics: the registry, with the gauges counted at scrape time.
 Handler ScrapeHandler(core::FleetCounter* fleet, Metrics* metrics, AttestationService* attestation,
-                      const ExpiryFiles& expiry) {
-  return [fleet, metrics, attestation, expiry](const Request&) {
+                      const TrustAnchors* anchors, const ExpiryFiles& expiry) {
+  return [fleet, metrics, attestation, anchors, expiry](const Request&) {
     CollectScrapeMetrics(metrics, fleet, expiry, Now());
+    CollectEkAnchorMetrics(metrics, *anchors->Get(), Now());
     metrics->GaugeSet("rackgate_unknown_eks",
                      "Unknown EKs whose challenge was refused in the last hour (at most 256 kept).", {},
                      static_cast<double>(attestation->unknown_eks().SeenSince(Now() - 3600).size()));
@@ -509,7 +512,7 @@ int Run(const std::string& config_path, bool check_only) {
   // (metrics.public, the default) and/or on its own plain-HTTP listener.
   const ExpiryFiles expiry{config->tls_certificate_path(), config->ca_certificate_path(),
                            config->cluster_ca_certificate_path()};
-  Handler scrape = ScrapeHandler(&fleet, &metrics, &attestation, expiry);
+  Handler scrape = ScrapeHandler(&fleet, &metrics, &attestation, &anchors, expiry);
   if (config->metrics.public_port) o.router.Add("GET", "/metrics", scrape);
   if (!config->metrics.listen_address.empty()) {
     o.metrics_address = config->metrics.listen_address;

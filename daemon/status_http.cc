@@ -99,6 +99,12 @@ const std::vector<ReasonRule>& ReasonTable() {
       {"ek_cert_not_ek", kRefused},
       {"ek_key_unsupported", kRefused},
       {"ek_public_mismatch", kRefused},
+      // `rackgatectl ek-cert import` (core/ek_cert_service.h): no machine has
+      // the certificate's EK (the message says to enroll it with the
+      // certificate); the machine has another certificate on record (enroll
+      // --ek-cert replaces it), a conflict on the admin API.
+      {"ek_cert_machine_unknown", kUnknown},
+      {"ek_cert_on_record", kRefused, kConflict},
       {"ek_unsupported", kRefused},
       {"ak_curve_unsupported", kRefused},
       {"ak_decrypt_key", kRefused},

@@ -176,6 +176,20 @@ TEST(StatusHttp, MachineActiveAndAuditChainBrokenAre409) {
   EXPECT_FALSE(Header(AdminErrorResponse(Status::InvalidArgument("machine_active", "x")), "Retry-After"));
 }
 
+// Issue 41: `ek-cert import` of a certificate whose EK no machine has is
+// 404, of one for a machine with another certificate on record 409; each
+// answer carries its reason for rackgatectl to print.
+TEST(StatusHttp, EkCertImportRefusals) {
+  const Response unknown = AdminErrorResponse(Status::NotFound("ek_cert_machine_unknown", "enroll it"));
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.body.find("ek_cert_machine_unknown"), std::string::npos);
+  const Response on_record = AdminErrorResponse(Status::InvalidArgument("ek_cert_on_record", "enroll --ek-cert"));
+  EXPECT_EQ(on_record.status, 409);
+  EXPECT_NE(on_record.body.find("ek_cert_on_record"), std::string::npos);
+  EXPECT_EQ(RuleForReason("ek_cert_machine_unknown")->status, 404);
+  EXPECT_FALSE(Header(on_record, "Retry-After"));
+}
+
 // Issue 32: a reset of a revoked machine without unrevoke is a conflict on
 // the admin API (409); a revoked machine on the machines' API stays 403.
 TEST(StatusHttp, MachineRevokedIs409ForOperatorsAnd403ForMachines) {

@@ -135,6 +135,24 @@ lab_ek_ecc256 m6
 rg_ctl enroll --hostname node-6 --pool default --ek-public "$M6/ek-ecc256.pub" >/dev/null
 lab_expect "$RC_REFUSED" "reason=ek_cert_missing" "no EK certificate while the appliance requires one: refused" \
   agent m6 --ek-alg ecc
+# Online-only certificates (issue 41): the appliance names the EK's vendor
+# URLs; the operator brings the certificate back (here made by the lab CA,
+# in the JSON form Intel's service answers) and imports it; the agent,
+# still sending only its EK public, attests with the certificate on record.
+urls_name_node6() { rg_ctl ek-cert urls | grep -A2 '^node-6 ' | grep -q 'intel https://ekop.intel.com/ekcertservice/'; }
+lab_check "ek-cert urls lists node-6 with its vendor URLs" urls_name_node6
+tpm2_print -t TPM2B_PUBLIC -f pem "$M6/ek-ecc256.pub" > "$M6/ek-ecc256.pem" 2>/dev/null
+printf 'extendedKeyUsage=2.23.133.8.1\nkeyUsage=critical,keyAgreement\nbasicConstraints=critical,CA:FALSE\n' > "$M6/ek.ext"
+openssl x509 -new -subj "/CN=node-6 EK" -force_pubkey "$M6/ek-ecc256.pem" -CA "$(lab_ca_intermediate lab)" \
+  -CAkey "$(lab_ca_intermediate_key lab)" -days 30 -set_serial 4242 -extfile "$M6/ek.ext" -outform der \
+  -out "$M6/ek-ecc256.der" 2>/dev/null
+printf '{"pubhash":"lab","certificate":"%s"}' \
+  "$(base64 -w0 < "$M6/ek-ecc256.der" | tr '+/' '-_' | sed 's/=/%3D/g')" > "$M6/node-6.json"
+import_says() { rg_ctl ek-cert import "$M6/node-6.json" | grep -q "$1"; }
+lab_check "ek-cert import of Intel's JSON form puts it on record" import_says "node-6: EK certificate now on record"
+lab_check "... and importing it again changes nothing" import_says "node-6: EK certificate already on record"
+lab_expect "$RC_OK" "$R_ATTESTED.* ek=ecc-p256\\(no-cert\\) " \
+  "the agent sends no certificate: attests with the imported one while certificates are required" agent m6 --ek-alg ecc
 rg_stop
 rg_config require_ek_certificate false
 rg_start

@@ -34,6 +34,12 @@ Stmt& BindEnrollment(Stmt& s, const Enrollment& in, int64_t now) {
       .BindText(12, in.vars_json);
 }
 
+// The anchor relaxations the enrollment's EK certificate needed, named in
+// its audit row (docs/ek-vendors.md): nothing when it needed none.
+void AddEkRelaxations(const Enrollment& in, json* detail) {
+  if (in.ek_certificate && !in.ek_relaxations.empty()) (*detail)["ek_relaxed"] = in.ek_relaxations;
+}
+
 // Enroll's merge: the enrollment as given, its addresses sorted, and the
 // names of the fields that differ from the stored machine's. Vars and policy
 // are opaque texts here, compared as texts. No words: Enroll answers the
@@ -124,12 +130,12 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
     }
     ReplaceAddresses(c, id, in.addresses);
     Machine m = MustMachineById(c, id);
-    WriteAudit(c, actor, now,
-               {"enroll", &m, std::nullopt, in.state,
-                json{{"pool", in.pool},
-                     {"ek_hash", hex::Encode(in.ek_hash)},
-                     {"ek_certificate", in.ek_certificate.has_value()},
-                     {"addresses", in.addresses.size()}}});
+    json detail{{"pool", in.pool},
+                {"ek_hash", hex::Encode(in.ek_hash)},
+                {"ek_certificate", in.ek_certificate.has_value()},
+                {"addresses", in.addresses.size()}};
+    AddEkRelaxations(in, &detail);
+    WriteAudit(c, actor, now, {"enroll", &m, std::nullopt, in.state, std::move(detail)});
     return {std::move(m), std::string(kEnrollCreated), {}};
   }
 
@@ -153,13 +159,13 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
     ReplaceAddresses(c, old.id, in.addresses);
     auto [sessions, tokens] = DropCredentials(c, old.id);
     Machine m = MustMachineById(c, old.id);
-    WriteAudit(c, actor, now,
-               {"replace_ek", &m, old.state, in.state,
-                json{{"old_ek_hash", hex::Encode(old.ek_hash)},
-                     {"new_ek_hash", hex::Encode(in.ek_hash)},
-                     {"pool", in.pool},
-                     {"sessions_dropped", sessions}, {"tokens_dropped", tokens},
-                     {"kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now)}}});
+    json detail{{"old_ek_hash", hex::Encode(old.ek_hash)},
+                {"new_ek_hash", hex::Encode(in.ek_hash)},
+                {"pool", in.pool},
+                {"sessions_dropped", sessions}, {"tokens_dropped", tokens},
+                {"kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now)}};
+    AddEkRelaxations(in, &detail);
+    WriteAudit(c, actor, now, {"replace_ek", &m, old.state, in.state, std::move(detail)});
     std::vector<std::string> words{"ek replaced"};
     words.insert(words.end(), merged.changes.begin(), merged.changes.end());
     return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};
@@ -191,7 +197,11 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
   }
   if (old.addresses != in.addresses) ReplaceAddresses(c, old.id, in.addresses);
   Machine m = MustMachineById(c, old.id);
-  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, json{{"changed", merged.changed}}});
+  json detail{{"changed", merged.changed}};
+  if (std::find(merged.changed.begin(), merged.changed.end(), "ek_certificate") != merged.changed.end()) {
+    AddEkRelaxations(in, &detail);
+  }
+  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, std::move(detail)});
   return {std::move(m), std::string(kEnrollUpdated), std::move(merged.changes)};
 }
 

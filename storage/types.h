@@ -93,6 +93,11 @@ struct Enrollment {
   MachineState state = MachineState::kEnrolled;  // kEnrolled or kPending
   // Operator-set values for template rendering: a JSON object, opaque here.
   std::string vars_json = "{}";
+  // The anchor relaxations the EK certificate needed ("sha1", "expired-ca",
+  // "no-ek-marks"; docs/ek-vendors.md): not stored with the machine, written
+  // into the audit row's detail ("ek_relaxed") of the write that stores the
+  // certificate.
+  std::vector<std::string> ek_relaxations;
 };
 
 struct Machine {

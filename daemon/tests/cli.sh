@@ -88,6 +88,7 @@ ca import     | --cluster $W/ca1/cluster-ca/ca.crt $W/ca1/cluster-ca/ca.key --st
 verify-quote  | --ak-public $TPM/ak_rsa.pub --message $TPM/q_rsa.msg --signature $TPM/q_rsa.sig --pcrs $TPM/q_rsa.pcrs --nonce 00112233445566778899aabbccddeeff | 0 | yes | -
 makecredential | --ek-public $TPM/ek_rsa.pub --name $TPM/ak_rsa.name --secret $W/secret --output $W/cred | 0 | yes | -
 ek verify     | --roots $EK/swtpm-localca-root.pem --intermediates $EK/swtpm-localca-issuer.pem --cert $EK/ek-rsa2048.der --ek-public $EK/ek-rsa2048.pub | 0 | yes | --at soon~--at takes a whole number, got 'soon'
+ek roots      | --roots $EK/swtpm-localca-root.pem --intermediates $EK/swtpm-localca-issuer.pem --leaves $EK/ek-rsa2048.der | 0 | yes | --at soon~--at takes a whole number, got 'soon'
 eventlog replay | $LOG                                              | 0 | yes | -
 eventlog show | $LOG                                                | 0 | yes | -
 policy check  | --policy $W/policy.json --eventlog $LOG              | 0 | yes | -
@@ -126,6 +127,43 @@ while IFS='|' read -r words args rc json typed; do
       "$C" "${W_[@]}" "${A_[@]}" "${T_[@]}" --socket "$S"
   fi
 done <<<"$MATRIX"
+
+# --- ek-cert (issue 41): online-only EK certificates -----------------------------------
+for sub in urls import; do
+  expect_out "ek-cert $sub --help: synopsis" 0 "^Usage: rackgatectl ek-cert $sub" "$C" ek-cert "$sub" --help
+  expect_out "ek-cert $sub --help: exit status" 0 "^Exit status: 0" "$C" ek-cert "$sub" --help
+  lab_expect 2 "unknown option --bogus-flag" "ek-cert $sub --bogus-flag: exit 2, named" \
+    "$C" ek-cert "$sub" --bogus-flag --socket "$S"
+done
+lab_expect 2 "unknown ek-cert command 'url'; did you mean 'urls'" "ek-cert url: did you mean" "$C" ek-cert url
+expect_out "ek-cert urls of an EK public file: Intel's and AMD's URLs" 0 \
+  "^  intel https://ekop.intel.com/ekcertservice/[A-Za-z0-9_-]+%3D$" "$C" ek-cert urls "$EK/ek-rsa2048.pub"
+expect_out "ek-cert urls --vendor amd: AMD's only" 0 "^  amd   https://ftpm.amd.com/pki/aia/[0-9A-F]{32}$" \
+  "$C" ek-cert urls --vendor amd "$EK/ek-rsa2048.pub"
+lab_expect 2 "--vendor takes intel or amd" "ek-cert urls --vendor ibm: exit 2" "$C" ek-cert urls --vendor ibm "$EK/ek-rsa2048.pub"
+expect_out "ek-cert urls with no file: node-1 (enrolled by EK public) is listed" 0 "^node-1 " \
+  "$C" ek-cert urls --socket "$S"
+expect_json "ek-cert urls --json: one JSON document" 0 "$C" ek-cert urls --socket "$S" --json
+expect_out "ek-cert import: node-1's certificate goes on record" 0 "ek-rsa2048.der: node-1: EK certificate now on record" \
+  "$C" ek-cert import "$EK/ek-rsa2048.der" --socket "$S"
+expect_json "ek-cert import again --json: one JSON document, unchanged" 0 \
+  "$C" ek-cert import "$EK/ek-rsa2048.der" --socket "$S" --json
+lab_check "... whose outcome is unchanged" grep -q '"outcome": "unchanged"' "$W/out"
+lab_expect 1 "ek_cert_machine_unknown" "ek-cert import of an EK no machine has: refused, exit 1" \
+  "$C" ek-cert import "$EK/ek-secp384r1.der" --socket "$S"
+lab_expect 2 "" "ek-cert import of a file that is not there: exit 2" "$C" ek-cert import "$W/missing.der" --socket "$S"
+lab_expect 2 "give the certificate files" "ek-cert import without files: exit 2" "$C" ek-cert import --socket "$S"
+expect_out "ek roots: the swtpm root accepts the one leaf" 0 "accepts 1 of 1 leaves" \
+  "$C" ek roots --roots "$EK/swtpm-localca-root.pem" --intermediates "$EK/swtpm-localca-issuer.pem" \
+  --leaves "$EK/ek-rsa2048.der"
+ROOT_SHA="$(openssl x509 -in "$EK/swtpm-localca-root.pem" -outform der | sha256sum | cut -d' ' -f1)"
+expect_out "ek verify names the anchor the path ended at" 0 "^  anchor: .*\\(sha256 $ROOT_SHA\\)$" \
+  "$C" ek verify --roots "$EK/swtpm-localca-root.pem" --intermediates "$EK/swtpm-localca-issuer.pem" \
+  --allow "$ROOT_SHA:sha1" --cert "$EK/ek-rsa2048.der"
+expect_out "ek roots lists the relaxation --allow grants" 0 "^  relaxations: sha1$" \
+  "$C" ek roots --roots "$EK/swtpm-localca-root.pem" --allow "$ROOT_SHA:sha1"
+lab_expect 2 "ek_trust_store_invalid" "ek roots --allow for no anchor: exit 2, named" \
+  "$C" ek roots --roots "$EK/swtpm-localca-root.pem" --allow "$(printf 'ab%.0s' $(seq 32)):sha1"
 
 # --- typos, global flags, help forms ------------------------------------------------
 lab_expect 2 "unknown command 'lsit'; did you mean 'list'\?" "a typo'd command: did you mean" "$C" lsit

@@ -39,6 +39,15 @@ lab_check "certificate expiry of the serving certificate and the appliance CA" \
   bash -c "grep -q 'certificate=\"serving\"' '$M' && grep -q 'certificate=\"appliance_ca\"' '$M'"
 lab_check "a refusal reason is there at 0 before any machine" \
   grep -q '^rackgate_attestations_total{reason="ek_public_mismatch",verdict="refused"} 0' "$M"
+# The EK trust anchors (issue 41): the one root, valid for 30 days, is
+# counted and counted again as expiring within a year; the start-up log says so.
+lab_check "rackgate_ek_anchors counts the root" grep -q '^rackgate_ek_anchors 1$' "$M"
+lab_check "rackgate_ek_anchors_expiring_within_year counts it too" \
+  grep -q '^rackgate_ek_anchors_expiring_within_year 1$' "$M"
+lab_check "the start-up log says how many anchors are loaded" \
+  grep -q '1 EK trust anchors loaded (1 self-signed, 0 partial-chain CAs)' "$RG_DIR/rackgated.log"
+lab_check "... and names the one expiring within a year" \
+  grep -q 'anchor CN=metrics test EK root (sha256 [0-9a-f]*) expires at' "$RG_DIR/rackgated.log"
 
 # Labels: the pattern, never the client's path or token.
 rg_get "/config/secret-pool?token=tok3n-value" /dev/null >/dev/null
@@ -72,4 +81,12 @@ lab_check "metrics.listen serves /metrics over plain HTTP" \
 lab_check "metrics.listen serves nothing else" \
   test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$MPORT/v1/admin/status")" = 404
 rg_stop
+# A relaxation for an anchor that is not loaded stops the start, and
+# --check-config names it (issue 41).
+rg_config ek_anchor_relaxations "{\"$(printf 'ab%.0s' $(seq 32))\": [\"sha1\"]}"
+check_config_names_it() {
+  local rc=0; "$RACKGATED" --config "$RG_DIR/config.json" --check-config >"$LAB_DIR/check.out" 2>&1 || rc=$?
+  test "$rc" = 2 && grep -q 'ek_anchor_relaxations' "$LAB_DIR/check.out"
+}
+lab_check "--check-config refuses a relaxation of no loaded anchor, naming the key (exit 2)" check_config_names_it
 lab_finish

@@ -1189,13 +1189,24 @@ EnrollOutcome FakeStore::EnrollMergedIn(const Enrollment& given, const EnrollMer
   m.updated_at = now;
   state_->machines[m.id] = m;
   if (old == nullptr) {
-    state_->Audit(actor, now, "enroll", &m, std::nullopt, m.state, "{}");
+    std::string relaxed;
+    for (const auto& r : in.ek_relaxations) relaxed += (relaxed.empty() ? "" : ",") + Quote(r);
+    state_->Audit(actor, now, "enroll", &m, std::nullopt, m.state,
+                  in.ek_certificate && !relaxed.empty() ? "{\"ek_relaxed\":[" + relaxed + "]}" : "{}");
     return {m, std::string(kEnrollCreated), {}};
   }
   std::string changed;
-  for (const auto& f : merged->changed) changed += (changed.empty() ? "" : ",") + Quote(f);
+  bool cert_changed = false;
+  for (const auto& f : merged->changed) {
+    changed += (changed.empty() ? "" : ",") + Quote(f);
+    cert_changed = cert_changed || f == "ek_certificate";
+  }
+  // As the SQL stores write it (storage/enrollment.cc, AddEkRelaxations).
+  std::string relaxed;
+  for (const auto& r : in.ek_relaxations) relaxed += (relaxed.empty() ? "" : ",") + Quote(r);
+  const bool name_relaxed = in.ek_certificate && !relaxed.empty() && (replaced || cert_changed);
   state_->Audit(actor, now, replaced ? "replace_ek" : "enroll_update", &m, from, m.state,
-                "{\"changed\":[" + changed + "]}");
+                "{\"changed\":[" + changed + "]" + (name_relaxed ? ",\"ek_relaxed\":[" + relaxed + "]" : "") + "}");
   if (!replaced) return {m, std::string(kEnrollUpdated), std::move(merged->changes)};
   std::vector<std::string> words{"ek replaced"};
   words.insert(words.end(), merged->changes.begin(), merged->changes.end());

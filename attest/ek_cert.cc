@@ -315,6 +315,14 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
                         "supported");
   };
   if (in[0] == 0x30) {
+    // Vendors publish some DER CAs with a newline after them (AMD's fTPM
+    // ICAs as collected): blanks after the certificate's own DER length are
+    // not part of a trust-store file. Anything else after it stays refused.
+    std::vector<Bytes> first = SplitDerCertificates(in, 1);
+    if (first.size() == 1 &&
+        std::all_of(in.begin() + static_cast<std::ptrdiff_t>(first[0].size()), in.end(), IsAsciiSpace)) {
+      in = in.first(first[0].size());
+    }
     Result<ParsedDer> one = ParseDerCertificate(in);
     if (!one.ok()) return StoreInvalid(one.status().message());
     if (!one->signed_tbs.empty()) return refuse_padded();
@@ -810,8 +818,17 @@ Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf,
                                                                          : "signature digest too "
                                                                            "weak") +
                                             hint);
-    case X509_V_ERR_CA_KEY_TOO_SMALL:
     case X509_V_ERR_EE_KEY_TOO_SMALL:
+      // OpenSSL counts a key it cannot decode as a 0-bit key: a TPM 1.2 EK
+      // certificate's id-RSAES-OAEP key is not weak, it is not supported.
+      if (depth == 0 && cur != nullptr && X509_get0_pubkey(cur) == nullptr) {
+        ERR_clear_error();
+        return Status::Unsupported(kEkKeyUnsupported,
+                                   who + ": its key is of a kind rackgate cannot read (a TPM 1.2 "
+                                         "EK certificate's id-RSAES-OAEP key is one)");
+      }
+      return refuse(kEkCertWeakCrypto, X509_verify_cert_error_string(err));
+    case X509_V_ERR_CA_KEY_TOO_SMALL:
       return refuse(kEkCertWeakCrypto, X509_verify_cert_error_string(err));
     case X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION: {
       std::optional<std::string> oid =

@@ -275,7 +275,9 @@ TEST_F(VendorFormsTest, UnsortedMultiValuedIssuerRdn) {
   for (const bool ca_as_anchor : {true, false}) {
     EkTrustStore store;
     ASSERT_TRUE(store.AddRoot(ca_as_anchor ? ca_der : Der(pki().root.get())).ok());
-    if (!ca_as_anchor) ASSERT_TRUE(store.AddIntermediate(ca_der).ok());
+    if (!ca_as_anchor) {
+      ASSERT_TRUE(store.AddIntermediate(ca_der).ok());
+    }
     Result<EkCertInfo> info = VerifyEkCertificate(store, leaf_der, kNow);
     ASSERT_TRUE(info.ok()) << ca_as_anchor << ": " << info.status().ToString();
     EXPECT_EQ(info->der, leaf_der);

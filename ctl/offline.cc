@@ -88,7 +88,7 @@ constexpr char kMakeCredentialHelp[] =
     "Wraps the secret (1 to the EK name algorithm's digest size, e.g. 32 bytes)\n"
     "so that only the TPM holding EK can recover it, and only for the object\n"
     "named AK.name, with TPM2_ActivateCredential. EK.pub is a TPM2B_PUBLIC as\n"
-    "`tpm2_createek -f tss -u` writes (RSA-2048, ECC P-256 or P-384); AK.name the\n"
+    "`tpm2_createek -f tss -u` writes (RSA-2048 or -3072, ECC P-256, P-384 or P-521); AK.name the\n"
     "binary name `tpm2_createak -n` writes. CRED is in the format of\n"
     "`tpm2_makecredential -o`, written atomically with mode 0600.\n"
     "\n"

@@ -80,6 +80,29 @@ MergedEnrollment Merge(const EnrollMerge& merge, size_t row, const Enrollment& g
 }
 
 // EnrollMerged's rules (store.h), with the merge of row `row`.
+// A hostname never enrolled: its row, its addresses and the "enroll" audit row.
+EnrollOutcome EnrollNew(Connection& c, const Enrollment& in, const Actor& actor, int64_t now) {
+  int64_t id = 0;
+  {
+    Stmt s = c.Prepare(
+        "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, "
+        "tpm_model, tpm_version, policy_json, created_at, updated_at, vars_json) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12) RETURNING id");
+    BindEnrollment(s.BindText(1, in.hostname), in, now);
+    if (!s.Step()) Fail(Status::IoError("db_error", "INSERT INTO machines returned no id"));
+    id = s.Int(0);
+  }
+  ReplaceAddresses(c, id, in.addresses);
+  Machine m = MustMachineById(c, id);
+  json detail{{"pool", in.pool},
+              {"ek_hash", hex::Encode(in.ek_hash)},
+              {"ek_certificate", in.ek_certificate.has_value()},
+              {"addresses", in.addresses.size()}};
+  AddEkRelaxations(in, &detail);
+  WriteAudit(c, actor, now, {"enroll", &m, std::nullopt, in.state, std::move(detail)});
+  return {std::move(m), std::string(kEnrollCreated), {}};
+}
+
 EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge& merge, size_t row,
                        const Actor& actor, bool replace_ek, int64_t now) {
   std::optional<Machine> by_host = MachineByHostname(c, given.hostname);
@@ -117,27 +140,7 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
                          in.hostname + "`)"));
   }
 
-  if (!by_host) {
-    int64_t id = 0;
-    {
-      Stmt s = c.Prepare(
-          "INSERT INTO machines (hostname, pool, state, ek_public, ek_hash, ek_certificate, tpm_manufacturer, "
-          "tpm_model, tpm_version, policy_json, created_at, updated_at, vars_json) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12) RETURNING id");
-      BindEnrollment(s.BindText(1, in.hostname), in, now);
-      if (!s.Step()) Fail(Status::IoError("db_error", "INSERT INTO machines returned no id"));
-      id = s.Int(0);
-    }
-    ReplaceAddresses(c, id, in.addresses);
-    Machine m = MustMachineById(c, id);
-    json detail{{"pool", in.pool},
-                {"ek_hash", hex::Encode(in.ek_hash)},
-                {"ek_certificate", in.ek_certificate.has_value()},
-                {"addresses", in.addresses.size()}};
-    AddEkRelaxations(in, &detail);
-    WriteAudit(c, actor, now, {"enroll", &m, std::nullopt, in.state, std::move(detail)});
-    return {std::move(m), std::string(kEnrollCreated), {}};
-  }
+  if (!by_host) return EnrollNew(c, in, actor, now);
 
   Machine old = std::move(*by_host);
   if (old.ek_hash != in.ek_hash) {

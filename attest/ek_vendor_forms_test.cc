@@ -16,6 +16,7 @@
 
 #include "attest/ek_cert_test_pki.h"
 #include "attest/ek_identity.h"
+#include "attest/test_util.h"
 
 namespace rackgate::attest {
 namespace {
@@ -38,19 +39,7 @@ struct Tlv {
   Bytes content;
 };
 
-Bytes EncodeTlv(uint8_t tag, const Bytes& content) {
-  Bytes out{tag};
-  const size_t n = content.size();
-  if (n < 0x80) {
-    out.push_back(static_cast<uint8_t>(n));
-  } else if (n < 0x100) {
-    out.insert(out.end(), {0x81, static_cast<uint8_t>(n)});
-  } else {
-    out.insert(out.end(), {0x82, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
-  }
-  out.insert(out.end(), content.begin(), content.end());
-  return out;
-}
+Bytes EncodeTlv(uint8_t tag, const Bytes& content) { return rackgate::testing::DerTlv(tag, content); }
 
 Bytes EncodeTlv(const Tlv& t) { return EncodeTlv(t.tag, t.content); }
 

@@ -53,6 +53,23 @@ inline std::vector<uint8_t> FromHex(const std::string& hex) {
   return out;
 }
 
+// One DER TLV: `tag`, the definite length (short form, or 0x81/0x82 for up
+// to 65535 bytes), then `content`. For tests that put DER together byte by
+// byte so that each breaks one thing.
+inline std::vector<uint8_t> DerTlv(uint8_t tag, const std::vector<uint8_t>& content) {
+  std::vector<uint8_t> out{tag};
+  const size_t n = content.size();
+  if (n < 0x80) {
+    out.push_back(static_cast<uint8_t>(n));
+  } else if (n < 0x100) {
+    out.insert(out.end(), {0x81, static_cast<uint8_t>(n)});
+  } else {
+    out.insert(out.end(), {0x82, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
+  }
+  out.insert(out.end(), content.begin(), content.end());
+  return out;
+}
+
 }  // namespace rackgate::testing
 
 #endif  // RACKGATE_ATTEST_TEST_UTIL_H_

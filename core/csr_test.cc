@@ -6,6 +6,7 @@
 #include <openssl/bn.h>
 #include <openssl/rsa.h>
 
+#include "attest/test_util.h"
 #include "core/testing/csr_test_util.h"
 
 namespace rackgate::core::csr {
@@ -149,19 +150,7 @@ TEST(ParseCsr, RefusesSha1Signature) {
 
 // The parser walks the DER itself (docs/csr.md, "Parsing a request"); these
 // requests are put together byte by byte, so that each breaks one thing.
-Bytes Tlv(uint8_t tag, const Bytes& contents) {
-  Bytes out{tag};
-  const size_t n = contents.size();
-  if (n < 0x80) {
-    out.push_back(static_cast<uint8_t>(n));
-  } else if (n < 0x100) {
-    out.insert(out.end(), {0x81, static_cast<uint8_t>(n)});
-  } else {
-    out.insert(out.end(), {0x82, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)});
-  }
-  out.insert(out.end(), contents.begin(), contents.end());
-  return out;
-}
+Bytes Tlv(uint8_t tag, const Bytes& contents) { return rackgate::testing::DerTlv(tag, contents); }
 
 Bytes Cat(std::initializer_list<Bytes> parts) {
   Bytes out;

@@ -26,6 +26,7 @@
 #include "ctl/admin_client.h"
 #include "ctl/args.h"
 #include "base/files.h"
+#include "base/utc_time.h"
 #include "ctl/offline.h"
 #include "ctl/admin_util.h"
 
@@ -243,7 +244,7 @@ std::string ReportColumn(const wire::MachineView& m) {
   return outcome == "failed" ? "failed:" + m.last_report->step : outcome;
 }
 
-std::string TimeOrDash(const std::optional<int64_t>& t) { return t ? FormatUnixTime(*t) : "-"; }
+std::string TimeOrDash(const std::optional<int64_t>& t) { return t ? UtcTime(*t) : "-"; }
 
 std::vector<std::string> MachineRow(const wire::MachineView& m) {
   return {m.hostname, m.pool, m.state, m.ek_hash.substr(0, 16), TimeOrDash(m.last_attested_at), TrustColumn(m),
@@ -386,7 +387,7 @@ void PrintLastReport(const std::optional<wire::MachineReportView>& report) {
     return;
   }
   const wire::MachineReportView& r = *report;
-  std::printf("last report:   %s %s at step %s, exit status %d\n", FormatUnixTime(r.at).c_str(), r.outcome.c_str(),
+  std::printf("last report:   %s %s at step %s, exit status %d\n", UtcTime(r.at).c_str(), r.outcome.c_str(),
               r.step.c_str(), static_cast<int>(r.exit_status));
   if (!r.reason.empty()) std::printf("  reason:      %s\n", r.reason.c_str());
   if (!r.message.empty()) std::printf("  message:     %s\n", r.message.c_str());
@@ -412,7 +413,7 @@ int RunShow(const std::string& socket, int argc, char** argv, int first) {
               m->pool.c_str(), m->state.c_str(), m->ek_hash.c_str());
   std::printf("TPM:           %s %s %s\naddresses:     %s\nenrolled:      %s\nlast attested: %s\n",
               m->tpm_manufacturer.c_str(), m->tpm_model.c_str(), m->tpm_version.c_str(),
-              Addresses(m->addresses).c_str(), FormatUnixTime(m->created_at).c_str(),
+              Addresses(m->addresses).c_str(), UtcTime(m->created_at).c_str(),
               TimeOrDash(m->last_attested_at).c_str());
   // Trust (docs/trust.md): the verdict, since when, and why.
   if (m->trust.empty()) {
@@ -476,7 +477,7 @@ int RunAudit(const std::string& socket, int argc, char** argv, int first) {
   Table table({"TIME", "ACTOR", "ACTION", "MACHINE", "STATE", "WHY"});
   for (const wire::AuditEntryView& e : *entries) {
     const std::string states = e.from_state.value_or("") + (e.to_state ? " -> " + *e.to_state : "");
-    table.Add({FormatUnixTime(e.at), e.actor, e.action, e.hostname, states.empty() ? "-" : states, e.why});
+    table.Add({UtcTime(e.at), e.actor, e.action, e.hostname, states.empty() ? "-" : states, e.why});
   }
   table.Print();
   return kExitOk;
@@ -506,13 +507,13 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   std::printf("untrusted machines: %lld\n", static_cast<long long>(status->machines_untrusted));
   std::printf("recent attestation failures:\n");
   for (const wire::StatusFailureView& f : status->recent_failures) {
-    std::printf("  %-21s %-20s %s\n", FormatUnixTime(f.at).c_str(), f.hostname.c_str(), f.reason.c_str());
+    std::printf("  %-21s %-20s %s\n", UtcTime(f.at).c_str(), f.hostname.c_str(), f.reason.c_str());
   }
   // Observability (docs/observability.md).
   std::printf("unknown EKs knocking (last hour): %zu\n", status->unknown_eks.size());
   for (const wire::UnknownEkView& k : status->unknown_eks) {
     std::printf("  %-16s  %-21s %-21s %5llu  %-15s %s\n", k.ek_hash.substr(0, 16).c_str(),
-                FormatUnixTime(k.first_seen).c_str(), FormatUnixTime(k.last_seen).c_str(),
+                UtcTime(k.first_seen).c_str(), UtcTime(k.last_seen).c_str(),
                 static_cast<unsigned long long>(k.count), k.address.c_str(), k.reason.c_str());
     if (!k.ek_certificate_issuer.empty()) std::printf("    EK certificate issuer: %s\n", k.ek_certificate_issuer.c_str());
   }
@@ -524,7 +525,7 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   std::printf("refused before proof of the TPM (last hour; trust unchanged): %zu machines\n",
               status->anonymous_refusals.size());
   for (const wire::AnonymousRefusalView& a : status->anonymous_refusals) {
-    std::printf("  %-21s %-20s %6llu  %-15s %s\n", FormatUnixTime(a.last_seen).c_str(), a.hostname.c_str(),
+    std::printf("  %-21s %-20s %6llu  %-15s %s\n", UtcTime(a.last_seen).c_str(), a.hostname.c_str(),
                 static_cast<unsigned long long>(a.count), a.address.c_str(), a.reason.c_str());
   }
   return kExitOk;
@@ -701,7 +702,7 @@ void PrintPoolTable(const std::vector<wire::PoolView>& pools) {
   for (const auto& p : pools) {
     table.Add({p.name, p.token_required ? "required" : "off", std::to_string(p.provisioning_tokens.size()),
                p.public_template_json ? "yes" : "-", p.attested_template_json ? "yes" : "-",
-               p.boot_policy_json ? "yes" : "-", FormatUnixTime(p.updated_at)});
+               p.boot_policy_json ? "yes" : "-", UtcTime(p.updated_at)});
   }
   table.Print();
 }
@@ -711,8 +712,8 @@ void PrintPool(const wire::PoolView& p) {
   std::printf("token required:   %s\n", p.token_required ? "yes" : "no");
   for (const auto& t : p.provisioning_tokens) {
     std::printf("  token:          %s since %s%s\n", t.current ? "current" : "previous",
-                FormatUnixTime(t.created_at).c_str(),
-                t.valid_until ? (", valid until " + FormatUnixTime(*t.valid_until)).c_str() : "");
+                UtcTime(t.created_at).c_str(),
+                t.valid_until ? (", valid until " + UtcTime(*t.valid_until)).c_str() : "");
   }
   std::printf("public template:  %s\n", p.public_template_json ? "yes" : "none");
   std::printf("attested template:%s\n", p.attested_template_json ? " yes" : " none");
@@ -812,8 +813,8 @@ int RunCerts(const std::string& socket, int argc, char** argv, int first) {
   if (!certs.ok()) return code;
   Table table({"SERIAL", "HOSTNAME", "KIND", "TPM", "ISSUED", "NOT AFTER"});
   for (const auto& c : *certs) {
-    table.Add({c.serial, c.hostname, c.kind, c.tpm_resident ? "yes" : "no", FormatUnixTime(c.issued_at),
-               FormatUnixTime(c.not_after)});
+    table.Add({c.serial, c.hostname, c.kind, c.tpm_resident ? "yes" : "no", UtcTime(c.issued_at),
+               UtcTime(c.not_after)});
   }
   table.Print();
   return kExitOk;
@@ -870,7 +871,7 @@ int RunToken(const std::string& socket, int argc, char** argv, int first) {
   }
   if (rotation->previous_valid_until) {
     std::fprintf(stderr, "the previous token stays valid until %s\n",
-                 FormatUnixTime(*rotation->previous_valid_until).c_str());
+                 UtcTime(*rotation->previous_valid_until).c_str());
   } else {
     std::fprintf(stderr, "the previous token no longer works\n");
   }
@@ -896,8 +897,8 @@ constexpr char kEventsHelp[] =
 std::string DeliveryState(const wire::EventDeliveryView& d) {
   std::string out = d.webhook + ": ";
   const std::string attempts = std::to_string(d.attempts);
-  if (d.delivered_at) return out + "delivered " + FormatUnixTime(*d.delivered_at) + " (attempts " + attempts + ")";
-  out += "pending, attempts " + attempts + ", next " + FormatUnixTime(d.next_attempt_at);
+  if (d.delivered_at) return out + "delivered " + UtcTime(*d.delivered_at) + " (attempts " + attempts + ")";
+  out += "pending, attempts " + attempts + ", next " + UtcTime(d.next_attempt_at);
   if (!d.last_error.empty()) out += ", last error: " + d.last_error;
   return out;
 }
@@ -919,7 +920,7 @@ int RunEvents(const std::string& socket, int argc, char** argv, int first) {
   if (!events.ok()) return code;
   Table table({"ID", "TIME", "TYPE", "MACHINE", "DELIVERIES"});
   for (const wire::EventView& e : *events) {
-    table.Add({std::to_string(e.id), FormatUnixTime(e.at), e.type, e.hostname,
+    table.Add({std::to_string(e.id), UtcTime(e.at), e.type, e.hostname,
                e.deliveries.empty() ? "(no webhook)" : DeliveryState(e.deliveries.front())});
     for (size_t i = 1; i < e.deliveries.size(); ++i) table.Add({"", "", "", "", DeliveryState(e.deliveries[i])});
   }

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "base/files.h"
+#include "base/utc_time.h"
 #include "ctl/admin_client.h"
 #include "ctl/offline.h"
 #include "wire/admin_errors.h"
@@ -93,17 +94,9 @@ std::string Str(const json& o, const char* key, const char* fallback) {
 
 std::string FormatTime(const json& o, const char* key) {
   if (!o.is_object() || !o.contains(key) || !o.at(key).is_number_integer()) return "-";
-  return FormatUnixTime(o.at(key).get<int64_t>());
+  return UtcTime(o.at(key).get<int64_t>());
 }
 
-std::string FormatUnixTime(int64_t seconds) {
-  std::time_t t = seconds;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string Addresses(const std::vector<wire::AddressView>& addresses) {
   std::string out;

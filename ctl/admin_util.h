@@ -55,8 +55,6 @@ Result<T> DecodeAnswer(const nlohmann::json& answer, Result<T> (*decode)(std::st
 std::string Str(const nlohmann::json& o, const char* key, const char* fallback = "-");
 // o[key] (Unix seconds) as "YYYY-MM-DD HH:MM:SSZ", or "-".
 std::string FormatTime(const nlohmann::json& o, const char* key);
-// Unix seconds as "YYYY-MM-DD HH:MM:SSZ".
-std::string FormatUnixTime(int64_t t);
 // Addresses as "Kind=value,Kind=value", or "-".
 std::string Addresses(const std::vector<wire::AddressView>& addresses);
 // KIND=VALUE with a Kubernetes NodeAddress kind (any case; answered in the

@@ -23,6 +23,7 @@
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "base/files.h"
+#include "base/utc_time.h"
 #include "base/hex.h"
 
 namespace rackgate::ctl {
@@ -50,14 +51,6 @@ Result<Bytes> ParseHex(const std::string& hex, size_t max_bytes) {
   return std::move(*b);
 }
 
-std::string FormatTime(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 constexpr char kVerifyQuoteHelp[] =
     "Usage: rackgatectl verify-quote --ak-public AK.pub --message QUOTE.msg\n"
@@ -416,8 +409,8 @@ int RunEkVerify(int argc, char** argv, int first) {
                {"tpm_version", info->tpm_version},
                {"issuer", info->issuer},
                {"serial", info->serial_hex},
-               {"not_before", FormatTime(info->not_before)},
-               {"not_after", FormatTime(info->not_after)},
+               {"not_before", UtcTime(info->not_before, TimeStyle::kRfc3339)},
+               {"not_after", UtcTime(info->not_after, TimeStyle::kRfc3339)},
                {"key", info->key_type == attest::kAlgRsa ? "RSA" : "ECC"},
                {"key_bits", info->key_bits},
                {"anchor", info->anchor_sha256},
@@ -430,8 +423,8 @@ int RunEkVerify(int argc, char** argv, int first) {
   std::printf("  tpm manufacturer: %s\n  tpm model: %s\n  tpm version: %s\n",
               info->tpm_manufacturer.c_str(), info->tpm_model.c_str(), info->tpm_version.c_str());
   std::printf("  issuer: %s\n  serial: %s\n  valid: %s .. %s\n", info->issuer.c_str(),
-              info->serial_hex.c_str(), FormatTime(info->not_before).c_str(),
-              FormatTime(info->not_after).c_str());
+              info->serial_hex.c_str(), UtcTime(info->not_before, TimeStyle::kRfc3339).c_str(),
+              UtcTime(info->not_after, TimeStyle::kRfc3339).c_str());
   std::printf("  key: %s %d bits%s\n", info->key_type == attest::kAlgRsa ? "RSA" : "ECC",
               info->key_bits, ek ? ", matches --ek-public" : "");
   std::printf("  anchor: %s (sha256 %s)\n", info->anchor_subject.c_str(), info->anchor_sha256.c_str());
@@ -488,7 +481,7 @@ int RunEkRoots(int argc, char** argv, int first) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& a : anchors) {
       nlohmann::json j{{"subject", a.subject},         {"issuer", a.issuer},   {"self_signed", a.self_signed},
-                       {"key", a.key},                 {"not_after", FormatTime(a.not_after)},
+                       {"key", a.key},                 {"not_after", UtcTime(a.not_after, TimeStyle::kRfc3339)},
                        {"sha256", a.sha256},           {"source", a.source},   {"relaxations", a.relaxations}};
       if (args->Has("leaves")) j["leaves_accepted"] = accepted[a.sha256];
       list.push_back(std::move(j));
@@ -507,7 +500,7 @@ int RunEkRoots(int argc, char** argv, int first) {
   for (const auto& a : anchors) {
     const std::string signed_by = a.self_signed ? std::string("self-signed") : "issued by " + a.issuer;
     std::printf("%s\n  %s, %s, expires %s\n  sha256 %s\n", a.subject.c_str(), a.key.c_str(), signed_by.c_str(),
-                FormatTime(a.not_after).c_str(), a.sha256.c_str());
+                UtcTime(a.not_after, TimeStyle::kRfc3339).c_str(), a.sha256.c_str());
     if (!a.relaxations.empty()) {
       std::string r;
       for (const auto& x : a.relaxations) r += (r.empty() ? "" : ", ") + x;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/utc_time.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
@@ -273,7 +274,7 @@ void PrintObserved(const wire::PolicyShowView& v) {
   for (const wire::ObservedMachineView& m : v.machines) {
     std::string rules;
     for (const std::string& r : m.violations) rules += (rules.empty() ? "" : ",") + r;
-    t.Add({m.hostname, FormatUnixTime(m.at), m.verdict, rules.empty() ? "-" : rules});
+    t.Add({m.hostname, UtcTime(m.at), m.verdict, rules.empty() ? "-" : rules});
   }
   t.Print();
 }

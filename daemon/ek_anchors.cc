@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "base/log.h"
+#include "base/utc_time.h"
 
 namespace rackgate::daemon {
 
@@ -14,14 +15,6 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
-std::string Day(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string Name(const attest::EkAnchor& a) { return a.subject + " (sha256 " + a.sha256 + ")"; }
 
@@ -59,7 +52,7 @@ EkAnchorReport ReportEkAnchors(const attest::EkTrustStore& store, int64_t now) {
     for (const auto& name : a.relaxations) r.relaxed.push_back("anchor " + Name(a) + " accepts " + name);
     if (a.not_after - now < kEkAnchorExpiryWarningSeconds) {
       r.expiring.push_back("anchor " + Name(a) + (a.not_after <= now ? " EXPIRED at " : " expires at ") +
-                           Day(a.not_after));
+                           UtcTime(a.not_after));
     }
   }
   r.summary = std::to_string(anchors.size()) + " EK trust anchors loaded (" + std::to_string(self_signed) +

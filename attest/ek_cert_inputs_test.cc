@@ -63,7 +63,7 @@ TEST_F(EkCertTest, RefusesMalformedInput) {
   const Bytes pem = Pem(x.get());
   const std::vector<std::pair<std::string, Bytes>> cases = {
       {"empty", {}},
-      {"trailing byte after DER (not NV padding)", Concat(der, {0x01})},
+      {"trailing bytes after DER (not NV padding)", Concat(der, {0x01, 0x02})},
       {"padding, then a byte", Concat(der, {0xFF, 0xFF, 0x02})},
       {"trailing DER after DER", Concat(der, der)},
       {"two PEM certificates", Concat(pem, pem)},

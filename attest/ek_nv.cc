@@ -97,8 +97,9 @@ std::optional<CertificateParts> SplitCertificate(std::span<const uint8_t> der) {
 
 bool IsPadding(std::span<const uint8_t> rest) {
   if (rest.empty()) return true;
+  // One byte value repeated to the end: 0xFF (an unwritten NV index), 0x00,
+  // or whatever a vendor filled its index with (a HIRS sample uses 0x11).
   const uint8_t pad = rest.front();
-  if (pad != 0xFF && pad != 0x00) return false;
   return std::all_of(rest.begin(), rest.end(), [pad](uint8_t b) { return b == pad; });
 }
 
@@ -124,7 +125,7 @@ Result<Bytes> EkCertificateDerFromNv(std::span<const uint8_t> nv) {
   const std::optional<size_t> length = DerSequenceLength(body);
   if (!length) return Malformed("not a DER certificate (no complete DER SEQUENCE at its start)");
   if (!IsPadding(body.subspan(*length)) || !IsPadding(after_header)) {
-    return Malformed("trailing bytes after the DER certificate (only 0xFF or 0x00 NV padding may follow)");
+    return Malformed("trailing bytes after the DER certificate (only NV padding, one byte value repeated to the end, may follow)");
   }
   return Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(*length));
 }

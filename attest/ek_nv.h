@@ -26,7 +26,8 @@ inline constexpr uint8_t kNvFullCertTag[] = {0x10, 0x02};
 // The DER certificate inside `nv`, as read whole from an EK certificate index
 // (`tpm2_nvread`), or as an operator's file holds it: the DER's own outer
 // length decides where it ends. Accepted around it: the stored-certificate
-// header, and after it padding (every remaining byte 0xFF, or every one 0x00).
+// header, and after it padding (every remaining byte the same value:
+// 0xFF as an unwritten index reads, 0x00, or a vendor's fill).
 // Fails with kInvalidArgument ("ek_cert_malformed") when no DER SEQUENCE
 // starts where one must, its length runs past the input or the header's size,
 // or anything but padding follows it. The DER itself is not parsed here.

@@ -31,8 +31,9 @@ TEST(EkCertificateDerFromNv, TheDerAloneIsItself) {
   EXPECT_EQ(*der, Rsa());
 }
 
-TEST(EkCertificateDerFromNv, StripsFfAndZeroPadding) {
-  for (uint8_t pad : {uint8_t{0xFF}, uint8_t{0x00}}) {
+TEST(EkCertificateDerFromNv, StripsPaddingOfOneRepeatedValue) {
+  // 0xFF: an unwritten index; 0x00; 0x11: a vendor's fill (a HIRS sample).
+  for (uint8_t pad : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x11}}) {
     Bytes nv = Rsa();
     nv.resize(Rsa().size() + 500, pad);  // an index larger than its certificate
     auto der = EkCertificateDerFromNv(nv);
@@ -57,7 +58,7 @@ TEST(EkCertificateDerFromNv, StripsTheStoredCertificateHeader) {
 
 TEST(EkCertificateDerFromNv, RefusesAnythingButPaddingAfterTheDer) {
   Bytes junk = Rsa();
-  junk.push_back(0x01);
+  junk.insert(junk.end(), {0x01, 0x02});
   EXPECT_EQ(EkCertificateDerFromNv(junk).status().reason(), "ek_cert_malformed");
   Bytes mixed = Rsa();
   mixed.insert(mixed.end(), {0xFF, 0xFF, 0x00});

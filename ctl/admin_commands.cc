@@ -25,6 +25,7 @@
 #include "wire/codec.h"
 #include "ctl/admin_client.h"
 #include "ctl/args.h"
+#include "ctl/ek_cert_urls.h"
 #include "base/files.h"
 #include "base/utc_time.h"
 #include "ctl/offline.h"
@@ -65,7 +66,8 @@ constexpr char kEnrollHelp[] =
     "Options:\n"
     "  --hostname NAME        the machine's node name (lowercase RFC 1123)\n"
     "  --pool POOL            its pool (required for a new machine; default: kept)\n"
-    "  --ek-cert FILE         its EK certificate (DER or PEM)\n"
+    "  --ek-cert FILE         its EK certificate (DER, PEM, as read from NV, or\n"
+    "                         Intel's EK certificate service JSON answer)\n"
     "  --ek-public FILE       its EK public area (TPM2B_PUBLIC, tpm2_createek -f tss)\n"
     "  --address KIND=VALUE   a node address (repeatable; added to the machine's)\n"
     "  --replace-addresses    the given addresses replace the machine's\n"
@@ -276,9 +278,12 @@ Result<wire::EnrollRequest> EnrollRequestFromArgs(const Args& args) {
   r.replace_ek = args.Has("replace-ek");
   r.pool = args.Get("pool");
   if (auto p = args.Get("ek-cert")) {
-    auto b = FileBase64(*p);
+    // DER, PEM, the NV form or Intel's JSON answer: the DER goes on the wire.
+    auto b = ReadFile(*p, kMaxCertFile);
     if (!b.ok()) return usage(b.status().message());
-    r.ek_certificate_base64 = *b;
+    auto der = EkCertificateFromFile(*b);
+    if (!der.ok()) return usage(*p + ": " + der.status().message());
+    r.ek_certificate_base64 = wire::Base64Encode(*der);
   }
   if (auto p = args.Get("ek-public")) {
     auto b = FileBase64(*p);

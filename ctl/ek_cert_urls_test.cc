@@ -164,7 +164,7 @@ TEST(EkCertFile, EveryFormGivesTheSameDer) {
 TEST(EkCertFile, WhatIsNoCertificateIsRefused) {
   const Bytes der = TestCertificate();
   Bytes trailing = der;
-  trailing.push_back(0x42);
+  trailing.insert(trailing.end(), {0x42, 0x43});  // not one repeated value: not NV padding
   EXPECT_EQ(EkCertificateFromFile(trailing).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{\"pubhash\": \"x\"}")).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{\"certificate\": \"%zz\"}")).status().reason(), "ek_cert_malformed");

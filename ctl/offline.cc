@@ -22,6 +22,7 @@
 #include "wire/codec.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
+#include "ctl/ek_cert_urls.h"
 #include "base/files.h"
 #include "base/utc_time.h"
 #include "base/hex.h"
@@ -120,7 +121,8 @@ constexpr char kEkVerifyHelp[] =
     "  --intermediates FILE|DIR  intermediate certificates; may repeat\n"
     "  --config FILE             rackgated's config: its anchors and relaxations\n"
     "  --allow SHA256:RELAXATION grant a relaxation to an anchor; may repeat\n"
-    "  --cert FILE               the EK certificate, DER, PEM or NV form\n"
+    "  --cert FILE               the EK certificate, DER, PEM, NV form or Intel's\n"
+    "                            JSON answer\n"
     "  --ek-public FILE          the EK public area (TPM2B_PUBLIC) to match\n"
     "  --at UNIX_SECONDS         check validity at this time (default now)\n"
     "  --json                    print the certificate's facts as JSON\n"
@@ -395,7 +397,10 @@ int RunEkVerify(int argc, char** argv, int first) {
     if (!parsed.ok()) return Fail(cmd, parsed.status().Annotate("--ek-public"), kExitUnusable);
     ek = std::move(parsed).value();
   }
-  auto info = attest::VerifyEkCertificate(*store, *cert_bytes, now);
+  // DER, PEM, the NV form or Intel's JSON answer (ctl/ek_cert_urls.h).
+  auto cert_der = EkCertificateFromFile(*cert_bytes);
+  if (!cert_der.ok()) return Fail(cmd, cert_der.status(), kExitUnusable);
+  auto info = attest::VerifyEkCertificate(*store, *cert_der, now);
   if (!info.ok()) return Fail(cmd, info.status(), CodeFor(info.status()));
   if (ek) {
     if (Status s = attest::CheckEkPublicMatchesCertificate(*ek, *info); !s.ok()) {
@@ -468,7 +473,8 @@ int RunEkRoots(int argc, char** argv, int first) {
       auto bytes = ReadFile(f, attest::kMaxEkCertBytes);
       if (!bytes.ok()) return Fail(cmd, bytes.status(), kExitUnusable);
       ++leaves;
-      auto info = attest::VerifyEkCertificate(*store, *bytes, now);
+      auto der = EkCertificateFromFile(*bytes);
+      auto info = der.ok() ? attest::VerifyEkCertificate(*store, *der, now) : Result<attest::EkCertInfo>(der.status());
       if (info.ok()) {
         ++accepted[info->anchor_sha256];
       } else {

@@ -141,6 +141,14 @@ expect_out "ek-cert urls of an EK public file: Intel's and AMD's URLs" 0 \
 expect_out "ek-cert urls --vendor amd: AMD's only" 0 "^  amd   https://ftpm.amd.com/pki/aia/[0-9A-F]{32}$" \
   "$C" ek-cert urls --vendor amd "$EK/ek-rsa2048.pub"
 lab_expect 2 "--vendor takes intel or amd" "ek-cert urls --vendor ibm: exit 2" "$C" ek-cert urls --vendor ibm "$EK/ek-rsa2048.pub"
+# Intel's EK certificate service answer (base64url DER in "certificate"), and
+# the NV form (DER, then the index's 0xFF padding): ek verify takes both.
+printf '{"pubhash":"x","certificate":"%s"}' "$(base64 -w0 "$EK/ek-rsa2048.der" | tr '+/' '-_')" > "$W/intel-answer.json"
+{ cat "$EK/ek-rsa2048.der"; head -c 300 /dev/zero | tr '\0' '\377'; } > "$W/ek-nv-read.bin"
+for f in intel-answer.json ek-nv-read.bin; do
+  expect_out "ek verify --cert $f: the certificate inside verifies" 0 "^ek certificate ok" \
+    "$C" ek verify --roots "$EK/swtpm-localca-root.pem" --intermediates "$EK/swtpm-localca-issuer.pem" --cert "$W/$f"
+done
 expect_out "ek-cert urls with no file: node-1 (enrolled by EK public) is listed" 0 "^node-1 " \
   "$C" ek-cert urls --socket "$S"
 expect_json "ek-cert urls --json: one JSON document" 0 "$C" ek-cert urls --socket "$S" --json

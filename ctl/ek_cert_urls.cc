@@ -12,6 +12,7 @@
 #include "attest/ek_cert.h"
 #include "attest/ek_identity.h"
 #include "attest/ek_nv.h"
+#include "base/hex.h"
 #include "base/ossl.h"
 #include "base/sha256.h"
 #include "wire/codec.h"
@@ -74,30 +75,6 @@ Result<EkKey> EkKeyFromPkey(EVP_PKEY* pkey) {
   }
   return KeyMalformed("the key is neither RSA nor EC");
 }
-
-std::string UpperHex(std::span<const uint8_t> b) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  for (uint8_t c : b) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
-
-std::string HexLower(std::span<const uint8_t> b) {
-  std::string out = UpperHex(b);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 EkKey EkKeyFromTpmPublic(const attest::TpmPublic& pub) {
@@ -118,7 +95,7 @@ Result<EkKey> EkKeyFromFile(std::span<const uint8_t> bytes) {
       return KeyMalformed("the EK is neither RSA nor ECC");
     }
     EkKey k = EkKeyFromTpmPublic(*pub);
-    if (auto h = attest::EkKeyHash(*pub); h.ok()) k.ek_hash = HexLower(*h);
+    if (auto h = attest::EkKeyHash(*pub); h.ok()) k.ek_hash = hex::Encode(*h);
     return k;
   }
   ossl::PkeyPtr pkey;
@@ -157,22 +134,11 @@ Result<std::string> IntelEkCertUrl(const EkKey& key) {
     in.insert(in.end(), key.ecc_y.begin(), key.ecc_y.end());
   }
   const auto digest = sha256::Digest(in);
-  std::string b64 = wire::Base64Encode(digest);
-  std::string out = kIntelEkServiceBase;
-  // base64url with its padding, URL-escaped as curl_easy_escape does ('='
-  // is the only character of the alphabet it escapes).
-  for (char c : b64) {
-    if (c == '+') {
-      out += '-';
-    } else if (c == '/') {
-      out += '_';
-    } else if (c == '=') {
-      out += "%3D";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  // base64url keeping its '=' padding, URL-escaped as curl_easy_escape does
+  // ('=' is the only character of the alphabet it escapes).
+  std::string b64 = wire::Base64UrlEncode(digest);
+  b64.append((4 - b64.size() % 4) % 4, '=');
+  return kIntelEkServiceBase + hex::PercentEncode(b64);
 }
 
 std::string AmdEkCertUrl(const EkKey& key) {
@@ -188,7 +154,9 @@ std::string AmdEkCertUrl(const EkKey& key) {
     in.insert(in.end(), key.ecc_y.begin(), key.ecc_y.end());
   }
   const auto digest = sha256::Digest(in);
-  return kAmdEkServiceBase + UpperHex(std::span<const uint8_t>(digest).first(16));
+  std::string id = hex::Encode(std::span<const uint8_t>(digest).first(16));
+  for (char& c : id) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return kAmdEkServiceBase + id;
 }
 
 Result<Bytes> EkCertificateFromFile(std::span<const uint8_t> bytes) {
@@ -205,10 +173,9 @@ Result<Bytes> EkCertificateFromFile(std::span<const uint8_t> bytes) {
     for (size_t i = 0; i < escaped.size(); ++i) {
       char c = escaped[i];
       if (c == '%') {
-        const int hi = i + 2 < escaped.size() ? HexValue(escaped[i + 1]) : -1;
-        const int lo = hi >= 0 ? HexValue(escaped[i + 2]) : -1;
-        if (lo < 0) return CertMalformed("the JSON certificate has a broken %-escape");
-        c = static_cast<char>(hi * 16 + lo);
+        const auto byte = hex::Decode(std::string_view(escaped).substr(i + 1, 2), 1);
+        if (!byte || byte->size() != 1) return CertMalformed("the JSON certificate has a broken %-escape");
+        c = static_cast<char>((*byte)[0]);
         i += 2;
       }
       if (c == '-') c = '+';

@@ -168,6 +168,8 @@ TEST(EkCertFile, WhatIsNoCertificateIsRefused) {
   EXPECT_EQ(EkCertificateFromFile(trailing).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{\"pubhash\": \"x\"}")).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{\"certificate\": \"%zz\"}")).status().reason(), "ek_cert_malformed");
+  EXPECT_EQ(EkCertificateFromFile(Str("{\"certificate\": \"MII%4\"}")).status().reason(), "ek_cert_malformed");
+  EXPECT_EQ(EkCertificateFromFile(Str("{\"certificate\": \"MII%\"}")).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{\"certificate\": \"!!!\"}")).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("{not json")).status().reason(), "ek_cert_malformed");
   EXPECT_EQ(EkCertificateFromFile(Str("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")).status().reason(),

@@ -1,8 +1,6 @@
 // Loading the EK trust anchors with their relaxations, and reporting them.
 #include "daemon/ek_anchors.h"
 
-#include <ctime>
-
 #include "base/log.h"
 #include "base/utc_time.h"
 
@@ -15,8 +13,10 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
-
 std::string Name(const attest::EkAnchor& a) { return a.subject + " (sha256 " + a.sha256 + ")"; }
+
+// What the start-up warning and the gauge both count: within a year, or past.
+bool ExpiresSoon(const attest::EkAnchor& a, int64_t now) { return a.not_after - now < kEkAnchorExpiryWarningSeconds; }
 
 }  // namespace
 
@@ -50,7 +50,7 @@ EkAnchorReport ReportEkAnchors(const attest::EkTrustStore& store, int64_t now) {
   for (const auto& a : anchors) {
     if (a.self_signed) ++self_signed;
     for (const auto& name : a.relaxations) r.relaxed.push_back("anchor " + Name(a) + " accepts " + name);
-    if (a.not_after - now < kEkAnchorExpiryWarningSeconds) {
+    if (ExpiresSoon(a, now)) {
       r.expiring.push_back("anchor " + Name(a) + (a.not_after <= now ? " EXPIRED at " : " expires at ") +
                            UtcTime(a.not_after));
     }
@@ -73,7 +73,7 @@ void LogEkAnchors(const attest::EkTrustStore& store, int64_t now) {
 void CollectEkAnchorMetrics(Metrics* m, const attest::EkTrustStore& store, int64_t now) {
   const auto anchors = store.Anchors();
   size_t expiring = 0;
-  for (const auto& a : anchors) expiring += a.not_after - now < kEkAnchorExpiryWarningSeconds ? 1 : 0;
+  for (const auto& a : anchors) expiring += ExpiresSoon(a, now) ? 1 : 0;
   m->GaugeSet("rackgate_ek_anchors", "EK trust anchors loaded (every CA certificate of ek_roots).", {},
               static_cast<double>(anchors.size()));
   m->GaugeSet("rackgate_ek_anchors_expiring_within_year",

@@ -128,17 +128,7 @@ lab_expect "$RC_REFUSED" "$R_NOT_EK" "non-EK: a plain openssl leaf signed by the
 # pass; with another EK public it must fail the key check. This shows the
 # platform and plain-leaf refusals above come from the EK checks.
 openssl x509 -inform der -in "$D1/ek-rsa.der" -noout -pubkey > "$W/ek-rsa.pubkey.pem"
-cat > "$W/forged.ext" <<'EOF'
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,keyEncipherment
-extendedKeyUsage = 2.23.133.8.1
-subjectAltName = critical,dirName:tpm_dn
-# (openssl's config strips a leading "N." from a field name, hence 0./1./2.)
-[tpm_dn]
-0.2.23.133.2.1 = id:00001014
-1.2.23.133.2.2 = swtpm
-2.2.23.133.2.3 = id:20191023
-EOF
+lab_ek_extfile "$W/forged.ext"
 openssl req -new -key "$W/plain.key" -subj "/CN=unknown" -out "$W/labmade.csr" 2>/dev/null
 openssl x509 -req -in "$W/labmade.csr" -force_pubkey "$W/ek-rsa.pubkey.pem" -CAcreateserial \
   -CA "$INT" -CAkey "$(lab_ca_intermediate_key lab)" -days 30 -sha256 -extfile "$W/forged.ext" \

@@ -94,16 +94,7 @@ wait
 for m in r3 h1 h2 p5 ch; do test -s "$(lab_dir "$m")/port"; done
 H1="$(lab_dir h1)"; H2="$(lab_dir h2)"; R3="$(lab_dir r3)"; P5="$(lab_dir p5)"; CH="$(lab_dir ch)"
 
-cat > "$W/ek.ext" <<'EOF'
-basicConstraints = critical,CA:FALSE
-keyUsage = critical,keyEncipherment
-extendedKeyUsage = 2.23.133.8.1
-subjectAltName = critical,dirName:tpm_dn
-[tpm_dn]
-0.2.23.133.2.1 = id:00001014
-1.2.23.133.2.2 = swtpm
-2.2.23.133.2.3 = id:20191023
-EOF
+lab_ek_extfile "$W/ek.ext"
 openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/csr.key" -subj "/CN=unknown" \
   -out "$W/ek.csr" 2>/dev/null
 echo "$POLICY_B_SHA256" | xxd -r -p > "$W/policy-b-sha256.bin"

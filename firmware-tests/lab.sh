@@ -212,6 +212,23 @@ lab_ca_root() { echo "$LAB_DIR/ca/$1/state/swtpm-localca-rootca-cert.pem"; }
 lab_ca_intermediate() { echo "$LAB_DIR/ca/$1/state/issuercert.pem"; }
 lab_ca_intermediate_key() { echo "$LAB_DIR/ca/$1/state/signkey.pem"; }
 
+# lab_ek_extfile FILE: the extensions swtpm gives an EK certificate (the EK
+# EKU, a critical TPM SubjectAltName), as an `openssl x509 -extfile`, for lab
+# EK certificates made over a key of the test's choosing.
+lab_ek_extfile() {
+  cat > "$1" <<'EOF'
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,keyEncipherment
+extendedKeyUsage = 2.23.133.8.1
+subjectAltName = critical,dirName:tpm_dn
+# (openssl's config strips a leading "N." from a field name, hence 0./1./2.)
+[tpm_dn]
+0.2.23.133.2.1 = id:00001014
+1.2.23.133.2.2 = swtpm
+2.2.23.133.2.3 = id:20191023
+EOF
+}
+
 # lab_ca NAME: a lab manufacturer CA (swtpm_localca), created lazily by the
 # first swtpm_setup that uses it.
 lab_ca() {

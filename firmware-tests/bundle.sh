@@ -50,8 +50,12 @@ zstd -dc "$FRAGMENT" > "$LAB_DIR/fragment.cpio"
 lab_check "it is a zstd-compressed newc cpio (cpio -t lists it)" \
   cpio -t -H newc --quiet -F "$LAB_DIR/fragment.cpio"
 cpio -t -H newc --quiet -F "$LAB_DIR/fragment.cpio" > "$LAB_DIR/list"
-lab_check "it holds only usr/, usr/lib, usr/bin/rackgate-agent and $PREFIX/..." \
-  bash -c "! grep -Ev '^(usr|usr/lib|usr/bin|usr/bin/rackgate-agent|$PREFIX|$PREFIX/.*)\$' '$LAB_DIR/list'"
+# Its own names only: the prefix, the link, and the initramfs's units under
+# usr/lib/systemd/system, each named rackgate-* (Ignition's drop-in directory
+# and .requires directory hold only rackgate-named entries).
+UNITS=usr/lib/systemd/system
+lab_check "it holds only usr/, usr/lib, usr/bin/rackgate-agent, $PREFIX/... and rackgate's initramfs units" \
+  bash -c "! grep -Ev '^(usr|usr/lib|usr/bin|usr/bin/rackgate-agent|$PREFIX|$PREFIX/.*|usr/lib/systemd|$UNITS|$UNITS/rackgate-[a-z-]*\\.service|$UNITS/[a-z-]*\\.(service\\.d|target\\.requires)|$UNITS/[a-z-]*\\.(service\\.d|target\\.requires)/(10-rackgate\\.conf|rackgate-[a-z-]*\\.service))\$' '$LAB_DIR/list'"
 (cd "$T" && cpio -idm -H newc --quiet -F "$LAB_DIR/fragment.cpio")
 lab_check "its files are root's (uid 0, gid 0) in the archive" \
   bash -c "cpio -tv -H newc --quiet -F '$LAB_DIR/fragment.cpio' | awk '\$3 != \"root\" || \$4 != \"root\" { bad = 1 } END { exit bad }'"

@@ -188,7 +188,10 @@ Result<std::string> CaCertificatesOnly(const std::string& pem, const std::string
 std::string KernelArgs(const KernelArgsOptions& o) {
   std::string args = "rackgate.url=";
   for (size_t i = 0; i < o.urls.size(); ++i) args += (i ? "," : "") + o.urls[i];
-  return args;
+  // The agent's initramfs unit runs before Ignition's first stage, which is
+  // what would otherwise ask dracut for the network (Ignition's neednet):
+  // the network must be up for it from the start (docs/nodes.md).
+  return args + " rd.neednet=1";
 }
 
 std::string KernelArgsJson(const KernelArgsOptions& o) {
@@ -210,7 +213,9 @@ std::string KernelArgsJson(const KernelArgsOptions& o) {
 
 std::string KernelArgsText(const KernelArgsOptions& o) {
   const std::string base = o.urls.empty() ? "" : o.urls.front();
-  std::string t = "# Kernel command line: add\n" + KernelArgs(o) + "\n";
+  std::string t = "# Kernel command line: add (rd.neednet=1: the network up in the initramfs for the agent;\n"
+                  "# keep the node's own ip= arguments, or add ip=dhcp)\n" +
+                  KernelArgs(o) + "\n";
   t += "# Initramfs: append to the vendor initramfs, in this order:\n";
   t += "#  1. the agent bundle, " + base + wire::kAgentInitramfsPath + "\n";
   t += "#     sha256 " + o.bundle_sha256 + " (" + std::to_string(o.bundle_bytes) + " bytes, " + o.bundle_file + ";\n";

@@ -49,8 +49,9 @@ Result<std::string> KernelArgsUrl(const std::string& url);
 // ca_invalid, naming the fix, for a file that holds any other PEM block
 // (a private key beside the certificate) or no certificate.
 Result<std::string> CaCertificatesOnly(const std::string& pem, const std::string& path);
-// "rackgate.url=URL[,URL...]": the argument the initramfs's /init passes
-// to the agent's --url.
+// "rackgate.url=URL[,URL...] rd.neednet=1": the appliances the initramfs
+// agent reads (--kernel-cmdline), and dracut's switch that brings the network
+// up before Ignition's first stage, where the agent's unit runs.
 std::string KernelArgs(const KernelArgsOptions& o);
 // The JSON document of --kernel-args --json: {"kernel_args",
 // "agent_initramfs": {"url", "sha256_url", "sha256", "bytes", "file"},

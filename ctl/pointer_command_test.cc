@@ -122,9 +122,9 @@ KernelArgsOptions Options() {
 
 TEST(KernelArgs, NamesEveryAppliance) {
   KernelArgsOptions o = Options();
-  EXPECT_EQ(KernelArgs(o), "rackgate.url=https://10.0.2.100:22623");
+  EXPECT_EQ(KernelArgs(o), "rackgate.url=https://10.0.2.100:22623 rd.neednet=1");
   o.urls.push_back("https://rg2.example:22623");
-  EXPECT_EQ(KernelArgs(o), "rackgate.url=https://10.0.2.100:22623,https://rg2.example:22623");
+  EXPECT_EQ(KernelArgs(o), "rackgate.url=https://10.0.2.100:22623,https://rg2.example:22623 rd.neednet=1");
 }
 
 TEST(KernelArgs, UrlsThatWouldSplitOrQuoteTheCommandLineAreRefused) {
@@ -140,7 +140,7 @@ TEST(KernelArgs, UrlsThatWouldSplitOrQuoteTheCommandLineAreRefused) {
 TEST(KernelArgs, JsonNamesTheBundleItsDigestAndTheCaPart) {
   KernelArgsOptions o = Options();
   auto doc = nlohmann::json::parse(KernelArgsJson(o));
-  EXPECT_EQ(doc.at("kernel_args"), "rackgate.url=https://10.0.2.100:22623");
+  EXPECT_EQ(doc.at("kernel_args"), "rackgate.url=https://10.0.2.100:22623 rd.neednet=1");
   EXPECT_EQ(doc.at("agent_initramfs").at("url"), "https://10.0.2.100:22623/v1/agent/initramfs");
   EXPECT_EQ(doc.at("agent_initramfs").at("sha256_url"), "https://10.0.2.100:22623/v1/agent/initramfs.sha256");
   EXPECT_EQ(doc.at("agent_initramfs").at("sha256"), std::string(64, 'a'));
@@ -167,7 +167,7 @@ TEST(KernelArgs, TextHasTheArgumentsAsItsOnlyLineThatIsNoComment) {
     if (line.rfind("#", 0) != 0) plain.push_back(line);
   }
   EXPECT_EQ(at, text.size()) << "ends with a newline";
-  EXPECT_EQ(plain, std::vector<std::string>{"rackgate.url=https://10.0.2.100:22623"});
+  EXPECT_EQ(plain, std::vector<std::string>{"rackgate.url=https://10.0.2.100:22623 rd.neednet=1"});
   EXPECT_NE(text.find(std::string(64, 'a')), std::string::npos);
   EXPECT_NE(text.find("ca.cpio.gz"), std::string::npos);
   // The bundle comes first, then the CA.

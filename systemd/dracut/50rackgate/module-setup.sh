@@ -39,8 +39,8 @@ install() {
     dfatal "rackgate: cannot unpack $bundle"
     return 1
   fi
-  # ExecStartPre= and ExecStartPost= of the units.
-  inst_multiple mkdir rm
+  # ExecStartPre= and ExecStartPost= of the units (dracut's base module has them too).
+  inst_multiple mkdir rm mount
   if [ -n "${RACKGATE_CA:-}" ]; then
     inst_simple "$RACKGATE_CA" /etc/rackgate/ca.pem || return 1
   fi

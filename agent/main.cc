@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/client.h"
+#include "agent/cmdline.h"
 #include "agent/endpoints.h"
 #include "agent/failure.h"
 #include "agent/install.h"
@@ -33,6 +34,7 @@ using namespace rackgate::agent;  // NOLINT
 
 constexpr char kHelp[] =
     "Usage: rackgate-agent --url https://HOST:22623[,https://HOST2:22623] --ca FILE [OPTIONS]\n"
+    "       rackgate-agent --kernel-cmdline /proc/cmdline --ca FILE [OPTIONS]\n"
     "\n"
     "Attests this machine with its TPM to a rackgate appliance, then fetches its\n"
     "attested Ignition config and its kubelet certificates. Run on every boot\n"
@@ -40,11 +42,16 @@ constexpr char kHelp[] =
     "/var/lib/rackgate-agent), valid certificates are kept, due ones renewed.\n"
     "\n"
     "Appliance:\n"
-    "  --url URL[,URL...]   an appliance, https://HOST[:PORT] (required); repeatable,\n"
+    "  --url URL[,URL...]   an appliance, https://HOST[:PORT] (this or --kernel-cmdline\n"
+    "                       is required); repeatable,\n"
     "                       or several separated by commas; at most 16 in all,\n"
     "                       each address of a DNS name counting as one. A step\n"
     "                       whose appliance fails (no answer, 5xx) goes to the next\n"
     "                       at once (docs/agent.md, \"Several appliances\")\n"
+    "  --kernel-cmdline FILE  the appliances from FILE's rackgate.url= words instead\n"
+    "                       of --url (/proc/cmdline in an initramfs; each value as\n"
+    "                       --url takes it; words split as the kernel splits them,\n"
+    "                       double quotes group); none there: exit 2\n"
     "  --ca FILE            the appliance CA (PEM), the only CA trusted (required)\n"
     "  --max-wait DURATION  give up after waiting this long in all for an\n"
     "                       appliance that answers 503 or cannot be reached;\n"
@@ -130,6 +137,7 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
 // The command line as given, before its checks.
 struct Flags {
   std::vector<std::string> urls;
+  std::string kernel_cmdline;  // --kernel-cmdline FILE, or ""
   std::string ca, tcti = kDefaultTcti, steps = "attest";
   std::string install_root;
   AgentOptions options;
@@ -141,10 +149,11 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
-    kInstallRoot, kConfigRoot,
+    kInstallRoot, kConfigRoot, kKernelCmdline,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
+      {"kernel-cmdline", required_argument, nullptr, kKernelCmdline},
       {"ca", required_argument, nullptr, kCa},
       {"max-wait", required_argument, nullptr, kMaxWait},
       {"steps", required_argument, nullptr, kSteps},
@@ -180,6 +189,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
       case kUrl: f.urls.push_back(arg); break;
+      case kKernelCmdline: f.kernel_cmdline = arg; break;
       case kCa: f.ca = arg; break;
       case kMaxWait:
         if (!ParseDuration(arg, &o.max_wait)) return Usage("--max-wait: expected seconds, or a number with s/m/h");
@@ -331,6 +341,14 @@ int InstallBundle(const Flags& f, const RunFacts& facts) {
 int Main(int argc, char** argv) {
   Flags f;
   if (auto rc = ParseFlags(argc, argv, &f)) return *rc;
+  if (!f.kernel_cmdline.empty()) {
+    // The initramfs's unit knows no URL but the kernel command line's; the
+    // same values then go to agent.env for later boots (InstallBundle).
+    if (!f.urls.empty()) return Usage("--kernel-cmdline and --url exclude each other");
+    auto urls = ReadKernelCmdlineUrls(f.kernel_cmdline);
+    if (!urls.ok()) return Usage("--kernel-cmdline: " + urls.status().message());
+    f.urls = std::move(urls).value();
+  }
   auto parsed_urls = ParseApplianceUrls(f.urls);
   if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
   if (f.ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");

@@ -15,6 +15,7 @@
 
 #include "agent/apply.h"
 #include "agent/backoff.h"
+#include "agent/config_out.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
 #include "kube/client.h"
@@ -379,14 +380,15 @@ Outcome<Done> Agent::Config(const Attestation& a) {
   auto plan = ParseIgnitionConfig(resp->body);
   if (!plan.ok()) return Failure::Refused(plan.status().reason(), plan.status().message());
   std::string details = "bytes=" + std::to_string(resp->body.size()) + " version=" + plan->version;
-  if (!options_.config_out.empty()) {
+  if (!options_.config_outs.empty()) {
     // 0600: the attested config carries the machine's secrets.
     const auto* data = reinterpret_cast<const uint8_t*>(resp->body.data());
-    if (Status s = WriteFileAtomic(options_.config_out, std::span<const uint8_t>(data, resp->body.size()));
-        !s.ok()) {
-      return Failure::FromStatus(s);
-    }
-    details += " written=" + options_.config_out;
+    auto written = WriteConfigOuts(options_.config_outs, std::span<const uint8_t>(data, resp->body.size()),
+                                   [this](const std::string& line) { Log("note", line); });
+    if (!written.ok()) return Failure::FromStatus(written.status());
+    std::string list;
+    for (const auto& w : *written) list += (list.empty() ? "" : ",") + w;
+    details += " written=" + list;
     done_.push_back("config_written");
   }
   if (!options_.apply_root.empty()) {

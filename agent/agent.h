@@ -48,7 +48,10 @@ struct AgentOptions {
   std::string pcr_signature_path;
   bool step_config = false;
   bool step_csr = false;
-  std::string config_out;  // "" writes none
+  // Where the config is written (at most kMaxConfigOuts; none: not
+  // written). With several, a missing or read-only directory is skipped
+  // (config_out.h).
+  std::vector<std::string> config_outs;
   std::string apply_root;  // "" applies nothing
   // Without the config step: the root whose config an earlier run fetched
   // (its stamp, renewal.h), checked against the machine the appliance

@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "agent/client.h"
 #include "agent/cmdline.h"
+#include "agent/config_out.h"
 #include "agent/endpoints.h"
 #include "agent/failure.h"
 #include "agent/install.h"
@@ -74,7 +75,10 @@ constexpr char kHelp[] =
     "                       sign; default /run/systemd/tpm2-pcr-signature.json;\n"
     "                       missing or malformed: none is sent; \"\": never)\n"
     "Config step:\n"
-    "  --config-out FILE    write the attested Ignition config here (mode 0600)\n"
+    "  --config-out FILE    write the attested Ignition config here (mode 0600);\n"
+    "                       repeatable (at most 4): then one whose directory is\n"
+    "                       missing or read-only is skipped, and the step fails\n"
+    "                       (exit 6) only when none was written\n"
     "  --apply-root DIR     apply its files, directories, links and units under DIR\n"
     "  --config-root DIR    without the config step: the root an earlier run's config\n"
     "                       went to; its stamp must name the machine the appliance\n"
@@ -208,7 +212,10 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
         break;
       case kEventlog: o.eventlog_path = arg; break;
       case kPcrSignature: o.pcr_signature_path = arg; break;
-      case kConfigOut: o.config_out = arg; break;
+      case kConfigOut:
+        if (o.config_outs.size() == kMaxConfigOuts) return Usage("--config-out: at most 4");
+        o.config_outs.push_back(arg);
+        break;
       case kApplyRoot: o.apply_root = arg; break;
       case kKubeletDir: o.kubelet_dir = arg; break;
       case kKubeconfig: o.kubeconfig = arg; break;
@@ -241,7 +248,7 @@ std::optional<int> CheckSteps(const std::string& steps, AgentOptions* out) {
     else if (step != "attest") return Usage("--steps: unknown step '" + step + "' (attest, config, csr)");
     at = end + 1;
   }
-  if (o.step_config && o.config_out.empty() && o.apply_root.empty()) {
+  if (o.step_config && o.config_outs.empty() && o.apply_root.empty()) {
     return Usage("the config step needs --config-out FILE and/or --apply-root DIR");
   }
   // In approver mode (the pool's kubelet_certificates) the agent writes no

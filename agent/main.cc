@@ -58,7 +58,8 @@ constexpr char kHelp[] =
     "                       appliance that answers 503 or cannot be reached;\n"
     "                       seconds, or with s/m/h (default 1h)\n"
     "  --steps LIST         comma-separated: attest, config, csr (default attest);\n"
-    "                       config and csr imply attest (the token is never stored)\n"
+    "                       config and csr imply attest (the token is kept only by\n"
+    "                       --session-out)\n"
     "TPM:\n"
     "  --tcti CONF          TCTI (default device:/dev/tpmrm0;\n"
     "                       lab: swtpm:host=127.0.0.1,port=N)\n"
@@ -84,6 +85,14 @@ constexpr char kHelp[] =
     "                       went to; its stamp must name the machine the appliance\n"
     "                       identifies, and the appliance must have provisioned it\n"
     "                       (--install-root passes --config-root=/ to later boots)\n"
+    "Carried attestation (an initramfs's two runs, docs/agent.md):\n"
+    "  --session-out FILE   once the steps succeeded, write this run's attestation\n"
+    "                       (its bearer token: a credential; mode 0600; keep it on\n"
+    "                       a tmpfs such as /run)\n"
+    "  --session FILE       use that attestation instead of attesting when FILE has\n"
+    "                       one with 60 s or more left; else attest (a log line says\n"
+    "                       why). FILE is removed once read. A 401 on a step made\n"
+    "                       with it: attest afresh, once\n"
     "CSR step:\n"
     "  --kubelet-dir DIR    kubelet PKI directory (default /var/lib/kubelet/pki)\n"
     "  --kubeconfig FILE    kubeconfig to write (default /var/lib/kubelet/kubeconfig)\n"
@@ -153,7 +162,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
-    kInstallRoot, kConfigRoot, kKernelCmdline,
+    kInstallRoot, kConfigRoot, kKernelCmdline, kSession, kSessionOut,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
@@ -176,6 +185,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       {"tpm-key", no_argument, nullptr, kTpmKey},
       {"install-root", required_argument, nullptr, kInstallRoot},
       {"config-root", required_argument, nullptr, kConfigRoot},
+      {"session", required_argument, nullptr, kSession},
+      {"session-out", required_argument, nullptr, kSessionOut},
       {"help", no_argument, nullptr, kHelpFlag},
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
@@ -225,6 +236,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kTpmKey: o.tpm_key = true; break;
       case kInstallRoot: f.install_root = arg; break;
       case kConfigRoot: o.config_root = arg; break;
+      case kSession: o.session_in = arg; break;
+      case kSessionOut: o.session_out = arg; break;
       case kHelpFlag: std::fputs(kHelp, stdout); return kExitOk;
       case kVersion: std::printf("rackgate-agent %s\n", RACKGATE_VERSION); return kExitOk;
       case ':': return Usage(std::string("option needs a value: ") + argv[optind - 1]);

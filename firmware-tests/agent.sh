@@ -8,8 +8,9 @@
 # csr steps run against the same rackgated (pool templates from
 # boot-lib.sh): files applied, a 503 on the CSR (no cluster CA yet) waited
 # out, kubelet's PKI and kubeconfig, TPM-resident keys and a pool that
-# requires them. Whole machines booting through the real Ignition as well:
-# boot.sh.
+# requires them; an initramfs's two runs (--kernel-cmdline, several
+# --config-out, --session-out then --session) with one attestation. Whole
+# machines booting through the real Ignition as well: boot.sh.
 # Usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL
 set -euo pipefail
 
@@ -419,5 +420,22 @@ lab_expect "$RC_OK" "status=401 reason=token_unknown .*carried_session=given_up:
   initrd_agent --steps csr --session "$S/m7/run/session" --kubelet-dir "$S/m7/pki" \
   --kubeconfig "$S/m7/kubeconfig" --apiserver https://api.lab:6443
 lab_flush m7
+# A carried AK the TPM will not load (its private blob damaged): the csr run
+# of a TPM-key pool gives the session up and attests afresh, once.
+lab_machine m8 lab
+rg_ctl enroll --hostname node-8 --pool default --ek-cert "$(lab_dir m8)/ek-rsa.der" --address InternalIP=10.0.0.18 >/dev/null
+"$AGENT" --tcti "$(lab_tcti m8)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" \
+  --steps attest --session-out "$S/m8.session" 2>/dev/null
+lab_python -c 'import base64,json,sys
+d = json.load(open(sys.argv[1])); p = bytearray(base64.b64decode(d["ak_private"])); p[-1] ^= 1
+d["ak_private"] = base64.b64encode(bytes(p)).decode(); open(sys.argv[1], "w").write(json.dumps(d))' "$S/m8.session"
+lab_expect "$RC_OK" "tpm-failure reason=carried_ak_unusable .*carried_session=given_up: attesting afresh" \
+  "a carried AK that does not load: attests afresh once and finishes (TPM key certified by the new AK)" \
+  "$AGENT" --tcti "$(lab_tcti m8)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" \
+  --steps csr --session "$S/m8.session" --kubelet-dir "$S/m8/pki" --kubeconfig "$S/m8/kubeconfig" \
+  --apiserver https://api.lab:6443
+lab_check "... node-8 is joined" state_is node-8 joined
+lab_check "... nothing left loaded in m8's TPM" tpm_clean m8
+lab_flush m8
 
 lab_finish

@@ -334,9 +334,11 @@ int InstallFailed(const rackgate::Status& s) {
 }
 
 // --install-root: the bundle into the real root, for later boots' service.
-int InstallBundle(const Flags& f, const RunFacts& facts) {
+int InstallBundle(const Flags& f, const std::vector<Endpoint>& urls, const RunFacts& facts) {
   InstallOptions io;
-  io.urls = f.urls;
+  // As parsed (one URL each, canonical): a --kernel-cmdline value may hold
+  // spaces or quotes the kernel kept, which agent.env need not carry.
+  for (const auto& u : urls) io.urls.push_back(u.url);
   io.apiserver = f.options.apiserver;
   io.config_for = facts.config_for;
   AgentOptions later = f.options;
@@ -381,7 +383,7 @@ int Main(int argc, char** argv) {
   RunFacts facts;
   const int rc = RunAgent(f, *parsed_urls, &facts);
   if (rc != kExitOk || f.install_root.empty()) return rc;
-  return InstallBundle(f, facts);
+  return InstallBundle(f, *parsed_urls, facts);
 }
 
 }  // namespace

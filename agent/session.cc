@@ -66,7 +66,11 @@ Result<CarriedSession> DecodeSession(std::string_view text) {
   if (!doc.contains("expires_at") || !doc.at("expires_at").is_number_integer()) return Malformed("no expires_at");
   s.expires_at = static_cast<std::time_t>(doc.at("expires_at").get<long long>());
   const std::string* machine = str("machine");
-  if (!machine || machine->size() > 64) return Malformed("no machine");
+  // It goes into every log line: the hex prefix of the EK's identity only.
+  if (!machine || machine->empty() || machine->size() > 64 ||
+      machine->find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Malformed("machine is not a hex EK identity prefix");
+  }
   s.machine = *machine;
   const std::string* ek = str("ek");
   auto kind = ek ? EkKindFromName(*ek) : std::nullopt;

@@ -73,6 +73,8 @@ TEST(Session, MalformedFieldsRefusedWithoutTheToken) {
       {"token", {{"token", "has space"}, {"expires_in", 900}}},
       {"expires_at", "soon"},
       {"machine", 5},
+      {"machine", "0123 step=x"},
+      {"machine", ""},
       {"ek", "rsa4096"},
       {"config_fetched", "yes"},
       {"nonce", "zz"},

@@ -15,6 +15,7 @@
 
 #include "agent/apply.h"
 #include "agent/backoff.h"
+#include "agent/config_out.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
 #include "kube/client.h"
@@ -120,13 +121,16 @@ void Agent::LogFailure(const Failure& f, const std::string& extra) const {
 int Agent::Run() {
   const auto deadline = std::chrono::steady_clock::now() + options_.max_wait;
   int backoff_attempt = 0;
+  if (!options_.session_in.empty()) TakeCarriedSession();
   for (;;) {
     auto r = RunOnce();
     if (r.ok()) {
+      WriteSessionOut();
       Report(kExitOk, nullptr);
       return kExitOk;
     }
     const Failure& f = r.failure();
+    if (AttestAfresh(f)) continue;
     if (MovesOn(f) && failover_.CanMoveOn()) continue;  // the next appliance, at once (a failed evidence)
     if (f.kind != Failure::Kind::kWait && f.kind != Failure::Kind::kRetry) {
       LogFailure(f);
@@ -174,8 +178,86 @@ void Agent::Report(int exit_status, const Failure* failure) {
   step_ = step;
 }
 
+void Agent::TakeCarriedSession() {
+  auto s = TakeSession(options_.session_in, clock_.now());
+  if (s.ok()) {
+    carried_ = std::move(s).value();
+    return;
+  }
+  // The message names the file and what is wrong, never the token.
+  Log("note", "session=" + attest::PrintableAscii(options_.session_in, 200) + " not_used reason=" +
+                  s.status().reason() + " message=\"" + attest::PrintableAscii(s.status().message(), 300) +
+                  "\": attesting afresh");
+}
+
+Agent::Attestation Agent::UseCarried() {
+  step_ = "attest";
+  CarriedSession s = std::move(*carried_);
+  carried_.reset();
+  machine_ = s.machine;
+  Attestation a;
+  a.token = std::move(s.token);
+  a.nonce = std::move(s.nonce);
+  a.ak_blobs = std::move(s.ak);
+  a.ak_alg = s.ak_alg;
+  a.ek = s.ek;
+  a.expires_at = s.expires_at;
+  a.carried = true;
+  // What --install-root takes from an attestation, as the first run had it.
+  last_token_ = a.token;
+  attested_ek_ = s.ek;
+  if (s.config_fetched) config_fetched_ = true;
+  using_carried_ = true;
+  Log("ok", "carried=" + attest::PrintableAscii(options_.session_in, 200) + " hostname=" + a.token.hostname +
+                " state=" + a.token.state + " ek=" + EkKindName(s.ek) +
+                " config_fetched=" + (s.config_fetched ? "yes" : "no") +
+                " expires_in=" + std::to_string(a.expires_at - clock_.now()) + "s");
+  return a;
+}
+
+Status Agent::LoadCarriedAk(Attestation* a) {
+  if (a->ak.loaded()) return Status::Ok();
+  auto ek = tpm_->CreateEk(a->ek);
+  if (!ek.ok()) return ek.status();
+  auto ak = tpm_->LoadAk(*ek, a->ak_blobs);
+  if (!ak.ok()) {
+    return Status::TpmError("carried_ak_unusable", "the carried session's AK does not load under the " +
+                                                       EkKindName(a->ek) + " EK: " + ak.status().message());
+  }
+  // swtpm has three object slots: the csr step needs two more.
+  ek->object.Flush();
+  a->ak = std::move(ak).value();
+  return Status::Ok();
+}
+
+bool Agent::AttestAfresh(const Failure& f) {
+  if (!using_carried_ || carried_given_up_) return false;
+  if (f.http_status != 401 && f.reason != "carried_ak_unusable") return false;
+  carried_given_up_ = true;
+  using_carried_ = false;
+  LogFailure(f, "carried_session=given_up: attesting afresh");
+  return true;
+}
+
+void Agent::WriteSessionOut() {
+  if (options_.session_out.empty() || !session_out_) return;
+  const std::string step = step_;
+  step_ = "session";
+  session_out_->config_fetched = config_fetched_;
+  // Not the run's outcome: a later --session run that finds no session
+  // attests afresh, which costs time, not correctness.
+  if (Status s = WriteSession(options_.session_out, *session_out_); !s.ok()) {
+    Log("note", "session not written reason=" + s.reason() + " message=\"" +
+                    attest::PrintableAscii(s.message(), 300) + "\": a later --session run attests afresh");
+  } else {
+    Log("ok", "written=" + attest::PrintableAscii(options_.session_out, 200) +
+                  " expires_in=" + std::to_string(session_out_->expires_at - clock_.now()) + "s");
+  }
+  step_ = step;
+}
+
 Outcome<Done> Agent::RunOnce() {
-  auto a = Attest();
+  auto a = carried_ ? Outcome<Attestation>(UseCarried()) : Attest();
   if (!a.ok()) return a.failure();
   // Before anything is kept or the run can stop: nothing issued to another
   // machine stays on this disk.
@@ -196,6 +278,10 @@ Outcome<Done> Agent::RunOnce() {
   if (options_.step_csr) {
     auto c = Csr(&*a);
     if (!c.ok()) return c.failure();
+  }
+  if (!options_.session_out.empty()) {
+    session_out_ = CarriedSession{a->token, a->expires_at, machine_, a->ek, config_fetched_, a->nonce, a->ak_alg,
+                                  a->ak_blobs};
   }
   return Done{};
 }
@@ -250,6 +336,7 @@ std::optional<std::string> Agent::ReadPcrSignature() {
 
 Outcome<Agent::Attestation> Agent::Attest() {
   step_ = "attest";
+  using_carried_ = false;
   const auto t0 = std::chrono::steady_clock::now();
 
   auto choice = ChooseEk(tpm_, options_.ek);
@@ -274,7 +361,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
   creq.ek_public = ek->object.tpm2b_public();
   creq.ek_certificate = choice->certificate;
   creq.ek_intermediates = choice->intermediates;
-  creq.ak_public = ak->tpm2b_public();
+  creq.ak_public = ak->object.tpm2b_public();
   auto resp = Call("POST", "/v1/attest/challenge", wire::EncodeChallengeRequest(creq), {});
   if (!resp.ok()) return resp.failure();
   auto challenge = UsableAnswer(wire::DecodeChallenge(resp->body));
@@ -283,7 +370,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
   if (!credential.ok()) return Unusable(credential.status());
 
   // Proof that this AK lives beside this EK: only this TPM can unwrap it.
-  auto secret = tpm_->ActivateCredential(*ak, *ek, *credential);
+  auto secret = tpm_->ActivateCredential(ak->object, *ek, *credential);
   if (!secret.ok()) return Failure::FromStatus(secret.status());
   // swtpm has three object slots: the EK's is needed later (SRK, key, AK).
   ek->object.Flush();
@@ -292,7 +379,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
   ev.session = challenge->session;
   ev.secret = std::move(secret).value();
   for (int attempt = 1;; ++attempt) {
-    auto quote = tpm_->Quote(*ak, challenge->nonce, challenge->pcr_selection);
+    auto quote = tpm_->Quote(ak->object, challenge->nonce, challenge->pcr_selection);
     if (!quote.ok()) return Failure::FromStatus(quote.status());
     // Read exactly what the TPM quoted (it drops banks it does not have),
     // and check the values against the quote's own digest: a PCR extended
@@ -329,6 +416,8 @@ Outcome<Agent::Attestation> Agent::Attest() {
   Wipe(&ev.secret);
   // Only where the challenge was made: a failed evidence may have consumed
   // its session, so the next appliance starts from a fresh challenge.
+  // The token's expiry is counted from before it was asked for.
+  const std::time_t asked_at = clock_.now();
   resp = Call("POST", "/v1/attest/evidence", body, {}, /*once=*/true);
   Wipe(&body);
   if (!resp.ok()) return resp.failure();
@@ -345,7 +434,11 @@ Outcome<Agent::Attestation> Agent::Attest() {
   Attestation a;
   a.token = std::move(token).value();
   a.nonce = challenge->nonce;
-  a.ak = std::move(ak).value();
+  a.ak = std::move(ak->object);
+  a.ak_blobs = std::move(ak->blobs);
+  a.ak_alg = options_.ak;
+  a.ek = choice->kind;
+  a.expires_at = asked_at + a.token.expires_in;
   return a;
 }
 
@@ -379,14 +472,15 @@ Outcome<Done> Agent::Config(const Attestation& a) {
   auto plan = ParseIgnitionConfig(resp->body);
   if (!plan.ok()) return Failure::Refused(plan.status().reason(), plan.status().message());
   std::string details = "bytes=" + std::to_string(resp->body.size()) + " version=" + plan->version;
-  if (!options_.config_out.empty()) {
+  if (!options_.config_outs.empty()) {
     // 0600: the attested config carries the machine's secrets.
     const auto* data = reinterpret_cast<const uint8_t*>(resp->body.data());
-    if (Status s = WriteFileAtomic(options_.config_out, std::span<const uint8_t>(data, resp->body.size()));
-        !s.ok()) {
-      return Failure::FromStatus(s);
-    }
-    details += " written=" + options_.config_out;
+    auto written = WriteConfigOuts(options_.config_outs, std::span<const uint8_t>(data, resp->body.size()),
+                                   [this](const std::string& line) { Log("note", line); });
+    if (!written.ok()) return Failure::FromStatus(written.status());
+    std::string list;
+    for (const auto& w : *written) list += (list.empty() ? "" : ",") + w;
+    details += " written=" + list;
     done_.push_back("config_written");
   }
   if (!options_.apply_root.empty()) {
@@ -794,6 +888,7 @@ Outcome<Done> Agent::ClientCertificate(Attestation* a, const wire::MachineRecord
     }
   }
   if (tpm_key) {
+    if (Status s = LoadCarriedAk(a); !s.ok()) return Failure::FromStatus(s);
     if (Status s = SignClientCsrWithTpm(*a, subject, *key, &req); !s.ok()) return Failure::FromStatus(s);
   } else {
     auto csr = BuildCsrPem(subject, key->public_key.get(), SoftwareSigner(key->public_key.get()));

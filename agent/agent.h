@@ -24,6 +24,7 @@
 #include "agent/failure.h"
 #include "agent/exchange.h"
 #include "agent/failover.h"
+#include "agent/session.h"
 #include "agent/tpm.h"
 #include "wire/protocol.h"
 
@@ -48,7 +49,10 @@ struct AgentOptions {
   std::string pcr_signature_path;
   bool step_config = false;
   bool step_csr = false;
-  std::string config_out;  // "" writes none
+  // Where the config is written (at most kMaxConfigOuts; none: not
+  // written). With several, a missing or read-only directory is skipped
+  // (config_out.h).
+  std::vector<std::string> config_outs;
   std::string apply_root;  // "" applies nothing
   // Without the config step: the root whose config an earlier run fetched
   // (its stamp, renewal.h), checked against the machine the appliance
@@ -67,6 +71,11 @@ struct AgentOptions {
   std::vector<std::string> node_ips;
   bool tpm_key = false;
   std::chrono::seconds max_wait{3600};
+  // --session FILE: an earlier run's attestation to use instead of
+  // attesting (session.h); "" attests. --session-out FILE: where the run's
+  // attestation goes once its steps succeeded; "" writes none.
+  std::string session_in;
+  std::string session_out;
 };
 
 // How the agent sleeps and reads the clock; tests may replace both.
@@ -105,11 +114,32 @@ class Agent {
   struct Attestation {
     wire::Token token;
     Bytes nonce;
-    TpmObject ak;  // kept loaded for TPM2_Certify in the csr step
+    // Kept loaded for TPM2_Certify in the csr step; a carried attestation's
+    // is loaded from ak_blobs when a TPM key needs it (LoadCarriedAk).
+    TpmObject ak;
+    KeyBlobs ak_blobs;
+    AkAlg ak_alg = AkAlg::kEcc;
+    EkKind ek = EkKind::kRsa2048;
+    std::time_t expires_at = 0;  // wall clock
+    bool carried = false;        // from --session, not this run's
   };
 
   Outcome<Done> RunOnce();
   Outcome<Attestation> Attest();
+  // --session: reads (and removes) the carried session into carried_, or
+  // logs why the run attests afresh.
+  void TakeCarriedSession();
+  // The carried session as this run's attestation (used once).
+  Attestation UseCarried();
+  // A carried attestation's AK, loaded under the EK recreated (for
+  // TPM2_Certify); a no-op when it is loaded.
+  Status LoadCarriedAk(Attestation* a);
+  // Whether failure `f` of a step made with the carried token sends the run
+  // back to a fresh attestation (once): the appliance refused the token
+  // (401), or the carried AK would not load.
+  bool AttestAfresh(const Failure& f);
+  // --session-out: writes the run's attestation; a failure is a log line.
+  void WriteSessionOut();
   Outcome<Done> Config(const Attestation& a);
   Outcome<Done> Csr(Attestation* a);
   // Removes the kubelet's certificates (and the client key's files) that
@@ -182,6 +212,13 @@ class Agent {
   // This run removed a client certificate of another machine's.
   bool removed_other_client_ = false;
   std::optional<EkKind> attested_ek_;
+  // --session: the carried attestation until a run uses it; whether the
+  // current attestation is it, and whether the run went back to a fresh
+  // one already. --session-out: the run's attestation, to be written.
+  std::optional<CarriedSession> carried_;
+  bool using_carried_ = false;
+  bool carried_given_up_ = false;
+  std::optional<CarriedSession> session_out_;
   // The latest token of this run (for the provisioning report) and what the
   // run did, in order (wire::ProvisioningReport::done).
   std::optional<wire::Token> last_token_;

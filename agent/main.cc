@@ -15,6 +15,8 @@
 
 #include "agent/agent.h"
 #include "agent/client.h"
+#include "agent/cmdline.h"
+#include "agent/config_out.h"
 #include "agent/endpoints.h"
 #include "agent/failure.h"
 #include "agent/install.h"
@@ -33,6 +35,7 @@ using namespace rackgate::agent;  // NOLINT
 
 constexpr char kHelp[] =
     "Usage: rackgate-agent --url https://HOST:22623[,https://HOST2:22623] --ca FILE [OPTIONS]\n"
+    "       rackgate-agent --kernel-cmdline /proc/cmdline --ca FILE [OPTIONS]\n"
     "\n"
     "Attests this machine with its TPM to a rackgate appliance, then fetches its\n"
     "attested Ignition config and its kubelet certificates. Run on every boot\n"
@@ -40,17 +43,23 @@ constexpr char kHelp[] =
     "/var/lib/rackgate-agent), valid certificates are kept, due ones renewed.\n"
     "\n"
     "Appliance:\n"
-    "  --url URL[,URL...]   an appliance, https://HOST[:PORT] (required); repeatable,\n"
+    "  --url URL[,URL...]   an appliance, https://HOST[:PORT] (this or --kernel-cmdline\n"
+    "                       is required); repeatable,\n"
     "                       or several separated by commas; at most 16 in all,\n"
     "                       each address of a DNS name counting as one. A step\n"
     "                       whose appliance fails (no answer, 5xx) goes to the next\n"
     "                       at once (docs/agent.md, \"Several appliances\")\n"
+    "  --kernel-cmdline FILE  the appliances from FILE's rackgate.url= words instead\n"
+    "                       of --url (/proc/cmdline in an initramfs; each value as\n"
+    "                       --url takes it; words split as the kernel splits them,\n"
+    "                       double quotes group); none there: exit 2\n"
     "  --ca FILE            the appliance CA (PEM), the only CA trusted (required)\n"
     "  --max-wait DURATION  give up after waiting this long in all for an\n"
     "                       appliance that answers 503 or cannot be reached;\n"
     "                       seconds, or with s/m/h (default 1h)\n"
     "  --steps LIST         comma-separated: attest, config, csr (default attest);\n"
-    "                       config and csr imply attest (the token is never stored)\n"
+    "                       config and csr imply attest (the token is kept only by\n"
+    "                       --session-out)\n"
     "TPM:\n"
     "  --tcti CONF          TCTI (default device:/dev/tpmrm0;\n"
     "                       lab: swtpm:host=127.0.0.1,port=N)\n"
@@ -67,12 +76,23 @@ constexpr char kHelp[] =
     "                       sign; default /run/systemd/tpm2-pcr-signature.json;\n"
     "                       missing or malformed: none is sent; \"\": never)\n"
     "Config step:\n"
-    "  --config-out FILE    write the attested Ignition config here (mode 0600)\n"
+    "  --config-out FILE    write the attested Ignition config here (mode 0600);\n"
+    "                       repeatable (at most 4): then one whose directory is\n"
+    "                       missing or read-only is skipped, and the step fails\n"
+    "                       (exit 6) only when none was written\n"
     "  --apply-root DIR     apply its files, directories, links and units under DIR\n"
     "  --config-root DIR    without the config step: the root an earlier run's config\n"
     "                       went to; its stamp must name the machine the appliance\n"
     "                       identifies, and the appliance must have provisioned it\n"
     "                       (--install-root passes --config-root=/ to later boots)\n"
+    "Carried attestation (an initramfs's two runs, docs/agent.md):\n"
+    "  --session-out FILE   once the steps succeeded, write this run's attestation\n"
+    "                       (its bearer token: a credential; mode 0600; keep it on\n"
+    "                       a tmpfs such as /run)\n"
+    "  --session FILE       use that attestation instead of attesting when FILE has\n"
+    "                       one with 60 s or more left; else attest (a log line says\n"
+    "                       why). FILE is removed once read. A 401 on a step made\n"
+    "                       with it: attest afresh, once\n"
     "CSR step:\n"
     "  --kubelet-dir DIR    kubelet PKI directory (default /var/lib/kubelet/pki)\n"
     "  --kubeconfig FILE    kubeconfig to write (default /var/lib/kubelet/kubeconfig)\n"
@@ -130,6 +150,7 @@ bool ParseDuration(std::string_view text, std::chrono::seconds* out) {
 // The command line as given, before its checks.
 struct Flags {
   std::vector<std::string> urls;
+  std::string kernel_cmdline;  // --kernel-cmdline FILE, or ""
   std::string ca, tcti = kDefaultTcti, steps = "attest";
   std::string install_root;
   AgentOptions options;
@@ -141,10 +162,11 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
   enum Flag {
     kUrl = 1000, kCa, kMaxWait, kSteps, kTcti, kEkAlg, kAkAlg, kEventlog, kPcrSignature, kConfigOut, kApplyRoot,
     kKubeletDir, kKubeconfig, kApiserver, kNodeIp, kTpmKey, kHelpFlag, kVersion, kBootstrapKubeconfig,
-    kInstallRoot, kConfigRoot,
+    kInstallRoot, kConfigRoot, kKernelCmdline, kSession, kSessionOut,
   };
   static const option kOptions[] = {
       {"url", required_argument, nullptr, kUrl},
+      {"kernel-cmdline", required_argument, nullptr, kKernelCmdline},
       {"ca", required_argument, nullptr, kCa},
       {"max-wait", required_argument, nullptr, kMaxWait},
       {"steps", required_argument, nullptr, kSteps},
@@ -163,6 +185,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       {"tpm-key", no_argument, nullptr, kTpmKey},
       {"install-root", required_argument, nullptr, kInstallRoot},
       {"config-root", required_argument, nullptr, kConfigRoot},
+      {"session", required_argument, nullptr, kSession},
+      {"session-out", required_argument, nullptr, kSessionOut},
       {"help", no_argument, nullptr, kHelpFlag},
       {"version", no_argument, nullptr, kVersion},
       {nullptr, 0, nullptr, 0},
@@ -180,6 +204,7 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
       case kUrl: f.urls.push_back(arg); break;
+      case kKernelCmdline: f.kernel_cmdline = arg; break;
       case kCa: f.ca = arg; break;
       case kMaxWait:
         if (!ParseDuration(arg, &o.max_wait)) return Usage("--max-wait: expected seconds, or a number with s/m/h");
@@ -198,7 +223,10 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
         break;
       case kEventlog: o.eventlog_path = arg; break;
       case kPcrSignature: o.pcr_signature_path = arg; break;
-      case kConfigOut: o.config_out = arg; break;
+      case kConfigOut:
+        if (o.config_outs.size() == kMaxConfigOuts) return Usage("--config-out: at most 4");
+        o.config_outs.push_back(arg);
+        break;
       case kApplyRoot: o.apply_root = arg; break;
       case kKubeletDir: o.kubelet_dir = arg; break;
       case kKubeconfig: o.kubeconfig = arg; break;
@@ -208,6 +236,8 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* out) {
       case kTpmKey: o.tpm_key = true; break;
       case kInstallRoot: f.install_root = arg; break;
       case kConfigRoot: o.config_root = arg; break;
+      case kSession: o.session_in = arg; break;
+      case kSessionOut: o.session_out = arg; break;
       case kHelpFlag: std::fputs(kHelp, stdout); return kExitOk;
       case kVersion: std::printf("rackgate-agent %s\n", RACKGATE_VERSION); return kExitOk;
       case ':': return Usage(std::string("option needs a value: ") + argv[optind - 1]);
@@ -231,7 +261,7 @@ std::optional<int> CheckSteps(const std::string& steps, AgentOptions* out) {
     else if (step != "attest") return Usage("--steps: unknown step '" + step + "' (attest, config, csr)");
     at = end + 1;
   }
-  if (o.step_config && o.config_out.empty() && o.apply_root.empty()) {
+  if (o.step_config && o.config_outs.empty() && o.apply_root.empty()) {
     return Usage("the config step needs --config-out FILE and/or --apply-root DIR");
   }
   // In approver mode (the pool's kubelet_certificates) the agent writes no
@@ -304,9 +334,11 @@ int InstallFailed(const rackgate::Status& s) {
 }
 
 // --install-root: the bundle into the real root, for later boots' service.
-int InstallBundle(const Flags& f, const RunFacts& facts) {
+int InstallBundle(const Flags& f, const std::vector<Endpoint>& urls, const RunFacts& facts) {
   InstallOptions io;
-  io.urls = f.urls;
+  // As parsed (one URL each, canonical): a --kernel-cmdline value may hold
+  // spaces or quotes the kernel kept, which agent.env need not carry.
+  for (const auto& u : urls) io.urls.push_back(u.url);
   io.apiserver = f.options.apiserver;
   io.config_for = facts.config_for;
   AgentOptions later = f.options;
@@ -331,6 +363,14 @@ int InstallBundle(const Flags& f, const RunFacts& facts) {
 int Main(int argc, char** argv) {
   Flags f;
   if (auto rc = ParseFlags(argc, argv, &f)) return *rc;
+  if (!f.kernel_cmdline.empty()) {
+    // The initramfs's unit knows no URL but the kernel command line's; the
+    // same values then go to agent.env for later boots (InstallBundle).
+    if (!f.urls.empty()) return Usage("--kernel-cmdline and --url exclude each other");
+    auto urls = ReadKernelCmdlineUrls(f.kernel_cmdline);
+    if (!urls.ok()) return Usage("--kernel-cmdline: " + urls.status().message());
+    f.urls = std::move(urls).value();
+  }
   auto parsed_urls = ParseApplianceUrls(f.urls);
   if (!parsed_urls.ok()) return Usage(parsed_urls.status().message());
   if (f.ca.empty()) return Usage("--ca is required (the appliance CA; TLS is never unverified)");
@@ -343,7 +383,7 @@ int Main(int argc, char** argv) {
   RunFacts facts;
   const int rc = RunAgent(f, *parsed_urls, &facts);
   if (rc != kExitOk || f.install_root.empty()) return rc;
-  return InstallBundle(f, facts);
+  return InstallBundle(f, *parsed_urls, facts);
 }
 
 }  // namespace

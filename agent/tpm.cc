@@ -284,23 +284,37 @@ Result<Ek> Tpm::CreateEk(EkKind kind) {
   return ek;
 }
 
-Result<TpmObject> Tpm::CreateAk(const Ek& ek, AkAlg alg) {
-  std::pair<TPM2B_PRIVATE, TPM2B_PUBLIC> blobs;
+Result<Ak> Tpm::CreateAk(const Ek& ek, AkAlg alg) {
+  KeyBlobs blobs;
   {
     // A policy session authorizes one command: one for Create, one for Load.
     auto session = StartEkPolicySession(ek.kind);
     if (!session.ok()) return session.status();
     auto created = CreateUnder(ek.object.handle(), session->handle(), AkTemplate(alg), "TPM2_Create(AK)");
     if (!created.ok()) return created.status();
-    blobs = std::move(created).value();
+    blobs.tpm2b_public = MarshalPublic(created->second);
+    blobs.tpm2b_private = MarshalWith<TPM2B_PRIVATE, Tss2_MU_TPM2B_PRIVATE_Marshal>(created->first);
   }
+  auto object = LoadAk(ek, blobs);
+  if (!object.ok()) return object.status();
+  return Ak{std::move(object).value(), std::move(blobs)};
+}
+
+Result<TpmObject> Tpm::LoadAk(const Ek& ek, const KeyBlobs& blobs) {
+  auto pub = UnmarshalExactly<TPM2B_PUBLIC, Tss2_MU_TPM2B_PUBLIC_Unmarshal>(blobs.tpm2b_public, "TPM2B_PUBLIC");
+  if (!pub.ok()) return pub.status();
+  auto priv =
+      UnmarshalExactly<TPM2B_PRIVATE, Tss2_MU_TPM2B_PRIVATE_Unmarshal>(blobs.tpm2b_private, "TPM2B_PRIVATE");
+  if (!priv.ok()) return priv.status();
+  // The EK is a restricted decryption key with a policy (TCG EK profile):
+  // loading under it needs the same policy session as ActivateCredential.
   auto session = StartEkPolicySession(ek.kind);
   if (!session.ok()) return session.status();
   ESYS_TR handle = ESYS_TR_NONE;
   const TSS2_RC rc = Esys_Load(esys_.get(), ek.object.handle(), session->handle(), ESYS_TR_NONE, ESYS_TR_NONE,
-                               &blobs.first, &blobs.second, &handle);
+                               &*priv, &*pub, &handle);
   if (rc != TSS2_RC_SUCCESS) return TpmFailure("TPM2_Load(AK)", rc);
-  return TpmObject(this, handle, MarshalPublic(blobs.second));
+  return TpmObject(this, handle, blobs.tpm2b_public);
 }
 
 Result<Bytes> Tpm::ActivateCredential(const TpmObject& ak, const Ek& ek, const attest::Credential& credential) {

@@ -86,6 +86,13 @@ struct KeyBlobs {
   Bytes tpm2b_private;
 };
 
+// An AK, loaded, and its blobs (wrapped by the EK that made it) so that a
+// later process can load it again under the same EK (LoadAk).
+struct Ak {
+  TpmObject object;
+  KeyBlobs blobs;
+};
+
 // TPM2_Quote / TPM2_Certify output: the bare TPMS_ATTEST and the marshalled
 // TPMT_SIGNATURE.
 struct Attested {
@@ -114,8 +121,13 @@ class Tpm final : public NvIndexReader {
   // TPM2_CreatePrimary in the endorsement hierarchy from EkTemplate(kind).
   Result<Ek> CreateEk(EkKind kind);
   // A fresh AK under `ek` (AkTemplate(alg)), created and loaded with the
-  // EK's policy satisfied.
-  Result<TpmObject> CreateAk(const Ek& ek, AkAlg alg);
+  // EK's policy satisfied, and its blobs.
+  Result<Ak> CreateAk(const Ek& ek, AkAlg alg);
+  // TPM2_Load of an AK's `blobs` (CreateAk's, in this or an earlier process)
+  // under `ek`, the same EK recreated, with the EK's policy satisfied.
+  // kTpmError when the TPM refuses them (another TPM's, another EK's);
+  // kInvalidArgument when they do not unmarshal.
+  Result<TpmObject> LoadAk(const Ek& ek, const KeyBlobs& blobs);
   // TPM2_ActivateCredential: the secret the appliance wrapped for `ek` and
   // the name of `ak`. kTpmError "activation_failed" when the TPM refuses it
   // (a credential made for another TPM or another AK).

@@ -8,8 +8,9 @@
 # csr steps run against the same rackgated (pool templates from
 # boot-lib.sh): files applied, a 503 on the CSR (no cluster CA yet) waited
 # out, kubelet's PKI and kubeconfig, TPM-resident keys and a pool that
-# requires them. Whole machines booting through the real Ignition as well:
-# boot.sh.
+# requires them; an initramfs's two runs (--kernel-cmdline, several
+# --config-out, --session-out then --session) with one attestation. Whole
+# machines booting through the real Ignition as well: boot.sh.
 # Usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL
 set -euo pipefail
 
@@ -361,5 +362,80 @@ lab_check "TPM key blobs load under the documented SRK" \
   lab_tpm m2 tpm2_load -C "$S/m2/srk.ctx" -u "$P2/kubelet-client-tpm.pub" -r "$P2/kubelet-client-tpm.priv" \
   -c "$S/m2/key.ctx"
 lab_flush m2
+
+# --- an initramfs's two runs: one attestation carried (issue 42) --------------
+# As rackgate-initrd-attest.service and rackgate-initrd-install.service run
+# it: the URL from the kernel command line, the config to whichever
+# user.ign directory exists, the attestation carried to the csr run in a
+# session file (the pool still requires TPM keys: the csr run reloads the
+# carried AK under the EK for TPM2_Certify). The appliance sees one
+# attestation.
+lab_machine m7 lab
+M7="$(lab_dir m7)"
+rg_ctl enroll --hostname node-7 --pool default --ek-cert "$M7/ek-rsa.der" --address InternalIP=10.0.0.17 >/dev/null
+mkdir -p "$S/m7/run"
+printf 'BOOT_IMAGE=/vmlinuz ro ignition.firstboot "rackgate.url=%s" ignition.platform.id=metal\n' "$AGENT_URL" \
+  > "$S/m7/cmdline"
+initrd_agent() {
+  "$AGENT" --tcti "$(lab_tcti m7)" --kernel-cmdline "$S/m7/cmdline" --ca "$AGENT_CA" --eventlog "" \
+    --max-wait "$(lab_seconds 20)" "$@"
+}
+rc=0
+initrd_agent --steps attest,config --config-out "$S/m7/usr/lib/ignition/user.ign" \
+  --config-out "$S/m7/run/user.ign" --session-out "$S/m7/run/session" 2>"$S/m7/run1.err" || rc=$?
+lab_check "initrd run 1 (--kernel-cmdline, attest,config, --session-out): ok, the missing user.ign directory skipped" \
+  bash -c "[[ $rc == 0 ]] && grep -qF 'config-out skipped path=$S/m7/usr/lib/ignition/user.ign' '$S/m7/run1.err'"
+grep -qF "written=$S/m7/run/session" "$S/m7/run1.err" || sed "s/^/#   /" "$S/m7/run1.err"
+lab_check "... the config written to the other, the session with mode 0600" \
+  test "$(mode_of "$S/m7/run/user.ign") $(mode_of "$S/m7/run/session")" == "600 600"
+TOKEN7="$(lab_python -c 'import json,sys; print(json.load(sys.stdin)["token"]["token"])' < "$S/m7/run/session")"
+rc=0
+initrd_agent --steps csr --session "$S/m7/run/session" --kubelet-dir "$S/m7/pki" \
+  --kubeconfig "$S/m7/kubeconfig" --apiserver https://api.lab:6443 2>"$S/m7/run2.err" || rc=$?
+lab_check "initrd run 2 (csr, --session): ok with the carried attestation, no new one" \
+  bash -c "[[ $rc == 0 ]] && grep -Eq 'step=attest machine=[0-9a-f]{16} ok carried=.* hostname=node-7 .*config_fetched=yes' '$S/m7/run2.err' && ! grep -Eq '$R_ATTESTED' '$S/m7/run2.err'"
+grep -q "ok carried=" "$S/m7/run2.err" || sed 's/^/#   /' "$S/m7/run2.err"
+lab_check "... the carried token is in neither run's log" \
+  bash -c "[[ -n '$TOKEN7' ]] && ! grep -qF '$TOKEN7' '$S/m7/run1.err' '$S/m7/run2.err'"
+attests_of() {
+  rg_ctl audit --hostname "$1" --json --limit 1000 | lab_python -c 'import json,sys
+print(sum(1 for e in json.load(sys.stdin)["entries"] if e.get("action") == "attest"))'
+}
+lab_check "the appliance saw one attestation of node-7 (audit)" test "$(attests_of node-7)" == 1
+lab_check "... and issued its certificates (TPM client key certified by the carried AK)" \
+  test "$(cert_field node-7 client tpm_resident)" == true
+lab_check "... node-7 is joined" state_is node-7 joined
+lab_check "... the session file is gone once read" test ! -e "$S/m7/run/session"
+lab_check "... nothing left loaded in m7's TPM" tpm_clean m7
+lab_expect "$RC_OK" "note session=$S/m7/run/session not_used reason=session_missing" \
+  "--session with no file: attests afresh, saying why" initrd_agent --session "$S/m7/run/session"
+# A carried token the appliance does not know: 401 on the csr step, then a
+# fresh attestation, once.
+initrd_agent --steps attest --session-out "$S/m7/run/session" 2>/dev/null
+lab_python -c 'import json,sys
+d = json.load(open(sys.argv[1])); d["token"]["token"] = "unknown-token-" + "A" * 30
+open(sys.argv[1], "w").write(json.dumps(d))' "$S/m7/run/session"
+lab_expect "$RC_OK" "status=401 reason=token_unknown .*carried_session=given_up: attesting afresh" \
+  "a carried token refused (401): attests afresh once and finishes" \
+  initrd_agent --steps csr --session "$S/m7/run/session" --kubelet-dir "$S/m7/pki" \
+  --kubeconfig "$S/m7/kubeconfig" --apiserver https://api.lab:6443
+lab_flush m7
+# A carried AK the TPM will not load (its private blob damaged): the csr run
+# of a TPM-key pool gives the session up and attests afresh, once.
+lab_machine m8 lab
+rg_ctl enroll --hostname node-8 --pool default --ek-cert "$(lab_dir m8)/ek-rsa.der" --address InternalIP=10.0.0.18 >/dev/null
+"$AGENT" --tcti "$(lab_tcti m8)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" \
+  --steps attest --session-out "$S/m8.session" 2>/dev/null
+lab_python -c 'import base64,json,sys
+d = json.load(open(sys.argv[1])); p = bytearray(base64.b64decode(d["ak_private"])); p[-1] ^= 1
+d["ak_private"] = base64.b64encode(bytes(p)).decode(); open(sys.argv[1], "w").write(json.dumps(d))' "$S/m8.session"
+lab_expect "$RC_OK" "tpm-failure reason=carried_ak_unusable .*carried_session=given_up: attesting afresh" \
+  "a carried AK that does not load: attests afresh once and finishes (TPM key certified by the new AK)" \
+  "$AGENT" --tcti "$(lab_tcti m8)" --url "$AGENT_URL" --ca "$AGENT_CA" --eventlog "" --max-wait "$(lab_seconds 20)" \
+  --steps csr --session "$S/m8.session" --kubelet-dir "$S/m8/pki" --kubeconfig "$S/m8/kubeconfig" \
+  --apiserver https://api.lab:6443
+lab_check "... node-8 is joined" state_is node-8 joined
+lab_check "... nothing left loaded in m8's TPM" tpm_clean m8
+lab_flush m8
 
 lab_finish

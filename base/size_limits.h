@@ -18,6 +18,9 @@ inline constexpr size_t kMaxCertificate = 16 * 1024;
 inline constexpr size_t kMaxSessionId = 64;
 // A digest or a hash of a secret: SHA-512 at most.
 inline constexpr size_t kMaxHash = 64;
+// A machine's enrolled addresses (InternalIP, ExternalIP, the DNS kinds):
+// what the store keeps, and so what GET /v1/machine may send back.
+inline constexpr size_t kMaxAddresses = 64;
 
 }  // namespace rackgate::limits
 

@@ -18,6 +18,7 @@
 #include "attest/ek_identity.h"
 #include "attest/eventlog.h"
 #include "attest/quote.h"
+#include "core/csr_service.h"
 #include "core/pool_settings.h"
 #include "core/secrets.h"
 #include "core/trust.h"
@@ -786,6 +787,12 @@ Result<MachineView> AttestationService::WhoAmI(const std::optional<std::string>&
   view.renew_fraction = settings.ok() ? settings->renew_fraction : PoolSettings{}.renew_fraction;
   // Who issues the kubelet's certificates (docs/kubernetes.md).
   view.kubelet_certificates = settings.ok() && settings->approver_mode ? "approver" : "signer";
+  // Where the kubelet finds its cluster (docs/agent.md, "Where the API
+  // server and node addresses come from"): the pool's API server, and the
+  // machine's enrolled IP addresses, exactly those its serving CSR may carry
+  // (the same MachineFactsOf the CSR rules check against).
+  if (settings.ok()) view.apiserver = settings->apiserver;
+  view.addresses = MachineFactsOf(m).ip_addresses;
   return view;
 }
 

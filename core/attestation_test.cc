@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "attest/quote.h"
+#include "core/pool_settings.h"
 #include "core/testing/core_fixture.h"
 #include "base/hex.h"
 
@@ -510,7 +511,42 @@ TEST_P(TokenTest, WhoAmIShowsTheMachineAndItsPoolsDemand) {
   EXPECT_EQ(view->pool, "workers");
   EXPECT_EQ(view->state, "attested");
   EXPECT_TRUE(view->require_tpm_key);
+  // No `apiserver` setting: none is sent, and the agent needs its flag.
+  EXPECT_EQ(view->apiserver, "");
   EXPECT_EQ(ReasonOf(attestation_->WhoAmI(std::nullopt)), "token_missing");
+}
+
+// Issue 42: an initramfs unit has no --apiserver or --node-ip to pass; the
+// appliance sends the pool's API server and the machine's enrolled IP
+// addresses (the fixture enrolls InternalIP 10.0.0.5 and InternalDNS
+// node-1.example: only the IP is a node address).
+TEST_P(TokenTest, WhoAmISendsThePoolsApiserverAndTheEnrolledAddresses) {
+  SoftMachine m;
+  Enroll(m, "node-1");
+  storage::Pool pool{"workers"};
+  pool.token_required = false;
+  pool.settings_json = R"({"apiserver": "https://api.cluster.example:6443"})";
+  ASSERT_TRUE(store_->PutPool(pool, storage::Actor{"test", ""}, now_).ok());
+  EvidenceResult r = Attest(m);
+  auto view = attestation_->WhoAmI(r.token);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  EXPECT_EQ(view->apiserver, "https://api.cluster.example:6443");
+  EXPECT_EQ(view->addresses, (std::vector<std::string>{"10.0.0.5"}));
+}
+
+TEST(PoolSettingsApiserver, CheckedAsTheAgentChecksApiserver) {
+  auto s = ParsePoolSettings(R"({"apiserver": "https://10.0.0.1:6443"})");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->apiserver, "https://10.0.0.1:6443");
+  EXPECT_EQ(ParsePoolSettings("{}")->apiserver, "");
+  for (const char* bad : {R"({"apiserver": "http://api:6443"})", R"({"apiserver": "https://"})",
+                          R"({"apiserver": ""})", R"({"apiserver": "https://api\n  x: 1"})",
+                          R"({"apiserver": "https://api\"x"})", R"({"apiserver": 6443})"}) {
+    auto p = ParsePoolSettings(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().reason(), "settings_invalid") << bad;
+    EXPECT_NE(p.status().message().find("https://HOST[:PORT]"), std::string::npos) << p.status().message();
+  }
 }
 
 // --- the policy cache ---

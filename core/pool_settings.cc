@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/protocol.h"
+
 namespace rackgate::core {
 
 using nlohmann::json;
@@ -63,6 +65,14 @@ Result<PoolSettings> ParsePoolSettings(const std::string& settings_json) {
         return Status::InvalidArgument("settings_invalid", "kubelet_certificates is \"signer\" or \"approver\"");
       }
       s.approver_mode = v == "approver";
+    } else if (k == "apiserver") {
+      // The agent's own check (wire::ValidApiserverUrl): a URL it would
+      // refuse in the record is refused here, where the operator sees why.
+      if (!v.is_string() || !wire::ValidApiserverUrl(v.get_ref<const std::string&>())) {
+        return Status::InvalidArgument("settings_invalid",
+                                       "apiserver is \"https://HOST[:PORT]\" (no spaces, quotes or backslashes)");
+      }
+      s.apiserver = v.get<std::string>();
     } else {
       return Status::InvalidArgument("settings_invalid", "unknown pool setting '" + k + "'");
     }

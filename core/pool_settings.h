@@ -48,6 +48,11 @@ struct PoolSettings {
   // approves them, and the agent registers the key it generated: POST
   // /v1/machine/kubelet-key). The agent reads it from GET /v1/machine.
   bool approver_mode = false;
+  // "apiserver": "https://HOST[:PORT]", the cluster's API server for the
+  // kubeconfig the agent writes in signer mode; "" unset. The agent reads it
+  // from GET /v1/machine unless its --apiserver names one (docs/agent.md,
+  // "Where the API server and node addresses come from").
+  std::string apiserver;
 };
 
 // kInvalidArgument (settings_invalid) for an unknown key or a wrong type.

@@ -23,12 +23,12 @@ namespace rackgate::storage {
 // certificate or a policy really needs; they only keep a runaway caller from
 // filling the disk.
 // What a machine sends is bounded by the protocol's own limits (base/size_limits.h).
+using limits::kMaxAddresses;
 using limits::kMaxCertificate;
 using limits::kMaxHash;
 using limits::kMaxSessionId;
 using limits::kMaxTpm2bPublic;
 inline constexpr size_t kMaxFact = 256;
-inline constexpr size_t kMaxAddresses = 64;
 inline constexpr size_t kMaxAddressValue = 253;
 inline constexpr size_t kMaxJson = 1024 * 1024;
 inline constexpr size_t kMaxTpmBlob = 4096;

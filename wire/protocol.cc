@@ -1,6 +1,9 @@
 // JSON bodies of the attestation, machine and CSR endpoints, both directions.
 #include "wire/protocol.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -311,15 +314,60 @@ bool ValidHostname(std::string_view name) {
   return label > 0 && name.back() != '-';
 }
 
+bool ValidApiserverUrl(std::string_view url) {
+  if (url.rfind("https://", 0) != 0 || url.size() <= 8 || url.size() > 2048) return false;
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+bool ValidIpLiteral(const std::string& text) {
+  unsigned char buf[sizeof(struct in6_addr)];
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
 std::string EncodeMachineRecord(const MachineRecord& m) {
   json body = {{"hostname", m.hostname},
                {"pool", m.pool},
                {"state", m.state},
                {"require_tpm_key", m.require_tpm_key},
                {"renew_fraction", m.renew_fraction},
-               {"kubelet_certificates", m.kubelet_certificates}};
+               {"kubelet_certificates", m.kubelet_certificates},
+               {"apiserver", m.apiserver},
+               {"addresses", m.addresses}};
   return body.dump();
 }
+
+namespace {
+
+// The record's apiserver and addresses. An appliance before them sends
+// neither: "" and none.
+Status DecodeKubeletTarget(const json& doc, MachineRecord* m) {
+  if (auto it = doc.find("apiserver"); it != doc.end()) {
+    // SECURITY: the URL is written into the kubelet's kubeconfig (YAML):
+    // refused rather than escaped, as the agent's --apiserver is.
+    if (!it->is_string()) return Invalid("apiserver", "not a string");
+    const std::string& url = it->get_ref<const std::string&>();
+    if (!url.empty() && !ValidApiserverUrl(url)) return Invalid("apiserver", "not https://HOST[:PORT]");
+    m->apiserver = url;
+  }
+  if (auto it = doc.find("addresses"); it != doc.end()) {
+    if (!it->is_array()) return Invalid("addresses", "not a list");
+    if (it->size() > kMaxAddresses) return Invalid("addresses", "more than " + std::to_string(kMaxAddresses));
+    for (const json& a : *it) {
+      // SECURITY: each becomes an IP SAN of the serving CSR.
+      if (!a.is_string() || a.get_ref<const std::string&>().size() > 64 ||
+          !ValidIpLiteral(a.get_ref<const std::string&>())) {
+        return Invalid("addresses", "not an IPv4 or IPv6 address");
+      }
+      m->addresses.push_back(a.get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
   auto doc = ParseAnyObject(body);
@@ -344,6 +392,7 @@ Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
     if (*mode != "signer" && *mode != "approver") return Invalid("kubelet_certificates", "not signer or approver");
     m.kubelet_certificates = std::move(*mode);
   }
+  if (Status s = DecodeKubeletTarget(*doc, &m); !s.ok()) return s;
   return m;
 }
 

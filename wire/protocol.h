@@ -22,6 +22,7 @@ namespace rackgate::wire {
 using attest::Bytes;
 
 // Bounds on decoded fields; those the store keeps too come from base/size_limits.h.
+using limits::kMaxAddresses;
 using limits::kMaxCertificate;
 using limits::kMaxSessionId;
 using limits::kMaxTpm2bPublic;
@@ -124,15 +125,37 @@ struct MachineRecord {
   // the agent registers the kubelet's key: POST /v1/machine/kubelet-key).
   // An appliance before approver mode sends none: "signer".
   std::string kubelet_certificates = "signer";
+  // Where the kubelet finds its cluster (docs/agent.md, "Where the API
+  // server and node addresses come from"): the pool's `apiserver` setting
+  // ("" when unset), for the kubeconfig the agent writes in signer mode, and
+  // the machine's enrolled IP addresses (InternalIP, ExternalIP; at most
+  // kMaxAddresses), the IP SANs its serving CSR asks for. The agent's
+  // --apiserver and --node-ip, when given, win. An appliance before these
+  // sends neither: "" and none.
+  std::string apiserver;
+  std::vector<std::string> addresses;
   bool operator==(const MachineRecord&) const = default;
 };
 std::string EncodeMachineRecord(const MachineRecord& m);
 // The hostname must be a DNS name (ValidHostname): it goes into the CSRs.
+// apiserver must be "" or pass ValidApiserverUrl (it goes into a
+// kubeconfig), each address must be an IPv4 or IPv6 literal (it goes into a
+// CSR), at most kMaxAddresses of them: field_invalid otherwise.
 Result<MachineRecord> DecodeMachineRecord(std::string_view body);
 
 // True for a DNS name a node may have (RFC 1123 labels, lower or upper
 // case, at most 253 characters).
 bool ValidHostname(std::string_view name);
+
+// True for an API server URL safe to put in a kubeconfig: https://, a
+// host, at most 2048 characters, no whitespace, control character, quote or
+// backslash (YAML and shell need none). One check for the agent's
+// --apiserver, the pool setting `apiserver` and the record's field.
+bool ValidApiserverUrl(std::string_view url);
+
+// True for an IPv4 or IPv6 literal as inet_pton reads it ("10.0.0.300" is
+// not).
+bool ValidIpLiteral(const std::string& text);
 
 // --- 5. CSR vouching: POST /v1/machine/csr ----------------------------------
 

@@ -417,6 +417,50 @@ TEST(MachineRecordWire, RenewFraction) {
   EXPECT_DOUBLE_EQ(odd->renew_fraction, 1.0 / 3.0);
 }
 
+// Issue 42: the API server and the node's addresses come from the
+// appliance (the pool's `apiserver`, the machine's enrolled IP addresses).
+TEST(MachineRecordWire, ApiserverAndAddresses) {
+  MachineRecord m{"node-1", "workers", "joined"};
+  m.apiserver = "https://api.cluster.example:6443";
+  m.addresses = {"10.0.0.6", "fd00::6"};
+  const std::string body = EncodeMachineRecord(m);
+  auto back = DecodeMachineRecord(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, m);
+  ExpectEveryPrefixRefused(body, DecodeMachineRecord);
+  // An older appliance sends neither: "" and none.
+  auto old = DecodeMachineRecord(R"({"hostname": "node-1", "kubelet_certificates": "signer"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->apiserver, "");
+  EXPECT_TRUE(old->addresses.empty());
+  auto empty = DecodeMachineRecord(R"({"hostname": "node-1", "apiserver": "", "addresses": []})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->apiserver, "");
+  std::string many = R"({"hostname": "node-1", "addresses": [)";
+  for (size_t i = 0; i <= kMaxAddresses; ++i) many += (i ? ", " : "") + std::string("\"10.0.0.1\"");
+  many += "]}";
+  for (const std::string& bad : std::vector<std::string>{
+           R"({"hostname": "node-1", "apiserver": "http://api:6443"})",
+           R"({"hostname": "node-1", "apiserver": "https://api\n  insecure-skip-tls-verify: true"})",
+           R"({"hostname": "node-1", "apiserver": "https://api\"x"})",
+           R"({"hostname": "node-1", "apiserver": 6443})",
+           R"({"hostname": "node-1", "addresses": "10.0.0.6"})",
+           R"({"hostname": "node-1", "addresses": [6]})",
+           R"({"hostname": "node-1", "addresses": ["10.0.0.300"]})",
+           R"({"hostname": "node-1", "addresses": ["node-1.example"]})",
+           R"({"hostname": "node-1", "addresses": ["10.0.0.6,DNS:evil"]})",
+           many,
+       }) {
+    auto r = DecodeMachineRecord(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "field_invalid") << bad;
+  }
+  EXPECT_TRUE(ValidIpLiteral("fd00::6"));
+  EXPECT_FALSE(ValidIpLiteral("fd00::6/64"));
+  EXPECT_TRUE(ValidApiserverUrl("https://[fd00::1]:6443"));
+  EXPECT_FALSE(ValidApiserverUrl("https://api x"));
+}
+
 TEST(Report, RoundTripsAndRefusals) {
   ProvisioningReport r{"failed", "config", "template_value_missing", "the value 'x' is missing", 3,
                        {"attested"}};

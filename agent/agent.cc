@@ -548,10 +548,15 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   if (!machine.ok()) return machine.failure();
   // Approver mode: the kubelet files its own CSRs and the cluster signs.
   if (machine->kubelet_certificates == "approver") return ApproverKey(*a, *machine);
-  if (!ValidApiserverUrl(options_.apiserver)) {
+  // --apiserver, else the pool's setting from the appliance (docs/agent.md,
+  // "Where the API server and node addresses come from").
+  const std::string apiserver = ChosenApiserver(options_.apiserver, *machine);
+  if (!ValidApiserverUrl(apiserver)) {
     return Failure::Refused("apiserver_missing",
-                            "the machine's pool has rackgate sign kubelet certificates: the csr step needs "
-                            "--apiserver https://HOST:PORT for the kubelet's kubeconfig");
+                            "the machine's pool has rackgate sign kubelet certificates and names no API server: "
+                            "set the pool's `apiserver` setting (rackgatectl pool put " + machine->pool +
+                                " --settings FILE with \"apiserver\": \"https://HOST:PORT\"), or pass --apiserver "
+                                "https://HOST:PORT");
   }
   if (!client_done_) {
     // --tpm-key, or the pool asks for it.
@@ -564,12 +569,13 @@ Outcome<Done> Agent::Csr(Attestation* a) {
   }
   const std::string ca = (std::filesystem::path(options_.kubelet_dir) / kCaFile).string();
   const std::string kubeconfig =
-      RenderKubeconfig(options_.apiserver, ca, client_cert_path_, client_key_path_);
+      RenderKubeconfig(apiserver, ca, client_cert_path_, client_key_path_);
   const std::filesystem::path kc(options_.kubeconfig);
   if (Status s = WriteInDir(kc.parent_path().string(), kc.filename().string(), kubeconfig, 0600); !s.ok()) {
     return Failure::FromStatus(s);
   }
-  Log("ok", "kubeconfig=" + options_.kubeconfig + " apiserver=" + options_.apiserver);
+  Log("ok", "kubeconfig=" + options_.kubeconfig + " apiserver=" + apiserver +
+                (options_.apiserver.empty() ? " from=pool" : " from=flag"));
   return Done{};
 }
 
@@ -949,7 +955,9 @@ Outcome<Done> Agent::ServingCertificate(const Attestation& a, const wire::Machin
     serving_done_ = true;
     return Done{};
   }
-  CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {hostname}, options_.node_ips};
+  // --node-ip, else the machine's enrolled IP addresses from the appliance.
+  CsrSubject subject{kNodesOrganization, kNodeCnPrefix + hostname, {hostname},
+                     ChosenNodeIps(options_.node_ips, machine)};
   // Kept across retries within this run, as the client key is.
   if (!serving_key_) serving_key_ = GenerateP256Key();
   evp_pkey_st* key = serving_key_.get();

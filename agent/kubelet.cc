@@ -84,12 +84,13 @@ std::string RenderKubeconfig(std::string_view server, std::string_view ca_file, 
   return y;
 }
 
-bool ValidApiserverUrl(std::string_view url) {
-  if (url.rfind("https://", 0) != 0 || url.size() <= 8 || url.size() > 2048) return false;
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '\\') return false;
-  }
-  return true;
+std::string ChosenApiserver(const std::string& flag, const wire::MachineRecord& machine) {
+  // The flag wins: an operator who names the API server on the node means it.
+  return flag.empty() ? machine.apiserver : flag;
+}
+
+std::vector<std::string> ChosenNodeIps(const std::vector<std::string>& flags, const wire::MachineRecord& machine) {
+  return flags.empty() ? machine.addresses : flags;
 }
 
 }  // namespace rackgate::agent

@@ -15,7 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "base/status.h"
+#include "wire/protocol.h"
 
 namespace rackgate::agent {
 
@@ -46,8 +49,19 @@ Status WriteInDir(const std::string& dir, const std::string& name, std::string_v
 std::string RenderKubeconfig(std::string_view server, std::string_view ca_file, std::string_view client_cert,
                              std::string_view client_key);
 
-// True for an https:// URL safe to put in a kubeconfig.
-bool ValidApiserverUrl(std::string_view url);
+// True for an https:// URL safe to put in a kubeconfig (one check with the
+// appliance's pool setting: wire/protocol.h).
+using wire::ValidApiserverUrl;
+
+// Where the kubelet finds its cluster (docs/agent.md, "Where the API server
+// and node addresses come from"): the flag when given (--apiserver; a
+// Debian node's agent.env), else the appliance's record of the machine (its
+// pool's `apiserver` setting). "" when neither: the csr step refuses with
+// apiserver_missing in a signer-mode pool.
+std::string ChosenApiserver(const std::string& flag, const wire::MachineRecord& machine);
+// The serving certificate's IP SANs: --node-ip's when given, else the
+// machine's enrolled IP addresses from the record (none when neither).
+std::vector<std::string> ChosenNodeIps(const std::vector<std::string>& flags, const wire::MachineRecord& machine);
 
 }  // namespace rackgate::agent
 

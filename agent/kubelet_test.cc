@@ -33,6 +33,24 @@ TEST(Kubeconfig, ApiserverUrl) {
   EXPECT_FALSE(ValidApiserverUrl("https://api\"x"));
 }
 
+// Issue 42: the flags win; without them the appliance's record names the
+// API server and the serving certificate's addresses.
+TEST(Kubeconfig, ApiserverAndNodeIpsFromFlagsElseTheRecord) {
+  wire::MachineRecord m{"node-1", "workers", "attested"};
+  m.apiserver = "https://api.pool:6443";
+  m.addresses = {"10.0.0.5", "fd00::5"};
+  EXPECT_EQ(ChosenApiserver("", m), "https://api.pool:6443");
+  EXPECT_EQ(ChosenApiserver("https://api.flag:6443", m), "https://api.flag:6443");
+  EXPECT_EQ(ChosenNodeIps({}, m), (std::vector<std::string>{"10.0.0.5", "fd00::5"}));
+  EXPECT_EQ(ChosenNodeIps({"192.0.2.9"}, m), (std::vector<std::string>{"192.0.2.9"}));
+  // An older appliance, or a pool without the setting, and no flag: none
+  // (the csr step then refuses with apiserver_missing in signer mode).
+  const wire::MachineRecord old{"node-1", "workers", "attested"};
+  EXPECT_EQ(ChosenApiserver("", old), "");
+  EXPECT_FALSE(ValidApiserverUrl(ChosenApiserver("", old)));
+  EXPECT_TRUE(ChosenNodeIps({}, old).empty());
+}
+
 TEST(KubeletPair, TimestampedFileAndCurrentLink) {
   char tmpl[] = "/tmp/rackgate-kubelet-test.XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);

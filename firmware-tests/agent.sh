@@ -9,8 +9,10 @@
 # boot-lib.sh): files applied, a 503 on the CSR (no cluster CA yet) waited
 # out, kubelet's PKI and kubeconfig, TPM-resident keys and a pool that
 # requires them; an initramfs's two runs (--kernel-cmdline, several
-# --config-out, --session-out then --session) with one attestation. Whole
-# machines booting through the real Ignition as well: boot.sh.
+# --config-out, --session-out then --session) with one attestation; a csr
+# run with neither --apiserver nor --node-ip taking both from the appliance
+# (the pool's apiserver setting, the enrolled addresses). Whole machines
+# booting through the real Ignition as well: boot.sh.
 # Usage: agent.sh RACKGATE_AGENT RACKGATED RACKGATECTL
 set -euo pipefail
 
@@ -184,7 +186,9 @@ lab_expect "$RC_USAGE" "apiserver must be https" "csr with a plain-http --apiser
   agent m1 --steps csr --apiserver http://api.lab:6443
 # In a signer-mode pool the kubeconfig needs the API server: refused once the
 # agent knows the pool's mode (an approver-mode pool's agent needs none).
-lab_expect "$RC_REFUSED" "apiserver_missing" "csr without --apiserver in a signer-mode pool: refused" \
+# The message names the fix: the pool's `apiserver` setting (issue 42).
+lab_expect "$RC_REFUSED" "reason=apiserver_missing .*rackgatectl pool put default" \
+  "csr without --apiserver in a signer-mode pool without an apiserver setting: refused, naming the setting" \
   agent m1 --steps csr
 lab_expect "$RC_USAGE" "node-ip" "a --node-ip that is no address: usage" \
   agent m1 --steps csr --apiserver https://api.lab:6443 --node-ip 10.0.0.300
@@ -437,5 +441,20 @@ lab_expect "$RC_OK" "tpm-failure reason=carried_ak_unusable .*carried_session=gi
 lab_check "... node-8 is joined" state_is node-8 joined
 lab_check "... nothing left loaded in m8's TPM" tpm_clean m8
 lab_flush m8
+
+# --- the API server and node addresses from the appliance (issue 42) --------
+# An initramfs unit has no --apiserver or --node-ip to pass: the pool's
+# `apiserver` setting and the machine's enrolled IP addresses come in
+# GET /v1/machine's answer (docs/agent.md, "Where the API server and node
+# addresses come from"). node-3 attested above, with no address enrolled yet.
+echo '{"apiserver": "https://api.pool.lab:6443"}' > "$S/apiserver.json"
+rg_ctl pool put default --settings "$S/apiserver.json" >/dev/null
+rg_ctl enroll --hostname node-3 --pool default --ek-cert "$M3/ek-rsa.der" --address InternalIP=10.0.0.13 >/dev/null
+lab_expect "$RC_OK" "$R_CSR_OK.* apiserver=https://api\.pool\.lab:6443 from=pool" \
+  "no --apiserver, no --node-ip: the csr step takes the pool's API server from the appliance" \
+  agent m3 --steps attest,csr --kubelet-dir "$S/m3/pki" --kubeconfig "$S/m3/kubeconfig"
+lab_check "... the kubeconfig names the pool's API server" grep -q 'server: "https://api.pool.lab:6443"' "$S/m3/kubeconfig"
+lab_check "... the serving certificate carries the enrolled address" \
+  bash -c "openssl x509 -in '$S/m3/pki/kubelet-server-current.pem' -noout -ext subjectAltName | grep -q 'DNS:node-3, IP Address:10.0.0.13'"
 
 lab_finish

@@ -51,7 +51,7 @@ fi
 check "install: the agent is executable" test -x "$tmp/initdir/usr/lib/rackgate-agent/rackgate-agent"
 check "install: the .requires link is a link" \
   test -L "$tmp/initdir/usr/lib/systemd/system/ignition-complete.target.requires/rackgate-initrd-install.service"
-check "install: the units' mkdir, rm and mount" grep -qx "inst_multiple mkdir rm mount" "$tmp/run.asked"
+check "install: the units' sh, mkdir, rm and mount" grep -qx "inst_multiple sh mkdir rm mount" "$tmp/run.asked"
 check "install: the CA as /etc/rackgate/ca.pem" cmp -s "$tmp/ca.pem" "$tmp/initdir/etc/rackgate/ca.pem"
 rm -rf "$tmp/initdir" "$tmp/run.asked"; mkdir -p "$tmp/initdir"
 printf 'not zstd' > "$tmp/bad.zst"

@@ -71,7 +71,7 @@ check "install: ignition-complete.target requires it" \
 check "attest: writes both user.ign paths and the session" \
   grep -q -- '--config-out /usr/lib/ignition/user.ign --config-out /run/ignition/user.ign' "$attest"
 check "attest: /usr made writable in its own mount namespace only (systemd 256 mounts it read-only)" \
-  bash -c "grep -qx 'MountFlags=slave' '$attest' && grep -qx 'ExecStartPre=-mount -o remount,rw /usr' '$attest'"
+  bash -c "grep -qx 'MountFlags=slave' '$attest' && grep -qxF \"ExecStartPre=-sh -c '[ -w /usr ] || mount -o remount,rw /usr'\" '$attest'"
 check "install: takes the session, installs into /sysroot" \
   grep -q -- '--session /run/rackgate/initrd-session' "$install"
 

@@ -40,7 +40,7 @@ install() {
     return 1
   fi
   # ExecStartPre= and ExecStartPost= of the units (dracut's base module has them too).
-  inst_multiple mkdir rm mount
+  inst_multiple sh mkdir rm mount
   if [ -n "${RACKGATE_CA:-}" ]; then
     inst_simple "$RACKGATE_CA" /etc/rackgate/ca.pem || return 1
   fi

@@ -18,7 +18,7 @@
 #                SELinux here);
 #   root.img     the node's root disk: ext4 labelled rgroot, made without
 #                a loop device (mkfs.ext4 -d), holding the same root plus
-#                udev, a tss group, systemd-networkd with a DHCP .network,
+#                udev, tpm-udev (a tss group; /dev/tpmrm0 tagged for systemd), systemd-networkd with a DHCP .network,
 #                a persistent journal, /etc/selinux/config (disabled: the
 #                files stage reads it), and one LAB-ONLY unit,
 #                rackgate-lab-poweroff.service, that powers the machine off
@@ -38,8 +38,12 @@
 set -euo pipefail
 
 # The recipe's version: part of the cache key.
-VS_RECIPE=3
-VS_PACKAGES=(dracut dracut-network ignition systemd-resolved curl iproute2 kmod udev zstd)
+VS_RECIPE=4
+# udev and tpm-udev (the tss group, and the rule that tags /dev/tpmrm0 for
+# systemd: without it dev-tpmrm0.device never appears and
+# rackgate-agent.service's Wants=/After= on it waits out the device's 90 s
+# job timeout), as Fedora CoreOS has them.
+VS_PACKAGES=(dracut dracut-network ignition systemd-resolved curl iproute2 kmod udev tpm-udev zstd)
 # The virtio disk and NIC and the root's file system (TPM CRB/TIS are built
 # into Debian's kernel). dracut's network module adds every NIC driver
 # without --hostonly (40 MB of the image's 130): all but virtio's are left
@@ -79,6 +83,9 @@ say "building once for kernel $KV (recipe $VS_RECIPE) in $out: copying the Debia
 cp -a "$debian/root" "$R"
 echo "deb $mirror bookworm main" > "$R/etc/apt/sources.list"
 cp -L /etc/resolv.conf "$R/etc/resolv.conf"
+# A node image ships no machine id (its first boot makes one); dracut would
+# copy the Debian root's into the initramfs.
+: > "$R/etc/machine-id"
 mkdir -p "$R/tmp/lab" "$R/lib/modules/$KV"
 printf '#!/bin/sh\n# LAB: no SELinux here; Ignition calls setfiles to relabel.\ncat >/dev/null\nexit 0\n' \
   > "$R/tmp/lab/setfiles"
@@ -122,8 +129,6 @@ printf 'SELINUX=disabled\nSELINUXTYPE=targeted\n' > "$R/etc/selinux/config"
 printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n' > "$R/etc/systemd/network/20-lab-dhcp.network"
 printf '[Journal]\nStorage=persistent\n' > "$R/etc/systemd/journald.conf.d/10-lab.conf"
 echo rgnode > "$R/etc/hostname"
-# A node image ships no machine id: its first boot makes one.
-: > "$R/etc/machine-id"
 cat > "$R/etc/systemd/system/rackgate-lab-poweroff.service" <<'UNIT'
 # LAB ONLY (firmware-tests/vm-systemd-image.sh): powers the virtual machine
 # off once rackgate-agent.service has run, so that the firmware lab's boot

@@ -65,7 +65,7 @@ vm_skip_unless_tools
 command -v journalctl >/dev/null || lab_skip "journalctl missing"
 [[ "$(id -u)" == 0 ]] || lab_skip "the vendor image is built in a chroot: needs root"
 T_ALL=$(date +%s%N)
-echo "# the vendor initramfs and the root disk (vm-systemd-image.sh; built once per machine, 2-3 min)"
+echo "# the vendor initramfs and the root disk (vm-systemd-image.sh; built once per machine: 20 s to 2 min)"
 t=$(date +%s%N)
 IMAGE="$("$HERE/vm-systemd-image.sh" "$VM_KERNEL_VERSION")" || { echo "Bail out! vm-systemd-image.sh failed"; exit 1; }
 echo "# image: $IMAGE ($(lab_ms_since "$t") ms)"

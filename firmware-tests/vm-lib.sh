@@ -72,6 +72,13 @@ vm_skip_unless_tools() {
 # names; default FRAGMENT), as an operator runs it on the appliance; the
 # digest it printed is checked against the served bytes (vm-boot.sh).
 vm_init() {
+  vm_pointer "$@"
+  vm_base_initramfs "$VM_DIR/base.cpio.gz"
+}
+# vm_pointer FRAGMENT [BUNDLE]: vm_init's rackgatectl part alone
+# (VM_FRAGMENT, VM_KERNEL_ARGS, $VM_DIR/ca.cpio.gz), for a lab that brings
+# its own initramfs (vm-systemd.sh).
+vm_pointer() {
   VM_FRAGMENT="$(realpath "$1")"
   local bundle
   bundle="$(realpath "${2:-$1}")"
@@ -81,7 +88,6 @@ vm_init() {
     --bundle "$bundle" --initramfs-ca "$VM_DIR/ca.cpio.gz" --json > "$VM_DIR/kernel-args.json"
   VM_KERNEL_ARGS="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["kernel_args"])' \
     "$VM_DIR/kernel-args.json")"
-  vm_base_initramfs "$VM_DIR/base.cpio.gz"
 }
 
 # The initramfs's own part: busybox, /init, the network modules (and what
@@ -210,7 +216,9 @@ INIT
 # kernel arguments) and the initramfs: the base part, the agent fragment
 # and the CA's part, concatenated as a boot loader appends a served
 # fragment (or INITRD, a file made otherwise). Prints nothing; the image is
-# $VM_DIR/NAME/esp.img. The agent waits at most 10 s for an appliance
+# $VM_DIR/NAME/esp.img. VM_CMDLINE, when set, replaces the kernel
+# arguments before rackgatectl's (the busybox /init's: "console=ttyS0
+# quiet panic=-1"). The agent waits at most 10 s for an appliance
 # that does not answer or answers 503 (an observing pool).
 vm_media() {
   local name="$1" extra="${2:-}" initrd="${3:-}" d="$VM_DIR/$1"
@@ -223,7 +231,7 @@ vm_media() {
 set timeout=0
 set default=0
 menuentry "rackgate lab" {
-  linux /vmlinuz console=ttyS0 quiet panic=-1 $VM_KERNEL_ARGS${extra:+ $extra}
+  linux /vmlinuz ${VM_CMDLINE:-console=ttyS0 quiet panic=-1} $VM_KERNEL_ARGS${extra:+ $extra}
   initrd /initrd.img
 }
 CFG
@@ -247,7 +255,11 @@ CFG
 # a header per boot); the wall time in ms to $(lab_dir M)/boot.ms. Every
 # process is stopped by its pid when the boot ends, also on failure (swtpm
 # exits with QEMU; the lab's cleanup stops both otherwise). Returns QEMU's
-# exit code (124: the hard timeout).
+# exit code (124: the hard timeout). VM_STOP_ERE, when set: QEMU is stopped
+# as soon as the console matches it (a machine that waits forever, e.g. in
+# emergency mode), and vm_boot returns 125. VM_GUESTFWD_PORT, when set: the
+# guest's appliance address leads to that port of 127.0.0.1 instead of
+# rackgated's.
 vm_boot() {
   local name="$1" media="$2" keys="${3:-ms}" m d rc=0 t0 vars pid limit
   m="$(lab_dir "$name")"; d="$VM_DIR/$media"
@@ -263,6 +275,7 @@ vm_boot() {
   echo "$(cat "$m/swtpm.pid")" >> "$LAB_DIR/pids"
   lab_wait 5 test -S "$m/swtpm.sock" || return 1
   echo "=== boot $(date -u +%FT%TZ) media=$media secure_boot=$keys" >> "$m/serial.log"
+  : > "$m/serial.boot"
   limit="$(lab_seconds "$VM_BOOT_SECONDS")"
   t0=$(date +%s%N)
   nice -n 15 qemu-system-x86_64 -machine q35,smm=on -accel tcg -m 1024 -smp 1 \
@@ -274,7 +287,7 @@ vm_boot() {
     -device tpm-crb,tpmdev=tpm0 \
     -drive "if=none,id=esp,format=raw,readonly=on,file=$d/esp.img" -device virtio-blk-pci,drive=esp \
     "${disk[@]}" \
-    -netdev "user,id=n0,restrict=on,guestfwd=tcp:$VM_APPLIANCE_IP:22623-cmd:socat STDIO TCP:127.0.0.1:$RG_PORT" \
+    -netdev "user,id=n0,restrict=on,guestfwd=tcp:$VM_APPLIANCE_IP:22623-cmd:socat STDIO TCP:127.0.0.1:${VM_GUESTFWD_PORT:-$RG_PORT}" \
     -device virtio-net-pci,netdev=n0 \
     </dev/null >"$m/qemu.log" 2>&1 {LAB_STDOUT}>&- {LAB_STDERR}>&- &
   pid=$!
@@ -286,6 +299,12 @@ vm_boot() {
       echo "# $name: boot still running after ${limit}s: stopped" >&2
       lab_kill_pid "$pid"
       rc=124
+      break
+    fi
+    if [[ -n "${VM_STOP_ERE:-}" ]] && grep -aEq -- "$VM_STOP_ERE" "$m/serial.boot"; then
+      echo "# $name: the console says /$VM_STOP_ERE/: stopped" >&2
+      lab_kill_pid "$pid"
+      rc=125
       break
     fi
     sleep 0.2

@@ -77,20 +77,7 @@ wait
 rg_trust lab
 rg_start
 rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
-# The pool's templates: the public part names the appliance; the attested
-# part holds a pull secret (a file marked secret) and per-machine values.
-cat > "$LAB_DIR/public.ign" <<'IGN'
-{"ignition": {"version": "3.3.0"},
- "storage": {"files": [{"path": "/etc/rackgate/appliance", "mode": 420, "contents": {"source": "data:,{{appliance.url}}"}}]}}
-IGN
-# The pull secret: {"auths":{"registry.lab":{"auth":"bGFiOnNlY3JldA=="}}}
-cat > "$LAB_DIR/attested.ign" <<'IGN'
-{"ignition": {"version": "3.3.0"},
- "storage": {"files": [
-   {"path": "/var/lib/kubelet/config.json", "mode": 384, "rackgate": {"secret": true},
-    "contents": {"source": "data:;base64,eyJhdXRocyI6eyJyZWdpc3RyeS5sYWIiOnsiYXV0aCI6ImJHRmlPbk5sWTNKbGRBPT0ifX19Cg=="}},
-   {"path": "/etc/rackgate/identity", "mode": 420, "contents": {"source": "data:,{{hostname}} {{address.InternalIP}}"}}]}}
-IGN
+vm_pool_templates
 rg_ctl pool put "$POOL" --public-template "$LAB_DIR/public.ign" --attested-template "$LAB_DIR/attested.ign" \
   --token-required no >/dev/null
 n=1
@@ -115,10 +102,8 @@ vm_init "$LAB_DIR/served.cpio.zst" "$FRAGMENT"
 vm_media good
 served_digest() {
   local want
-  want="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["agent_initramfs"]["sha256"])' \
-    "$VM_DIR/kernel-args.json")"
-  [[ "$served_code" == 200 ]] || { echo "GET /v1/agent/initramfs: $served_code"; return 1; }
-  [[ "$(sha256sum < "$LAB_DIR/served.cpio.zst" | cut -d' ' -f1)" == "$want" ]] || { echo "served bytes are not $want"; return 1; }
+  want="$(vm_py "$VM_DIR/kernel-args.json" 'print(d["agent_initramfs"]["sha256"])')"
+  vm_served_digest "$served_code" "$LAB_DIR/served.cpio.zst" || return 1
   [[ "$(cut -d' ' -f1 "$LAB_DIR/served.sha256")" == "$want" ]] || { echo "served .sha256: $(cat "$LAB_DIR/served.sha256")"; return 1; }
   cmp -s "$LAB_DIR/served.cpio.zst" "$FRAGMENT" || { echo "served bytes are not the build's fragment"; return 1; }
 }
@@ -133,13 +118,7 @@ ca_part() {
 }
 lab_check_shown "rackgatectl's CA part holds the appliance CA at /etc/rackgate/ca.pem, the only CA in the initramfs" ca_part
 
-# py FILE CODE ARGS...: CODE with `d`, FILE's JSON; exits as CODE says.
-py() {
-  local file="$1" code="$2"; shift 2
-  lab_python -c "import json, sys
-d = json.load(open(sys.argv[1]))
-$code" "$file" "$@"
-}
+py() { vm_py "$@"; }
 # judge M RC ERE DESC: M's last boot, by the agent's exit status and its
 # log line on the serial console.
 judge() {

@@ -358,3 +358,40 @@ vm_eventlog() {
 }
 # vm_agent_exit M: the agent's exit status in M's last boot ("" if it never ended).
 vm_agent_exit() { vm_serial "$1" | sed -n 's/^RACKGATE-LAB: agent exit=\([0-9]*\)$/\1/p' | tail -n 1; }
+
+# vm_py FILE CODE ARGS...: python CODE with `d`, FILE's JSON; exits as CODE says.
+vm_py() {
+  local file="$1" code="$2"; shift 2
+  lab_python -c "import json, sys
+d = json.load(open(sys.argv[1]))
+$code" "$file" "$@"
+}
+
+# vm_served_digest CODE FILE: the fragment rackgated served (HTTP status
+# CODE, bytes in FILE) has the SHA-256 `pointer --kernel-args` printed
+# ($VM_DIR/kernel-args.json); the reason on stdout otherwise.
+vm_served_digest() {
+  local code="$1" file="$2" want
+  want="$(vm_py "$VM_DIR/kernel-args.json" 'print(d["agent_initramfs"]["sha256"])')"
+  [[ "$code" == 200 ]] || { echo "GET /v1/agent/initramfs: $code"; return 1; }
+  [[ "$(sha256sum < "$file" | cut -d' ' -f1)" == "$want" ]] || { echo "served bytes are not $want"; return 1; }
+}
+
+# vm_pool_templates: the firmware labs' pool templates in $LAB_DIR: the
+# public part (public.ign) names the appliance; the attested part
+# (attested.ign) holds a pull secret (a file marked secret) and per-machine
+# values.
+vm_pool_templates() {
+  cat > "$LAB_DIR/public.ign" <<'IGN'
+{"ignition": {"version": "3.3.0"},
+ "storage": {"files": [{"path": "/etc/rackgate/appliance", "mode": 420, "contents": {"source": "data:,{{appliance.url}}"}}]}}
+IGN
+  # The pull secret: {"auths":{"registry.lab":{"auth":"bGFiOnNlY3JldA=="}}}
+  cat > "$LAB_DIR/attested.ign" <<'IGN'
+{"ignition": {"version": "3.3.0"},
+ "storage": {"files": [
+   {"path": "/var/lib/kubelet/config.json", "mode": 384, "rackgate": {"secret": true},
+    "contents": {"source": "data:;base64,eyJhdXRocyI6eyJyZWdpc3RyeS5sYWIiOnsiYXV0aCI6ImJHRmlPbk5sWTNKbGRBPT0ifX19Cg=="}},
+   {"path": "/etc/rackgate/identity", "mode": 420, "contents": {"source": "data:,{{hostname}} {{address.InternalIP}}"}}]}}
+IGN
+}

@@ -81,20 +81,7 @@ wait
 rg_trust lab
 rg_start
 rg_ctl ca generate --cluster --state-dir "$RG_DIR/state" >/dev/null
-# The pool's templates, as vm-boot.sh's: the attested part holds a pull
-# secret (a file marked secret) and per-machine values.
-cat > "$LAB_DIR/public.ign" <<'IGN'
-{"ignition": {"version": "3.3.0"},
- "storage": {"files": [{"path": "/etc/rackgate/appliance", "mode": 420, "contents": {"source": "data:,{{appliance.url}}"}}]}}
-IGN
-# The pull secret: {"auths":{"registry.lab":{"auth":"bGFiOnNlY3JldA=="}}}
-cat > "$LAB_DIR/attested.ign" <<'IGN'
-{"ignition": {"version": "3.3.0"},
- "storage": {"files": [
-   {"path": "/var/lib/kubelet/config.json", "mode": 384, "rackgate": {"secret": true},
-    "contents": {"source": "data:;base64,eyJhdXRocyI6eyJyZWdpc3RyeS5sYWIiOnsiYXV0aCI6ImJHRmlPbk5sWTNKbGRBPT0ifX19Cg=="}},
-   {"path": "/etc/rackgate/identity", "mode": 420, "contents": {"source": "data:,{{hostname}} {{address.InternalIP}}"}}]}}
-IGN
+vm_pool_templates
 # The boot policy: Secure Boot, and a command line without what would hand
 # the boot to someone at the console (docs/policy.md's example).
 cat > "$LAB_DIR/policy.json" <<JSON
@@ -117,13 +104,7 @@ for m in vm1 vm2 vm3; do cp --sparse=always "$IMAGE/root.img" "$(lab_dir "$m")/d
 # The fragment as a node fetches it, checked against pointer's digest.
 served_code="$(rg_get /v1/agent/initramfs "$LAB_DIR/served.cpio.zst")"
 vm_pointer "$LAB_DIR/served.cpio.zst" "$FRAGMENT"
-served_digest() {
-  local want
-  want="$(lab_python -c 'import json, sys; print(json.load(open(sys.argv[1]))["agent_initramfs"]["sha256"])' \
-    "$VM_DIR/kernel-args.json")"
-  [[ "$served_code" == 200 ]] || { echo "GET /v1/agent/initramfs: $served_code"; return 1; }
-  [[ "$(sha256sum < "$LAB_DIR/served.cpio.zst" | cut -d' ' -f1)" == "$want" ]] || { echo "served bytes are not $want"; return 1; }
-}
+served_digest() { vm_served_digest "$served_code" "$LAB_DIR/served.cpio.zst"; }
 lab_check_shown "the served fragment has the SHA-256 rackgatectl pointer --kernel-args printed" served_digest
 echo "# pointer --kernel-args: $VM_KERNEL_ARGS"
 # initrd = the vendor's, the served fragment, the CA part (and a lab part).
@@ -141,13 +122,7 @@ VM_CMDLINE="$VENDOR_ARGS" vm_media later "" "$LAB_DIR/initrd.img"
 lab_check_shown "the first boot's command line: the vendor's arguments, then pointer --kernel-args' ($VM_KERNEL_ARGS)" \
   grep -qF "linux /vmlinuz $FIRSTBOOT_ARGS $VM_KERNEL_ARGS" "$VM_DIR/first/grub.cfg"
 
-# py FILE CODE ARGS...: CODE with `d`, FILE's JSON; exits as CODE says.
-py() {
-  local file="$1" code="$2"; shift 2
-  lab_python -c "import json, sys
-d = json.load(open(sys.argv[1]))
-$code" "$file" "$@"
-}
+py() { vm_py "$@"; }
 # boot M MEDIA [PORT]: one boot, stopped in emergency mode; QEMU's status
 # to $(lab_dir M)/boot.rc (0: powered off; 125: emergency; 124: timeout).
 boot() {

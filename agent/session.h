@@ -2,8 +2,8 @@
 // the same boot (the initramfs's attest,config run before Ignition fetches,
 // and its csr run once /sysroot is mounted), so that the appliance sees one
 // attestation. The file holds a bearer token: a credential, mode 0600, on a
-// tmpfs only (docs/agent.md, "Carrying an attestation"). Internal to
-// rackgate-agent.
+// tmpfs only (docs/agent.md, "The initramfs: the kernel command line and a
+// carried attestation"). Internal to rackgate-agent.
 #ifndef RACKGATE_AGENT_SESSION_H_
 #define RACKGATE_AGENT_SESSION_H_
 

@@ -72,6 +72,10 @@ check "attest: writes both user.ign paths and the session" \
   grep -q -- '--config-out /usr/lib/ignition/user.ign --config-out /run/ignition/user.ign' "$attest"
 check "attest: /usr made writable in its own mount namespace only (systemd 256 mounts it read-only)" \
   bash -c "grep -qx 'MountFlags=slave' '$attest' && grep -qxF \"ExecStartPre=-sh -c '[ -w /usr ] || mount -o remount,rw /usr'\" '$attest'"
+check "install: removes the config's copy and the session from /run (they survive the switch-root)" \
+  grep -qx 'ExecStartPost=rm -f /run/ignition/user.ign /run/rackgate/initrd-session' "$install"
+check "install: the /usr copy best effort (read-only under systemd 256; gone at the switch-root)" \
+  grep -qx 'ExecStartPost=-rm -f /usr/lib/ignition/user.ign' "$install"
 check "install: takes the session, installs into /sysroot" \
   grep -q -- '--session /run/rackgate/initrd-session' "$install"
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ctl/json_util.h"
+
 namespace rackgate::ctl {
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include "base/files.h"
 #include "ctl/admin_client.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "ctl/json_util.h"
 #include "wire/admin_errors.h"
 #include "wire/codec.h"

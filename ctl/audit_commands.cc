@@ -2,7 +2,7 @@
 // core/audit_service.h): audit (the latest entries) and audit verify (the
 // hash chain; its arguments and verdict are in ctl/audit_verify.cc, shared
 // with rackgatectl-state's --database).
-#include "ctl/audit_commands.h"
+#include "ctl/commands.h"
 
 #include <cstdio>
 #include <string>
@@ -11,7 +11,7 @@
 #include "ctl/admin_client.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "wire/admin_audit.h"
 #include "wire/admin_query.h"
 

@@ -1,13 +1,13 @@
 // rackgatectl certs over the admin API (wire/admin_certificates.h,
 // core/certificate_service.h): the kubelet certificates rackgate signed.
-#include "ctl/certificate_commands.h"
+#include "ctl/commands.h"
 
 #include <string>
 
 #include "base/utc_time.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "wire/admin_certificates.h"
 #include "wire/admin_query.h"
 

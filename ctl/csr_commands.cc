@@ -1,13 +1,13 @@
 // rackgatectl csr list|approve|deny over the admin API (wire/admin_csrs.h,
 // core/csr_service.h): kubelet CSRs waiting for an operator.
-#include "ctl/csr_commands.h"
+#include "ctl/commands.h"
 
 #include <cstdio>
 #include <string>
 
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "wire/admin_csrs.h"
 #include "wire/admin_query.h"
 

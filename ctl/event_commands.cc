@@ -1,14 +1,14 @@
 // rackgatectl events over the admin API (wire/admin_events.h,
 // core/event_service.h): webhook events and their deliveries
 // (docs/events.md).
-#include "ctl/event_commands.h"
+#include "ctl/commands.h"
 
 #include <string>
 
 #include "base/utc_time.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "wire/admin_events.h"
 #include "wire/admin_query.h"
 

@@ -1,7 +1,7 @@
 // rackgatectl's machine commands over the admin API (wire/admin_machines.h,
 // core/machine_service.h): enroll, list, show, approve, revoke, reset,
 // delete, rename.
-#include "ctl/machine_commands.h"
+#include "ctl/commands.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -14,7 +14,7 @@
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/ek_cert_urls.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "ctl/json_util.h"
 #include "wire/admin_machines.h"
 #include "wire/admin_query.h"

@@ -1,5 +1,5 @@
 // The decisions rackgatectl's machine commands make before anything is sent.
-#include "ctl/machine_commands.h"
+#include "ctl/commands.h"
 
 #include <gtest/gtest.h>
 

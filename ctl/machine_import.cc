@@ -1,5 +1,7 @@
 // rackgatectl import: an inventory (CSV or JSON) enrolled in one transaction
 // (docs/inventory.md).
+#include "ctl/commands.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,13 +15,11 @@
 #include <vector>
 
 #include "base/files.h"
-#include "ctl/machine_import.h"
-
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/inventory_format.h"
 #include "ctl/json_util.h"
-#include "ctl/offline.h"
+#include "ctl/command_line.h"
 #include "wire/admin_machines.h"
 #include "wire/codec.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 
 namespace rackgate::ctl {
 

@@ -1,6 +1,6 @@
 // rackgatectl pool put|show|diff|remove-template and token rotate over the
 // admin API (wire/admin_pools.h, core/pool_service.h).
-#include "ctl/pool_commands.h"
+#include "ctl/commands.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include "base/utc_time.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "ctl/json_util.h"
 #include "wire/admin_pools.h"
 

@@ -13,22 +13,15 @@
 #include "ctl/admin_client.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/audit_commands.h"
 #include "ctl/audit_verify.h"
-#include "ctl/certificate_commands.h"
 #include "ctl/command_line.h"
-#include "ctl/csr_commands.h"
+#include "ctl/commands.h"
 #include "ctl/ek_cert_commands.h"
-#include "ctl/event_commands.h"
-#include "ctl/machine_commands.h"
-#include "ctl/machine_import.h"
 #include "ctl/policy_commands.h"
 #include "ctl/eventlog_commands.h"
 #include "ctl/offline.h"
 #include "ctl/pointer_command.h"
-#include "ctl/pool_commands.h"
 #include "ctl/state_exec.h"
-#include "ctl/status_commands.h"
 
 namespace {
 

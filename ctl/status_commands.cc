@@ -1,6 +1,6 @@
 // rackgatectl status over the admin API (wire/admin_status.h,
 // core/status_service.h): the appliance at a glance.
-#include "ctl/status_commands.h"
+#include "ctl/commands.h"
 
 #include <cstdio>
 #include <string>
@@ -8,7 +8,7 @@
 #include "base/utc_time.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/exit_codes.h"
+#include "ctl/command_line.h"
 #include "wire/admin_status.h"
 
 namespace rackgate::ctl {

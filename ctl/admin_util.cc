@@ -60,8 +60,11 @@ void ReportMalformedAnswer(const Status& s, int* exit_code) {
   *exit_code = kExitUnusable;
 }
 
-Result<AdminAnswer> SendText(const std::string& socket, const std::string& method, const std::string& path,
-                             std::string_view body, int* exit_code) {
+namespace {
+
+// SendText's exchange: the parsed body on 2xx.
+Result<json> Exchange(const std::string& socket, const std::string& method, const std::string& path,
+                      std::string_view body, int* exit_code) {
   AdminClient client(socket);
   auto reply = client.Call(method, path, std::string(body));
   if (!reply.ok()) {
@@ -70,7 +73,7 @@ Result<AdminAnswer> SendText(const std::string& socket, const std::string& metho
     return reply.status();
   }
   json doc = json::parse(reply->body, nullptr, false);
-  if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return AdminAnswer{doc.dump()};
+  if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return doc;
   const wire::AdminRefusal refusal =
       wire::DecodeAdminRefusal(reply->body, {"http_" + std::to_string(reply->status), reply->body});
   const std::string& reason = refusal.reason;
@@ -83,6 +86,15 @@ Result<AdminAnswer> SendText(const std::string& socket, const std::string& metho
   }
   *exit_code = reply->status >= 500 ? kExitUnusable : kExitRefused;
   return Status::VerificationFailed(reason, message);
+}
+
+}  // namespace
+
+Result<AdminAnswer> SendText(const std::string& socket, const std::string& method, const std::string& path,
+                             std::string_view body, int* exit_code) {
+  auto doc = Exchange(socket, method, path, body, exit_code);
+  if (!doc.ok()) return doc.status();
+  return AdminAnswer{doc->dump()};
 }
 
 std::string Addresses(const std::vector<wire::AddressView>& addresses) {

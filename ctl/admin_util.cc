@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "base/files.h"
-#include "base/utc_time.h"
 #include "ctl/admin_client.h"
-#include "ctl/offline.h"
+#include "ctl/command_line.h"
+#include "ctl/json_util.h"
 #include "wire/admin_errors.h"
 #include "wire/codec.h"
 
@@ -50,11 +50,9 @@ int PrintHelp(const char* help) {
   return kExitOk;
 }
 
-// Sends a request and maps the answer: prints the daemon's reason on a
-// refusal. Returns the parsed body on 2xx.
-Result<json> Send(const std::string& socket, const std::string& method, const std::string& path,
-                  const json& body, int* exit_code) {
-  return SendText(socket, method, path, body.is_null() ? "" : body.dump(), exit_code);
+Result<AdminAnswer> Send(const std::string& socket, const std::string& method, const std::string& path,
+                         int* exit_code) {
+  return SendText(socket, method, path, "", exit_code);
 }
 
 void ReportMalformedAnswer(const Status& s, int* exit_code) {
@@ -62,7 +60,10 @@ void ReportMalformedAnswer(const Status& s, int* exit_code) {
   *exit_code = kExitUnusable;
 }
 
-Result<json> SendText(const std::string& socket, const std::string& method, const std::string& path,
+namespace {
+
+// SendText's exchange: the parsed body on 2xx.
+Result<json> Exchange(const std::string& socket, const std::string& method, const std::string& path,
                       std::string_view body, int* exit_code) {
   AdminClient client(socket);
   auto reply = client.Call(method, path, std::string(body));
@@ -87,16 +88,14 @@ Result<json> SendText(const std::string& socket, const std::string& method, cons
   return Status::VerificationFailed(reason, message);
 }
 
-std::string Str(const json& o, const char* key, const char* fallback) {
-  if (o.is_object() && o.contains(key) && o.at(key).is_string()) return o.at(key).get<std::string>();
-  return fallback;
-}
+}  // namespace
 
-std::string FormatTime(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o.at(key).is_number_integer()) return "-";
-  return UtcTime(o.at(key).get<int64_t>());
+Result<AdminAnswer> SendText(const std::string& socket, const std::string& method, const std::string& path,
+                             std::string_view body, int* exit_code) {
+  auto doc = Exchange(socket, method, path, body, exit_code);
+  if (!doc.ok()) return doc.status();
+  return AdminAnswer{doc->dump()};
 }
-
 
 std::string Addresses(const std::vector<wire::AddressView>& addresses) {
   std::string out;
@@ -128,37 +127,6 @@ Result<std::string> FileBase64(const std::string& path) {
   return wire::Base64Encode(*b);
 }
 
-Result<json> ReadJsonFile(const std::string& path, size_t max) {
-  auto b = ReadFile(path, max);
-  if (!b.ok()) return b.status();
-  return ParseJsonText(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()), path);
-}
-
-Result<json> ParseJsonText(std::string_view text, const std::string& name) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // e.byte is the 1-based offset of the byte where parsing stopped.
-    const size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    // what(): "[json.exception.parse_error.101] parse error at line 1, column 5: WHAT".
-    std::string what = e.what();
-    if (const size_t col = what.find("column "); col != std::string::npos) {
-      if (const size_t colon = what.find(": ", col); colon != std::string::npos) what = what.substr(colon + 2);
-    }
-    return Status::InvalidArgument("bad_json", name + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                                                   ": " + what);
-  }
-}
-
 bool LooksLikeCertificate(std::string_view b) {
   return b.find("-----BEGIN CERTIFICATE") != std::string_view::npos ||
          (!b.empty() && static_cast<unsigned char>(b[0]) == 0x30);
@@ -181,6 +149,6 @@ void Table::Print() const {
   }
 }
 
-void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+void PrintAnswer(const AdminAnswer& answer) { PrintJsonText(answer.json); }
 
 }  // namespace rackgate::ctl

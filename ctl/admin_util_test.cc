@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "ctl/command_line.h"
+#include "ctl/json_util.h"
+#include "wire/admin_machines.h"
+
 namespace rackgate::ctl {
 namespace {
 
@@ -47,6 +51,22 @@ TEST(AdminUtil, TableColumnsFitTheWidestCell) {
             "HOSTNAME                           POOL\n"
             "a-very-long-hostname-of-a-machine  p\n"
             "n1                                 workers\n");
+}
+
+// --json prints an answer as rackgated's body parsed and indented by two;
+// the wire decoders read the same text, and a malformed answer is unusable.
+TEST(AdminUtil, AnswersPrintIndentedAndDecodeThroughWire) {
+  const AdminAnswer answer{"{\"b\":[1,2],\"a\":\"x\"}"};
+  testing::internal::CaptureStdout();
+  PrintAnswer(answer);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2\n  ]\n}\n");
+  int code = kExitOk;
+  testing::internal::CaptureStderr();
+  auto m = DecodeAnswer(AdminAnswer{"[]"}, wire::DecodeMachineView, &code);  // not an object
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(m.ok());
+  EXPECT_EQ(code, kExitUnusable);
+  EXPECT_EQ(err.rfind("rackgatectl: rackgated's answer is malformed: ", 0), 0u) << err;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
 

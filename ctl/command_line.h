@@ -1,6 +1,7 @@
 // rackgatectl's global flags (--socket, --json, --help, --version), taken from
 // anywhere on the line, the same way by rackgatectl and rackgatectl-state,
-// which is handed rackgatectl's own argv (docs/cli.md).
+// which is handed rackgatectl's own argv, and the exit codes of both
+// (docs/cli.md).
 #ifndef RACKGATE_CTL_COMMAND_LINE_H_
 #define RACKGATE_CTL_COMMAND_LINE_H_
 
@@ -9,6 +10,11 @@
 #include <vector>
 
 namespace rackgate::ctl {
+
+// Every command's exit status (docs/cli.md, "Exit status").
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRefused = 1;
+inline constexpr int kExitUnusable = 2;
 
 struct CommandLine {
   // The admin socket: --socket, else $RACKGATE_ADMIN_SOCKET, else the default.

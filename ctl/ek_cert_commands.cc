@@ -12,6 +12,7 @@
 #include "base/files.h"
 #include "ctl/admin_client.h"
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/ek_cert_urls.h"
 #include "ctl/offline.h"
@@ -131,7 +132,7 @@ int RunUrls(const std::string& socket, int argc, char** argv, int first) {
       rows.push_back(std::move(row));
     }
   } else {
-    auto r = Send(socket, "GET", "/v1/admin/ek-certs/missing", nullptr, &code);
+    auto r = Send(socket, "GET", "/v1/admin/ek-certs/missing", &code);
     if (!r.ok()) return code;
     auto list = DecodeAnswer(*r, wire::DecodeEkCertMissingList, &code);
     if (!list.ok()) return code;

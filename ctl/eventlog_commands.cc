@@ -19,6 +19,7 @@
 #include "attest/quote.h"
 #include "attest/tpm.h"
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "base/files.h"
 #include "ctl/offline.h"

@@ -21,6 +21,7 @@
 #include "attest/tpm.h"
 #include "wire/codec.h"
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/ek_cert_urls.h"
 #include "base/files.h"

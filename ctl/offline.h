@@ -7,12 +7,9 @@
 #include <string>
 
 #include "base/status.h"
+#include "ctl/command_line.h"
 
 namespace rackgate::ctl {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitRefused = 1;
-inline constexpr int kExitUnusable = 2;
 
 // Prints `why` and the command's help on stderr; returns kExitUnusable.
 int Usage(const char* help, const Status& why);

@@ -16,6 +16,7 @@
 
 #include "base/files.h"
 #include "ctl/initramfs_cpio.h"
+#include "ctl/offline.h"
 
 namespace rackgate::ctl {
 namespace {
@@ -257,6 +258,16 @@ TEST_F(PointerRun, RefusesUrlsTheAgentRefusesAndCaFilesWithAKey) {
   const std::string text(cpio.begin(), cpio.end());
   EXPECT_NE(text.find("BEGIN CERTIFICATE"), std::string::npos);
   EXPECT_EQ(text.find("PRIVATE KEY"), std::string::npos);
+}
+
+// init and pointer as a normal user: a bare "Permission denied" becomes a
+// line that names whom to run as.
+TEST(Issue32, PermissionDeniedNamesTheUser) {
+  const Status denied = Status::IoError("file_unwritable", "/var/lib/rackgate: Permission denied");
+  EXPECT_NE(PermissionHint("init", denied).find("sudo -u rackgate rackgatectl init"), std::string::npos);
+  EXPECT_NE(PermissionHint("pointer", denied).find("sudo rackgatectl pointer"), std::string::npos);
+  EXPECT_NE(PermissionHint("ca", denied).find("sudo"), std::string::npos);
+  EXPECT_EQ(PermissionHint("init", Status::IoError("file_unwritable", "/x: No space left on device")), "");
 }
 
 }  // namespace

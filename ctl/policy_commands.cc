@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "base/utc_time.h"
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
 #include "wire/admin_policy.h"
@@ -157,7 +158,7 @@ void PrintModeBanner(const std::string& pool, const std::string& mode) {
 }
 
 // Prints a view the wire module encoded, as PrintJson prints an answer.
-void PrintEncoded(const std::string& encoded) { PrintJson(json::parse(encoded)); }
+void PrintEncoded(const std::string& encoded) { PrintJsonText(encoded); }
 
 // accept and put: sends the change (the operator's --reason in it), prints
 // the pool's mode and the diff (or the answer, with --json).
@@ -166,7 +167,7 @@ int SendPolicyChange(const std::string& socket, const char* method, const std::s
   int code = kExitOk;
   auto r = SendText(socket, method, path, body, &code);
   if (!r.ok()) return code;
-  if (args.Has("json")) return PrintJson(*r), kExitOk;
+  if (args.Has("json")) return PrintAnswer(*r), kExitOk;
   auto applied = DecodeAnswer(*r, wire::DecodePolicyAppliedView, &code);
   if (!applied.ok()) return code;
   PrintModeBanner(applied->pool, applied->mode);
@@ -184,7 +185,7 @@ int Mode(const std::string& socket, int argc, char** argv, int first, const char
   auto r = SendText(socket, "POST", PoolPath(*args->Get("pool"), "/mode"), wire::EncodePolicyModeRequest(request),
                     &code);
   if (!r.ok()) return code;
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  if (args->Has("json")) return PrintAnswer(*r), kExitOk;
   auto set = DecodeAnswer(*r, wire::DecodePolicyModeView, &code);
   if (!set.ok()) return code;
   PrintModeBanner(set->pool, set->mode);
@@ -201,7 +202,7 @@ int Propose(const std::string& socket, int argc, char** argv, int first) {
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kProposeHelp, s.message());
   const std::string pool = *args->Get("pool");
   int code = kExitOk;
-  auto r = Send(socket, "GET", PoolPath(pool, "/proposal"), nullptr, &code);
+  auto r = Send(socket, "GET", PoolPath(pool, "/proposal"), &code);
   if (!r.ok()) return code;
   auto p = DecodeAnswer(*r, wire::DecodePolicyProposalView, &code);
   if (!p.ok()) return code;
@@ -285,7 +286,7 @@ int Show(const std::string& socket, int argc, char** argv, int first) {
   if (args->Has("help")) return PrintHelp(kShowHelp);
   if (Status s = args->Require({"pool"}); !s.ok()) return UsageError(kShowHelp, s.message());
   int code = kExitOk;
-  auto r = Send(socket, "GET", PoolPath(*args->Get("pool"), ""), nullptr, &code);
+  auto r = Send(socket, "GET", PoolPath(*args->Get("pool"), ""), &code);
   if (!r.ok()) return code;
   auto shown = DecodeAnswer(*r, wire::DecodePolicyShowView, &code);
   if (!shown.ok()) return code;

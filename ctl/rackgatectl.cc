@@ -11,14 +11,12 @@
 #include <vector>
 
 #include "ctl/admin_client.h"
-#include "ctl/admin_commands.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
-#include "ctl/audit_commands.h"
 #include "ctl/audit_verify.h"
 #include "ctl/command_line.h"
+#include "ctl/commands.h"
 #include "ctl/ek_cert_commands.h"
-#include "ctl/machine_commands.h"
 #include "ctl/policy_commands.h"
 #include "ctl/eventlog_commands.h"
 #include "ctl/offline.h"

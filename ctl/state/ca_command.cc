@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "base/files.h"
 #include "ctl/offline.h"

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
 #include "storage/copy.h"

@@ -18,6 +18,7 @@
 #include "base/files.h"
 #include "core/secrets.h"
 #include "ctl/admin_util.h"
+#include "ctl/json_util.h"
 #include "ctl/args.h"
 #include "ctl/offline.h"
 #include "core/pki.h"

@@ -1,12 +1,12 @@
-// The decisions rackgatectl's admin commands make before anything is sent.
-#include "ctl/admin_commands.h"
+// The decisions rackgatectl's machine commands make before anything is sent.
+#include "ctl/commands.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "ctl/offline.h"
+#include "ctl/args.h"
 
 namespace rackgate::ctl {
 namespace {
@@ -48,16 +48,6 @@ TEST(Issue32, ResetUnrevokesOnlyWhenAsked) {
   ASSERT_TRUE(lift.ok());
   EXPECT_TRUE(lift->unrevoke);
   EXPECT_EQ(lift->reason, "false alarm");
-}
-
-// init and pointer as a normal user: a bare "Permission denied" becomes a
-// line that names whom to run as.
-TEST(Issue32, PermissionDeniedNamesTheUser) {
-  const Status denied = Status::IoError("file_unwritable", "/var/lib/rackgate: Permission denied");
-  EXPECT_NE(PermissionHint("init", denied).find("sudo -u rackgate rackgatectl init"), std::string::npos);
-  EXPECT_NE(PermissionHint("pointer", denied).find("sudo rackgatectl pointer"), std::string::npos);
-  EXPECT_NE(PermissionHint("ca", denied).find("sudo"), std::string::npos);
-  EXPECT_EQ(PermissionHint("init", Status::IoError("file_unwritable", "/x: No space left on device")), "");
 }
 
 }  // namespace

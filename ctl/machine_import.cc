@@ -1,5 +1,7 @@
 // rackgatectl import: an inventory (CSV or JSON) enrolled in one transaction
 // (docs/inventory.md).
+#include "ctl/commands.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,11 +15,11 @@
 #include <vector>
 
 #include "base/files.h"
-#include "ctl/admin_commands.h"
 #include "ctl/admin_util.h"
 #include "ctl/args.h"
 #include "ctl/inventory_format.h"
-#include "ctl/offline.h"
+#include "ctl/json_util.h"
+#include "ctl/command_line.h"
 #include "wire/admin_machines.h"
 #include "wire/codec.h"
 
@@ -342,7 +344,7 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
   int code = kExitOk;
   auto r = SendText(socket, "POST", "/v1/admin/import", body, &code);
   if (!r.ok()) return code;
-  if (args->Has("json")) return PrintJson(*r), kExitOk;
+  if (args->Has("json")) return PrintAnswer(*r), kExitOk;
   auto report = DecodeAnswer(*r, wire::DecodeImportAnswer, &code);
   if (!report.ok()) return code;
   for (const wire::ImportRowOutcomeView& row : report->rows) {

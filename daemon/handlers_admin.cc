@@ -273,8 +273,7 @@ Result<Response> AdminApi::RotateToken(const Request& request) {
 Result<Response> AdminApi::GetPools(const Request& request) {
   auto actor = Authorize(request);
   if (!actor.ok()) return actor.status();
-  std::optional<std::string> one;
-  if (auto it = request.path_params.find("name"); it != request.path_params.end()) one = it->second;
+  const std::optional<std::string> one = request.OptionalPathParam("name");
   auto pools = core_->pools.List(one);
   if (!pools.ok()) return pools.status();
   if (one) return Response::Json(200, wire::EncodePoolView(pools->front()));

@@ -104,7 +104,7 @@ std::optional<std::string> ProvisioningToken(const Request& request) {
 
 Response PublicHandlers::PublicConfig(const Request& request) {
   auto config = ignition_->PublicConfig(
-      {request.path_params.at("pool"), ProvisioningToken(request), request.Header("Accept"), request.peer_address});
+      {request.PathParam("pool"), ProvisioningToken(request), request.Header("Accept"), request.peer_address});
   if (!config.ok()) return Refused(config.status());
   return Config(*config);
 }

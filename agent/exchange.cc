@@ -3,7 +3,8 @@
 
 #include "agent/backoff.h"
 #include "attest/boot_facts.h"
-#include "wire/protocol.h"
+#include "base/text.h"
+#include "wire/refusal.h"
 
 namespace rackgate::agent {
 
@@ -18,9 +19,11 @@ Outcome<HttpResponse> Classify(Result<HttpResponse> exchange, std::time_t now) {
   }
   HttpResponse r = std::move(exchange).value();
   if (r.status >= 200 && r.status < 300) return r;
-  // Any body that is not an error body (a proxy's page) leaves both empty.
-  auto decoded = wire::DecodeErrorBody(r.body);
-  const wire::ErrorBody e = decoded.ok() ? std::move(decoded).value() : wire::ErrorBody{};
+  // Any body that is not a refusal (a proxy's page) leaves both empty.
+  // Printable only, and short: they go to a terminal or the journal.
+  auto decoded = wire::DecodeRefusal(r.body);
+  wire::Refusal e;
+  if (decoded.ok()) e = {text::PrintableAscii(decoded->reason, 64), text::PrintableAscii(decoded->message, 200)};
   const int status = static_cast<int>(r.status);
   // 429 (too many CSRs in flight from this machine) is waited out like 503.
   if (r.status == 503 || r.status == 429) {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "wire/protocol.h"
-
+#include "wire/refusal.h"
 
 namespace rackgate::agent {
 namespace {
@@ -21,13 +21,13 @@ TEST(Classify, MapsStatusesToTheNextMove) {
   auto ok = Classify(Answer(200, "{}"), 0);
   ASSERT_TRUE(ok.ok());
 
-  auto wait = Classify(Answer(503, R"({"error": {"reason": "machine_not_enrolled", "message": "wait"}})", "7"), 0);
+  auto wait = Classify(Answer(503, wire::EncodeRefusal({"machine_not_enrolled", "wait"}), "7"), 0);
   ASSERT_FALSE(wait.ok());
   EXPECT_EQ(wait.failure().kind, Failure::Kind::kWait);
   EXPECT_EQ(wait.failure().reason, "machine_not_enrolled");
   EXPECT_EQ(wait.failure().retry_after_seconds, 7);
 
-  auto refused = Classify(Answer(403, R"({"error": {"reason": "machine_revoked", "message": "revoked"}})"), 0);
+  auto refused = Classify(Answer(403, wire::EncodeRefusal({"machine_revoked", "revoked"})), 0);
   EXPECT_EQ(refused.failure().kind, Failure::Kind::kRefused);
   EXPECT_EQ(refused.failure().ExitCode(), kExitRefused);
   EXPECT_EQ(refused.failure().reason, "machine_revoked");
@@ -35,14 +35,14 @@ TEST(Classify, MapsStatusesToTheNextMove) {
 
   EXPECT_EQ(Classify(Answer(500, "x"), 0).failure().kind, Failure::Kind::kRetry);
   // Too many CSRs in flight: wait, as for 503.
-  EXPECT_EQ(Classify(Answer(429, R"({"error": {"reason": "csr_flood_machine", "message": "m"}})", "3"), 0)
+  EXPECT_EQ(Classify(Answer(429, wire::EncodeRefusal({"csr_flood_machine", "m"}), "3"), 0)
                 .failure()
                 .kind,
             Failure::Kind::kWait);
   // A used session (its evidence answered once, the answer lost) is no
   // verdict on the machine: start again from the challenge.
   for (const char* r : {"session_used", "session_expired", "session_unknown"}) {
-    auto again = Classify(Answer(403, std::string(R"({"error": {"reason": ")") + r + R"(", "message": "m"}})"), 0);
+    auto again = Classify(Answer(403, wire::EncodeRefusal({r, "m"})), 0);
     EXPECT_EQ(again.failure().kind, Failure::Kind::kRetry) << r;
   }
   EXPECT_EQ(Classify(Answer(401, ""), 0).failure().reason, "http_401");
@@ -54,9 +54,16 @@ TEST(Classify, MapsStatusesToTheNextMove) {
 }
 
 TEST(Classify, ErrorTextIsMadePrintable) {
-  auto f = Classify(Answer(403, R"({"error": {"reason": "x\u001b[31m", "message": "a\nb"}})"), 0).failure();
+  auto f = Classify(Answer(403, wire::EncodeRefusal({"x\x1b[31m", "a\nb"})), 0).failure();
   EXPECT_EQ(f.reason.find('\x1b'), std::string::npos);
   EXPECT_EQ(f.message.find('\n'), std::string::npos);
+  // Cut short, whatever the appliance sent.
+  auto g = Classify(Answer(403, wire::EncodeRefusal({std::string(300, 'r'), std::string(5000, 'm')})), 0).failure();
+  EXPECT_LE(g.reason.size(), 64u);
+  EXPECT_LE(g.message.size(), 200u);
+  // A body that is no refusal (a proxy's, or fields of another type) says
+  // nothing: the status decides.
+  EXPECT_EQ(Classify(Answer(502, R"({"error": {"reason": "busy", "message": 5}})"), 0).failure().reason, "http_502");
 }
 
 TEST(UsableAnswer, AnUnusableAnswerIsRefusedAsBadResponse) {

@@ -6,6 +6,8 @@
 #include <deque>
 #include <map>
 
+#include "wire/refusal.h"
+
 namespace rackgate::agent {
 namespace {
 
@@ -47,7 +49,7 @@ HttpResponse Answer(long status, std::string body = "{}", std::optional<std::str
 }
 
 std::string ErrorBody(const std::string& reason) {
-  return R"({"error": {"reason": ")" + reason + R"(", "message": "m"}})";
+  return wire::EncodeRefusal({reason, "m"});
 }
 
 std::vector<Endpoint> Fleet(int n) {
@@ -242,7 +244,7 @@ TEST(Failover, TheReportTriesEveryEndpointWhateverTheRound) {
 
 TEST(Failover, UntrustedTextInTheMoveLineIsEscaped) {
   Harness h(2);
-  h.fleet.Queue("https://a:22623", Answer(500, R"({"error": {"reason": "x\u001b[31m", "message": "a\nb"}})"));
+  h.fleet.Queue("https://a:22623", Answer(500, ErrorBody("x\x1b[31m")));
   h.fleet.Queue("https://b:22623", Answer(200));
   ASSERT_TRUE(h.failover.Call("/x", nullptr, {}).ok());
   ASSERT_EQ(h.log.size(), 1u);

@@ -66,10 +66,12 @@
 #include "attest/eventlog.h"
 #include "attest/quote.h"
 #include "attest/testing/soft_tpm.h"
+#include "base/text.h"
 #include "bench/storm_pki.h"
 #include "core/secrets.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
+#include "wire/refusal.h"
 
 extern char** environ;
 
@@ -478,8 +480,8 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 std::string ErrorReason(const std::string& body) {
-  auto e = wire::DecodeErrorBody(body);
-  return e.ok() && !e->reason.empty() ? e->reason : "?";
+  auto e = wire::DecodeRefusal(body);
+  return e.ok() && !e->reason.empty() ? text::PrintableAscii(e->reason, 64) : "?";
 }
 
 // ------------------------------------------------------------ the bundle phase ----

@@ -374,6 +374,14 @@ Result<ChallengeResult> AttestationService::OpenSession(const wire::ChallengeReq
   return out;
 }
 
+Result<ChallengeResult> AttestationService::Challenge(const std::function<Result<wire::ChallengeRequest>()>& decode,
+                                                      const Caller& caller) {
+  if (Status s = ShedLoad(caller); !s.ok()) return s;
+  auto req = decode();
+  if (!req.ok()) return req.status();
+  return Challenge(*req, caller);
+}
+
 Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeRequest& req, const Caller& caller) {
   // Admission first: nothing below (database, EK chain, MakeCredential) runs
   // for a challenge the appliance could not see through.

@@ -173,9 +173,13 @@ class AttestationService {
   AttestationService(storage::AttestationStore* store, const TrustAnchors* anchors, AttestationOptions options,
                      Metrics* metrics, Clock clock = nullptr);
 
-  // Load shedding before a challenge is even decoded: busy when the request
-  // waited longer than busy_queue_delay_ms for a handler thread.
-  Status ShedLoad(const Caller& caller);
+  // POST /v1/attest/challenge as its handler calls it, one entry: load
+  // shedding first (busy when the request waited longer than
+  // busy_queue_delay_ms for a handler thread: a new machine is put off
+  // before what it sent is even read), then `decode()` (wire's reading of
+  // the body; its refusal is the answer), then Challenge below.
+  Result<ChallengeResult> Challenge(const std::function<Result<wire::ChallengeRequest>()>& decode,
+                                    const Caller& caller);
 
   // POST /v1/attest/challenge: admission, the enrollment by EK, the EK
   // certificate, the AK's attributes, the policy's PCR selection, then a
@@ -239,6 +243,8 @@ class AttestationService {
   Result<Release> AuthorizeRelease(storage::Bearer bearer);
 
  private:
+  // Challenge's load shedding (above).
+  Status ShedLoad(const Caller& caller);
   Status Refuse(Status refusal, const std::string& who, bool waitable = false);
   // A refusal before proof of possession: counted, tallied and summarised
   // (anonymous_), never recorded as the machine's attestation.

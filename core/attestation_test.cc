@@ -46,8 +46,12 @@ TEST_P(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
 TEST_P(ChallengeTest, QueuedTooLongIsBusy) {
   options_.busy_queue_delay_ms = 50;
   Restart();
-  EXPECT_EQ(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(80)}).reason(), "busy");
-  EXPECT_TRUE(attestation_->ShedLoad(Caller{"192.0.2.7:1", std::chrono::milliseconds(10)}).ok());
+  // Before the body is read: a late request is busy whatever it sent.
+  const auto not_json = [] { return wire::ParseChallengeRequest("not json"); };
+  EXPECT_EQ(attestation_->Challenge(not_json, Caller{"192.0.2.7:1", std::chrono::milliseconds(80)}).status().reason(),
+            "busy");
+  EXPECT_EQ(attestation_->Challenge(not_json, Caller{"192.0.2.7:1", std::chrono::milliseconds(10)}).status().reason(),
+            "bad_json");
 }
 
 // fleet: a store failure is "busy", except a lost database, which keeps its

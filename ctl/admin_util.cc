@@ -11,7 +11,7 @@
 #include "ctl/admin_client.h"
 #include "ctl/command_line.h"
 #include "ctl/json_util.h"
-#include "wire/admin_errors.h"
+#include "wire/refusal.h"
 #include "wire/codec.h"
 
 namespace rackgate::ctl {
@@ -74,8 +74,8 @@ Result<json> Exchange(const std::string& socket, const std::string& method, cons
   }
   json doc = json::parse(reply->body, nullptr, false);
   if (reply->status >= 200 && reply->status < 300 && !doc.is_discarded()) return doc;
-  const wire::AdminRefusal refusal =
-      wire::DecodeAdminRefusal(reply->body, {"http_" + std::to_string(reply->status), reply->body});
+  const wire::Refusal refusal =
+      wire::DecodeRefusalOr(reply->body, "http_" + std::to_string(reply->status));
   const std::string& reason = refusal.reason;
   const std::string& message = refusal.message;
   std::fprintf(stderr, "rackgatectl: refused: %s: %s\n", reason.c_str(), message.c_str());

@@ -17,7 +17,7 @@
 #include "ctl/ek_cert_urls.h"
 #include "ctl/offline.h"
 #include "wire/admin_ek_certs.h"
-#include "wire/admin_errors.h"
+#include "wire/refusal.h"
 #include "wire/codec.h"
 #include "wire/protocol.h"
 
@@ -225,8 +225,8 @@ int RunImport(const std::string& socket, int argc, char** argv, int first) {
         result["relaxations"] = answer->relaxations;  // admin-path: rackgatectl's own --json output
         if (!as_json) std::printf("%s: %s\n", path.c_str(), answer->summary.c_str());
       } else {
-        const wire::AdminRefusal r = wire::DecodeAdminRefusal(
-            reply->body, {"http_" + std::to_string(reply->status), reply->body});
+        const wire::Refusal r = wire::DecodeRefusalOr(
+            reply->body, "http_" + std::to_string(reply->status));
         refused(r.reason, r.message, reply->status >= 500 ? kExitUnusable : kExitRefused);
       }
     }

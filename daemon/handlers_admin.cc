@@ -64,10 +64,9 @@ void AdminApi::Register(Router* router) {
   add("GET", "/v1/admin/machines", [this](const Request& r) { return List(r); });
   add("POST", "/v1/admin/import", [this](const Request& r) { return Import(r); });
   add("GET", "/v1/admin/machines/{hostname}", [this](const Request& r) { return Show(r); });
-  for (const char* verb : {"approve", "revoke", "reset"}) {
-    add("POST", std::string("/v1/admin/machines/{hostname}/") + verb,
-        [this, v = std::string(verb)](const Request& r) { return Action(r, v); });
-  }
+  add("POST", "/v1/admin/machines/{hostname}/approve", [this](const Request& r) { return ApproveMachine(r); });
+  add("POST", "/v1/admin/machines/{hostname}/revoke", [this](const Request& r) { return RevokeMachine(r); });
+  add("POST", "/v1/admin/machines/{hostname}/reset", [this](const Request& r) { return ResetMachine(r); });
   add("GET", "/v1/admin/audit", [this](const Request& r) { return Audit(r); });
   add("GET", "/v1/admin/status", [this](const Request& r) { return StatusReport(r); });
   add("GET", "/v1/admin/pools", [this](const Request& r) { return GetPools(r); });
@@ -99,224 +98,208 @@ void AdminApi::Register(Router* router) {
 // --- Machines (docs/operations.md, docs/inventory.md, docs/lifecycle.md) ------
 
 Result<Response> AdminApi::Enroll(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto enroll = wire::DecodeEnrollRequest(request.body);
-  if (!enroll.ok()) return enroll.status();
-  auto enrolled = core_->machines.Enroll(*enroll, *actor);
-  if (!enrolled.ok()) return enrolled.status();
-  return Response::Json(enrolled->created ? 201 : 200, wire::EncodeEnrollAnswer(enrolled->answer));
+  return Serve(
+      request, [&] { return wire::DecodeEnrollRequest(request.body); },
+      [this](const auto& enroll, const storage::Actor& actor) { return core_->machines.Enroll(enroll, actor); },
+      [](const auto& enrolled) {
+        return Response::Json(enrolled.created ? 201 : 200, wire::EncodeEnrollAnswer(enrolled.answer));
+      });
 }
 
 // Streamed: the core takes each row as the wire decodes it.
 Result<Response> AdminApi::Import(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
   const auto decode = [&request](const wire::ImportRowSink& row) {
     return wire::DecodeImportRequest(request.body, row);
   };
-  auto answer = core_->machines.Import(decode, *actor);
-  if (!answer.ok()) return answer.status();
-  return Response::Json(200, wire::EncodeImportAnswer(*answer));
+  return Serve(
+      request, [&](const storage::Actor& actor) { return core_->machines.Import(decode, actor); },
+      Json200(wire::EncodeImportAnswer));
 }
 
 // GET /v1/admin/machines?pool=P&state=S.
 Result<Response> AdminApi::List(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeMachineListQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto list = core_->machines.List(query->pool, query->state);
-  if (!list.ok()) return list.status();
-  return Response::Json(200, wire::EncodeMachineList(*list));
+  return Serve(
+      request, [&] { return wire::DecodeMachineListQuery(request.query); },
+      [this](const auto& query, const storage::Actor&) { return core_->machines.List(query.pool, query.state); },
+      Json200(wire::EncodeMachineList));
 }
 
 Result<Response> AdminApi::Show(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto m = core_->machines.Show(request.PathParam("hostname"));
-  if (!m.ok()) return m.status();
-  return Response::Json(200, wire::EncodeMachineView(*m));
+  return Serve(
+      request, [&](const storage::Actor&) { return core_->machines.Show(request.PathParam("hostname")); },
+      Json200(wire::EncodeMachineView));
 }
+
+namespace {
 
 // POST .../revoke and .../reset: a body that is no JSON object is read as
 // none, as the appliance always did (the core then refuses a revoke without
 // a reason, and a reset of a revoked machine without unrevoke).
-Result<Response> AdminApi::Action(const Request& request, const std::string& verb) {
-  if (verb == "approve") return ApproveMachine(request);
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
+Result<wire::ReasonRequest> LenientReason(const Request& request) {
   auto decoded = wire::DecodeReasonRequest(request.body);
-  const wire::ReasonRequest body = decoded.ok() ? *decoded : wire::ReasonRequest{};
-  const std::string& host = request.PathParam("hostname");
-  auto m = verb == "revoke" ? core_->machines.Revoke(host, body.reason, *actor)
-                            : core_->machines.Reset(host, body.reason, body.unrevoke, *actor);
-  if (!m.ok()) return m.status();
-  return Response::Json(200, wire::EncodeMachineView(*m));
+  return decoded.ok() ? *decoded : wire::ReasonRequest{};
+}
+
+}  // namespace
+
+Result<Response> AdminApi::RevokeMachine(const Request& request) {
+  return Serve(
+      request, [&] { return LenientReason(request); },
+      [&](const wire::ReasonRequest& body, const storage::Actor& actor) {
+        return core_->machines.Revoke(request.PathParam("hostname"), body.reason, actor);
+      },
+      Json200(wire::EncodeMachineView));
+}
+
+Result<Response> AdminApi::ResetMachine(const Request& request) {
+  return Serve(
+      request, [&] { return LenientReason(request); },
+      [&](const wire::ReasonRequest& body, const storage::Actor& actor) {
+        return core_->machines.Reset(request.PathParam("hostname"), body.reason, body.unrevoke, actor);
+      },
+      Json200(wire::EncodeMachineView));
 }
 
 Result<Response> AdminApi::ApproveMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto approval = wire::DecodeApprovalRequest(request.body);
-  if (!approval.ok()) return approval.status();
-  auto m = core_->machines.Approve(request.PathParam("hostname"), *approval, *actor);
-  if (!m.ok()) return m.status();
-  return Response::Json(200, wire::EncodeMachineView(*m));
+  return Serve(
+      request, [&] { return wire::DecodeApprovalRequest(request.body); },
+      [&](const auto& approval, const storage::Actor& actor) {
+        return core_->machines.Approve(request.PathParam("hostname"), approval, actor);
+      },
+      Json200(wire::EncodeMachineView));
 }
 
 Result<Response> AdminApi::DeleteMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto body = wire::DecodeReasonRequest(request.body);
-  if (!body.ok()) return body.status();
-  auto m = core_->machines.Delete(request.PathParam("hostname"), body->reason, *actor);
-  if (!m.ok()) return m.status();
-  return Response::Json(200, wire::EncodeMachineView(*m));
+  return Serve(
+      request, [&] { return wire::DecodeReasonRequest(request.body); },
+      [&](const auto& body, const storage::Actor& actor) {
+        return core_->machines.Delete(request.PathParam("hostname"), body.reason, actor);
+      },
+      Json200(wire::EncodeMachineView));
 }
 
 Result<Response> AdminApi::RenameMachine(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto rename = wire::DecodeRenameRequest(request.body);
-  if (!rename.ok()) return rename.status();
-  auto m = core_->machines.Rename(request.PathParam("hostname"), *rename, *actor);
-  if (!m.ok()) return m.status();
-  return Response::Json(200, wire::EncodeMachineView(*m));
+  return Serve(
+      request, [&] { return wire::DecodeRenameRequest(request.body); },
+      [&](const auto& rename, const storage::Actor& actor) {
+        return core_->machines.Rename(request.PathParam("hostname"), rename, actor);
+      },
+      Json200(wire::EncodeMachineView));
 }
 
 // POST /v1/admin/ek-certs: one certificate per request, so that each file
 // of `rackgatectl ek-cert import` gets its own result.
 Result<Response> AdminApi::ImportEkCert(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto body = wire::DecodeEkCertImportRequest(request.body);
-  if (!body.ok()) return body.status();
-  auto answer = core_->ek_certs.Import(*body, *actor);
-  if (!answer.ok()) return answer.status();
-  return Response::Json(200, wire::EncodeEkCertImportAnswer(*answer));
+  return Serve(
+      request, [&] { return wire::DecodeEkCertImportRequest(request.body); },
+      [this](const auto& body, const storage::Actor& actor) { return core_->ek_certs.Import(body, actor); },
+      Json200(wire::EncodeEkCertImportAnswer));
 }
 
 Result<Response> AdminApi::MissingEkCerts(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto list = core_->ek_certs.Missing();
-  if (!list.ok()) return list.status();
-  return Response::Json(200, wire::EncodeEkCertMissingList(*list));
+  return Serve(
+      request, [this](const storage::Actor&) { return core_->ek_certs.Missing(); },
+      Json200(wire::EncodeEkCertMissingList));
 }
 
 // GET /v1/admin/audit?hostname=H&limit=N&since=ID.
 Result<Response> AdminApi::Audit(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeAuditQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto entries = core_->audit.List(query->hostname, query->limit, query->since);
-  if (!entries.ok()) return entries.status();
-  return Response::Json(200, wire::EncodeAuditList(*entries));
+  return Serve(
+      request, [&] { return wire::DecodeAuditQuery(request.query); },
+      [this](const auto& query, const storage::Actor&) {
+        return core_->audit.List(query.hostname, query.limit, query.since);
+      },
+      Json200(wire::EncodeAuditList));
 }
 
 // GET /v1/admin/status.
 Result<Response> AdminApi::StatusReport(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto status = core_->status.Report();
-  if (!status.ok()) return status.status();
-  return Response::Json(200, wire::EncodeStatusView(*status));
+  return Serve(
+      request, [this](const storage::Actor&) { return core_->status.Report(); }, Json200(wire::EncodeStatusView));
 }
 
 // PUT /v1/admin/pools/{name} (docs/ignition.md): decoded, put by the core,
 // answered 201 when the put made the pool.
 Result<Response> AdminApi::PutPool(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto put = wire::DecodePoolPutRequest(request.body);
-  if (!put.ok()) return put.status();
-  auto stored = core_->pools.Put(request.PathParam("name"), *put, *actor);
-  if (!stored.ok()) return stored.status();
-  return Response::Json(stored->created ? 201 : 200, wire::EncodePoolView(stored->pool));
+  return Serve(
+      request, [&] { return wire::DecodePoolPutRequest(request.body); },
+      [&](const auto& put, const storage::Actor& actor) {
+        return core_->pools.Put(request.PathParam("name"), put, actor);
+      },
+      [](const auto& stored) {
+        return Response::Json(stored.created ? 201 : 200, wire::EncodePoolView(stored.pool));
+      });
 }
 
 // PUT /v1/admin/pools/{name}/templates/{which}: the body is the template;
 // DELETE removes it.
 Result<Response> AdminApi::PutTemplate(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
   std::optional<std::string_view> text;
   if (request.method != "DELETE") text = request.body;
-  auto stored = core_->pools.SetTemplate(request.PathParam("name"), request.PathParam("which"), text, *actor);
-  if (!stored.ok()) return stored.status();
-  return Response::Json(200, wire::EncodePoolView(*stored));
+  return Serve(
+      request,
+      [&](const storage::Actor& actor) {
+        return core_->pools.SetTemplate(request.PathParam("name"), request.PathParam("which"), text, actor);
+      },
+      Json200(wire::EncodePoolView));
 }
 
 // GET /v1/admin/certificates?hostname=H&limit=N.
 Result<Response> AdminApi::Certificates(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeCertificateQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto certs = core_->certificates.List(query->hostname, query->limit);
-  if (!certs.ok()) return certs.status();
-  return Response::Json(200, wire::EncodeCertificateList(*certs));
+  return Serve(
+      request, [&] { return wire::DecodeCertificateQuery(request.query); },
+      [this](const auto& query, const storage::Actor&) {
+        return core_->certificates.List(query.hostname, query.limit);
+      },
+      Json200(wire::EncodeCertificateList));
 }
 
 Result<Response> AdminApi::RotateToken(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto rotate = wire::DecodeTokenRotateRequest(request.body);
-  if (!rotate.ok()) return rotate.status();
-  auto rotated = core_->pools.RotateToken(request.PathParam("name"), rotate->grace_seconds, *actor);
-  if (!rotated.ok()) return rotated.status();
-  return Response::Json(200, wire::EncodeTokenRotation(*rotated));
+  return Serve(
+      request, [&] { return wire::DecodeTokenRotateRequest(request.body); },
+      [&](const auto& rotate, const storage::Actor& actor) {
+        return core_->pools.RotateToken(request.PathParam("name"), rotate.grace_seconds, actor);
+      },
+      Json200(wire::EncodeTokenRotation));
 }
 
 Result<Response> AdminApi::GetPools(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  std::optional<std::string> one;
-  if (auto it = request.path_params.find("name"); it != request.path_params.end()) one = it->second;
-  auto pools = core_->pools.List(one);
-  if (!pools.ok()) return pools.status();
-  if (one) return Response::Json(200, wire::EncodePoolView(pools->front()));
-  return Response::Json(200, wire::EncodePoolList(*pools));
+  const std::optional<std::string> one = request.OptionalPathParam("name");
+  return Serve(
+      request, [&](const storage::Actor&) { return core_->pools.List(one); },
+      [&](const auto& pools) {
+        return Response::Json(200, one ? wire::EncodePoolView(pools.front()) : wire::EncodePoolList(pools));
+      });
 }
 
 // --- Webhook events (docs/events.md) -----------------------------------------
 
 // GET /v1/admin/events?pending=1&limit=N.
 Result<Response> AdminApi::Events(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeEventQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto events = core_->events.List(query->limit, query->pending);
-  if (!events.ok()) return events.status();
-  return Response::Json(200, wire::EncodeEventList(*events));
+  return Serve(
+      request, [&] { return wire::DecodeEventQuery(request.query); },
+      [this](const auto& query, const storage::Actor&) { return core_->events.List(query.limit, query.pending); },
+      Json200(wire::EncodeEventList));
 }
 
 // --- Manual CSR approval and discovery -----------------------------------------
 
 // GET /v1/admin/csrs[?all=1][&limit=N].
 Result<Response> AdminApi::Csrs(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeCsrQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto list = core_->csr_approvals.List(query->all, query->limit);
-  if (!list.ok()) return list.status();
-  return Response::Json(200, wire::EncodeCsrList(*list));
+  return Serve(
+      request, [&] { return wire::DecodeCsrQuery(request.query); },
+      [this](const auto& query, const storage::Actor&) { return core_->csr_approvals.List(query.all, query.limit); },
+      Json200(wire::EncodeCsrList));
 }
 
 // POST /v1/admin/csrs/{id}/approve|deny.
 Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto decision = wire::DecodeCsrDecisionRequest(request.body);
-  if (!decision.ok()) return decision.status();
-  auto decided = core_->csr_approvals.Decide(request.PathParam("id"), approve, decision->reason, *actor,
-                                                   decision->uid);
-  if (!decided.ok()) return decided.status();
-  return Response::Json(200, wire::EncodeCsrView(*decided));
+  return Serve(
+      request, [&] { return wire::DecodeCsrDecisionRequest(request.body); },
+      [&](const auto& decision, const storage::Actor& actor) {
+        return core_->csr_approvals.Decide(request.PathParam("id"), approve, decision.reason, actor, decision.uid);
+      },
+      Json200(wire::EncodeCsrView));
 }
 
 // --- The audit chain (docs/audit.md) -----------------------------------------
@@ -324,16 +307,16 @@ Result<Response> AdminApi::DecideCsr(const Request& request, bool approve) {
 // GET /v1/admin/audit/verify[?anchor=ID:HASH]: 200 with the report, or
 // 409 audit_chain_broken with the report beside the refusal.
 Result<Response> AdminApi::VerifyAudit(const Request& request) {
-  auto actor = Authorize(request);
-  if (!actor.ok()) return actor.status();
-  auto query = wire::DecodeAuditVerifyQuery(request.query);
-  if (!query.ok()) return query.status();
-  auto verdict = core_->audit.Verify(query->anchor, *actor);
-  if (!verdict.ok()) return verdict.status();
-  if (verdict->report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict->report));
-  Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict->message));
-  r.body = wire::AddAuditChainReport(r.body, verdict->report);
-  return r;
+  const auto encode = [](const auto& verdict) {
+    if (verdict.report.intact) return Response::Json(200, wire::EncodeAuditChain(verdict.report));
+    Response r = AdminErrorResponse(Status::Corruption("audit_chain_broken", verdict.message));
+    r.body = wire::AddAuditChainReport(r.body, verdict.report);
+    return r;
+  };
+  return Serve(
+      request, [&] { return wire::DecodeAuditVerifyQuery(request.query); },
+      [this](const auto& query, const storage::Actor& actor) { return core_->audit.Verify(query.anchor, actor); },
+      encode);
 }
 
 }  // namespace rackgate::daemon

@@ -31,6 +31,17 @@ class AdminApi {
   // not administer.
   Result<storage::Actor> Authorize(const Request& request) const;
 
+  // The lines every admin route shares, once: Authorize, then `decode()`
+  // (the request's body or query through wire/, a Result), then
+  // `call(decoded, actor)` (one core call, a Result), then `encode(value)`
+  // (a Response). The first refusal is the answer; nothing is decoded for a
+  // peer that may not administer.
+  template <typename Decode, typename Call, typename Encode>
+  Result<Response> Serve(const Request& request, Decode decode, Call call, Encode encode) const;
+  // As above for a route with nothing to decode: `call(actor)`.
+  template <typename Call, typename Encode>
+  Result<Response> Serve(const Request& request, Call call, Encode encode) const;
+
   // Each route's handler: its answer, or the refusal that Register's
   // wrapper answers through the one reason table (daemon/status_http.h).
 
@@ -38,7 +49,8 @@ class AdminApi {
   Result<Response> Import(const Request& request);
   Result<Response> List(const Request& request);
   Result<Response> Show(const Request& request);
-  Result<Response> Action(const Request& request, const std::string& verb);
+  Result<Response> RevokeMachine(const Request& request);
+  Result<Response> ResetMachine(const Request& request);
   Result<Response> Audit(const Request& request);
   Result<Response> StatusReport(const Request& request);
   Result<Response> PutPool(const Request& request);
@@ -70,6 +82,33 @@ class AdminApi {
   core::AdminCore* core_;
   std::optional<gid_t> admin_gid_;
 };
+
+// An encoder for Serve: 200 with `encode(value)` (a wire/admin_*.h
+// encoder) as the body.
+template <typename T>
+auto Json200(std::string (*encode)(const T&)) {
+  return [encode](const T& value) { return Response::Json(200, encode(value)); };
+}
+
+template <typename Decode, typename Call, typename Encode>
+Result<Response> AdminApi::Serve(const Request& request, Decode decode, Call call, Encode encode) const {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto decoded = decode();
+  if (!decoded.ok()) return decoded.status();
+  auto result = call(*decoded, *actor);
+  if (!result.ok()) return result.status();
+  return encode(*result);
+}
+
+template <typename Call, typename Encode>
+Result<Response> AdminApi::Serve(const Request& request, Call call, Encode encode) const {
+  auto actor = Authorize(request);
+  if (!actor.ok()) return actor.status();
+  auto result = call(*actor);
+  if (!result.ok()) return result.status();
+  return encode(*result);
+}
 
 }  // namespace rackgate::daemon
 

@@ -1,8 +1,6 @@
 // The public API's handlers: decode, call the core, encode.
 #include "daemon/handlers_public.h"
 
-#include <nlohmann/json.hpp>
-
 #include "base/hex.h"
 #include "wire/agent_bundle_paths.h"
 #include "wire/codec.h"
@@ -11,8 +9,6 @@
 namespace rackgate::daemon {
 
 namespace {
-
-using nlohmann::json;
 
 core::Caller CallerOf(const Request& r) { return core::Caller{r.peer_address, r.queued}; }
 
@@ -61,10 +57,8 @@ void PublicHandlers::Register(Router* router) {
 }
 
 Response PublicHandlers::Challenge(const Request& request) {
-  if (Status s = attestation_->ShedLoad(CallerOf(request)); !s.ok()) return Refused(s);
-  auto req = wire::ParseChallengeRequest(request.body);
-  if (!req.ok()) return Refused(req.status());
-  auto result = attestation_->Challenge(*req, CallerOf(request));
+  auto result =
+      attestation_->Challenge([&request] { return wire::ParseChallengeRequest(request.body); }, CallerOf(request));
   if (!result.ok()) return Refused(result.status());
   return Response::Json(200, wire::EncodeChallenge(*result));
 }
@@ -104,7 +98,7 @@ std::optional<std::string> ProvisioningToken(const Request& request) {
 
 Response PublicHandlers::PublicConfig(const Request& request) {
   auto config = ignition_->PublicConfig(
-      {request.path_params.at("pool"), ProvisioningToken(request), request.Header("Accept"), request.peer_address});
+      {request.PathParam("pool"), ProvisioningToken(request), request.Header("Accept"), request.peer_address});
   if (!config.ok()) return Refused(config.status());
   return Config(*config);
 }
@@ -125,7 +119,7 @@ Response PublicHandlers::RegisterKubeletKey(const Request& request) {
 Response PublicHandlers::Report(const Request& request) {
   Status s = reports_->Record(request.BearerToken(), wire::DecodeProvisioningReport(request.body));
   if (!s.ok()) return Refused(s);
-  return Response::Json(200, R"({"recorded":true})");
+  return Response::Json(200, wire::EncodeReportRecorded());
 }
 
 Response PublicHandlers::AgentInitramfs(const Request&) {

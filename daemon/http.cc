@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
+#include "wire/refusal.h"
 
 namespace rackgate::daemon {
 
@@ -83,12 +83,16 @@ std::optional<std::string> Request::BearerToken() const {
   return h->substr(7);
 }
 
+std::optional<std::string> Request::OptionalPathParam(const std::string& name) const {
+  auto it = path_params.find(name);
+  if (it == path_params.end()) return std::nullopt;
+  return it->second;
+}
+
 Response Response::Error(int status, const std::string& reason, const std::string& message,
                          std::optional<int> retry_after_seconds) {
-  nlohmann::json body = {{"error", {{"reason", reason}, {"message", message}}}};
-  // dump() with the replace handler: a message is never allowed to make the
-  // error itself fail on invalid UTF-8.
-  Response r = Json(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  Response r = Json(status, wire::EncodeRefusal({reason, message}));
+  r.reason = reason;
   if (retry_after_seconds.has_value()) {
     r.headers.emplace_back("Retry-After", std::to_string(*retry_after_seconds));
   }
@@ -148,8 +152,9 @@ void Router::Add(const std::string& method, const std::string& pattern, Handler 
 
 Response Router::Dispatch(Request request) const { return Dispatch(std::move(request), nullptr); }
 
-Response Router::Dispatch(Request request, std::string* route) const {
+Response Router::Dispatch(Request request, std::string* route, std::map<std::string, std::string>* params) const {
   if (route != nullptr) *route = "unmatched";
+  if (params != nullptr) params->clear();
   if (request.path.empty() || request.path.front() != '/') {
     return Response::Error(404, "not_found", "no such resource");
   }
@@ -162,6 +167,13 @@ Response Router::Dispatch(Request request, std::string* route) const {
     if (best == nullptr || MoreSpecific(r.segments, *best)) best = &r.segments;
   }
   if (best == nullptr) return Response::Error(404, "not_found", "no such resource");
+  // SECURITY: the one place a path's segments become parameters, so a
+  // handler and the refusal log see the same values.
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::string& s = (*best)[i];
+    if (IsParam(s)) request.path_params[s.substr(1, s.size() - 2)] = path[i];
+  }
+  if (params != nullptr) *params = request.path_params;
 
   const Route* exact = nullptr;
   const Route* get = nullptr;
@@ -187,10 +199,6 @@ Response Router::Dispatch(Request request, std::string* route) const {
   }
 
   if (route != nullptr) *route = chosen->method + " " + Join(chosen->segments);
-  for (size_t i = 0; i < path.size(); ++i) {
-    const std::string& s = chosen->segments[i];
-    if (IsParam(s)) request.path_params[s.substr(1, s.size() - 2)] = path[i];
-  }
   return chosen->handler(request);
 }
 

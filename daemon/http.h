@@ -41,7 +41,9 @@ struct Request {
   std::string method;  // "GET", "HEAD", "POST", ...
   std::string path;    // decoded path without the query string
   std::map<std::string, std::string> query;
-  std::map<std::string, std::string> path_params;  // filled by the Router
+  // The route's {name} segments: filled by the Router only, read only with
+  // PathParam and OptionalPathParam (script/check-admin-path).
+  std::map<std::string, std::string> path_params;
   Headers headers;
   std::string body;          // complete; the server enforced the size limit
   std::string peer_address;  // "127.0.0.1:4711", or "unix" on the admin socket
@@ -61,6 +63,9 @@ struct Request {
   // The route's {name} parameter (Router::Add's pattern names it; a handler
   // asks only for its own route's).
   const std::string& PathParam(const std::string& name) const { return path_params.at(name); }
+  // The {name} parameter when the route that answered has one (a handler
+  // served on two routes, one with the parameter and one without).
+  std::optional<std::string> OptionalPathParam(const std::string& name) const;
 };
 
 struct Response {
@@ -74,12 +79,15 @@ struct Response {
   // public config: docs/performance.md, "Memory per answer").
   std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // The refusal's reason code, set by Error ("" for any other answer): the
+  // server reports admin refusals by it without reading the body again.
+  std::string reason;
 
   // The body, whichever of the two holds it; valid while this Response (or
   // the shared buffer) is.
   std::string_view Body() const { return shared_body ? std::string_view(*shared_body) : std::string_view(body); }
 
-  // A JSON error body: {"error": {"reason": REASON, "message": MESSAGE}}.
+  // The refusal body (wire/refusal.h's EncodeRefusal) with `reason` set.
   // MESSAGE goes to the client: it must never hold a secret or the value a
   // check compared against. With retry_after_seconds, adds Retry-After.
   static Response Error(int status, const std::string& reason, const std::string& message,
@@ -114,8 +122,11 @@ class Router {
   Response Dispatch(Request request) const;
   // As above; *route receives "METHOD PATTERN" of the route that answered, or
   // the pattern alone for a 405, or "unmatched" for a 404 — a bounded label
-  // for metrics, never the client's path. `route` may be null.
-  Response Dispatch(Request request, std::string* route) const;
+  // for metrics, never the client's path. *params receives the matched
+  // pattern's {name} segments as the path gave them (also for a 405; empty
+  // for a 404): client text, escape before logging. Either may be null.
+  Response Dispatch(Request request, std::string* route,
+                    std::map<std::string, std::string>* params = nullptr) const;
 
  private:
   struct Route {

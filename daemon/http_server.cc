@@ -32,14 +32,13 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
-#include <nlohmann/json.hpp>
-
 #include "daemon/handler_pool.h"
 #include "daemon/http_framing.h"
 #include "daemon/listen_sockets.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "daemon/tls_credentials.h"
+#include "wire/refusal.h"
 
 namespace rackgate::daemon {
 
@@ -73,9 +72,6 @@ constexpr char kTlsPriorities[] =
     "+SIGN-RSA-SHA512:+SIGN-RSA-PSS-SHA512:+SIGN-RSA-PSS-RSAE-SHA512:"
     "+SIGN-ECDSA-SHA512:+SIGN-ECDSA-SECP521R1-SHA512:"
     "%SERVER_PRECEDENCE";
-// The fixed answer to a handler's exception (CWE-209: the cause stays in the
-// log).
-constexpr char kInternalErrorBody[] = R"({"error":{"reason":"internal","message":"internal error"}})";
 // After the limit, an upload is read and dropped up to this much more so the
 // client can still be told 413; past that the connection is closed.
 constexpr uint64_t kOversizeDrainBytes = 1 << 20;
@@ -128,6 +124,7 @@ struct RequestState {
   unsigned status = 0;  // 0 until a response is queued
   bool close_connection = false;  // the answer closes the connection
   std::string route = "unmatched";
+  std::map<std::string, std::string> params;  // the router's, for the refusal log
   std::optional<PeerCred> cred;  // the admin socket's peer
   // Handed to the handler pool: the connection is suspended until `ready`.
   bool dispatched = false;
@@ -332,7 +329,13 @@ constexpr char kRequestsHelp[] =
     "HTTP requests by method, route pattern and status (\"aborted\": not delivered).";
 constexpr char kDurationHelp[] = "Time from request headers to the last byte of the response.";
 
-Response InternalError() { return Response::Json(500, kInternalErrorBody); }
+// The fixed answer to a handler's exception (CWE-209: the cause stays in the
+// log).
+Response InternalError() {
+  Response r = Response::Json(500, std::string(wire::kInternalRefusalBody));
+  r.reason = "internal";
+  return r;
+}
 
 // Observability: bounded label values. The method as a label only when it is
 // a standard one (a client may send any token).
@@ -351,32 +354,6 @@ std::string RouteLabel(const std::string& dispatched) {
   return space == std::string::npos ? dispatched : dispatched.substr(space + 1);
 }
 
-// The pattern's {name} segments, taken from the path.
-std::map<std::string, std::string> PathParams(const std::string& pattern, const std::string& path) {
-  std::map<std::string, std::string> out;
-  size_t p = 0, q = 0;
-  while (p < pattern.size() && q < path.size()) {
-    const size_t pe = std::min(pattern.find('/', p + 1), pattern.size());
-    const size_t qe = std::min(path.find('/', q + 1), path.size());
-    const std::string seg = pattern.substr(p + 1, pe - p - 1);
-    if (seg.size() > 2 && seg.front() == '{' && seg.back() == '}') {
-      out[seg.substr(1, seg.size() - 2)] = path.substr(q + 1, qe - q - 1);
-    }
-    p = pe;
-    q = qe;
-  }
-  return out;
-}
-
-// The reason code of an error body {"error": {"reason": ...}}; "" otherwise.
-std::string ErrorReason(const Response& r) {
-  if (r.content_type.rfind("application/json", 0) != 0) return "";
-  const nlohmann::json j = nlohmann::json::parse(r.Body(), nullptr, false);
-  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
-  const auto it = j["error"].find("reason");
-  return it != j["error"].end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 void ReportAdminRefusal(const RequestState& state, const Response& response) {
   const auto& hook = state.listener->server->options.on_admin_refusal;
   if (!state.listener->admin || response.status < 400 || !hook) return;
@@ -384,9 +361,9 @@ void ReportAdminRefusal(const RequestState& state, const Response& response) {
   r.method = MethodLabel(state.method);
   r.route = RouteLabel(state.route);
   r.status = response.status;
-  r.reason = ErrorReason(response);
+  r.reason = response.reason;
   r.peer = state.cred;
-  if (r.route != "other") r.path_params = PathParams(r.route, state.path);
+  r.params = state.params;
   try {
     hook(r);
   } catch (const std::exception& e) {
@@ -463,7 +440,7 @@ Clock::duration SinceLastReceived(MHD_Connection* connection, const Listener& li
 // Runs the route's handler; never throws.
 Response Dispatch(RequestState* state, Request request) {
   try {
-    return state->listener->router->Dispatch(std::move(request), &state->route);
+    return state->listener->router->Dispatch(std::move(request), &state->route, &state->params);
   } catch (const std::exception& e) {
     Log()->error("{} {} ({}) failed: {}", state->method, LogSafe(state->path), state->route,
                  e.what());

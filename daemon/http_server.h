@@ -59,11 +59,11 @@ struct AdminRefusal {
   std::string method;  // bounded: a standard method or "other"
   std::string route;   // the router's pattern, or "other"
   int status = 0;
-  std::string reason;  // the error body's reason code ("" when it has none)
+  std::string reason;  // the refusal's reason code (Response::reason; "" when it has none)
   std::optional<PeerCred> peer;
-  // The pattern's {name} segments as the request gave them (client text:
-  // escape before logging).
-  std::map<std::string, std::string> path_params;
+  // The router's {name} segments of the matched pattern, as the request
+  // gave them (client text: escape before logging).
+  std::map<std::string, std::string> params;
 };
 
 struct HttpServerOptions {

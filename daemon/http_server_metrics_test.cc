@@ -135,12 +135,12 @@ TEST_F(HttpServerTest, AdminRefusalsReachTheHookWithRouteReasonAndPeer) {
   EXPECT_EQ(seen[0].route, "/v1/admin/machines/{hostname}/revoke");
   EXPECT_EQ(seen[0].status, 409);
   EXPECT_EQ(seen[0].reason, "state_conflict");
-  EXPECT_EQ(seen[0].path_params.at("hostname"), "node\n7");
+  EXPECT_EQ(seen[0].params.at("hostname"), "node\n7");
   ASSERT_TRUE(seen[0].peer.has_value());
   EXPECT_EQ(seen[0].peer->uid, geteuid());
   EXPECT_EQ(seen[1].route, "other");
   EXPECT_EQ(seen[1].reason, "not_found");
-  EXPECT_TRUE(seen[1].path_params.empty());
+  EXPECT_TRUE(seen[1].params.empty());
 }
 
 }  // namespace

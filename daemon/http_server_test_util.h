@@ -294,7 +294,7 @@ class HttpServerTest : public testing::Test {
     });
     options_.router.Add("POST", "/hello", [](const Request&) { return Response::Json(201, "{}"); });
     options_.router.Add("GET", "/items/{id}", [](const Request& r) {
-      json j = {{"id", r.path_params.at("id")},
+      json j = {{"id", r.PathParam("id")},
                 {"q", r.query.count("q") ? r.query.at("q") : ""},
                 {"ua", r.Header("x-test").value_or("")},
                 {"peer_prefix", r.peer_address.substr(0, 10)},

@@ -58,6 +58,11 @@ TEST(Response, ErrorShapeAndRetryAfter) {
   EXPECT_EQ(j.at("error").at("message"), "try \"later\"");
   EXPECT_EQ(HeaderOf(r, "Retry-After"), "30");
   EXPECT_EQ(HeaderOf(Response::Error(403, "x", "y"), "Retry-After"), "");
+  // The bytes rackgated has always sent, and the reason kept beside them
+  // for the admin refusal log (no second reading of the body).
+  EXPECT_EQ(r.body, R"({"error":{"message":"try \"later\"","reason":"busy"}})");
+  EXPECT_EQ(r.reason, "busy");
+  EXPECT_EQ(Response::Json(200, "{}").reason, "");
 }
 
 TEST(Response, ErrorWithInvalidUtf8DoesNotThrow) {
@@ -84,6 +89,30 @@ TEST(Router, ExactAndParams) {
   EXPECT_EQ(route, "GET /config/{pool}");
   r = router.Dispatch(Make("POST", "/v1/machines/abc/actions/revoke"));
   EXPECT_EQ(r.body, "action:id=abc;verb=revoke;");
+}
+
+// The router is the one place a path's segments become parameters; it hands
+// them to the handler and to the caller (the server's refusal log), also
+// for a 405, where no handler runs.
+TEST(Router, ParamsFromTheRouterOnly) {
+  Router router;
+  const auto one = [](const Request& req) {
+    return Response::Text(200, req.OptionalPathParam("name").value_or("(all)"));
+  };
+  router.Add("GET", "/pools", one);
+  router.Add("GET", "/pools/{name}", one);
+  std::map<std::string, std::string> params;
+  EXPECT_EQ(router.Dispatch(Make("GET", "/pools/a"), nullptr, &params).body, "a");
+  EXPECT_EQ(params, (std::map<std::string, std::string>{{"name", "a"}}));
+  EXPECT_EQ(router.Dispatch(Make("GET", "/pools"), nullptr, &params).body, "(all)");
+  EXPECT_TRUE(params.empty());
+  std::string route;
+  EXPECT_EQ(router.Dispatch(Make("DELETE", "/pools/b"), &route, &params).status, 405);
+  EXPECT_EQ(route, "/pools/{name}");
+  EXPECT_EQ(params, (std::map<std::string, std::string>{{"name", "b"}}));
+  params = {{"stale", "x"}};
+  EXPECT_EQ(router.Dispatch(Make("GET", "/nothing"), nullptr, &params).status, 404);
+  EXPECT_TRUE(params.empty()) << "a 404 matched no pattern";
 }
 
 TEST(Router, NotFound) {

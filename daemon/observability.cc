@@ -221,8 +221,8 @@ void AdminRefusalLog::Record(const AdminRefusal& r, int64_t now) {
     if (struct passwd* pw = ::getpwuid(r.peer->uid)) user = pw->pw_name;
   }
   const std::string reason = r.reason.empty() ? "http_" + std::to_string(r.status) : r.reason;
-  auto host = r.path_params.find("hostname");
-  const std::string hostname = host != r.path_params.end() ? host->second : "";
+  auto host = r.params.find("hostname");
+  const std::string hostname = host != r.params.end() ? host->second : "";
   Log()->warn("admin {} {} refused {} {}: user={} uid={}{}", r.method, r.route, r.status, reason, user, uid,
               hostname.empty() ? "" : " hostname=" + Clip(hostname));
   // The reason is the server's own code (bounded), never the client's text.

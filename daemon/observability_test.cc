@@ -96,7 +96,7 @@ class RefusalLogTest : public ::testing::Test {
     r.status = 404;
     r.reason = "hostname_unknown";
     r.peer = PeerCred{1, ::geteuid(), ::getegid(), {}};
-    r.path_params["hostname"] = "node-1";
+    r.params["hostname"] = "node-1";
     return r;
   }
   // The detail of every admin_refused row.

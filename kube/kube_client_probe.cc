@@ -44,7 +44,7 @@ void Print(const json& j) {
 }
 
 int Fail(const Status& s) {
-  Print({{"error", s.reason()}, {"message", s.message()}});
+  Print({{"error", s.reason()}, {"message", s.message()}});  // admin-path: the probe's own line, no refusal
   return 1;
 }
 

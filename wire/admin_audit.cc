@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wire/admin_json.h"
+#include "wire/refusal.h"
 
 namespace rackgate::wire {
 
@@ -75,13 +76,10 @@ Result<AuditChainRefusal> DecodeAuditChainRefusal(std::string_view body) {
   if (!doc->contains("report")) return Status::InvalidArgument("field_missing", "the refusal carries no report");
   auto report = ChainFromJson(doc->at("report"));
   if (!report.ok()) return report.status();
-  std::string message;
-  if (doc->contains("error") && doc->at("error").is_object()) {
-    auto m = admin_json::String(doc->at("error"), "message");
-    if (!m.ok()) return m.status();
-    message = m->value_or("");
-  }
-  return AuditChainRefusal{std::move(report).value(), std::move(message)};
+  // The refusal beside the report: its message, "" when it has none.
+  auto refusal = DecodeRefusal(body);
+  if (!refusal.ok() && refusal.status().reason() != "field_missing") return refusal.status();
+  return AuditChainRefusal{std::move(report).value(), refusal.ok() ? refusal->message : ""};
 }
 
 std::string EncodeAuditChainVerdict(const AuditChainView& report, const std::string& message) {

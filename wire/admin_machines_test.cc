@@ -1,5 +1,4 @@
-// Tests of the admin API's machine bodies (wire/admin_machines.h) and its
-// refusal body (wire/admin_errors.h): round trips, the answers' exact text,
+// Tests of the admin API's machine bodies (wire/admin_machines.h): round trips, the answers' exact text,
 // every truncation, malformed fields, and the streamed import.
 #include "wire/admin_machines.h"
 
@@ -8,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "wire/admin_errors.h"
 #include "wire/admin_pools.h"
 
 namespace rackgate::wire {
@@ -358,17 +356,6 @@ TEST(ReasonAndRename, RoundTripAndRefuse) {
   EXPECT_EQ(*renamed, rename);
   ExpectEveryPrefixRefused(EncodeRenameRequest(rename), DecodeRenameRequest);
   EXPECT_EQ(*DecodeRenameRequest(R"({"hostname":7})"), RenameRequest{});
-}
-
-TEST(AdminRefusal, ReadsTheErrorWholeOrKeepsTheFallback) {
-  const AdminRefusal fallback{"http_502", "<html>bad gateway</html>"};
-  const std::string long_message(500, 'm');
-  EXPECT_EQ(DecodeAdminRefusal(R"({"error":{"reason":"ek_in_use","message":")" + long_message + R"("}})", fallback),
-            (AdminRefusal{"ek_in_use", long_message}));
-  EXPECT_EQ(DecodeAdminRefusal(R"({"error":{"reason":"x"}})", fallback), (AdminRefusal{"x", fallback.message}));
-  EXPECT_EQ(DecodeAdminRefusal(R"({"error":{"reason":1}})", fallback), fallback);
-  EXPECT_EQ(DecodeAdminRefusal(R"({"error":"x"})", fallback), fallback);
-  EXPECT_EQ(DecodeAdminRefusal("<html>", fallback), fallback);
 }
 
 }  // namespace

@@ -608,24 +608,6 @@ Result<ProvisioningReport> DecodeProvisioningReport(std::string_view body) {
   return r;
 }
 
-// --- Errors ------------------------------------------------------------------
-
-std::string EncodeErrorBody(const ErrorBody& e) {
-  json body = {{"error", {{"reason", e.reason}, {"message", e.message}}}};
-  return body.dump();
-}
-
-Result<ErrorBody> DecodeErrorBody(std::string_view body) {
-  auto doc = ParseAnyObject(body);
-  if (!doc.ok()) return doc.status();
-  auto e = doc->find("error");
-  if (e == doc->end()) return Missing("error");
-  if (!e->is_object()) return Invalid("error", "expected an object");
-  ErrorBody out;
-  // Printable only: these strings go to a terminal or the journal.
-  if (auto r = Str(*e, "reason")) out.reason = attest::PrintableAscii(*r, 64);
-  if (auto m = Str(*e, "message", 4096)) out.message = attest::PrintableAscii(*m, 200);
-  return out;
-}
+std::string EncodeReportRecorded() { return json{{"recorded", true}}.dump(); }
 
 }  // namespace rackgate::wire

@@ -252,22 +252,8 @@ std::string EncodeProvisioningReport(const ProvisioningReport& r);
 // message printable ASCII, exit_status 0..255, done at most kMaxReportDone
 // names like step's (field_invalid otherwise; unknown fields refused).
 Result<ProvisioningReport> DecodeProvisioningReport(std::string_view body);
-
-// --- Errors -----------------------------------------------------------------
-
-// {"error": {"reason", "message"}}.
-struct ErrorBody {
-  std::string reason;
-  std::string message;
-  bool operator==(const ErrorBody&) const = default;
-};
-std::string EncodeErrorBody(const ErrorBody& e);
-// bad_json unless an object with an "error" object. Inside it, reason and
-// message are taken when they are strings (at most 256 and 4096 characters)
-// and left empty otherwise, since an error may come from a proxy; both are
-// made printable (at most 64 and 200 characters), because they end up on a
-// terminal or in the journal.
-Result<ErrorBody> DecodeErrorBody(std::string_view body);
+// The answer to a recorded report: {"recorded":true}.
+std::string EncodeReportRecorded();
 
 }  // namespace rackgate::wire
 

@@ -64,17 +64,12 @@ Result<HttpResponse> HttpClient::Send(const Endpoint& endpoint, std::string_view
   set(curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L));
   // HTTPS only, also for any redirect — and redirects are not followed:
   // the API never redirects, and a redirect would carry the bearer token.
-  set(curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L));
+  ok = ok && transfer::HttpsOnlyNoRedirects(c);
   // SECURITY: the appliance is trusted through its own CA and nothing else:
   // no system store (CAPATH cleared, CAINFO replaced), peer and host name
   // always verified. There is deliberately no option to turn this off.
   set(curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str()));
-  set(curl_easy_setopt(c, CURLOPT_CAPATH, nullptr));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L));
-  set(curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)));
+  ok = ok && transfer::VerifyPeerAgainstCallersCa(c);
   set(curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_seconds));
   set(curl_easy_setopt(c, CURLOPT_TIMEOUT, options_.request_timeout_seconds));
   set(curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str()));

@@ -109,6 +109,19 @@ size_t Discard(char*, size_t size, size_t nmemb, void*) { return size * nmemb; }
 
 }  // namespace
 
+bool HttpsOnlyNoRedirects(void* curl) {
+  return curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https") == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "https") == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
+}
+
+bool VerifyPeerAgainstCallersCa(void* curl) {
+  return curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr) == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
+         curl_easy_setopt(curl, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)) == CURLE_OK;
+}
+
 bool DiscardBody(void* curl) { return curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Discard) == CURLE_OK; }
 
 Outcome Perform(EasyHandle& handle, const BodySink* body) {

@@ -127,6 +127,17 @@ class StreamSink {
   std::exception_ptr exception_;
 };
 
+// SECURITY: HTTPS only, also for a redirect, and no redirect followed (one
+// would carry the caller's bearer token to wherever the answer points).
+// False when libcurl refused (one built without HTTPS).
+[[nodiscard]] bool HttpsOnlyNoRedirects(void* curl);
+
+// SECURITY: the peer is trusted through the CA the caller sets (CAINFO or
+// CAINFO_BLOB) and nothing else: no system store (CAPATH cleared), peer and
+// host name always verified, TLS 1.2 at least. Deliberately nothing turns
+// it off. False when libcurl refused.
+[[nodiscard]] bool VerifyPeerAgainstCallersCa(void* curl);
+
 // Counts an answer's body away: for a caller that reads only the status. No
 // byte is held, however long the answer. False when libcurl refused.
 [[nodiscard]] bool DiscardBody(void* curl);

@@ -237,6 +237,18 @@ TEST(DiscardBodyTest, OnlyTheStatusIsRead) {
   EXPECT_EQ(o.http_status, 200);
 }
 
+TEST(HttpsOnlyTest, APlainHttpUrlIsNotFetched) {
+  LoopbackServer server(Answer("{}"));
+  EasyHandle h;
+  ASSERT_TRUE(HttpsOnlyNoRedirects(h.get()));
+  ASSERT_TRUE(VerifyPeerAgainstCallersCa(h.get()));
+  BodySink body(10);
+  Outcome o = Get(h, server.url(), &body);
+  EXPECT_EQ(o.curl_code, CURLE_UNSUPPORTED_PROTOCOL);
+  EXPECT_EQ(o.http_status, 0);
+  EXPECT_EQ(FailureStatus(o, body.max_bytes(), kReasons).reason(), "peer_unreachable");
+}
+
 TEST(EasyHandleTest, AMovedHandleIsOwnedOnce) {
   EasyHandle a;
   void* curl = a.get();

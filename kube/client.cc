@@ -78,9 +78,7 @@ void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, 
   set(curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L));
   // SECURITY: HTTPS only and no redirects: a redirect would carry the bearer
   // token to wherever the answer points.
-  set(curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L));
+  ok = ok && transfer::HttpsOnlyNoRedirects(c);
   // SECURITY: the cluster is trusted through its own CA and nothing else (no
   // system store: CAINFO replaced by the blob, CAPATH cleared); peer and host
   // name always verified, with no option to turn it off. The CA, certificate
@@ -88,10 +86,7 @@ void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, 
   // a file.
   curl_blob ca{const_cast<char*>(creds.ca_pem.data()), creds.ca_pem.size(), CURL_BLOB_COPY};
   set(curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca));
-  set(curl_easy_setopt(c, CURLOPT_CAPATH, nullptr));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L));
-  set(curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)));
+  ok = ok && transfer::VerifyPeerAgainstCallersCa(c);
   if (!creds.client_cert_pem.empty()) {
     curl_blob cert{const_cast<char*>(creds.client_cert_pem.data()), creds.client_cert_pem.size(), CURL_BLOB_COPY};
     curl_blob key{const_cast<char*>(creds.client_key_pem.data()), creds.client_key_pem.size(), CURL_BLOB_COPY};

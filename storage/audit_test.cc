@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "storage/audit.h"
+#include "storage/audit_detail.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 #include "storage/store.h"
@@ -483,6 +484,22 @@ INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state
   ASSERT_TRUE(c.ok());
   EXPECT_THROW((*c)->Exec("UPDATE audit SET why = 'x' WHERE id = 1"), StoreError);
   EXPECT_THROW((*c)->Exec("DELETE FROM audit WHERE id = 1"), StoreError);
+}
+
+// AuditDetail writes what nlohmann::json's object always wrote: keys in byte
+// order, a key set again replaced, invalid UTF-8 replaced.
+TEST(AuditDetailTest, KeysInByteOrderWhateverTheOrderOfTheCalls) {
+  AuditDetail d;
+  d.Text("b", "x").Int("a", -1).Bool("c", false).Null("d").Texts("e", {"p", "q"});
+  d.Object("f", AuditDetail().Int("z", 2).Bool("y", true));
+  EXPECT_EQ(d.Json(), R"({"a":-1,"b":"x","c":false,"d":null,"e":["p","q"],"f":{"y":true,"z":2}})");
+  d.Text("a", "again");
+  EXPECT_EQ(d.Json(), R"({"a":"again","b":"x","c":false,"d":null,"e":["p","q"],"f":{"y":true,"z":2}})");
+  ASSERT_NE(d.FindText("a"), nullptr);
+  EXPECT_EQ(*d.FindText("a"), "again");
+  EXPECT_EQ(d.FindText("c"), nullptr);
+  EXPECT_EQ(AuditDetail().Json(), "{}");
+  EXPECT_EQ(AuditDetail().Text("t", "a\xff" "b\"\n").Json(), "{\"t\":\"a\xef\xbf\xbd" "b\\\"\\n\"}");
 }
 
 // The detail of every audit row storage builds, pinned byte for byte: the

@@ -45,18 +45,12 @@ Result<HttpResponse> HttpClient::Send(const Endpoint& endpoint, std::string_view
   // Bounded: a Retry-After is a number or a 29-character date.
   transfer::HeaderSink retry_after("Retry-After", 64);
 
-  SlistPtr list;
-  auto add = [&list](const std::string& h) {
-    curl_slist* l = curl_slist_append(list.get(), h.c_str());
-    if (l == nullptr) throw std::bad_alloc();
-    (void)list.release();
-    list.reset(l);
-  };
-  for (const auto& h : headers) add(h);
-  if (body != nullptr) add("Content-Type: application/json");
+  transfer::HeaderList list;
+  for (const auto& h : headers) list.Add(h);
+  if (body != nullptr) list.Add("Content-Type: application/json");
   // Without this curl sends "Expect: 100-continue" for larger bodies and
   // waits a second for an answer that MHD may never send.
-  add("Expect:");
+  list.Add("Expect:");
 
   bool ok = true;
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };

@@ -32,6 +32,24 @@ EasyHandle& EasyHandle::operator=(EasyHandle&& other) noexcept {
   return *this;
 }
 
+HeaderList::~HeaderList() { curl_slist_free_all(static_cast<curl_slist*>(list_)); }
+
+HeaderList::HeaderList(HeaderList&& other) noexcept : list_(std::exchange(other.list_, nullptr)) {}
+
+HeaderList& HeaderList::operator=(HeaderList&& other) noexcept {
+  if (this != &other) {
+    curl_slist_free_all(static_cast<curl_slist*>(list_));
+    list_ = std::exchange(other.list_, nullptr);
+  }
+  return *this;
+}
+
+void HeaderList::Add(const std::string& line) {
+  curl_slist* l = curl_slist_append(static_cast<curl_slist*>(list_), line.c_str());
+  if (l == nullptr) throw std::bad_alloc();
+  list_ = l;
+}
+
 bool BodySink::Attach(void* curl) {
   return curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &BodySink::Write) == CURLE_OK &&
          curl_easy_setopt(curl, CURLOPT_WRITEDATA, this) == CURLE_OK &&

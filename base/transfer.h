@@ -46,6 +46,27 @@ class EasyHandle {
   std::unique_ptr<char[]> error_;  // CURLOPT_ERRORBUFFER, CURL_ERROR_SIZE bytes
 };
 
+// Request header lines for CURLOPT_HTTPHEADER: a curl_slist, owned, typed
+// void* here. Move-only.
+class HeaderList {
+ public:
+  HeaderList() = default;
+  ~HeaderList();
+  HeaderList(HeaderList&& other) noexcept;
+  HeaderList& operator=(HeaderList&& other) noexcept;
+  HeaderList(const HeaderList&) = delete;
+  HeaderList& operator=(const HeaderList&) = delete;
+
+  // Appends one "Name: value" line (libcurl copies it). Throws
+  // std::bad_alloc when libcurl cannot.
+  void Add(const std::string& line);
+  // The curl_slist*, borrowed; null while no line was added.
+  void* get() const { return list_; }
+
+ private:
+  void* list_ = nullptr;
+};
+
 // Holds an answer's body up to `max_bytes`. SECURITY: an answer over the
 // bound fails the transfer as soon as it is known (a declared
 // Content-Length through CURLOPT_MAXFILESIZE_LARGE, else at the byte that

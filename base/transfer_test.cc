@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -41,6 +42,11 @@ class LoopbackServer {
     ::close(listen_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+  // What the last connection sent, up to the end of its header lines.
+  std::string last_request() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_request_;
+  }
 
  private:
   void Serve() {
@@ -54,6 +60,10 @@ class LoopbackServer {
         if (n <= 0) break;
         in.append(buf, static_cast<size_t>(n));
       }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_request_ = in;
+      }
       // The client may hang up early (a refused answer): no SIGPIPE.
       (void)::send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
       ::shutdown(fd, SHUT_WR);
@@ -63,6 +73,8 @@ class LoopbackServer {
     }
   }
   std::string answer_;
+  std::mutex mu_;
+  std::string last_request_;
   int listen_ = -1;
   int port_ = 0;
   std::thread thread_;
@@ -134,6 +146,21 @@ TEST(BodySinkTest, AnUndeclaredLengthWithinTheBoundIsKept) {
   Outcome o = Get(h, server.url(), &body);
   ASSERT_TRUE(o.ok()) << o.error;
   EXPECT_EQ(body.TakeBody(), std::string(64, 'x'));
+}
+
+// The request's header lines reach the server (it answers what it read).
+TEST(HeaderListTest, TheLinesAreSent) {
+  LoopbackServer server(Answer("{}"));
+  EasyHandle h;
+  HeaderList list;
+  EXPECT_EQ(list.get(), nullptr);
+  list.Add("X-One: 1");
+  list.Add("X-Two: 2");
+  HeaderList moved(std::move(list));
+  EXPECT_NE(moved.get(), nullptr);
+  ASSERT_EQ(curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, moved.get()), CURLE_OK);
+  ASSERT_TRUE(Get(h, server.url(), nullptr).ok());
+  EXPECT_NE(server.last_request().find("\r\nX-One: 1\r\nX-Two: 2\r\n"), std::string::npos) << server.last_request();
 }
 
 TEST(HeaderSinkTest, KeepsTheNamedHeaderVerbatimWhateverItsCase) {

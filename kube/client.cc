@@ -19,10 +19,6 @@ namespace rackgate::kube {
 
 namespace {
 
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
 
 // An error answer's body is read only for its message.
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
@@ -51,27 +47,21 @@ void InitCurlOnce() {
   });
 }
 
-SlistPtr Headers(const Credentials& creds, bool json_body) {
-  SlistPtr list;
-  auto add = [&list](const std::string& h) {
-    curl_slist* l = curl_slist_append(list.get(), h.c_str());
-    if (l == nullptr) throw std::bad_alloc();
-    (void)list.release();
-    list.reset(l);
-  };
+transfer::HeaderList Headers(const Credentials& creds, bool json_body) {
+  transfer::HeaderList list;
   // JSON, never protobuf: the only form we parse.
-  add("Accept: application/json");
+  list.Add("Accept: application/json");
   // The token is checked printable without spaces (kubeconfig.cc), so it
   // cannot end the header early.
-  if (!creds.bearer_token.empty()) add("Authorization: Bearer " + creds.bearer_token);
-  if (json_body) add("Content-Type: application/json");
-  add("Expect:");
+  if (!creds.bearer_token.empty()) list.Add("Authorization: Bearer " + creds.bearer_token);
+  if (json_body) list.Add("Content-Type: application/json");
+  list.Add("Expect:");
   return list;
 }
 
 // Everything but the body handling and the timeout, for every call.
 void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, const std::string& url,
-               curl_slist* headers) {
+               const transfer::HeaderList& headers) {
   bool ok = true;
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };
   set(curl_easy_setopt(c, CURLOPT_URL, url.c_str()));
@@ -97,7 +87,7 @@ void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, 
   }
   set(curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds));
   set(curl_easy_setopt(c, CURLOPT_USERAGENT, options.user_agent.c_str()));
-  set(curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers));
+  set(curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get()));
   if (!ok) throw std::runtime_error("curl_easy_setopt failed (libcurl without HTTPS or blob support?)");
 }
 
@@ -117,9 +107,9 @@ struct Client::Impl {
 Result<Answer> Client::Impl::Call(const std::string& path_and_query, const std::string* body,
                                   const char* method) const {
   transfer::EasyHandle c;
-  SlistPtr headers = Headers(creds, body != nullptr);
+  transfer::HeaderList headers = Headers(creds, body != nullptr);
   const std::string url = creds.server + path_and_query;
-  SetCommon(c.get(), creds, options, url, headers.get());
+  SetCommon(c.get(), creds, options, url, headers);
   transfer::BodySink sink(options.max_response_bytes);
   bool ok = sink.Attach(c.get());
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };
@@ -231,8 +221,8 @@ Status Client::Watch(std::string_view resource_version, int timeout_seconds, con
                      std::to_string(timeout_seconds);
   if (!resource_version.empty()) path += "&resourceVersion=" + hex::PercentEncode(resource_version);
   transfer::EasyHandle c;
-  SlistPtr headers = Headers(impl_->creds, false);
-  SetCommon(c.get(), impl_->creds, impl_->options, impl_->creds.server + path, headers.get());
+  transfer::HeaderList headers = Headers(impl_->creds, false);
+  SetCommon(c.get(), impl_->creds, impl_->options, impl_->creds.server + path, headers);
   WatchStream stream(impl_->options.max_event_bytes, on_event);
   std::string error_body;
   transfer::StreamSink sink([&stream, &error_body](long status, std::string_view chunk) {

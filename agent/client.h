@@ -20,6 +20,10 @@
 #include "agent/endpoints.h"
 #include "base/status.h"
 
+namespace rackgate::transfer {
+class EasyHandle;
+}
+
 namespace rackgate::agent {
 
 // No answer from the appliance may be larger: an Ignition config with its
@@ -73,11 +77,11 @@ class HttpClient : public Transport {
                             const std::vector<std::string>& headers) const override;
 
  private:
-  HttpClient(ClientOptions options, std::shared_ptr<void> curl)
+  HttpClient(ClientOptions options, std::shared_ptr<transfer::EasyHandle> curl)
       : options_(std::move(options)), curl_(std::move(curl)) {}
 
   ClientOptions options_;
-  std::shared_ptr<void> curl_;  // the CURL easy handle, reset before each request
+  std::shared_ptr<transfer::EasyHandle> curl_;  // reset before each request
 };
 
 }  // namespace rackgate::agent

@@ -23,6 +23,7 @@
 #include "core/secrets.h"
 #include "core/trust.h"
 #include "base/log.h"
+#include "storage/audit_detail.h"
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "wire/pcr_signature_json.h"
@@ -142,18 +143,20 @@ Status AttestationService::RefuseAnonymous(const Status& refusal, const storage:
 }
 
 void AttestationService::WriteAnonymousSummary(const AnonymousSummary& summary) {
-  nlohmann::json reasons = nlohmann::json::object();
-  for (const auto& [reason, n] : summary.reasons) reasons[reason] = n;
-  const nlohmann::json detail = {{"count", summary.count},
-                                 {"reasons", reasons},
-                                 {"first_at", summary.first_at},
-                                 {"last_at", summary.last_at},
-                                 {"from", summary.addresses}};
+  storage::AuditDetail reasons;
+  for (const auto& [reason, n] : summary.reasons) reasons.Int(reason, static_cast<int64_t>(n));
+  const std::string reasons_json = reasons.Json();
+  storage::AuditDetail detail;
+  detail.Int("count", static_cast<int64_t>(summary.count))
+      .Object("reasons", std::move(reasons))
+      .Int("first_at", summary.first_at)
+      .Int("last_at", summary.last_at)
+      .Texts("from", summary.addresses);
   std::string from;
   for (const auto& a : summary.addresses) from += (from.empty() ? "" : ", ") + a;
   Log()->warn("anonymous refusals for {}: {} since {} from {} ({}); the machine's trust is unchanged",
-              summary.hostname, summary.count, summary.first_at, from, reasons.dump());
-  if (Status s = store_->AuditMachineEvent(summary.machine_id, "anonymous_refusals", detail.dump(),
+              summary.hostname, summary.count, summary.first_at, from, reasons_json);
+  if (Status s = store_->AuditMachineEvent(summary.machine_id, "anonymous_refusals", detail.Json(),
                                            storage::Actor{"rackgated", "refused before proof of the TPM"}, clock_());
       !s.ok()) {
     Log()->error("anonymous refusals of {} not audited: {}", summary.hostname, s.ToString());

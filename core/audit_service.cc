@@ -6,9 +6,9 @@
 #include <memory>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "storage/audit_detail.h"
 
 namespace rackgate::core {
 
@@ -78,13 +78,13 @@ Result<AuditVerdict> AuditService::Verify(const std::optional<std::string>& anch
 bool RefusalIsAudited(std::string_view method) { return method != "GET" && method != "HEAD"; }
 
 Status AuditService::RecordAdminRefusal(const AdminRefusalRecord& r, int64_t now) {
-  nlohmann::json detail = {{"method", r.method}, {"route", r.route}, {"reason", r.reason}, {"user", r.user}};
-  if (r.uid) detail["uid"] = *r.uid;
+  storage::AuditDetail detail;
+  detail.Text("method", r.method).Text("route", r.route).Text("reason", r.reason).Text("user", r.user);
+  if (r.uid) detail.Int("uid", *r.uid);
   // A named hostname is kept bounded; the store links the row to the machine
   // when it knows it.
   const std::string named = r.hostname.size() <= 253 ? r.hostname : "";
-  return store_->AuditAdminRefusal(named, detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                                   {r.user, "refused: " + r.reason}, now);
+  return store_->AuditAdminRefusal(named, detail.Json(), {r.user, "refused: " + r.reason}, now);
 }
 
 }  // namespace rackgate::core

@@ -67,6 +67,28 @@ TEST_P(AuditServiceTest, ListsTheNewestRowsAscending) {
   EXPECT_EQ(after->front().id, (*all)[1].id);
 }
 
+// The admin_refused row byte for byte (the hash chain covers it), with and
+// without a uid.
+TEST_P(AuditServiceTest, AnAdminRefusalRowIsWrittenByteForByte) {
+  AuditService service(store_.get());
+  AdminRefusalRecord r{"POST", "/v1/admin/machines/{hostname}/revoke", "state_conflict", "uid:1000(op)", 1000u,
+                       "node-2"};
+  ASSERT_TRUE(service.RecordAdminRefusal(r, now_ + 1).ok());
+  storage::AuditFilter f;
+  f.hostname = "node-2";
+  auto rows = store_->ListAudit(f);
+  ASSERT_TRUE(rows.ok() && !rows->empty());
+  EXPECT_EQ(rows->back().detail_json, R"({"method":"POST","reason":"state_conflict",)"
+                                      R"x("route":"/v1/admin/machines/{hostname}/revoke","uid":1000,"user":"uid:1000(op)"})x");
+  r.uid.reset();
+  r.user = "op \"x\"";
+  ASSERT_TRUE(service.RecordAdminRefusal(r, now_ + 2).ok());
+  rows = store_->ListAudit(f);
+  ASSERT_TRUE(rows.ok() && !rows->empty());
+  EXPECT_EQ(rows->back().detail_json, R"({"method":"POST","reason":"state_conflict",)"
+                                      R"("route":"/v1/admin/machines/{hostname}/revoke","user":"op \"x\""})");
+}
+
 TEST_P(AuditServiceTest, FiltersByHostname) {
   AuditService service(store_.get());
   auto two = service.List(std::string("node-2"), 100, 0);

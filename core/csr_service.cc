@@ -10,6 +10,7 @@
 #include "core/trust.h"
 #include "base/log.h"
 #include "base/hex.h"
+#include "storage/audit_detail.h"
 
 namespace rackgate::core {
 
@@ -124,8 +125,9 @@ Status CsrService::Refuse(const storage::Machine& m, Status refusal, const std::
   Log()->warn("{} CSR of {} refused: {} ({})", kind.empty() ? "a" : kind, Who(m), reason, message);
   // Refusals the machine can wait out (busy) are not decisions about it.
   if (!waitable) {
-    const json detail = {{"kind", kind}, {"reason", reason}, {"message", message}};
-    if (Status s = store_->AuditMachineEvent(m.id, "csr_refused", detail.dump(),
+    storage::AuditDetail detail;
+    detail.Text("kind", kind).Text("reason", reason).Text("message", message);
+    if (Status s = store_->AuditMachineEvent(m.id, "csr_refused", detail.Json(),
                                              storage::Actor{"rackgated", "CSR vouching"}, attestation_->Now());
         !s.ok()) {
       Log()->error("CSR refusal of {} not audited: {}", Who(m), s.ToString());

@@ -131,6 +131,14 @@ TEST_P(CsrServiceTest, Issue13BrokenSelfSignatureIsARefusal) {
   auto r = csrs_->Submit(Token(), Client(Pem("CERTIFICATE REQUEST", der)));
   EXPECT_EQ(ReasonOf(r), "csr_signature_invalid");
   EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  // The audit row byte for byte (the hash chain covers it).
+  storage::AuditFilter f;
+  f.hostname = "node-1";
+  auto rows = store_->ListAudit(f);
+  ASSERT_TRUE(rows.ok() && !rows->empty());
+  EXPECT_EQ(rows->back().action, "csr_refused");
+  EXPECT_EQ(rows->back().detail_json, R"({"kind":"client","message":")" + r.status().message() +
+                                          R"(","reason":"csr_signature_invalid"})");
 }
 
 TEST_P(CsrServiceTest, TpmKeyProofOverAnotherNonceIsRefused) {

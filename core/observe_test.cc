@@ -334,6 +334,18 @@ TEST_F(ObserveTest, ObserveProposeAcceptOnRealLogs) {
   EXPECT_EQ(audit->back().action, "pool_policy");
   EXPECT_NE(audit->back().detail_json.find("\"odd\":[\"node-odd\"]"), std::string::npos) << audit->back().detail_json;
   EXPECT_NE(audit->back().detail_json.find("\"diff\":[\"+ "), std::string::npos) << audit->back().detail_json;
+  {
+    // The row byte for byte (the hash chain covers it); the diff and the
+    // policy digests are read from it, the rest is the proposal's.
+    const std::string row = audit->back().detail_json;
+    const nlohmann::json d = nlohmann::json::parse(row);
+    EXPECT_EQ(row, R"({"diff":)" + d.at("diff").dump() + R"(,"machines":)" +
+                       std::to_string(report->proposal.machines.size()) +
+                       R"(,"mode_from":"observe","mode_to":"enforce","odd":["node-odd"],"policy_from_sha256":)" +
+                       d.at("policy_from_sha256").dump() + R"(,"policy_to_sha256":)" +
+                       d.at("policy_to_sha256").dump() + R"(,"pool":"workers","proposal_sha256":")" +
+                       report->proposal_sha256 + R"(","source":"proposal"})");
+  }
   // Issue 27, item 8: the two alike booted grub with one command line,
   // which the policy pins; the audit row has its digest (the one the
   // proposal shows) and never its text, nor has the log.

@@ -29,8 +29,8 @@ Result<storage::Pool> LoadPool(storage::PoolReader* store, const std::string& na
 // exactly which texts were involved.
 constexpr size_t kMaxAuditDiffLines = 200;
 
-nlohmann::json DiffForAudit(const PolicyDiff& diff) {
-  nlohmann::json lines = nlohmann::json::array();
+std::vector<std::string> DiffForAudit(const PolicyDiff& diff) {
+  std::vector<std::string> lines;
   size_t n = 0, total = 0;
   for (const auto& c : diff.changes) {
     for (const auto& a : c.added) {
@@ -165,23 +165,23 @@ Result<ProposalReport> PolicyService::Propose(const std::string& name) {
 }
 
 Result<PolicyApplied> PolicyService::Apply(const storage::Pool& pool, const std::optional<std::string>& policy_text,
-                                           bool keep_observing, nlohmann::json detail,
+                                           bool keep_observing, storage::AuditDetail detail,
                                            const storage::Actor& actor) {
   PolicyDiff diff;
   if (policy_text) diff = DiffBootPolicies(pool.boot_policy_json, *policy_text);
-  detail["diff"] = DiffForAudit(diff);
+  detail.Texts("diff", DiffForAudit(diff));
   storage::PoolPolicyChange change;
   change.pool = pool.name;
   change.boot_policy_json = policy_text;
   change.mode = keep_observing ? storage::kPolicyModeObserve : storage::kPolicyModeEnforce;
-  change.audit_detail_json = detail.dump();
+  change.audit_detail_json = detail.Json();
   auto stored = store_->SetPoolBootPolicy(change, actor, clock_());
   if (!stored.ok()) {
     if (stored.status().code() == Status::Code::kIoError) return StoreBusy(stored.status());
     return stored.status();
   }
   Log()->info("{} put a boot policy in force on pool {} ({}): mode {}", actor.name, pool.name,
-              detail.value("source", std::string("put")), stored->boot_policy_mode);
+              detail.FindText("source") != nullptr ? *detail.FindText("source") : "put", stored->boot_policy_mode);
   return PolicyApplied{std::move(stored).value(), std::move(diff)};
 }
 
@@ -209,12 +209,13 @@ Result<wire::PolicyAppliedView> PolicyService::Accept(const std::string& name,
                               "the proposal does not read back as a policy (a rackgate bug): write it with "
                               "`rackgatectl policy propose --output FILE` and `policy put` an edited one");
   }
-  nlohmann::json detail = {{"source", "proposal"},
-                           {"proposal_sha256", report->proposal_sha256},
-                           {"machines", report->proposal.machines.size()}};
-  nlohmann::json odd = nlohmann::json::array();
+  std::vector<std::string> odd;
   for (const auto& m : report->proposal.odd) odd.push_back(m.hostname);
-  detail["odd"] = odd;
+  storage::AuditDetail detail;
+  detail.Text("source", "proposal")
+      .Text("proposal_sha256", report->proposal_sha256)
+      .Int("machines", static_cast<int64_t>(report->proposal.machines.size()))
+      .Texts("odd", std::move(odd));
   storage::Actor a = actor;
   a.why = Why(request.reason, "boot policy proposal accepted by an operator");
   auto applied = Apply(report->pool, report->proposal.policy_json, request.keep_observing, std::move(detail), a);
@@ -232,7 +233,8 @@ Result<wire::PolicyAppliedView> PolicyService::Put(const std::string& name, cons
   if (!pool.ok()) return pool.status();
   storage::Actor a = actor;
   a.why = Why(request.reason, text ? "boot policy put by an operator" : "boot policy cleared by an operator");
-  auto applied = Apply(*pool, text, request.keep_observing, {{"source", text ? "put" : "cleared"}}, a);
+  auto applied = Apply(*pool, text, request.keep_observing,
+                       storage::AuditDetail().Text("source", text ? "put" : "cleared"), a);
   if (!applied.ok()) return applied.status();
   return AppliedViewOf(*applied);
 }
@@ -248,7 +250,7 @@ Result<wire::PolicyModeView> PolicyService::SetMode(const std::string& name, con
   storage::PoolPolicyChange change;
   change.pool = name;
   change.mode = mode;
-  change.audit_detail_json = nlohmann::json{{"source", "mode"}}.dump();
+  change.audit_detail_json = storage::AuditDetail().Text("source", "mode").Json();
   auto stored = store_->SetPoolBootPolicy(change, a, clock_());
   if (!stored.ok() && stored.status().code() == Status::Code::kIoError) return StoreBusy(stored.status());
   if (!stored.ok()) return stored.status();

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "core/policy_proposal.h"
+#include "storage/audit_detail.h"
 #include "storage/roles.h"
 #include "wire/admin_policy.h"
 
@@ -83,7 +84,7 @@ class PolicyService {
 
  private:
   Result<PolicyApplied> Apply(const storage::Pool& pool, const std::optional<std::string>& policy_text,
-                              bool keep_observing, nlohmann::json detail, const storage::Actor& actor);
+                              bool keep_observing, storage::AuditDetail detail, const storage::Actor& actor);
 
   storage::PolicyStore* store_;
   Clock clock_;

@@ -58,6 +58,12 @@ TEST_F(PolicyServiceTest, SetModeIsStrictAndAuditsWhy) {
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(*set, (wire::PolicyModeView{"workers", "observe", std::nullopt}));
   EXPECT_EQ(LastAudit().why, "boot policy mode set to observe by an operator");
+  // The row byte for byte (the hash chain covers it); the digests are storage's.
+  const std::string mode_row = LastAudit().detail_json;
+  const json m = json::parse(mode_row);
+  EXPECT_EQ(mode_row, R"({"mode_from":"enforce","mode_to":"observe","policy_from_sha256":)" +
+                          m.at("policy_from_sha256").dump() + R"(,"policy_to_sha256":)" +
+                          m.at("policy_to_sha256").dump() + R"(,"pool":"workers","source":"mode"})");
   // The operator's reason, bounded.
   ASSERT_TRUE(policies_.SetMode("workers", {"enforce", std::string(2000, 'r')}, op_).ok());
   EXPECT_EQ(LastAudit().why, std::string(1024, 'r'));
@@ -79,6 +85,13 @@ TEST_F(PolicyServiceTest, PutShowsTheCommandLineByDigestOnly) {
   ASSERT_FALSE(put->diff.changes.empty());
   EXPECT_EQ(wire::EncodePolicyAppliedView(*put).find("s3cret"), std::string::npos);
   EXPECT_EQ(LastAudit().why, "from the runbook");
+  // The row byte for byte (the hash chain covers it); the digests are storage's.
+  const std::string put_row = LastAudit().detail_json;
+  const json p = json::parse(put_row);
+  EXPECT_EQ(put_row, R"({"diff":["+ kernel_cmdline.exact )" + digest + R"(","+ version 1"],"mode_from":"enforce",)"
+                     R"("mode_to":"observe","policy_from_sha256":)" + p.at("policy_from_sha256").dump() +
+                         R"(,"policy_to_sha256":)" + p.at("policy_to_sha256").dump() +
+                         R"(,"pool":"workers","source":"put"})");
 
   // Show: the shown policy, and the document for --output only.
   auto shown = policies_.Show("workers");

@@ -155,6 +155,11 @@ TEST_F(TrustGateTest, Issue27RefusalsBeforeProofLeaveTrustStateHistoryAndEventsA
     EXPECT_TRUE(r.action == "anonymous_refusals" || r.action == "config_served") << r.action;
     if (r.action == "anonymous_refusals") {
       EXPECT_EQ(r.from_state, r.to_state);
+      // Byte for byte (the hash chain covers it); the times are the clock's.
+      const json d = json::parse(r.detail_json);
+      EXPECT_EQ(r.detail_json, R"({"count":1,"first_at":)" + d.at("first_at").dump() +
+                                   R"(,"from":["198.51.100.66"],"last_at":)" + d.at("last_at").dump() +
+                                   R"(,"reasons":{"activation_failed":1}})");
     }
   }
   std::vector<storage::Event> events = Events();

@@ -8,24 +8,18 @@
 #include <cstring>
 #include <memory>
 
+#include "base/transfer.h"
+
 namespace rackgate::ctl {
 
 namespace {
 
-struct CurlFree {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
 struct SlistFree {
   void operator()(curl_slist* s) const { curl_slist_free_all(s); }
 };
 
-size_t Append(char* data, size_t size, size_t n, void* out) {
-  auto* body = static_cast<std::string*>(out);
-  // Admin answers are bounded by the daemon; still, refuse runaway bodies.
-  if (body->size() + size * n > (64u << 20)) return 0;
-  body->append(data, size * n);
-  return size * n;
-}
+// Admin answers are bounded by the daemon; still, refuse runaway bodies.
+constexpr size_t kMaxAnswerBytes = 64u << 20;
 
 // Why the socket cannot be reached, and what to do about it. `err` is the
 // errno of the failed connect (or of stat() on the socket's path).
@@ -65,8 +59,8 @@ Result<AdminReply> AdminClient::Call(const std::string& method, const std::strin
                                                      " is not a socket: pass --socket with the admin_socket of "
                                                      "/etc/rackgate/rackgated.json (default /run/rackgate/admin.sock)");
   }
-  std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
-  if (!curl) return Status::IoError("daemon_unreachable", "cannot initialise libcurl");
+  transfer::EasyHandle curl;
+  transfer::BodySink body(kMaxAnswerBytes);
   AdminReply reply;
   std::unique_ptr<curl_slist, SlistFree> headers(
       curl_slist_append(nullptr, "Content-Type: application/json"));
@@ -77,20 +71,23 @@ Result<AdminReply> AdminClient::Call(const std::string& method, const std::strin
   curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, timeout_seconds_);
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
+  (void)body.Attach(curl.get());
   if (!json_body.empty() || method == "POST" || method == "PUT") {
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, json_body.c_str());
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json_body.size()));
   }
-  CURLcode rc = curl_easy_perform(curl.get());
-  if (rc != CURLE_OK) {
-    long os_errno = 0;
-    curl_easy_getinfo(curl.get(), CURLINFO_OS_ERRNO, &os_errno);
+  const transfer::Outcome outcome = transfer::Perform(curl, &body);
+  if (outcome.too_large) {
     return Status::IoError("daemon_unreachable",
-                           Unreachable(socket_path_, static_cast<int>(os_errno), curl_easy_strerror(rc)));
+                           "rackgated's answer is larger than " + std::to_string(kMaxAnswerBytes) + " bytes");
   }
-  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
+  if (!outcome.ok()) {
+    const auto rc = static_cast<CURLcode>(outcome.curl_code);
+    return Status::IoError("daemon_unreachable",
+                           Unreachable(socket_path_, static_cast<int>(outcome.os_errno), curl_easy_strerror(rc)));
+  }
+  reply.status = outcome.http_status;
+  reply.body = body.TakeBody();
   return reply;
 }
 

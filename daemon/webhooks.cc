@@ -16,6 +16,7 @@
 #include "base/files.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/transfer.h"
 #include "core/events.h"
 #include "core/webhook_outbox.h"
 
@@ -45,10 +46,6 @@ struct SlistDeleter {
 using MultiPtr = std::unique_ptr<CURLM, MultiDeleter>;
 using EasyPtr = std::unique_ptr<CURL, EasyDeleter>;
 using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
-
-// A receiver's answer is not read: only its status matters. Counting the
-// bytes away keeps a chatty receiver from costing memory.
-size_t DiscardBody(char*, size_t size, size_t n, void*) { return size * n; }
 
 Status BadWebhook(size_t i, const std::string& why) {
   return Status::InvalidArgument("config_invalid", "config key 'webhooks[" + std::to_string(i) + "]': " + why);
@@ -137,7 +134,9 @@ std::unique_ptr<InFlight> NewDelivery(core::OutboundDelivery d, const WebhookEnd
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->headers.get());
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, o.body.c_str());
   curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(o.body.size()));
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, DiscardBody);
+  // A receiver's answer is not read: only its status matters. Counting the
+  // bytes away keeps a chatty receiver from costing memory.
+  (void)transfer::DiscardBody(e);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->error);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "rackgated-webhooks");
   return f;

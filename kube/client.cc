@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <ctime>
-#include <exception>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 
 #include "base/hex.h"
+#include "base/transfer.h"
 #include "kube/api_status.h"
 #include "kube/csr_json.h"
 #include "kube/watch_stream.h"
@@ -19,14 +19,6 @@ namespace rackgate::kube {
 
 namespace {
 
-struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-using CurlPtr = std::unique_ptr<CURL, CurlDeleter>;
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using SlistPtr = std::unique_ptr<curl_slist, SlistDeleter>;
 
 // An error answer's body is read only for its message.
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
@@ -40,53 +32,6 @@ struct Answer {
   long status = 0;
   std::string body;
 };
-
-struct BodySink {
-  std::string body;
-  size_t max = 0;
-  bool too_large = false;
-};
-
-size_t OnBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* sink = static_cast<BodySink*>(user);
-  const size_t n = size * nmemb;
-  // Returning less than n fails the transfer (CURLE_WRITE_ERROR) as soon as
-  // the answer is over its bound.
-  if (n > sink->max - sink->body.size()) {
-    sink->too_large = true;
-    return 0;
-  }
-  sink->body.append(data, n);
-  return n;
-}
-
-struct WatchSink {
-  CURL* curl = nullptr;
-  WatchStream* stream = nullptr;
-  long status = 0;
-  std::string error_body;
-  std::exception_ptr exception;  // from the handler, rethrown after curl returns
-};
-
-size_t OnWatchBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* sink = static_cast<WatchSink*>(user);
-  const size_t n = size * nmemb;
-  if (sink->status == 0 && curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &sink->status) != CURLE_OK) {
-    sink->status = 0;
-  }
-  if (sink->status != 200) {
-    // An error answer: keep its start for the message, drop the rest.
-    sink->error_body.append(data, std::min(n, kMaxErrorBodyBytes - sink->error_body.size()));
-    return n;
-  }
-  // No exception may cross libcurl's C frames: keep it and end the transfer.
-  try {
-    return sink->stream->Feed(std::string_view(data, n)) ? n : 0;
-  } catch (...) {
-    sink->exception = std::current_exception();
-    return 0;
-  }
-}
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   // libcurl calls this at least once a second, also while no byte arrives;
@@ -102,37 +47,28 @@ void InitCurlOnce() {
   });
 }
 
-SlistPtr Headers(const Credentials& creds, bool json_body) {
-  SlistPtr list;
-  auto add = [&list](const std::string& h) {
-    curl_slist* l = curl_slist_append(list.get(), h.c_str());
-    if (l == nullptr) throw std::bad_alloc();
-    (void)list.release();
-    list.reset(l);
-  };
+transfer::HeaderList Headers(const Credentials& creds, bool json_body) {
+  transfer::HeaderList list;
   // JSON, never protobuf: the only form we parse.
-  add("Accept: application/json");
+  list.Add("Accept: application/json");
   // The token is checked printable without spaces (kubeconfig.cc), so it
   // cannot end the header early.
-  if (!creds.bearer_token.empty()) add("Authorization: Bearer " + creds.bearer_token);
-  if (json_body) add("Content-Type: application/json");
-  add("Expect:");
+  if (!creds.bearer_token.empty()) list.Add("Authorization: Bearer " + creds.bearer_token);
+  if (json_body) list.Add("Content-Type: application/json");
+  list.Add("Expect:");
   return list;
 }
 
 // Everything but the body handling and the timeout, for every call.
 void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, const std::string& url,
-               curl_slist* headers, char* error) {
+               const transfer::HeaderList& headers) {
   bool ok = true;
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };
   set(curl_easy_setopt(c, CURLOPT_URL, url.c_str()));
-  set(curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error));
   set(curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L));
   // SECURITY: HTTPS only and no redirects: a redirect would carry the bearer
   // token to wherever the answer points.
-  set(curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https"));
-  set(curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L));
+  ok = ok && transfer::HttpsOnlyNoRedirects(c);
   // SECURITY: the cluster is trusted through its own CA and nothing else (no
   // system store: CAINFO replaced by the blob, CAPATH cleared); peer and host
   // name always verified, with no option to turn it off. The CA, certificate
@@ -140,10 +76,7 @@ void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, 
   // a file.
   curl_blob ca{const_cast<char*>(creds.ca_pem.data()), creds.ca_pem.size(), CURL_BLOB_COPY};
   set(curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca));
-  set(curl_easy_setopt(c, CURLOPT_CAPATH, nullptr));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L));
-  set(curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L));
-  set(curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2)));
+  ok = ok && transfer::VerifyPeerAgainstCallersCa(c);
   if (!creds.client_cert_pem.empty()) {
     curl_blob cert{const_cast<char*>(creds.client_cert_pem.data()), creds.client_cert_pem.size(), CURL_BLOB_COPY};
     curl_blob key{const_cast<char*>(creds.client_key_pem.data()), creds.client_key_pem.size(), CURL_BLOB_COPY};
@@ -154,21 +87,12 @@ void SetCommon(CURL* c, const Credentials& creds, const ClientOptions& options, 
   }
   set(curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds));
   set(curl_easy_setopt(c, CURLOPT_USERAGENT, options.user_agent.c_str()));
-  set(curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers));
+  set(curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get()));
   if (!ok) throw std::runtime_error("curl_easy_setopt failed (libcurl without HTTPS or blob support?)");
 }
 
-Status Unreachable(CURLcode rc, const char* error) {
-  std::string why = error[0] != '\0' ? error : curl_easy_strerror(rc);
-  while (!why.empty() && why.back() == '\n') why.pop_back();
-  return Status::IoError("kube_unavailable", "cannot reach the API server: " + why);
-}
-
-CurlPtr NewHandle() {
-  CurlPtr c(curl_easy_init());
-  if (!c) throw std::bad_alloc();
-  return c;
-}
+constexpr transfer::FailureReasons kFailureReasons{"the API server", &Status::Corruption, "kube_response_too_large",
+                                                   "kube_unavailable", "cannot reach the API server: "};
 
 }  // namespace
 
@@ -182,34 +106,25 @@ struct Client::Impl {
 
 Result<Answer> Client::Impl::Call(const std::string& path_and_query, const std::string* body,
                                   const char* method) const {
-  CurlPtr c = NewHandle();
-  SlistPtr headers = Headers(creds, body != nullptr);
-  char error[CURL_ERROR_SIZE] = {0};
+  transfer::EasyHandle c;
+  transfer::HeaderList headers = Headers(creds, body != nullptr);
   const std::string url = creds.server + path_and_query;
-  SetCommon(c.get(), creds, options, url, headers.get(), error);
-  BodySink sink;
-  sink.max = options.max_response_bytes;
-  bool ok = true;
+  SetCommon(c.get(), creds, options, url, headers);
+  transfer::BodySink sink(options.max_response_bytes);
+  bool ok = sink.Attach(c.get());
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };
   set(curl_easy_setopt(c.get(), CURLOPT_TIMEOUT, options.request_timeout_seconds));
-  set(curl_easy_setopt(c.get(), CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_response_bytes)));
-  set(curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &OnBody));
-  set(curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &sink));
   if (body != nullptr) {
     set(curl_easy_setopt(c.get(), CURLOPT_CUSTOMREQUEST, method));
     set(curl_easy_setopt(c.get(), CURLOPT_POSTFIELDS, body->data()));
     set(curl_easy_setopt(c.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size())));
   }
   if (!ok) throw std::runtime_error("curl_easy_setopt failed");
-  const CURLcode rc = curl_easy_perform(c.get());
-  if (sink.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
-    return Status::Corruption("kube_response_too_large", "the API server's answer is larger than " +
-                                                             std::to_string(options.max_response_bytes) + " bytes");
-  }
-  if (rc != CURLE_OK) return Unreachable(rc, error);
+  const transfer::Outcome outcome = transfer::Perform(c, &sink);
+  if (!outcome.ok()) return transfer::FailureStatus(outcome, options.max_response_bytes, kFailureReasons);
   Answer out;
-  if (curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &out.status) != CURLE_OK) out.status = 0;
-  out.body = std::move(sink.body);
+  out.status = outcome.http_status;
+  out.body = sink.TakeBody();
   if (out.status < 200 || out.status > 299) {
     return FromHttpAnswer(out.status, std::string_view(out.body).substr(0, kMaxErrorBodyBytes));
   }
@@ -305,34 +220,36 @@ Status Client::Watch(std::string_view resource_version, int timeout_seconds, con
   std::string path = std::string(kCsrPath) + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
                      std::to_string(timeout_seconds);
   if (!resource_version.empty()) path += "&resourceVersion=" + hex::PercentEncode(resource_version);
-  CurlPtr c = NewHandle();
-  SlistPtr headers = Headers(impl_->creds, false);
-  char error[CURL_ERROR_SIZE] = {0};
-  SetCommon(c.get(), impl_->creds, impl_->options, impl_->creds.server + path, headers.get(), error);
+  transfer::EasyHandle c;
+  transfer::HeaderList headers = Headers(impl_->creds, false);
+  SetCommon(c.get(), impl_->creds, impl_->options, impl_->creds.server + path, headers);
   WatchStream stream(impl_->options.max_event_bytes, on_event);
-  WatchSink sink;
-  sink.curl = c.get();
-  sink.stream = &stream;
-  bool ok = true;
+  std::string error_body;
+  transfer::StreamSink sink([&stream, &error_body](long status, std::string_view chunk) {
+    if (status != 200) {
+      // An error answer: keep its start for the message, drop the rest.
+      error_body.append(chunk.substr(0, kMaxErrorBodyBytes - error_body.size()));
+      return true;
+    }
+    return stream.Feed(chunk);
+  });
+  bool ok = sink.Attach(c.get());
   auto set = [&ok](CURLcode rc) { ok = ok && rc == CURLE_OK; };
   set(curl_easy_setopt(c.get(), CURLOPT_TIMEOUT, static_cast<long>(timeout_seconds) + kWatchGraceSeconds));
   // A silent watch is normal; a dead peer is found by TCP keepalive.
   set(curl_easy_setopt(c.get(), CURLOPT_TCP_KEEPALIVE, 1L));
-  set(curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &OnWatchBody));
-  set(curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &sink));
   set(curl_easy_setopt(c.get(), CURLOPT_NOPROGRESS, 0L));
   set(curl_easy_setopt(c.get(), CURLOPT_XFERINFOFUNCTION, &OnProgress));
   set(curl_easy_setopt(c.get(), CURLOPT_XFERINFODATA, stop));
   if (!ok) throw std::runtime_error("curl_easy_setopt failed");
-  const CURLcode rc = curl_easy_perform(c.get());
-  if (sink.exception) std::rethrow_exception(sink.exception);
+  const transfer::Outcome outcome = transfer::Perform(c, nullptr);
+  sink.RethrowIfThrown();
   if (stop != nullptr && stop->load()) return Status::Ok();
-  long status = sink.status;
-  if (status == 0 && curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status) != CURLE_OK) status = 0;
-  if (status != 0 && status != 200) return FromHttpAnswer(status, sink.error_body);
+  const long status = sink.http_status() != 0 ? sink.http_status() : outcome.http_status;
+  if (status != 0 && status != 200) return FromHttpAnswer(status, error_body);
   if (!stream.status().ok()) return stream.status();
   if (stream.ended_by_handler()) return Status::Ok();
-  if (rc != CURLE_OK) return Unreachable(rc, error);
+  if (!outcome.ok()) return transfer::FailureStatus(outcome, 0, kFailureReasons);
   return Status::Ok();
 }
 

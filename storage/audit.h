@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "storage/audit_detail.h"
 #include "storage/rows.h"
 #include "storage/sql.h"
 #include "storage/types.h"
@@ -28,6 +29,9 @@ struct AuditRow {
   std::optional<MachineState> to_state;
   json detail = json::object();
 };
+
+// `detail` as the JSON object AuditRow holds (storage/audit_detail.h).
+json DetailJson(const AuditDetail& detail);
 
 // Inserts the row on `c`, inside the caller's write transaction, chained to
 // the newest row (docs/audit.md): its id is the newest id + 1, its prev_hash

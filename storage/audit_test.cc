@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "storage/audit.h"
+#include "storage/audit_detail.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 #include "storage/store.h"
@@ -483,6 +484,75 @@ INSERT INTO audit (at, actor, action, machine_id, hostname, from_state, to_state
   ASSERT_TRUE(c.ok());
   EXPECT_THROW((*c)->Exec("UPDATE audit SET why = 'x' WHERE id = 1"), StoreError);
   EXPECT_THROW((*c)->Exec("DELETE FROM audit WHERE id = 1"), StoreError);
+}
+
+// AuditDetail writes what nlohmann::json's object always wrote: keys in byte
+// order, a key set again replaced, invalid UTF-8 replaced.
+TEST(AuditDetailTest, KeysInByteOrderWhateverTheOrderOfTheCalls) {
+  AuditDetail d;
+  d.Text("b", "x").Int("a", -1).Bool("c", false).Null("d").Texts("e", {"p", "q"});
+  d.Object("f", AuditDetail().Int("z", 2).Bool("y", true));
+  EXPECT_EQ(d.Json(), R"({"a":-1,"b":"x","c":false,"d":null,"e":["p","q"],"f":{"y":true,"z":2}})");
+  d.Text("a", "again");
+  EXPECT_EQ(d.Json(), R"({"a":"again","b":"x","c":false,"d":null,"e":["p","q"],"f":{"y":true,"z":2}})");
+  ASSERT_NE(d.FindText("a"), nullptr);
+  EXPECT_EQ(*d.FindText("a"), "again");
+  EXPECT_EQ(d.FindText("c"), nullptr);
+  EXPECT_EQ(AuditDetail().Json(), "{}");
+  EXPECT_EQ(AuditDetail().Text("t", "a\xff" "b\"\n").Json(), "{\"t\":\"a\xef\xbf\xbd" "b\\\"\\n\"}");
+}
+
+// The detail of every audit row storage builds, pinned byte for byte: the
+// hash chain covers detail_json, so a builder that writes its keys in
+// another order or another form breaks every verifier (docs/audit.md).
+TEST_F(StoreTest, AuditDetailsAreWrittenByteForByte) {
+  auto last = [&] { return Audit().back().detail_json; };
+  Pool p{"infra", "{\"vouch_client\":false}", "{\"pcrs\":{}}"};
+  ASSERT_TRUE(store_->PutPool(p, Op(), 50, B("tok-1"), {{"public", std::string("{}"), "d1"}}).ok());
+  EXPECT_EQ(last(), R"({"created":true,"pool":"infra","templates":{"public":{"sha256":"d1"}},"token_created":true,)"
+                    R"("token_required":true})");
+  p.boot_policy_json.reset();
+  p.token_required = false;
+  ASSERT_TRUE(store_->PutPool(p, Op(), 60, std::nullopt, {{"public", std::nullopt, ""}}).ok());
+  EXPECT_EQ(last(), R"({"boot_policy_changed":true,"created":false,"pool":"infra","settings_changed":false,)"
+                    R"("templates":{"public":{"removed":true}},"token_created":false,"token_required":false})");
+  ASSERT_TRUE(store_->SetPoolTemplate("infra", kTemplateAttested, std::string("{\"a\":1}"), "beef", Op(), 70).ok());
+  EXPECT_EQ(last(), R"({"pool":"infra","removed":false,"sha256":"beef","template":"attested"})");
+  ASSERT_TRUE(store_->SetPoolTemplate("infra", kTemplateAttested, std::nullopt, "", Op(), 71).ok());
+  EXPECT_EQ(last(), R"({"pool":"infra","removed":true,"template":"attested"})");
+  ASSERT_TRUE(store_->RotatePoolToken("infra", B("tok-2"), 500, Op(), 80).ok());
+  EXPECT_EQ(last(), R"({"pool":"infra","previous_valid_until":500})");
+  ASSERT_TRUE(store_->RotatePoolToken("infra", B("tok-3"), 0, Op(), 90).ok());
+  EXPECT_EQ(last(), R"({"pool":"infra","previous_valid_until":null})");
+
+  Enrollment e = MakeEnrollment("node-1", "a");
+  e.ek_certificate = B("der");
+  e.ek_relaxations = {"aia_missing", "eku_missing"};
+  ASSERT_TRUE(store_->Enroll(e, Op(), false, 100).ok());
+  EXPECT_EQ(last(), R"({"addresses":2,"ek_certificate":true,"ek_hash":"656b686173683a61",)"
+                    R"("ek_relaxed":["aia_missing","eku_missing"],"pool":"workers"})");
+  e.vars_json = "{\"v\":1}";
+  ASSERT_TRUE(store_->Enroll(e, Op(), false, 110).ok());
+  EXPECT_EQ(last(), R"({"changed":["vars"]})");
+  Enrollment f = MakeEnrollment("node-1", "b");
+  ASSERT_TRUE(store_->Enroll(f, Op(), true, 120).ok());
+  EXPECT_EQ(last(), R"({"kubernetes_csrs_denied":0,"new_ek_hash":"656b686173683a62",)"
+                    R"("old_ek_hash":"656b686173683a61","pool":"workers","sessions_dropped":0,"tokens_dropped":0})");
+
+  Machine m = Attested("node-2", "c");
+  CsrApprovalRequest r;
+  r.machine_id = m.id;
+  r.kind = "client";
+  r.public_key_sha256 = B("spki");
+  r.csr_pem = "-----BEGIN CERTIFICATE REQUEST-----\nx\n-----END CERTIFICATE REQUEST-----\n";
+  r.usages = {"client auth"};
+  auto queued = store_->QueueCsrRequest(r, CsrQueueLimits{}, Op(), 2000);
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  const std::string id = std::to_string(queued->id);
+  EXPECT_EQ(last(), R"({"id":)" + id + R"(,"kind":"client","public_key_sha256":"73706b69","tpm_resident":false})");
+  ASSERT_TRUE(store_->DecideCsrRequest(queued->id, false, "not \"ours\"", Op(), 2100).ok());
+  EXPECT_EQ(last(), R"({"id":)" + id +
+                        R"(,"kind":"client","public_key_sha256":"73706b69","reason":"not \"ours\"","tpm_resident":false})");
 }
 
 }  // namespace

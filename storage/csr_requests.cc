@@ -55,11 +55,13 @@ int64_t Count(Connection& c, const std::string& sql, const std::function<void(St
   return s.Step() ? s.Int(0) : 0;
 }
 
-json Detail(const CsrApprovalRequest& r) {
-  return json{{"id", r.id},
-              {"kind", r.kind},
-              {"public_key_sha256", hex::Encode(r.public_key_sha256)},
-              {"tpm_resident", r.tpm_resident}};
+AuditDetail Detail(const CsrApprovalRequest& r) {
+  AuditDetail d;
+  d.Int("id", r.id)
+      .Text("kind", r.kind)
+      .Text("public_key_sha256", hex::Encode(r.public_key_sha256))
+      .Bool("tpm_resident", r.tpm_resident);
+  return d;
 }
 
 }  // namespace
@@ -121,7 +123,7 @@ Result<CsrApprovalRequest> SqlStore::QueueCsrRequest(const CsrApprovalRequest& r
         id = s.Int(0);
       }
       CsrApprovalRequest out = MustCsrRequest(c, id);
-      WriteAudit(c, actor, now, {"csr_waiting", &m, std::nullopt, std::nullopt, Detail(out)});
+      WriteAudit(c, actor, now, {"csr_waiting", &m, std::nullopt, std::nullopt, DetailJson(Detail(out))});
       return out;
     });
   });
@@ -156,9 +158,10 @@ Result<CsrApprovalRequest> SqlStore::DecideCsrRequest(int64_t id, bool approve, 
       }
       CsrApprovalRequest out = MustCsrRequest(c, id);
       Machine m = MustMachineById(c, out.machine_id);
-      json detail = Detail(out);
-      if (!approve) detail["reason"] = deny_reason;
-      WriteAudit(c, actor, now, {approve ? "csr_approved" : "csr_denied", &m, std::nullopt, std::nullopt, detail});
+      AuditDetail detail = Detail(out);
+      if (!approve) detail.Text("reason", deny_reason);
+      WriteAudit(c, actor, now,
+                 {approve ? "csr_approved" : "csr_denied", &m, std::nullopt, std::nullopt, DetailJson(detail)});
       return out;
     });
   });

@@ -36,8 +36,8 @@ Stmt& BindEnrollment(Stmt& s, const Enrollment& in, int64_t now) {
 
 // The anchor relaxations the enrollment's EK certificate needed, named in
 // its audit row (docs/ek-vendors.md): nothing when it needed none.
-void AddEkRelaxations(const Enrollment& in, json* detail) {
-  if (in.ek_certificate && !in.ek_relaxations.empty()) (*detail)["ek_relaxed"] = in.ek_relaxations;
+void AddEkRelaxations(const Enrollment& in, AuditDetail* detail) {
+  if (in.ek_certificate && !in.ek_relaxations.empty()) detail->Texts("ek_relaxed", in.ek_relaxations);
 }
 
 // Enroll's merge: the enrollment as given, its addresses sorted, and the
@@ -94,12 +94,13 @@ EnrollOutcome EnrollNew(Connection& c, const Enrollment& in, const Actor& actor,
   }
   ReplaceAddresses(c, id, in.addresses);
   Machine m = MustMachineById(c, id);
-  json detail{{"pool", in.pool},
-              {"ek_hash", hex::Encode(in.ek_hash)},
-              {"ek_certificate", in.ek_certificate.has_value()},
-              {"addresses", in.addresses.size()}};
+  AuditDetail detail;
+  detail.Text("pool", in.pool)
+      .Text("ek_hash", hex::Encode(in.ek_hash))
+      .Bool("ek_certificate", in.ek_certificate.has_value())
+      .Int("addresses", static_cast<int64_t>(in.addresses.size()));
   AddEkRelaxations(in, &detail);
-  WriteAudit(c, actor, now, {"enroll", &m, std::nullopt, in.state, std::move(detail)});
+  WriteAudit(c, actor, now, {"enroll", &m, std::nullopt, in.state, DetailJson(detail)});
   return {std::move(m), std::string(kEnrollCreated), {}};
 }
 
@@ -162,13 +163,15 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
     ReplaceAddresses(c, old.id, in.addresses);
     auto [sessions, tokens] = DropCredentials(c, old.id);
     Machine m = MustMachineById(c, old.id);
-    json detail{{"old_ek_hash", hex::Encode(old.ek_hash)},
-                {"new_ek_hash", hex::Encode(in.ek_hash)},
-                {"pool", in.pool},
-                {"sessions_dropped", sessions}, {"tokens_dropped", tokens},
-                {"kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now)}};
+    AuditDetail detail;
+    detail.Text("old_ek_hash", hex::Encode(old.ek_hash))
+        .Text("new_ek_hash", hex::Encode(in.ek_hash))
+        .Text("pool", in.pool)
+        .Int("sessions_dropped", sessions)
+        .Int("tokens_dropped", tokens)
+        .Int("kubernetes_csrs_denied", DenyWaitingKubeCsrs(c, old.id, actor.name, now));
     AddEkRelaxations(in, &detail);
-    WriteAudit(c, actor, now, {"replace_ek", &m, old.state, in.state, std::move(detail)});
+    WriteAudit(c, actor, now, {"replace_ek", &m, old.state, in.state, DetailJson(detail)});
     std::vector<std::string> words{"ek replaced"};
     words.insert(words.end(), merged.changes.begin(), merged.changes.end());
     return {std::move(m), std::string(kEnrollReplacedEk), std::move(words)};
@@ -200,11 +203,12 @@ EnrollOutcome EnrollIn(Connection& c, const Enrollment& given, const EnrollMerge
   }
   if (old.addresses != in.addresses) ReplaceAddresses(c, old.id, in.addresses);
   Machine m = MustMachineById(c, old.id);
-  json detail{{"changed", merged.changed}};
+  AuditDetail detail;
+  detail.Texts("changed", merged.changed);
   if (std::find(merged.changed.begin(), merged.changed.end(), "ek_certificate") != merged.changed.end()) {
     AddEkRelaxations(in, &detail);
   }
-  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, std::move(detail)});
+  WriteAudit(c, actor, now, {"enroll_update", &m, old.state, state, DetailJson(detail)});
   return {std::move(m), std::string(kEnrollUpdated), std::move(merged.changes)};
 }
 

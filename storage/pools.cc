@@ -100,25 +100,27 @@ Result<Pool> SqlStore::PutPool(const Pool& pool, const Actor& actor, int64_t now
             .BindInt(5, pool.token_required ? 1 : 0)
             .Run();
       }
-      json template_detail = json::object();
+      AuditDetail template_detail;
       for (const auto& [which, t] : changed) {
         Stmt s = c.Prepare(std::string("UPDATE pools SET ") + TemplateColumn(which) + " = ?2 WHERE name = ?1");
         s.BindText(1, pool.name).BindOptText(2, t->template_json).Run();
-        template_detail[which] = t->template_json ? json{{"sha256", t->digest}} : json{{"removed", true}};
+        template_detail.Object(which, t->template_json ? AuditDetail().Text("sha256", t->digest)
+                                                       : AuditDetail().Bool("removed", true));
       }
       if (add_token) InsertPoolToken(c, pool.name, *first_token_hash, now);
       // The settings' content stays out of the audit log: they may carry
       // token settings.
-      json detail = {{"pool", pool.name},
-                     {"created", !old.has_value()},
-                     {"token_required", pool.token_required},
-                     {"token_created", add_token}};
+      AuditDetail detail;
+      detail.Text("pool", pool.name)
+          .Bool("created", !old.has_value())
+          .Bool("token_required", pool.token_required)
+          .Bool("token_created", add_token);
       if (old) {
-        detail["settings_changed"] = old->settings_json != settings;
-        detail["boot_policy_changed"] = old->boot_policy_json != pool.boot_policy_json;
+        detail.Bool("settings_changed", old->settings_json != settings)
+            .Bool("boot_policy_changed", old->boot_policy_json != pool.boot_policy_json);
       }
-      if (!changed.empty()) detail["templates"] = template_detail;
-      WriteAudit(c, actor, now, {"pool_put", nullptr, std::nullopt, std::nullopt, detail});
+      if (!changed.empty()) detail.Object("templates", std::move(template_detail));
+      WriteAudit(c, actor, now, {"pool_put", nullptr, std::nullopt, std::nullopt, DetailJson(detail)});
       auto loaded = LoadPool(c, pool.name);
       if (!loaded) Fail(Status::IoError("db_error", "pool vanished inside its transaction"));
       // Handed to the caller only after Write returned, that is after the
@@ -168,9 +170,10 @@ Result<Pool> SqlStore::SetPoolTemplate(const std::string& pool, std::string_view
         Stmt s = c.Prepare(std::string("UPDATE pools SET ") + column + " = ?2, updated_at = ?3 WHERE name = ?1");
         s.BindText(1, pool).BindOptText(2, template_json).BindInt(3, now).Run();
       }
-      json detail = {{"pool", pool}, {"template", std::string(which)}, {"removed", !template_json.has_value()}};
-      if (template_json) detail["sha256"] = digest;
-      WriteAudit(c, actor, now, {"pool_template_put", nullptr, std::nullopt, std::nullopt, detail});
+      AuditDetail detail;
+      detail.Text("pool", pool).Text("template", std::string(which)).Bool("removed", !template_json.has_value());
+      if (template_json) detail.Text("sha256", digest);
+      WriteAudit(c, actor, now, {"pool_template_put", nullptr, std::nullopt, std::nullopt, DetailJson(detail)});
       return *LoadPool(c, pool);
     });
   });
@@ -199,8 +202,14 @@ Status SqlStore::RotatePoolToken(const std::string& pool, const Bytes& new_hash,
         s.Run();
       }
       InsertPoolToken(c, pool, new_hash, now);
-      json detail = {{"pool", pool}, {"previous_valid_until", keep_previous ? json(previous_valid_until) : json()}};
-      WriteAudit(c, actor, now, {"token_rotate", nullptr, std::nullopt, std::nullopt, detail});
+      AuditDetail detail;
+      detail.Text("pool", pool);
+      if (keep_previous) {
+        detail.Int("previous_valid_until", previous_valid_until);
+      } else {
+        detail.Null("previous_valid_until");
+      }
+      WriteAudit(c, actor, now, {"token_rotate", nullptr, std::nullopt, std::nullopt, DetailJson(detail)});
       return true;
     });
     return Status::Ok();

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/base64.h"
 #include "base/files.h"
 #include "kube/untrusted.h"
 
@@ -114,7 +115,7 @@ Status DataOrFile(const YAML::Node& map, const char* data_key, const char* file_
   if (bad) return Invalid(where, std::string(data_key) + " or " + file_key + " is not a string");
   if (data && file) return Invalid(where, std::string("set one of ") + data_key + " and " + file_key + ", not both");
   if (data) {
-    std::optional<std::string> decoded = Base64Decode(*data, kMaxKubeconfigBytes);
+    std::optional<std::string> decoded = base64::DecodeToString(*data, kMaxKubeconfigBytes);
     if (!decoded) return Invalid(where, std::string(data_key) + " is not base64");
     *out = std::move(*decoded);
   } else if (file) {

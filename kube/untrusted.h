@@ -1,6 +1,6 @@
 // What kube/ does with text from a kubeconfig or an API server before
-// trusting it: base64 decoding, bounded JSON parsing, printable cuts for
-// messages. Internal to kube/.
+// trusting it: bounded JSON parsing, printable cuts for messages (base64 is
+// base/base64.h). Internal to kube/.
 #ifndef RACKGATE_KUBE_UNTRUSTED_H_
 #define RACKGATE_KUBE_UNTRUSTED_H_
 
@@ -20,13 +20,6 @@ namespace rackgate::kube {
 // No JSON document from the API server nests deeper than this: a
 // CertificateSigningRequest is about 5 levels, a list 7, a watch event 6.
 inline constexpr size_t kMaxJsonDepth = 32;
-
-// The bytes of standard base64 `text` (RFC 4648 §4, padded, as Go's
-// encoding/json writes []byte and kubectl writes *-data fields), or nullopt
-// for anything else or more than max_bytes decoded bytes. Bounded before
-// anything is allocated.
-std::optional<std::string> Base64Decode(std::string_view text, size_t max_bytes);
-std::string Base64Encode(std::string_view data);
 
 // `text` parsed as JSON, or nullopt when it is malformed or nests deeper than
 // kMaxJsonDepth (checked while parsing, so a hostile document never builds a

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "base/base64.h"
+#include "base/text.h"
 #include "kube/csr_json.h"
 #include "kube/untrusted.h"
 
@@ -278,7 +279,7 @@ Result<CsrList> ParseCsrListJson(std::string_view text) {
   std::optional<json> doc = ParseJson(text);
   if (!doc || !doc->is_object()) return bad("is not a JSON object");
   const std::optional<std::string> kind = StringField(*doc, "kind");
-  if (kind && *kind != "CertificateSigningRequestList") return bad("has kind " + Printable(*kind, 64));
+  if (kind && *kind != "CertificateSigningRequestList") return bad("has kind " + text::PrintableAscii(*kind, 64));
   CsrList list;
   const auto meta = doc->find("metadata");
   if (meta != doc->end()) {
@@ -300,7 +301,7 @@ Result<CsrList> ParseCsrListJson(std::string_view text) {
     }
     std::optional<std::string> name;
     if (item.is_object() && item.contains("metadata")) name = StringField(item.at("metadata"), "name");
-    list.skipped.push_back(Printable(name.value_or("?"), 80) + ": " + csr.status().message());
+    list.skipped.push_back(text::PrintableAscii(name.value_or("?"), 80) + ": " + csr.status().message());
   }
   return list;
 }

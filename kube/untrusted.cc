@@ -1,7 +1,5 @@
-// Bounded JSON and printable cuts for kube/.
+// Bounded JSON for kube/.
 #include "kube/untrusted.h"
-
-#include "base/text.h"
 
 namespace rackgate::kube {
 
@@ -17,8 +15,6 @@ std::optional<nlohmann::json> ParseJson(std::string_view text) {
   if (too_deep || doc.is_discarded()) return std::nullopt;
   return doc;
 }
-
-std::string Printable(std::string_view s, size_t max) { return text::PrintableAscii(s, max); }
 
 std::optional<std::string> StringField(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return std::nullopt;

@@ -1,6 +1,6 @@
 // What kube/ does with text from a kubeconfig or an API server before
-// trusting it: bounded JSON parsing, printable cuts for messages (base64 is
-// base/base64.h). Internal to kube/.
+// trusting it: bounded JSON parsing (base64 is base/base64.h; printable cuts
+// for messages are base/text.h). Internal to kube/.
 #ifndef RACKGATE_KUBE_UNTRUSTED_H_
 #define RACKGATE_KUBE_UNTRUSTED_H_
 
@@ -25,12 +25,6 @@ inline constexpr size_t kMaxJsonDepth = 32;
 // kMaxJsonDepth (checked while parsing, so a hostile document never builds a
 // deep tree).
 std::optional<nlohmann::json> ParseJson(std::string_view text);
-
-// Printable ASCII only (anything else as \xNN), cut to at most `max`
-// characters ending in "..." when cut: what a message may carry of text the
-// server chose (a Status message, a name), so that it never brings control
-// bytes into an error message or an operator's terminal.
-std::string Printable(std::string_view text, size_t max = 200);
 
 // `j[key]` as a string when `j` is an object holding a string there; nullopt
 // otherwise (absent, null or another type). Never operator[] on const json.

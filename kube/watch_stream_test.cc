@@ -1,6 +1,7 @@
 #include "kube/watch_stream.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>

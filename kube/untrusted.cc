@@ -1,18 +1,15 @@
 // Bounded JSON for kube/.
 #include "kube/untrusted.h"
 
+#include "base/json_depth.h"
+
 namespace rackgate::kube {
 
 std::optional<nlohmann::json> ParseJson(std::string_view text) {
-  bool too_deep = false;
-  // The callback sees every value with its depth as the parser reaches it;
-  // refusing there stops a deep document before its tree is built.
-  auto bound = [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > static_cast<int>(kMaxJsonDepth)) too_deep = true;
-    return !too_deep;
-  };
-  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), bound, /*allow_exceptions=*/false);
-  if (too_deep || doc.is_discarded()) return std::nullopt;
+  // Measured on the text first, so a deep document never builds its tree.
+  if (JsonDepth(text) > kMaxJsonDepth) return std::nullopt;
+  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return std::nullopt;
   return doc;
 }
 

@@ -22,8 +22,8 @@ namespace rackgate::kube {
 inline constexpr size_t kMaxJsonDepth = 32;
 
 // `text` parsed as JSON, or nullopt when it is malformed or nests deeper than
-// kMaxJsonDepth (checked while parsing, so a hostile document never builds a
-// deep tree).
+// kMaxJsonDepth brackets (measured on the text before parsing,
+// base/json_depth.h, so a hostile document never builds a deep tree).
 std::optional<nlohmann::json> ParseJson(std::string_view text);
 
 // `j[key]` as a string when `j` is an object holding a string there; nullopt

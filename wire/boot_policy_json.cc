@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/pcr_signature.h"
+#include "base/json_depth.h"
 #include "wire/codec.h"
-#include "wire/json_depth.h"
 #include "base/hex.h"
 #include "base/text.h"
 

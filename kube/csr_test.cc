@@ -175,6 +175,19 @@ TEST(ParseCsr, NotJsonAndTooDeep) {
   EXPECT_EQ(ParseCsrJson(std::string(kMaxCsrObjectBytes + 1, ' ')).status().reason(), "kube_csr_invalid");
 }
 
+// The bound counts brackets on the text (base/json_depth.h): the object and 31
+// arrays inside it are 32 and pass; one array more is refused, empty or not.
+TEST(ParseCsr, DepthBoundCountsBrackets) {
+  const std::string text = WithRequest(Sample()).dump();
+  auto with = [&](size_t arrays) {
+    std::string t = text;
+    t.insert(t.size() - 1, ",\"x\":" + std::string(arrays, '[') + std::string(arrays, ']'));
+    return t;
+  };
+  EXPECT_TRUE(ParseCsrJson(with(kMaxJsonDepth - 1)).ok());
+  EXPECT_FALSE(ParseCsrJson(with(kMaxJsonDepth)).ok());
+}
+
 TEST(ParseCsr, EveryTruncationIsRefused) {
   const std::string text = WithRequest(Sample()).dump();
   ASSERT_TRUE(ParseCsrJson(text).ok());

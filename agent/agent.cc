@@ -18,6 +18,7 @@
 #include "agent/config_out.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
+#include "base/text.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "agent/renewal.h"
@@ -69,8 +70,8 @@ Failure KubeFailure(const Status& s) {
 std::string ConditionText(const kube::Csr& c) {
   for (const auto& cond : c.conditions) {
     if (cond.type == "Denied" || cond.type == "Failed") {
-      return attest::PrintableAscii(cond.reason, 80) +
-             (cond.message.empty() ? "" : " (" + attest::PrintableAscii(cond.message, 200) + ")");
+      return text::PrintableAscii(cond.reason, 80) +
+             (cond.message.empty() ? "" : " (" + text::PrintableAscii(cond.message, 200) + ")");
     }
   }
   return "no reason given";
@@ -112,8 +113,8 @@ void Agent::Log(const std::string& outcome, const std::string& details) const {
 void Agent::LogFailure(const Failure& f, const std::string& extra) const {
   std::string d;
   if (f.http_status != 0) d += "status=" + std::to_string(f.http_status) + " ";
-  d += "reason=" + attest::PrintableAscii(f.reason, 64);
-  if (!f.message.empty()) d += " message=\"" + attest::PrintableAscii(f.message, 300) + "\"";
+  d += "reason=" + text::PrintableAscii(f.reason, 64);
+  if (!f.message.empty()) d += " message=\"" + text::PrintableAscii(f.message, 300) + "\"";
   if (!extra.empty()) d += " " + extra;
   Log(f.KindName(), d);
 }
@@ -168,7 +169,7 @@ void Agent::Report(int exit_status, const Failure* failure) {
   const std::string body = wire::EncodeProvisioningReport(report);
   auto resp = failover_.CallAny("/v1/machine/report", &body, {AuthHeader(*last_token_)});
   if (!resp.ok()) {
-    Log("note", "report not sent: " + attest::PrintableAscii(resp.status().ToString(), 200));
+    Log("note", "report not sent: " + text::PrintableAscii(resp.status().ToString(), 200));
   } else if (resp->status < 200 || resp->status > 299) {
     Log("note", "report not taken: status=" + std::to_string(resp->status));
   } else {
@@ -185,8 +186,8 @@ void Agent::TakeCarriedSession() {
     return;
   }
   // The message names the file and what is wrong, never the token.
-  Log("note", "session=" + attest::PrintableAscii(options_.session_in, 200) + " not_used reason=" +
-                  s.status().reason() + " message=\"" + attest::PrintableAscii(s.status().message(), 300) +
+  Log("note", "session=" + text::PrintableAscii(options_.session_in, 200) + " not_used reason=" +
+                  s.status().reason() + " message=\"" + text::PrintableAscii(s.status().message(), 300) +
                   "\": attesting afresh");
 }
 
@@ -208,7 +209,7 @@ Agent::Attestation Agent::UseCarried() {
   attested_ek_ = s.ek;
   if (s.config_fetched) config_fetched_ = true;
   using_carried_ = true;
-  Log("ok", "carried=" + attest::PrintableAscii(options_.session_in, 200) + " hostname=" + a.token.hostname +
+  Log("ok", "carried=" + text::PrintableAscii(options_.session_in, 200) + " hostname=" + a.token.hostname +
                 " state=" + a.token.state + " ek=" + EkKindName(s.ek) +
                 " config_fetched=" + (s.config_fetched ? "yes" : "no") +
                 " expires_in=" + std::to_string(a.expires_at - clock_.now()) + "s");
@@ -248,9 +249,9 @@ void Agent::WriteSessionOut() {
   // attests afresh, which costs time, not correctness.
   if (Status s = WriteSession(options_.session_out, *session_out_); !s.ok()) {
     Log("note", "session not written reason=" + s.reason() + " message=\"" +
-                    attest::PrintableAscii(s.message(), 300) + "\": a later --session run attests afresh");
+                    text::PrintableAscii(s.message(), 300) + "\": a later --session run attests afresh");
   } else {
-    Log("ok", "written=" + attest::PrintableAscii(options_.session_out, 200) +
+    Log("ok", "written=" + text::PrintableAscii(options_.session_out, 200) +
                   " expires_in=" + std::to_string(session_out_->expires_at - clock_.now()) + "s");
   }
   step_ = step;
@@ -461,7 +462,7 @@ Outcome<Done> Agent::Config(const Attestation& a) {
     }
     if (mine.reason() == "config_of_another_machine") {
       Log("note", "config=replaced reason=config_of_another_machine message=\"" +
-                      attest::PrintableAscii(mine.message(), 300) + "\"");
+                      text::PrintableAscii(mine.message(), 300) + "\"");
       done_.push_back("config_of_another_machine_replaced");
     }
   }
@@ -523,7 +524,7 @@ Outcome<Done> Agent::RemoveFilesOfAnother(const std::string& hostname) {
     if (!others.ok()) return Failure::FromStatus(others.status());
     if (others->empty()) continue;
     std::string names;
-    for (const auto& o : *others) names += (names.empty() ? "" : ",") + attest::PrintableAscii(o, 80);
+    for (const auto& o : *others) names += (names.empty() ? "" : ",") + text::PrintableAscii(o, 80);
     if (client) {
       // The other machine's client key goes with its certificate: its TPM
       // blobs (another TPM's) and a bootstrap key it registered.
@@ -684,19 +685,19 @@ Outcome<Done> Agent::BootstrapThroughApi(const std::string& csr_pem, evp_pkey_st
     Status own = CheckOwnCsr(c->request_pem, key);
     if (own.ok() && c->signer_name != kClientSigner) {
       own = Status::VerificationFailed("kubelet_csr_not_ours", "it asks signer " +
-                                                                   attest::PrintableAscii(c->signer_name, 80));
+                                                                   text::PrintableAscii(c->signer_name, 80));
     }
     for (const auto& u : c->usages) {
       if (own.ok() && std::find(r.usages.begin(), r.usages.end(), u) == r.usages.end()) {
-        own = Status::VerificationFailed("kubelet_csr_not_ours", "it asks usage " + attest::PrintableAscii(u, 40));
+        own = Status::VerificationFailed("kubelet_csr_not_ours", "it asks usage " + text::PrintableAscii(u, 40));
       }
     }
     if (!own.ok()) {
       // The fix first: the agent's log line is cut at 300 characters.
       return Failure::Refused("kubelet_csr_not_ours",
                               "kubectl delete csr " + r.name + ", then run the agent again: that CSR is not this "
-                              "agent's (" + own.message() + "; filed by '" + attest::PrintableAscii(c->username, 60) +
-                                  "', uid " + attest::PrintableAscii(c->uid, 40) + ")");
+                              "agent's (" + own.message() + "; filed by '" + text::PrintableAscii(c->username, 60) +
+                                  "', uid " + text::PrintableAscii(c->uid, 40) + ")");
     }
     if (c->Denied() || c->Failed()) {
       return Failure::Refused("kubelet_csr_denied", "the kubelet's CSR " + r.name + " was " +

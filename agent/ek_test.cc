@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::agent {
 namespace {

@@ -15,7 +15,7 @@ Failure BadResponse(const std::string& what) {
 Outcome<HttpResponse> Classify(Result<HttpResponse> exchange, std::time_t now) {
   if (!exchange.ok()) {
     if (exchange.status().reason() == "response_too_large") return BadResponse(exchange.status().message());
-    return Failure::Retry("appliance_unreachable", attest::PrintableAscii(exchange.status().message(), 200));
+    return Failure::Retry("appliance_unreachable", text::PrintableAscii(exchange.status().message(), 200));
   }
   HttpResponse r = std::move(exchange).value();
   if (r.status >= 200 && r.status < 300) return r;

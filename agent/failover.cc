@@ -7,6 +7,7 @@
 #include "agent/backoff.h"
 #include "agent/exchange.h"
 #include "attest/boot_facts.h"
+#include "base/text.h"
 
 namespace rackgate::agent {
 
@@ -39,9 +40,9 @@ bool Failover::Fail(const Failure& f) {
     if (!wait_ || mine < wait_->retry_after_seconds.value_or(kDefaultRetryAfterSeconds)) wait_ = f;
   }
   const Endpoint& from = endpoints_[current_];
-  std::string why = attest::PrintableAscii(f.reason, 64);
+  std::string why = text::PrintableAscii(f.reason, 64);
   if (f.http_status != 0) why = std::to_string(f.http_status) + " " + why;
-  if (!f.message.empty()) why += ": " + attest::PrintableAscii(f.message, 200);
+  if (!f.message.empty()) why += ": " + text::PrintableAscii(f.message, 200);
   for (size_t step = 1; step < endpoints_.size(); ++step) {
     const size_t next = (current_ + step) % endpoints_.size();
     if (failed_[next]) continue;

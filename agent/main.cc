@@ -24,6 +24,7 @@
 #include "agent/tpm.h"
 #include "attest/boot_facts.h"
 #include "base/files.h"
+#include "base/text.h"
 
 #ifndef RACKGATE_VERSION
 #define RACKGATE_VERSION "dev"
@@ -309,7 +310,7 @@ int RunAgent(const Flags& f, const std::vector<Endpoint>& urls, RunFacts* facts)
   if (!tpm.ok()) {
     std::fprintf(stderr, "rackgate-agent: step=attest machine=- tpm-failure reason=%s message=\"%s\"\n",
                  tpm.status().reason().c_str(),
-                 rackgate::attest::PrintableAscii(tpm.status().message(), 300).c_str());
+                 rackgate::text::PrintableAscii(tpm.status().message(), 300).c_str());
     return kExitTpm;
   }
   // Every address of a DNS name is an appliance of its own: a fleet behind
@@ -329,7 +330,7 @@ int RunAgent(const Flags& f, const std::vector<Endpoint>& urls, RunFacts* facts)
 
 int InstallFailed(const rackgate::Status& s) {
   std::fprintf(stderr, "rackgate-agent: step=install failed reason=%s message=\"%s\"\n", s.reason().c_str(),
-               rackgate::attest::PrintableAscii(s.message(), 300).c_str());
+               rackgate::text::PrintableAscii(s.message(), 300).c_str());
   return kExitLocalIo;
 }
 
@@ -356,7 +357,7 @@ int InstallBundle(const Flags& f, const std::vector<Endpoint>& urls, const RunFa
   if (!root.ok()) return InstallFailed(root.status());
   if (rackgate::Status s = InstallIntoRoot(io, &*root, std::time(nullptr)); !s.ok()) return InstallFailed(s);
   std::fprintf(stderr, "rackgate-agent: step=install ok root=%s dir=%s\n",
-               rackgate::attest::PrintableAscii(f.install_root, 300).c_str(), kInstalledDir);
+               rackgate::text::PrintableAscii(f.install_root, 300).c_str(), kInstalledDir);
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@
 #include "attest/boot_facts.h"
 #include "base/files.h"
 #include "base/ossl.h"
+#include "base/text.h"
 
 namespace rackgate::agent {
 
@@ -278,9 +279,9 @@ Status CheckDiskConfig(const Result<ConfigStamp>& stamp, const std::string& host
   if (stamp.ok() && stamp->hostname != hostname) {
     return Status::VerificationFailed(
         "config_of_another_machine",
-        "this disk's config was applied for " + attest::PrintableAscii(stamp->hostname, 64) +
+        "this disk's config was applied for " + text::PrintableAscii(stamp->hostname, 64) +
             "; the appliance identified this machine (its TPM) as " + hostname +
-            ": put the disk back into " + attest::PrintableAscii(stamp->hostname, 64) + ", or " + reinstall +
+            ": put the disk back into " + text::PrintableAscii(stamp->hostname, 64) + ", or " + reinstall +
             " (after rackgatectl reset " + hostname + " if it had joined)");
   }
   // Only the appliance says a machine is provisioned; a stamp alone never does.
@@ -311,7 +312,7 @@ wire::ProvisioningReport MakeReport(const std::string& step, int exit_status, co
       r.reason += ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') ? c : '_';
     }
     if (r.reason.empty()) r.reason = "failed";
-    r.message = attest::PrintableAscii(message, wire::kMaxReportMessage);
+    r.message = text::PrintableAscii(message, wire::kMaxReportMessage);
     if (r.message.size() > wire::kMaxReportMessage) r.message.resize(wire::kMaxReportMessage);
   }
   const size_t n = std::min(done.size(), wire::kMaxReportDone);

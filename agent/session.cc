@@ -67,8 +67,7 @@ Result<CarriedSession> DecodeSession(std::string_view text) {
   s.expires_at = static_cast<std::time_t>(doc.at("expires_at").get<long long>());
   const std::string* machine = str("machine");
   // It goes into every log line: the hex prefix of the EK's identity only.
-  if (!machine || machine->empty() || machine->size() > 64 ||
-      machine->find_first_not_of("0123456789abcdef") != std::string::npos) {
+  if (!machine || machine->empty() || machine->size() > 64 || !hex::IsLowerHex(*machine)) {
     return Malformed("machine is not a hex EK identity prefix");
   }
   s.machine = *machine;

@@ -6,7 +6,7 @@
 
 #include <iterator>
 
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::agent {
 namespace {

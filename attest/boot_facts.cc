@@ -13,6 +13,7 @@
 #include "base/byte_reader.h"
 #include "attest/digest.h"
 #include "base/hex.h"
+#include "base/text.h"
 
 namespace rackgate::attest {
 
@@ -479,7 +480,7 @@ bool Extractor::SecureBootConfig(const Event& ev, bool verified) {
   // GUID is part of the variable's identity.
   if (var->vendor != SecureBootVariableVendor(var->name)) {
     Anomalous(ev, "secure_boot_variable_bad_vendor",
-              PrintableAscii(var->name) + " with vendor " + var->vendor.ToString());
+              text::PrintableAscii(var->name, kMaxDescriptionChars) + " with vendor " + var->vendor.ToString());
     return true;
   }
   for (const SecureBootVariable& v : facts_.secure_boot_variables) {
@@ -666,13 +667,14 @@ BootFacts Extractor::Run(const EventLog& log) {
         }
       } else if (ev.type == kEvEfiAction && verified) {
         if (Equals(ev.data, kUefiDebugMode)) facts_.uefi_debug_mode = true;
-        Anomalous(ev, "pcr7_action", "\"" + PrintableAscii(TextOf(ev.data).value_or("?")) + "\"");
+        Anomalous(ev, "pcr7_action",
+                  "\"" + text::PrintableAscii(TextOf(ev.data).value_or("?"), kMaxDescriptionChars) + "\"");
       }
     } else if (ev.type == kEvEfiVariableDriverConfig) {
       auto var = ParseUefiVariableData(ev.data);
       if (var.ok() && IsSecureBootVariableName(var->name)) {
         Anomalous(ev, "secure_boot_variable_outside_pcr7",
-                  PrintableAscii(var->name) + " is Secure Boot state only on PCR 7");
+                  text::PrintableAscii(var->name, kMaxDescriptionChars) + " is Secure Boot state only on PCR 7");
       }
     }
 
@@ -750,9 +752,7 @@ std::string DescribeEvent(const Event& ev) {
       break;
     case kEvSeparator:
       if (data.size() == 4) {
-        char buf[16];
-        std::snprintf(buf, sizeof(buf), "%02x%02x%02x%02x", data[0], data[1], data[2], data[3]);
-        s = buf;
+        s = hex::Encode(data);
         if (hex::Encode(data) == "00000000") s += " (normal)";
         if (hex::Encode(data) == "01000000") s += " (error)";
       } else {
@@ -806,7 +806,7 @@ std::string DescribeEvent(const Event& ev) {
       if (s.empty() && !data.empty()) s = size;
       break;
   }
-  return PrintableAscii(s);
+  return text::PrintableAscii(s, kMaxDescriptionChars);
 }
 
 }  // namespace rackgate::attest

@@ -37,7 +37,6 @@
 #include "attest/efi_structures.h"
 #include "attest/eventlog.h"
 #include "base/status.h"
-#include "base/text.h"
 #include "attest/tpm.h"
 
 namespace rackgate::attest {
@@ -232,11 +231,6 @@ struct BootFacts {
 // after ComparePcrs against a verified quote do they describe a machine.
 // Throws only on OpenSSL resource failure.
 BootFacts ExtractBootFacts(const EventLog& log);
-
-// base/text.h's PrintableAscii, cut at kMaxDescriptionChars unless told.
-inline std::string PrintableAscii(std::string_view s, size_t max = kMaxDescriptionChars) {
-  return text::PrintableAscii(s, max);
-}
 
 // A one-line description of an event's data for people: the variable name,
 // the application's path, the separator value, the logged string, ... .

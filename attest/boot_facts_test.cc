@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "attest/testing/event_log_builder.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "base/hex.h"
 
 namespace rackgate::attest {

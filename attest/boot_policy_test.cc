@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "attest/testing/event_log_builder.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::attest {
 namespace {

@@ -2,11 +2,12 @@
 #include "attest/efi_structures.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <array>
 #include <string_view>
 #include <utility>
 
 #include "base/byte_reader.h"
+#include "base/hex.h"
 
 namespace rackgate::attest {
 
@@ -114,13 +115,13 @@ std::string Utf16ToUtf8(std::span<const uint8_t> data) {
 }
 
 std::string EfiGuid::ToString() const {
+  // The first three fields are little-endian; the text shows them big-endian.
   const auto& b = bytes;
-  char buf[40];
-  std::snprintf(buf, sizeof(buf),
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[3], b[2],
-                b[1], b[0], b[5], b[4], b[7], b[6], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-                b[15]);
-  return buf;
+  const std::array<uint8_t, 16> shown = {b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6],
+                                         b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]};
+  std::string out = hex::Encode(shown);
+  for (size_t at : {8, 13, 18, 23}) out.insert(at, 1, '-');
+  return out;
 }
 
 Result<UefiVariableData> ParseUefiVariableData(std::span<const uint8_t> data) {

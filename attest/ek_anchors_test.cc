@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/ek_cert_test_pki.h"
+#include "attest/testing/ek_cert_test_pki.h"
 
 namespace rackgate::attest {
 namespace {

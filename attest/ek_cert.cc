@@ -24,7 +24,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/hex.h"
 #include "base/ossl.h"
+#include "base/text.h"
 #include "attest/ek_nv.h"
 #include "attest/keys.h"
 
@@ -57,7 +59,8 @@ using X509ShallowStackPtr = std::unique_ptr<STACK_OF(X509), X509StackShallowFree
 // (OpenSSL's depth counts neither end). Real EK chains have one or two; the
 // bound limits the work presented intermediates can cause.
 constexpr int kMaxChainDepth = 3;
-// Display strings from certificates are cut at this length.
+// Display strings from certificates (attacker-chosen, and they end up in logs
+// and terminals) go through text::PrintableAscii, cut at this length.
 constexpr size_t kMaxDisplayChars = 256;
 // The EK keys this module handles, for messages.
 constexpr char kSupportedEkKeys[] = "RSA-2048/3072 or ECC P-256/P-384/P-521";
@@ -81,28 +84,6 @@ Status StoreInvalid(std::string message) {
   return Status::InvalidArgument(kEkTrustStoreInvalid, std::move(message));
 }
 
-// Bytes outside printable ASCII become \xNN; the result is cut at
-// kMaxDisplayChars. Certificate strings are attacker-chosen and end up in logs
-// and terminals, where control bytes could forge lines or escape sequences.
-std::string EscapeForDisplay(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    if (out.size() >= kMaxDisplayChars) {
-      out += "...";
-      break;
-    }
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
-
 // Dotted OID text; empty for an OID too long to be one this module knows.
 std::string OidText(const ASN1_OBJECT* obj) {
   char buf[128];
@@ -117,13 +98,13 @@ std::string Asn1StringForDisplay(const ASN1_STRING* s) {
   const int n = ASN1_STRING_to_UTF8(&utf8, s);
   if (n < 0) {
     ERR_clear_error();
-    return EscapeForDisplay(
+    return text::PrintableAscii(
         std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                         static_cast<size_t>(ASN1_STRING_length(s))));
+                         static_cast<size_t>(ASN1_STRING_length(s))), kMaxDisplayChars);
   }
   OpensslBytesPtr owned(utf8);
-  return EscapeForDisplay(
-      std::string_view(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n)));
+  return text::PrintableAscii(
+      std::string_view(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n)), kMaxDisplayChars);
 }
 
 std::string NameForDisplay(const X509_NAME* name) {
@@ -138,7 +119,7 @@ std::string NameForDisplay(const X509_NAME* name) {
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio.get(), &data);
   if (len <= 0 || data == nullptr) return {};
-  return EscapeForDisplay(std::string_view(data, static_cast<size_t>(len)));
+  return text::PrintableAscii(std::string_view(data, static_cast<size_t>(len)), kMaxDisplayChars);
 }
 
 std::string SerialHex(const X509* x) {
@@ -149,7 +130,7 @@ std::string SerialHex(const X509* x) {
   }
   OpensslCharsPtr hex(BN_bn2hex(bn.get()));
   if (!hex) throw std::bad_alloc();
-  return EscapeForDisplay(hex.get());
+  return text::PrintableAscii(hex.get(), kMaxDisplayChars);
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
@@ -339,7 +320,7 @@ Result<std::vector<ossl::X509Ptr>> ParseCertificateBundle(std::span<const uint8_
       break;
     }
     if (block->label != "CERTIFICATE") {
-      return StoreInvalid("PEM block '" + EscapeForDisplay(block->label) +
+      return StoreInvalid("PEM block '" + text::PrintableAscii(block->label, kMaxDisplayChars) +
                           "' is not a CERTIFICATE");
     }
     Result<ParsedDer> one = ParseDerCertificate(block->data);
@@ -369,17 +350,6 @@ std::optional<std::string> FirstUnacceptedCriticalExtension(X509* x, bool is_lea
   return std::nullopt;
 }
 
-std::string HexLower(std::span<const uint8_t> bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xf]);
-  }
-  return out;
-}
-
 // Lower-case hex SHA-256 of the certificate's DER (its encoding as held, which
 // for a certificate decoded from DER is the bytes it was decoded from).
 std::string CertSha256(X509* x) {
@@ -389,7 +359,7 @@ std::string CertSha256(X509* x) {
     ERR_clear_error();
     throw std::bad_alloc();
   }
-  return HexLower(std::span<const uint8_t>(md, len));
+  return hex::Encode(std::span<const uint8_t>(md, len));
 }
 
 // "RSA-2048", "ECC P-384", ... for display; "unknown" for a key OpenSSL
@@ -417,10 +387,10 @@ std::string KeyForDisplay(X509* x) {
       case NID_secp521r1:
         return "ECC P-521";
       default:
-        return "ECC " + EscapeForDisplay(group);
+        return "ECC " + text::PrintableAscii(group, kMaxDisplayChars);
     }
   }
-  return EscapeForDisplay(OBJ_nid2sn(base_id) != nullptr ? OBJ_nid2sn(base_id) : "unknown");
+  return text::PrintableAscii(OBJ_nid2sn(base_id) != nullptr ? OBJ_nid2sn(base_id) : "unknown", kMaxDisplayChars);
 }
 
 bool IsKnownRelaxation(std::string_view name) {
@@ -1008,7 +978,7 @@ Status EkTrustStore::AllowForAnchor(std::string_view anchor_sha256_hex,
                                     std::string_view relaxation) {
   if (!impl_) return StoreInvalid("moved-from trust store");
   if (!IsKnownRelaxation(relaxation)) {
-    return StoreInvalid("unknown relaxation '" + EscapeForDisplay(relaxation) +
+    return StoreInvalid("unknown relaxation '" + text::PrintableAscii(relaxation, kMaxDisplayChars) +
                         "' (known: sha1, expired-ca, no-ek-marks)");
   }
   std::string wanted(anchor_sha256_hex);
@@ -1021,7 +991,7 @@ Status EkTrustStore::AllowForAnchor(std::string_view anchor_sha256_hex,
     }
     return Status::Ok();
   }
-  return StoreInvalid("no EK anchor has SHA-256 " + EscapeForDisplay(wanted));
+  return StoreInvalid("no EK anchor has SHA-256 " + text::PrintableAscii(wanted, kMaxDisplayChars));
 }
 
 Status EkTrustStore::AddRoot(std::span<const uint8_t> der_or_pem) {
@@ -1100,7 +1070,7 @@ Status EkTrustStore::AcceptEkPolicy(std::string_view dotted_oid) {
   const std::string canonical = obj ? OidText(obj.get()) : std::string();
   if (canonical.empty()) {
     ERR_clear_error();
-    return StoreInvalid("'" + EscapeForDisplay(text) + "' is not a dotted OID");
+    return StoreInvalid("'" + text::PrintableAscii(text, kMaxDisplayChars) + "' is not a dotted OID");
   }
   impl_->accepted_policies.push_back(canonical);
   return Status::Ok();

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "base/ossl.h"
-#include "attest/test_util.h"
-#include "attest/ek_cert_test_pki.h"
+#include "attest/testing/test_util.h"
+#include "attest/testing/ek_cert_test_pki.h"
 
 namespace rackgate::attest {
 namespace {

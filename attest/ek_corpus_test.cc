@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::attest {
 namespace {

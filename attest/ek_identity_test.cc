@@ -8,7 +8,7 @@
 
 #include "attest/digest.h"
 #include "attest/keys.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "base/hex.h"
 
 namespace rackgate::attest {

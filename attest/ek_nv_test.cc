@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "attest/ek_cert.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::attest {
 namespace {

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "attest/ek_cert_test_pki.h"
+#include "attest/testing/ek_cert_test_pki.h"
 #include "attest/ek_identity.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::attest {
 namespace {

@@ -1,5 +1,5 @@
 #include "attest/eventlog.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

@@ -15,7 +15,7 @@
 
 #include "attest/boot_policy.h"
 #include "attest/digest.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "attest/testing/event_log_builder.h"
 #include "base/ossl.h"
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "attest/pcr_file.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "attest/testing/soft_tpm.h"
 
 namespace rackgate::attest {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 
 namespace rackgate::attest {
 namespace {

@@ -4,15 +4,20 @@
 namespace rackgate::hex {
 
 std::string Encode(std::span<const uint8_t> data) {
-  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * data.size());
   for (uint8_t b : data) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
+    out.push_back(Digit(b >> 4));
+    out.push_back(Digit(b));
   }
   return out;
 }
+
+bool IsLowerHex(std::string_view text) {
+  return text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+bool IsSha256Hex(std::string_view text) { return text.size() == 64 && IsLowerHex(text); }
 
 std::optional<std::vector<uint8_t>> Decode(std::string_view text, size_t max_bytes) {
   if (text.size() % 2 != 0 || text.size() / 2 > max_bytes) return std::nullopt;

@@ -22,6 +22,19 @@ std::string Encode(std::span<const uint8_t> data);
 // anything is allocated.
 std::optional<std::vector<uint8_t>> Decode(std::string_view text, size_t max_bytes);
 
+// The lower-case hex digit of the low four bits of `nibble`: for escapers
+// that write a byte as \xNN into a buffer of their own (base/text.h, the log
+// sink).
+inline char Digit(unsigned nibble) { return "0123456789abcdef"[nibble & 0xf]; }
+
+// Whether every character of `text` is a lower-case hex digit (true when
+// empty): the spelling Encode writes.
+bool IsLowerHex(std::string_view text);
+
+// Whether `text` is a SHA-256 digest as Encode writes it: exactly 64
+// lower-case hex digits.
+bool IsSha256Hex(std::string_view text);
+
 // RFC 3986 percent-encoding of `text` for a URL's query or userinfo: every
 // byte but the unreserved A-Z a-z 0-9 - . _ ~ as %XX (upper-case hex).
 std::string PercentEncode(std::string_view text);

@@ -53,5 +53,25 @@ TEST(PercentEncode, KeepsOnlyTheUnreservedCharacters) {
   EXPECT_EQ(hex::PercentEncode(""), "");
 }
 
+TEST(Hex, DigitIsLowerCase) {
+  EXPECT_EQ(Digit(0), '0');
+  EXPECT_EQ(Digit(0xa), 'a');
+  EXPECT_EQ(Digit(0x1f), 'f');  // the low four bits only
+}
+
+TEST(Hex, IsSha256HexWantsExactly64LowerCaseDigits) {
+  const std::string digest = Encode(std::vector<uint8_t>(32, 0xab));
+  EXPECT_TRUE(IsSha256Hex(digest));
+  EXPECT_FALSE(IsSha256Hex(digest.substr(1)));
+  EXPECT_FALSE(IsSha256Hex(digest + "a"));
+  EXPECT_FALSE(IsSha256Hex(std::string(63, 'a') + "A"));
+  EXPECT_FALSE(IsSha256Hex(std::string(63, 'a') + "g"));
+  EXPECT_FALSE(IsSha256Hex(""));
+  EXPECT_TRUE(IsLowerHex(""));
+  EXPECT_TRUE(IsLowerHex("0a9f"));
+  EXPECT_FALSE(IsLowerHex("0A"));
+  EXPECT_FALSE(IsLowerHex("0x"));
+}
+
 }  // namespace
 }  // namespace rackgate::hex

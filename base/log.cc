@@ -13,6 +13,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include "base/hex.h"
+
 namespace rackgate {
 
 namespace {
@@ -126,7 +128,6 @@ std::optional<spdlog::level::level_enum> ParseLevel(const std::string& name) {
 }  // namespace
 
 void AppendEscaped(std::string_view text, spdlog::memory_buf_t* dest) {
-  static constexpr char kHex[] = "0123456789abcdef";
   size_t plain = 0;  // start of the run of bytes copied as they are
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -142,8 +143,8 @@ void AppendEscaped(std::string_view text, spdlog::memory_buf_t* dest) {
       case '\\': esc[1] = '\\'; break;
       default:
         esc[1] = 'x';
-        esc[2] = kHex[c >> 4];
-        esc[3] = kHex[c & 0xf];
+        esc[2] = hex::Digit(c >> 4);
+        esc[3] = hex::Digit(c);
         n = 4;
         break;
     }

@@ -27,6 +27,7 @@
 #include "base/byte_reader.h"
 #include "base/ossl.h"
 #include "base/hex.h"
+#include "base/text.h"
 
 namespace rackgate::core::csr {
 
@@ -39,7 +40,7 @@ Status Malformed(std::string message) {
 
 // Requester-supplied text for messages: escaped and short, so a hostile value
 // can neither inject into a log line nor make it huge.
-std::string Shown(std::string_view s) { return "'" + attest::PrintableAscii(s, 80) + "'"; }
+std::string Shown(std::string_view s) { return "'" + text::PrintableAscii(s, 80) + "'"; }
 
 std::string ShownList(const std::vector<std::string>& values) {
   std::string out;

@@ -6,7 +6,7 @@
 #include <openssl/bn.h>
 #include <openssl/rsa.h>
 
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "core/testing/csr_test_util.h"
 
 namespace rackgate::core::csr {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "attest/ek_cert_test_pki.h"
+#include "attest/testing/ek_cert_test_pki.h"
 #include "base/hex.h"
 #include "base/sha256.h"
 #include "core/machine_service.h"

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "base/hex.h"
+
 namespace rackgate::core {
 
 using nlohmann::json;
@@ -52,14 +54,7 @@ std::string HmacSha256Hex(std::string_view key, std::string_view message) {
            reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len) == nullptr) {
     throw std::runtime_error("HMAC-SHA256 failed");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[mac[i] >> 4]);
-    out.push_back(kHex[mac[i] & 0xf]);
-  }
-  return out;
+  return hex::Encode(std::span<const uint8_t>(mac, len));
 }
 
 std::string SignatureHeader(std::string_view secret, int64_t timestamp, std::string_view body) {

@@ -6,6 +6,7 @@
 
 #include "attest/boot_facts.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "core/csr_service.h"
 #include "core/secrets.h"
 #include "core/trust.h"
@@ -71,7 +72,7 @@ Result<std::string> Purpose(const KubeCsr& c, csr::Kind kind, const std::string&
   }
   return Status::VerificationFailed(
       "csr_requester_not_allowed",
-      "requested by '" + attest::PrintableAscii(c.username, 80) + "', which is " +
+      "requested by '" + text::PrintableAscii(c.username, 80) + "', which is " +
           (kind == csr::Kind::kServing ? "not the node itself (system:node:<name> in system:nodes)"
                                        : "neither the node itself nor in a bootstrapper group"));
 }
@@ -93,7 +94,7 @@ KubeAction KubeApprover::Handle(const KubeCsr& c) {
     action = Carry(*recorded);
     if (action.kind == KubeAction::Kind::kApprove) action = UnlessEpochEnded(*recorded, std::move(action));
   } else if (recorded.status().code() != Status::Code::kNotFound) {
-    Log()->error("CSR {}: store: {}", attest::PrintableAscii(c.name, 80), recorded.status().ToString());
+    Log()->error("CSR {}: store: {}", text::PrintableAscii(c.name, 80), recorded.status().ToString());
     action = None(kKubeIgnoreBusy, true);
   } else {
     storage::Machine machine;
@@ -134,7 +135,7 @@ KubeAction KubeApprover::Decide(const KubeCsr& c, storage::Machine* m, storage::
   d->name = c.name;
   d->machine_id = m->id;
   d->kind = std::string(*kind == csr::Kind::kClient ? storage::kCertClient : storage::kCertServing);
-  d->requester = attest::PrintableAscii(c.username, 256);
+  d->requester = text::PrintableAscii(c.username, 256);
   d->decided_by = "rackgate";
   auto purpose = Purpose(c, *kind, node, options_);
   d->purpose = purpose.ok() ? *purpose : std::string(*kind == csr::Kind::kClient ? storage::kKubePurposeJoin
@@ -214,7 +215,7 @@ KubeAction KubeApprover::Decide(const KubeCsr& c, storage::Machine* m, storage::
     KubeAction w = None(approval);
     w.waiting = true;
     w.message = "every rule passed; waiting for an operator: rackgatectl csr approve " +
-                attest::PrintableAscii(c.name, 253);
+                text::PrintableAscii(c.name, 253);
     return w;
   }
   KubeAction a;
@@ -250,7 +251,7 @@ KubeAction KubeApprover::Record(storage::KubeCsrDecision d, KubeAction a) {
     denied.purpose = a.purpose;
     return Record(std::move(d), std::move(denied));
   }
-  Log()->error("CSR {} of {}: denial not recorded: {}", attest::PrintableAscii(d.name, 80), a.hostname, s.ToString());
+  Log()->error("CSR {} of {}: denial not recorded: {}", text::PrintableAscii(d.name, 80), a.hostname, s.ToString());
   return None(kKubeIgnoreBusy, true);
 }
 
@@ -268,7 +269,7 @@ KubeAction KubeApprover::UnlessEpochEnded(const storage::KubeCsrDecision& d, Kub
   }
   Log()->warn("CSR {} of {}: approved in an earlier epoch (the machine was reset since) and never written to the "
               "API server; left alone",
-              attest::PrintableAscii(d.name, 80), d.hostname);
+              text::PrintableAscii(d.name, 80), d.hostname);
   KubeAction none = None(kKubeIgnoreEpochEnded);
   none.hostname = d.hostname;
   none.purpose = d.purpose;

@@ -14,7 +14,7 @@
 
 #include "attest/boot_policy.h"
 #include "attest/eventlog.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "core/attestation.h"

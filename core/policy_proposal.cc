@@ -15,6 +15,7 @@
 #include "attest/boot_facts.h"
 #include "attest/efi_structures.h"
 #include "attest/eventlog.h"
+#include "base/text.h"
 #include "wire/boot_policy_json.h"
 #include "wire/codec.h"
 #include "base/hex.h"
@@ -117,7 +118,7 @@ std::string FirmwareVersion(const attest::EventLog& log) {
     for (size_t i = 1; utf16 && i < d.size(); i += 2) utf16 = d[i] == 0;
     std::string text = utf16 ? attest::Utf16ToUtf8(d) : std::string(d.begin(), d.end());
     while (!text.empty() && text.back() == '\0') text.pop_back();
-    return attest::PrintableAscii(text);
+    return text::PrintableAscii(text, attest::kMaxDescriptionChars);
   }
   return "";
 }
@@ -444,8 +445,8 @@ class Proposer {
     using Key = std::tuple<std::string, std::string, std::string>;
     std::map<Key, std::vector<const Machine*>> groups;
     for (const Machine& m : ms_) {
-      groups[{m.firmware, attest::PrintableAscii(m.boot->tpm_manufacturer),
-              attest::PrintableAscii(m.boot->tpm_model)}]
+      groups[{m.firmware, text::PrintableAscii(m.boot->tpm_manufacturer, attest::kMaxDescriptionChars),
+              text::PrintableAscii(m.boot->tpm_model, attest::kMaxDescriptionChars)}]
           .push_back(&m);
     }
     const Key* major = nullptr;

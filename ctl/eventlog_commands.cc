@@ -18,6 +18,7 @@
 #include "attest/pcr_file.h"
 #include "attest/quote.h"
 #include "attest/tpm.h"
+#include "base/text.h"
 #include "ctl/admin_util.h"
 #include "ctl/json_util.h"
 #include "ctl/args.h"
@@ -188,7 +189,7 @@ void PrintFacts(const attest::BootFacts& f) {
   for (const attest::KernelCmdline& k : f.kernel_cmdlines) {
     std::printf("  kernel command line (event %u, PCR %u, %s, %s): %s\n", k.event_index, k.pcr,
                 k.source.c_str(), k.verified ? "verified" : "DOES NOT MATCH ITS DIGEST",
-                attest::PrintableAscii(k.text, 400).c_str());
+                text::PrintableAscii(k.text, 400).c_str());
   }
   std::printf("  events whose data does not match their digest: %zu\n", f.data_mismatches.size());
   std::printf("  anomalies: %zu\n", f.anomalies.size());
@@ -218,7 +219,7 @@ nlohmann::json EventLogJson(const attest::EventLog& log, const attest::BootFacts
   json cmdlines = json::array();
   for (const attest::KernelCmdline& k : f.kernel_cmdlines) {
     cmdlines.push_back({{"event", k.event_index}, {"pcr", k.pcr}, {"source", k.source}, {"verified", k.verified},
-                        {"text", attest::PrintableAscii(k.text, 400)}});
+                        {"text", text::PrintableAscii(k.text, 400)}});
   }
   json anomalies = json::array();
   for (const attest::Anomaly& a : f.anomalies) {

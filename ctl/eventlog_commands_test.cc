@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attest/eventlog.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "attest/testing/event_log_builder.h"
 #include "ctl/offline.h"
 #include "wire/boot_policy_json.h"

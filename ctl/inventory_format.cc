@@ -1,7 +1,7 @@
 // The inventory file's formats: RFC 4180 CSV and a JSON inventory's row lines.
 #include "ctl/inventory_format.h"
 
-#include "wire/json_scan.h"
+#include "base/json_depth.h"
 
 namespace rackgate::ctl {
 
@@ -77,11 +77,11 @@ Result<std::vector<CsvRecord>> ParseCsv(std::string_view text) {
 
 
 std::vector<size_t> JsonRowLines(std::string_view text) {
-  using Kind = wire::JsonToken::Kind;
+  using Kind = JsonToken::Kind;
   std::vector<size_t> lines;
   bool in_machines = false, expect_row = false, broken = false;
   std::string_view key;
-  wire::ScanJson(text, [&](const wire::JsonToken& t) {
+  ScanJson(text, [&](const JsonToken& t) {
     if (in_machines && t.depth == 2 && expect_row && t.c != ']') {
       lines.push_back(t.line);
       expect_row = false;

@@ -67,7 +67,7 @@ Status ReadAnchorRelaxations(const json& v, std::map<std::string, std::vector<st
   if (!v.is_object()) return Invalid(key, "expected an object: anchor SHA-256 -> list of relaxations");
   out->clear();
   for (const auto& [anchor, names] : v.items()) {
-    if (anchor.size() != 64 || anchor.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+    if (anchor.size() != 64 || !hex::Decode(anchor, 32)) {
       return Invalid(key, "'" + anchor.substr(0, 80) +
                               "' is not an anchor's SHA-256 (64 hex digits; `rackgatectl ek roots` lists them)");
     }

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "attest/ek_cert_test_pki.h"
+#include "attest/testing/ek_cert_test_pki.h"
 #include "base/sha256.h"
 
 namespace rackgate::daemon {

@@ -8,7 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "daemon/http_server_test_util.h"
+#include "daemon/testing/http_server_test_util.h"
 
 namespace rackgate::daemon {
 namespace {

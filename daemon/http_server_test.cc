@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/http_server_test_util.h"
+#include "daemon/testing/http_server_test_util.h"
 
 namespace rackgate::daemon {
 namespace {

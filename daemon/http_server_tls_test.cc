@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/http_server_test_util.h"
+#include "daemon/testing/http_server_test_util.h"
 
 namespace rackgate::daemon {
 namespace {

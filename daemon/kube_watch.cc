@@ -5,6 +5,7 @@
 
 #include "attest/boot_facts.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "kube/approval.h"
 #include "kube/kubeconfig.h"
 
@@ -51,7 +52,7 @@ Result<std::unique_ptr<KubeWatch>> KubeWatch::Start(const KubeWatchOptions& opti
   if (!client.ok()) return client.status();
   std::unique_ptr<KubeWatch> w(new KubeWatch(std::move(client).value(), approver, metrics));
   w->thread_ = std::thread([p = w.get()] { p->informer_.Run(); });
-  Log()->info("approver mode: watching kubelet CSRs at {}", attest::PrintableAscii(server, 200));
+  Log()->info("approver mode: watching kubelet CSRs at {}", text::PrintableAscii(server, 200));
   return w;
 }
 
@@ -75,7 +76,7 @@ void KubeWatch::Handle(const kube::Csr& c) {
   // (the informer hands it in as the new object it is).
   if (a.uid != c.uid) {
     Log()->error("CSR {}: a decision for uid {} handed with uid {}; not written", c.name,
-                 attest::PrintableAscii(a.uid, 64), attest::PrintableAscii(c.uid, 64));
+                 text::PrintableAscii(a.uid, 64), text::PrintableAscii(c.uid, 64));
     return;
   }
   const bool approve = a.kind == core::KubeAction::Kind::kApprove;

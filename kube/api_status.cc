@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "base/text.h"
 #include "kube/untrusted.h"
 
 namespace rackgate::kube {
@@ -16,8 +17,8 @@ constexpr size_t kMaxServerMessageChars = 200;
 }  // namespace
 
 Status FromApiStatus(long code, std::string_view reason, std::string_view message) {
-  std::string said = Printable(message, kMaxServerMessageChars);
-  if (!reason.empty()) said = Printable(reason, 64) + ": " + said;
+  std::string said = text::PrintableAscii(message, kMaxServerMessageChars);
+  if (!reason.empty()) said = text::PrintableAscii(reason, 64) + ": " + said;
   const std::string text = "the API server answered " + std::to_string(code) + " (" + said + ")";
   switch (code) {
     case 401:

@@ -1,7 +1,7 @@
 // An approver's decision written to the object it was made for.
 #include "kube/approval.h"
 
-#include "kube/untrusted.h"
+#include "base/text.h"
 
 namespace rackgate::kube {
 
@@ -16,8 +16,9 @@ Status WriteDecision(CsrApprovalWriter* api, const Csr& object, const ApprovalDe
   if (!fresh.ok()) return fresh.status();
   if (fresh->uid != object.uid) {
     return Status::InvalidArgument("kube_csr_replaced",
-                                   "CSR " + object.name + " is another object now (uid " + Printable(fresh->uid, 64) +
-                                       "; the decision was made for uid " + Printable(object.uid, 64) +
+                                   "CSR " + object.name + " is another object now (uid " +
+                                       text::PrintableAscii(fresh->uid, 64) + "; the decision was made for uid " +
+                                       text::PrintableAscii(object.uid, 64) +
                                        "): it was deleted and re-created, and the decision is not written to it; "
                                        "the new object is decided on its own");
   }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/base64.h"
+#include "base/text.h"
 #include "kube/csr_json.h"
 #include "kube/untrusted.h"
 
@@ -108,7 +110,7 @@ Status ParseSpec(const json& spec, Csr* csr) {
   // base64 grows 3 bytes to 4; the decoder checks the decoded bound exactly.
   Status s = ReadString(spec, "request", true, (kMaxCsrRequestBytes + 2) / 3 * 4, "spec.request", &request_b64);
   if (!s.ok()) return s;
-  std::optional<std::string> request = Base64Decode(request_b64, kMaxCsrRequestBytes);
+  std::optional<std::string> request = base64::DecodeToString(request_b64, kMaxCsrRequestBytes);
   if (!request) return Invalid("spec.request", "not base64 of at most " + std::to_string(kMaxCsrRequestBytes) + " bytes");
   csr->request_pem = std::move(*request);
   s = ReadString(spec, "signerName", true, kMaxSignerNameChars, "spec.signerName", &csr->signer_name);
@@ -161,7 +163,7 @@ Status ParseStatus(const json& status, Csr* csr) {
                         &cert_b64);
   if (!s.ok()) return s;
   if (!cert_b64.empty()) {
-    std::optional<std::string> cert = Base64Decode(cert_b64, kMaxCsrCertificateBytes);
+    std::optional<std::string> cert = base64::DecodeToString(cert_b64, kMaxCsrCertificateBytes);
     if (!cert) {
       return Invalid("status.certificate",
                      "not base64 of at most " + std::to_string(kMaxCsrCertificateBytes) + " bytes");
@@ -277,7 +279,7 @@ Result<CsrList> ParseCsrListJson(std::string_view text) {
   std::optional<json> doc = ParseJson(text);
   if (!doc || !doc->is_object()) return bad("is not a JSON object");
   const std::optional<std::string> kind = StringField(*doc, "kind");
-  if (kind && *kind != "CertificateSigningRequestList") return bad("has kind " + Printable(*kind, 64));
+  if (kind && *kind != "CertificateSigningRequestList") return bad("has kind " + text::PrintableAscii(*kind, 64));
   CsrList list;
   const auto meta = doc->find("metadata");
   if (meta != doc->end()) {
@@ -299,7 +301,7 @@ Result<CsrList> ParseCsrListJson(std::string_view text) {
     }
     std::optional<std::string> name;
     if (item.is_object() && item.contains("metadata")) name = StringField(item.at("metadata"), "name");
-    list.skipped.push_back(Printable(name.value_or("?"), 80) + ": " + csr.status().message());
+    list.skipped.push_back(text::PrintableAscii(name.value_or("?"), 80) + ": " + csr.status().message());
   }
   return list;
 }
@@ -309,7 +311,7 @@ std::string CreateCsrBody(const CsrRequest& r) {
       {"apiVersion", "certificates.k8s.io/v1"},
       {"kind", "CertificateSigningRequest"},
       {"metadata", r.name.empty() ? json{{"generateName", r.generate_name}} : json{{"name", r.name}}},
-      {"spec", {{"signerName", r.signer_name}, {"request", Base64Encode(r.request_pem)}, {"usages", r.usages}}},
+      {"spec", {{"signerName", r.signer_name}, {"request", base64::Encode(r.request_pem)}, {"usages", r.usages}}},
   };
   return body.dump();
 }

@@ -8,8 +8,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/base64.h"
 #include "base/files.h"
-#include "kube/untrusted.h"
+#include "base/text.h"
 
 namespace rackgate::kube {
 
@@ -17,6 +18,9 @@ namespace {
 
 constexpr size_t kMaxServerChars = 2048;
 constexpr size_t kMaxTokenBytes = 16 * 1024;
+// What a message may carry of a name or a server the kubeconfig chose
+// (text::PrintableAscii: no control bytes into a message or a terminal).
+constexpr size_t kMaxShownChars = 200;
 constexpr std::string_view kSupported =
     "supported: token, tokenFile, client-certificate(-data) with client-key(-data)";
 
@@ -67,11 +71,15 @@ Result<YAML::Node> FindNamed(const YAML::Node& root, const char* list, const cha
       bool bad = false;
       if (!e.IsMap() || Scalar(e, "name", &bad) != name) continue;
       const YAML::Node v = e[inner];
-      if (!v.IsDefined() || !v.IsMap()) return Invalid(where, std::string(list) + " entry \"" + Printable(name) + "\" has no " + inner);
+      if (!v.IsDefined() || !v.IsMap()) {
+        return Invalid(where, std::string(list) + " entry \"" + text::PrintableAscii(name, kMaxShownChars) +
+                                  "\" has no " + inner);
+      }
       return v;
     }
   }
-  return Invalid(where, std::string(inner) + " \"" + Printable(name) + "\" not found in " + list);
+  return Invalid(where,
+                 std::string(inner) + " \"" + text::PrintableAscii(name, kMaxShownChars) + "\" not found in " + list);
 }
 
 std::string Resolve(const std::string& file, const std::string& kubeconfig) {
@@ -91,10 +99,11 @@ Status CheckServer(std::string* server, std::string_view where) {
     }
   }
   if (server->rfind("http://", 0) == 0) {
-    return Unsupported(where, "server " + Printable(*server) + " is http://; the API server must be reached over https://");
+    return Unsupported(where, "server " + text::PrintableAscii(*server, kMaxShownChars) +
+                                  " is http://; the API server must be reached over https://");
   }
   if (server->rfind("https://", 0) != 0 || server->size() == 8) {
-    return Invalid(where, "server " + Printable(*server) + " is not an https:// URL");
+    return Invalid(where, "server " + text::PrintableAscii(*server, kMaxShownChars) + " is not an https:// URL");
   }
   while (server->size() > 8 && server->back() == '/') server->pop_back();
   return Status::Ok();
@@ -114,7 +123,7 @@ Status DataOrFile(const YAML::Node& map, const char* data_key, const char* file_
   if (bad) return Invalid(where, std::string(data_key) + " or " + file_key + " is not a string");
   if (data && file) return Invalid(where, std::string("set one of ") + data_key + " and " + file_key + ", not both");
   if (data) {
-    std::optional<std::string> decoded = Base64Decode(*data, kMaxKubeconfigBytes);
+    std::optional<std::string> decoded = base64::DecodeToString(*data, kMaxKubeconfigBytes);
     if (!decoded) return Invalid(where, std::string(data_key) + " is not base64");
     *out = std::move(*decoded);
   } else if (file) {
@@ -231,15 +240,18 @@ Result<Credentials> FromDocument(const YAML::Node& root, const std::string& path
   const std::optional<std::string> cluster_name = Scalar(*ctx, "cluster", &bad);
   const std::optional<std::string> user_name = Scalar(*ctx, "user", &bad);
   if (bad || !cluster_name || !user_name) {
-    return Invalid(path, "context \"" + Printable(name) + "\" needs a cluster and a user");
+    return Invalid(path, "context \"" + text::PrintableAscii(name, kMaxShownChars) + "\" needs a cluster and a user");
   }
   Result<YAML::Node> cluster = FindNamed(root, "clusters", "cluster", *cluster_name, path);
   if (!cluster.ok()) return cluster.status();
   Result<YAML::Node> user = FindNamed(root, "users", "user", *user_name, path);
   if (!user.ok()) return user.status();
   Credentials out;
-  Status s = ReadCluster(*cluster, path, path + ": cluster \"" + Printable(*cluster_name) + "\"", &out);
-  if (s.ok()) s = ReadUser(*user, path, path + ": user \"" + Printable(*user_name) + "\"", &out);
+  Status s = ReadCluster(*cluster, path,
+                         path + ": cluster \"" + text::PrintableAscii(*cluster_name, kMaxShownChars) + "\"", &out);
+  if (s.ok()) {
+    s = ReadUser(*user, path, path + ": user \"" + text::PrintableAscii(*user_name, kMaxShownChars) + "\"", &out);
+  }
   if (!s.ok()) return s;
   return out;
 }
@@ -253,7 +265,7 @@ Result<Credentials> LoadKubeconfig(const std::string& path, const std::string& c
     return FromDocument(YAML::Load(*text), path, context);
   } catch (const YAML::Exception& e) {
     // yaml-cpp's message names a line and column, not the content.
-    return Invalid(path, "not YAML: " + Printable(e.what()));
+    return Invalid(path, "not YAML: " + text::PrintableAscii(e.what(), kMaxShownChars));
   }
 }
 

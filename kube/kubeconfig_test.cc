@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "kube/untrusted.h"
+#include "base/base64.h"
 
 namespace rackgate::kube {
 namespace {
@@ -42,15 +42,15 @@ class KubeconfigTest : public ::testing::Test {
            "users:\n- name: u1\n  user:\n" + user;
   }
 
-  std::string CaData() const { return "    certificate-authority-data: " + Base64Encode(kCa) + "\n"; }
+  std::string CaData() const { return "    certificate-authority-data: " + base64::Encode(kCa) + "\n"; }
 
   std::string dir_;
 };
 
 TEST_F(KubeconfigTest, DataFieldsAndClientCertificate) {
   const std::string path = Put("config", Config("    server: https://10.0.0.1:6443/\n" + CaData(),
-                                                "    client-certificate-data: " + Base64Encode(kCert) +
-                                                    "\n    client-key-data: " + Base64Encode(kKey) + "\n"));
+                                                "    client-certificate-data: " + base64::Encode(kCert) +
+                                                    "\n    client-key-data: " + base64::Encode(kKey) + "\n"));
   Result<Credentials> c = LoadKubeconfig(path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->server, "https://10.0.0.1:6443");
@@ -131,7 +131,7 @@ TEST_F(KubeconfigTest, Refusals) {
   ExpectRefused(LoadKubeconfig(Put("6", Config("    server: https://h\n", token))), "kubeconfig_invalid",
                 "certificate-authority");
   ExpectRefused(LoadKubeconfig(Put("7", Config(ok_cluster, "    client-certificate-data: " +
-                                                               Base64Encode(kCert) + "\n"))),
+                                                               base64::Encode(kCert) + "\n"))),
                 "kubeconfig_invalid", "needs its key");
   ExpectRefused(LoadKubeconfig(Put("8", Config(ok_cluster, "    client-key: nowhere.key\n    token: x\n"))),
                 "kubeconfig_unreadable", "nowhere.key");
@@ -169,8 +169,8 @@ TEST_F(KubeconfigTest, SecretsStayOutOfMessages) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().ToString().find(secret), std::string::npos) << c.status().ToString();
   c = LoadKubeconfig(Put("b", Config("    server: https://h\n" + CaData(),
-                                     "    client-certificate-data: " + Base64Encode(kCert) +
-                                         "\n    client-key-data: " + Base64Encode(secret) + "\n")));
+                                     "    client-certificate-data: " + base64::Encode(kCert) +
+                                         "\n    client-key-data: " + base64::Encode(secret) + "\n")));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().ToString().find(secret), std::string::npos) << c.status().ToString();
 }

@@ -1,6 +1,6 @@
 // What kube/ does with text from a kubeconfig or an API server before
-// trusting it: base64 decoding, bounded JSON parsing, printable cuts for
-// messages. Internal to kube/.
+// trusting it: bounded JSON parsing (base64 is base/base64.h; printable cuts
+// for messages are base/text.h). Internal to kube/.
 #ifndef RACKGATE_KUBE_UNTRUSTED_H_
 #define RACKGATE_KUBE_UNTRUSTED_H_
 
@@ -21,23 +21,10 @@ namespace rackgate::kube {
 // CertificateSigningRequest is about 5 levels, a list 7, a watch event 6.
 inline constexpr size_t kMaxJsonDepth = 32;
 
-// The bytes of standard base64 `text` (RFC 4648 §4, padded, as Go's
-// encoding/json writes []byte and kubectl writes *-data fields), or nullopt
-// for anything else or more than max_bytes decoded bytes. Bounded before
-// anything is allocated.
-std::optional<std::string> Base64Decode(std::string_view text, size_t max_bytes);
-std::string Base64Encode(std::string_view data);
-
 // `text` parsed as JSON, or nullopt when it is malformed or nests deeper than
-// kMaxJsonDepth (checked while parsing, so a hostile document never builds a
-// deep tree).
+// kMaxJsonDepth brackets (measured on the text before parsing,
+// base/json_depth.h, so a hostile document never builds a deep tree).
 std::optional<nlohmann::json> ParseJson(std::string_view text);
-
-// Printable ASCII only (anything else as \xNN), cut to at most `max`
-// characters ending in "..." when cut: what a message may carry of text the
-// server chose (a Status message, a name), so that it never brings control
-// bytes into an error message or an operator's terminal.
-std::string Printable(std::string_view text, size_t max = 200);
 
 // `j[key]` as a string when `j` is an object holding a string there; nullopt
 // otherwise (absent, null or another type). Never operator[] on const json.

@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "base/text.h"
 #include "kube/api_status.h"
 #include "kube/csr_json.h"
 #include "kube/untrusted.h"
@@ -75,7 +76,7 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line) {
   const std::optional<std::string> type_name = StringField(*doc, "type");
   if (!type_name) return BadEvent("has no type");
   const std::optional<WatchEvent::Type> type = TypeOf(*type_name);
-  if (!type) return BadEvent("has an unknown type " + Printable(*type_name, 32));
+  if (!type) return BadEvent("has an unknown type " + text::PrintableAscii(*type_name, 32));
   const auto object = doc->find("object");
   if (object == doc->end() || !object->is_object()) return BadEvent("has no object");
   WatchEvent ev;
@@ -83,8 +84,8 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line) {
   if (ev.type == WatchEvent::Type::kError) {
     const auto code = object->find("code");
     if (code != object->end() && code->is_number_integer()) ev.error_code = code->get<int>();
-    ev.error_reason = Printable(StringField(*object, "reason").value_or(""), 64);
-    ev.error_message = Printable(StringField(*object, "message").value_or(""), 200);
+    ev.error_reason = text::PrintableAscii(StringField(*object, "reason").value_or(""), 64);
+    ev.error_message = text::PrintableAscii(StringField(*object, "message").value_or(""), 200);
     return ev;
   }
   ev.resource_version = ResourceVersionOf(*object);

@@ -1,12 +1,13 @@
 #include "kube/watch_stream.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
+#include "base/base64.h"
 #include "kube/api_status.h"
-#include "kube/untrusted.h"
 
 namespace rackgate::kube {
 namespace {
@@ -18,7 +19,7 @@ json CsrObject(const std::string& name, const std::string& rv) {
           {"apiVersion", "certificates.k8s.io/v1"},
           {"metadata", {{"name", name}, {"uid", "u-" + name}, {"resourceVersion", rv},
                         {"creationTimestamp", "2026-11-28T01:02:03Z"}}},
-          {"spec", {{"request", Base64Encode("PEM")}, {"signerName", "kubernetes.io/kubelet-serving"}}}};
+          {"spec", {{"request", base64::Encode("PEM")}, {"signerName", "kubernetes.io/kubelet-serving"}}}};
 }
 
 std::string Line(const std::string& type, const json& object) {

@@ -11,7 +11,7 @@
 
 #include "storage/sqlite.h"
 #include "storage/store.h"
-#include "storage/test_util.h"
+#include "storage/testing/test_util.h"
 
 namespace rackgate::storage {
 namespace {

@@ -16,7 +16,7 @@
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 
 namespace rackgate::storage {
 namespace {

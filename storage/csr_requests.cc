@@ -8,6 +8,7 @@
 #include "storage/sql_store.h"
 #include "storage/validation.h"
 #include "base/hex.h"
+#include "base/text.h"
 
 namespace rackgate::storage {
 
@@ -136,7 +137,7 @@ Result<CsrApprovalRequest> SqlStore::DecideCsrRequest(int64_t id, bool approve, 
     if (!approve) {
       CheckSize("deny_reason", deny_reason.size(), 1, kMaxReason);
       // The machine is told the reason: printable ASCII and spaces only.
-      if (!std::all_of(deny_reason.begin(), deny_reason.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; })) {
+      if (!text::IsPrintableAscii(deny_reason)) {
         return Status::InvalidArgument("field_invalid", "a deny reason is printable ASCII");
       }
     }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "storage/audit.h"
-#include "storage/test_util.h"
+#include "storage/testing/test_util.h"
 
 namespace rackgate::storage {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 #include "storage/testing/fake_store.h"
 
 namespace rackgate::storage {

@@ -8,7 +8,7 @@
 
 #include "storage/rows.h"
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 #include "base/hex.h"
 
 namespace rackgate::storage {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 
 namespace rackgate::storage {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "storage/postgres.h"
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 
 namespace rackgate::storage {
 namespace {

@@ -23,7 +23,7 @@
 #include "storage/postgres.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
-#include "storage/test_util.h"
+#include "storage/testing/test_util.h"
 
 namespace rackgate::storage {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "storage/sqlite.h"
 #include "storage/store.h"
-#include "storage/store_test_fixture.h"
+#include "storage/testing/store_test_fixture.h"
 
 namespace rackgate::storage {
 namespace {

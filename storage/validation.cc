@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "base/hex.h"
+#include "base/text.h"
 #include "storage/sqlite.h"
 
 namespace rackgate::storage {
@@ -75,7 +76,7 @@ void CheckAddresses(const std::vector<Address>& addresses) {
                                                         "': use InternalIP, ExternalIP, InternalDNS, "
                                                         "ExternalDNS or Hostname"));
     }
-    if (a.value.empty() || a.value.size() > kMaxAddressValue || !IsPrintableAscii(a.value)) {
+    if (a.value.empty() || a.value.size() > kMaxAddressValue || !text::IsVisibleAscii(a.value)) {
       Fail(Status::InvalidArgument("field_invalid", "address " + a.kind + "=" + a.value.substr(0, 64) +
                                                         " is not 1..253 printable characters (no spaces)"));
     }
@@ -103,10 +104,6 @@ void CheckSize(const char* field, size_t size, size_t min, size_t max) {
     Fail(Status::InvalidArgument("field_invalid", std::string(field) + " must be " + std::to_string(min) + ".." +
                                                       std::to_string(max) + " bytes long"));
   }
-}
-
-bool IsPrintableAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
 void CheckPoolName(const std::string& p) {
@@ -190,13 +187,9 @@ Status CheckCertificate(const IssuedCertificate& cert) {
 namespace {
 
 // Printable ASCII, spaces allowed: what is shown to an operator or a machine.
-bool IsPrintableText(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-
 void CheckText(const char* field, const std::string& v, size_t min, size_t max, bool spaces) {
   CheckSize(field, v.size(), min, max);
-  if (!(spaces ? IsPrintableText(v) : IsPrintableAscii(v))) {
+  if (!(spaces ? text::IsPrintableAscii(v) : text::IsVisibleAscii(v))) {
     Fail(Status::InvalidArgument("field_invalid", std::string(field) + " is not printable ASCII"));
   }
 }
@@ -242,7 +235,7 @@ void CheckDenyReason(const std::string& reason) { CheckText("reason", reason, 1,
 
 Status CheckSession(const Session& session) {
   CheckSize("session id", session.id.size(), 1, kMaxSessionId);
-  if (!IsPrintableAscii(session.id)) {
+  if (!text::IsVisibleAscii(session.id)) {
     return Status::InvalidArgument("field_invalid", "a session id is printable ASCII");
   }
   CheckSize("nonce", session.nonce.size(), 1, kMaxHash);

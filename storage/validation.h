@@ -63,7 +63,6 @@ Status RevokedRefusal(const std::string& hostname);
 
 // field_invalid unless min <= size <= max.
 void CheckSize(const char* field, size_t size, size_t min, size_t max);
-bool IsPrintableAscii(std::string_view s);
 void CheckPoolName(const std::string& p);            // pool_invalid
 void CheckHostname(const std::string& h);            // hostname_invalid (rename)
 void CheckState(MachineState s);                     // state_invalid

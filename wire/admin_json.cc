@@ -1,8 +1,8 @@
 // The admin bodies' bounded parse and typed field reads.
 #include "wire/admin_json.h"
 
+#include "base/json_depth.h"
 #include "wire/admin_pools.h"
-#include "wire/json_depth.h"
 
 namespace rackgate::wire::admin_json {
 

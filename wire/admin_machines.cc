@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/json_depth.h"
 #include "wire/admin_json.h"
 #include "wire/admin_pools.h"
-#include "wire/json_depth.h"
 
 namespace rackgate::wire {
 

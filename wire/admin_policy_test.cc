@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "wire/admin_test_util.h"
+#include "wire/testing/admin_test_util.h"
 
 namespace rackgate::wire {
 namespace {

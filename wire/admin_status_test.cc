@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "wire/admin_test_util.h"
+#include "wire/testing/admin_test_util.h"
 
 namespace rackgate::wire {
 namespace {

@@ -12,9 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/pcr_signature.h"
+#include "base/json_depth.h"
 #include "wire/codec.h"
-#include "wire/json_depth.h"
 #include "base/hex.h"
+#include "base/text.h"
 
 namespace rackgate::wire {
 
@@ -214,7 +215,7 @@ void ReadDigestRule(const json& j, const std::string& where,
 // characters, no space, the first a '.'.
 bool IsUkiSectionName(const std::string& name) {
   return name.size() >= 2 && name.size() <= attest::kMaxUkiSectionNameChars && name[0] == '.' &&
-         std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+         text::IsVisibleAscii(name);
 }
 
 // {"sections": {".linux": [digest], ...}}

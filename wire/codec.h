@@ -1,7 +1,7 @@
 // Text encodings of binary fields on the wire: standard base64 for TPM
-// structures, base64url for tokens (hex, for nonces and digests, is base/hex.h,
-// the one hex codec). Decoders are strict (no whitespace, canonical padding)
-// and bounded.
+// structures, base64url for tokens. These forward to the one base64 codec,
+// base/base64.h (hex, for nonces and digests, is base/hex.h). Decoders are
+// strict (no whitespace, canonical padding) and bounded.
 #ifndef RACKGATE_WIRE_CODEC_H_
 #define RACKGATE_WIRE_CODEC_H_
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "base/hex.h"
 #include "wire/codec.h"
 
 namespace rackgate::wire {
@@ -32,11 +33,6 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-bool IsUnreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
 }
 
 Status Invalid(std::string why) { return Status::InvalidArgument("data_url_invalid", std::move(why)); }
@@ -102,17 +98,7 @@ std::string EncodeDataUrl(const DataUrl& url) {
     out += Base64Encode(std::span(reinterpret_cast<const uint8_t*>(url.data.data()), url.data.size()));
     return out;
   }
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (char c : url.data) {
-    if (IsUnreserved(c)) {
-      out += c;
-    } else {
-      const auto b = static_cast<unsigned char>(c);
-      out += '%';
-      out += kHex[b >> 4];
-      out += kHex[b & 0xf];
-    }
-  }
+  out += hex::PercentEncode(url.data);
   return out;
 }
 

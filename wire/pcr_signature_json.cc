@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attest/tpm.h"
+#include "base/json_depth.h"
 #include "wire/codec.h"
-#include "wire/json_depth.h"
 #include "base/hex.h"
 
 namespace rackgate::wire {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "attest/boot_facts.h"
+#include "base/text.h"
 #include "wire/codec.h"
 #include "base/hex.h"
 
@@ -290,8 +291,8 @@ Result<Token> DecodeToken(std::string_view body) {
   }
   t.token = std::move(*token);
   t.expires_in = Int<long>(*doc, "expires_in");
-  t.hostname = attest::PrintableAscii(Str(*doc, "hostname").value_or(""), 253);
-  t.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  t.hostname = text::PrintableAscii(Str(*doc, "hostname").value_or(""), 253);
+  t.state = text::PrintableAscii(Str(*doc, "state").value_or(""), 32);
   return t;
 }
 
@@ -379,8 +380,8 @@ Result<MachineRecord> DecodeMachineRecord(std::string_view body) {
   // name is refused rather than escaped.
   if (!ValidHostname(*hostname)) return Invalid("hostname", "not a DNS name");
   m.hostname = std::move(*hostname);
-  m.pool = attest::PrintableAscii(Str(*doc, "pool").value_or(""), 64);
-  m.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  m.pool = text::PrintableAscii(Str(*doc, "pool").value_or(""), 64);
+  m.state = text::PrintableAscii(Str(*doc, "state").value_or(""), 32);
   m.require_tpm_key = Bool(*doc, "require_tpm_key");
   // An appliance before renewal sends none: the default stands.
   if (auto it = doc->find("renew_fraction"); it != doc->end() && it->is_number()) {
@@ -416,7 +417,7 @@ Result<KubeletKeyRegistered> DecodeKubeletKeyRegistered(std::string_view body) {
   k.kind = std::move(*kind);
   auto hash = Str(*doc, "key_sha256");
   if (!hash) return Missing("key_sha256");
-  if (hash->size() != 64 || hash->find_first_not_of("0123456789abcdef") != std::string::npos) {
+  if (!hex::IsSha256Hex(*hash)) {
     return Invalid("key_sha256", "not 64 lower-case hex digits");
   }
   k.key_sha256 = std::move(*hash);
@@ -532,11 +533,11 @@ Result<IssuedCertificate> DecodeIssuedCertificate(std::string_view body) {
   if (!ca) return Missing("ca");
   out.certificate_pem = std::move(*cert);
   out.ca_pem = std::move(*ca);
-  out.serial = attest::PrintableAscii(Str(*doc, "serial").value_or(""), 64);
+  out.serial = text::PrintableAscii(Str(*doc, "serial").value_or(""), 64);
   out.not_before = Int<long long>(*doc, "not_before");
   out.not_after = Int<long long>(*doc, "not_after");
   out.tpm_resident = Bool(*doc, "tpm_resident");
-  out.state = attest::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  out.state = text::PrintableAscii(Str(*doc, "state").value_or(""), 32);
   return out;
 }
 
@@ -584,7 +585,7 @@ Result<ProvisioningReport> DecodeProvisioningReport(std::string_view body) {
       return Invalid("message", "expected a string of at most " + std::to_string(kMaxReportMessage) + " characters");
     }
     // SECURITY: shown on operators' terminals and logged: printable only.
-    r.message = attest::PrintableAscii(v.get<std::string>(), kMaxReportMessage);
+    r.message = text::PrintableAscii(v.get<std::string>(), kMaxReportMessage);
   }
   if (doc->contains("exit_status")) {
     const json& v = doc->at("exit_status");

@@ -2,6 +2,10 @@
 #ifndef RACKGATE_CORE_IGNITION_INTERNAL_H_
 #define RACKGATE_CORE_IGNITION_INTERNAL_H_
 
+#if !defined(RACKGATE_CORE_INTERNAL)
+#error "core/ignition/internal.h is internal to core/ignition/"
+#endif
+
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>

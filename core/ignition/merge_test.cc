@@ -5,7 +5,7 @@
 
 #include "core/secrets.h"
 
-#include "core/ignition/test_util.h"
+#include "core/ignition/testing/test_util.h"
 
 namespace rackgate::core::ignition {
 namespace {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 
-#include "core/ignition/test_util.h"
+#include "core/ignition/testing/test_util.h"
 
 namespace rackgate::core::ignition {
 namespace {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "core/ignition/internal.h"
 
 namespace rackgate::core::ignition {
@@ -17,19 +18,19 @@ struct ParseRefusal : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Parses `text`, refusing nesting deeper than kMaxTemplateDepth (checked as
-// the parser goes, before the depth is built) and duplicate keys (nlohmann
-// keeps the last one silently, so a second "storage" would hide the first).
+// Parses `text`, refusing nesting deeper than kMaxTemplateDepth (measured on
+// the text before parsing, base/json_depth.h, so the depth is never built)
+// and duplicate keys (nlohmann keeps the last one silently, so a second
+// "storage" would hide the first).
 Result<json> ParseBounded(std::string_view text) {
+  if (JsonDepth(text) > static_cast<size_t>(kMaxTemplateDepth)) {
+    return Status::InvalidArgument("template_invalid", "nested deeper than " + std::to_string(kMaxTemplateDepth));
+  }
   std::vector<std::set<std::string>> keys;  // one set per open object
-  auto callback = [&keys](int depth, json::parse_event_t event, json& parsed) -> bool {
+  auto callback = [&keys](int, json::parse_event_t event, json& parsed) -> bool {
     switch (event) {
       case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxTemplateDepth) {
-          throw ParseRefusal("nested deeper than " + std::to_string(kMaxTemplateDepth));
-        }
-        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        keys.emplace_back();
         break;
       case json::parse_event_t::key:
         if (!keys.back().insert(parsed.get<std::string>()).second) {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/ignition/test_util.h"
+#include "core/ignition/testing/test_util.h"
 
 namespace rackgate::core::ignition {
 namespace {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/hex.h"
+#include "base/text.h"
 #include "storage/sql.h"
 #include "storage/validation.h"
 
@@ -747,7 +748,7 @@ Result<CsrApprovalRequest> FakeStore::DecideCsrRequest(int64_t id, bool approve,
     CheckActor(actor);
     if (!approve) {
       CheckSize("deny_reason", deny_reason.size(), 1, kMaxReason);
-      if (!std::all_of(deny_reason.begin(), deny_reason.end(), [](char ch) { return ch >= 0x20 && ch < 0x7f; })) {
+      if (!text::IsPrintableAscii(deny_reason)) {
         return Status::InvalidArgument("field_invalid", "a deny reason is printable ASCII");
       }
     }

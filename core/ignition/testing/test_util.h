@@ -1,6 +1,6 @@
 // Helpers shared by the tests of core/ignition/: versions, template builders, placeholder values.
-#ifndef RACKGATE_CORE_IGNITION_TEST_UTIL_H_
-#define RACKGATE_CORE_IGNITION_TEST_UTIL_H_
+#ifndef RACKGATE_CORE_IGNITION_TESTING_TEST_UTIL_H_
+#define RACKGATE_CORE_IGNITION_TESTING_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -96,4 +96,4 @@ inline std::string SourceOf(const json& config, size_t file) {
 
 }  // namespace rackgate::core::ignition
 
-#endif  // RACKGATE_CORE_IGNITION_TEST_UTIL_H_
+#endif  // RACKGATE_CORE_IGNITION_TESTING_TEST_UTIL_H_

@@ -1,6 +1,6 @@
 // The HTTP server tests' fixture: throwaway certificates, a curl client, a server on loopback.
-#ifndef RACKGATE_DAEMON_HTTP_SERVER_TEST_UTIL_H_
-#define RACKGATE_DAEMON_HTTP_SERVER_TEST_UTIL_H_
+#ifndef RACKGATE_DAEMON_TESTING_HTTP_SERVER_TEST_UTIL_H_
+#define RACKGATE_DAEMON_TESTING_HTTP_SERVER_TEST_UTIL_H_
 
 #include "daemon/http_server.h"
 
@@ -331,4 +331,4 @@ class HttpServerTest : public testing::Test {
 
 }  // namespace rackgate::daemon
 
-#endif  // RACKGATE_DAEMON_HTTP_SERVER_TEST_UTIL_H_
+#endif  // RACKGATE_DAEMON_TESTING_HTTP_SERVER_TEST_UTIL_H_

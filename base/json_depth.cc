@@ -1,11 +1,9 @@
-// The nesting depth of a JSON text, before parsing.
-#include "wire/json_depth.h"
+// The nesting depth of a JSON text, before parsing (base/json_depth.h).
+#include "base/json_depth.h"
 
 #include <algorithm>
 
-#include "wire/json_scan.h"
-
-namespace rackgate::wire {
+namespace rackgate {
 
 size_t JsonDepth(std::string_view text) {
   size_t max = 0;
@@ -16,4 +14,4 @@ size_t JsonDepth(std::string_view text) {
   return max;
 }
 
-}  // namespace rackgate::wire
+}  // namespace rackgate

@@ -1,10 +1,10 @@
 // The store tests' fixture: a fresh SQLite store with two pools, and
 // ready-made machines, sessions, records, tokens and certificates.
-#ifndef RACKGATE_STORAGE_STORE_TEST_FIXTURE_H_
-#define RACKGATE_STORAGE_STORE_TEST_FIXTURE_H_
+#ifndef RACKGATE_STORAGE_TESTING_STORE_TEST_FIXTURE_H_
+#define RACKGATE_STORAGE_TESTING_STORE_TEST_FIXTURE_H_
 
 #ifndef RACKGATE_STORAGE_INTERNAL
-#error "storage/store_test_fixture.h is internal to storage/ tests"
+#error "storage/testing/store_test_fixture.h is internal to storage/ tests"
 #endif
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "storage/store.h"
-#include "storage/test_util.h"
+#include "storage/testing/test_util.h"
 
 namespace rackgate::storage::testing {
 
@@ -114,4 +114,4 @@ inline void ExpectFailure(const Status& s, Status::Code code, const std::string&
 
 }  // namespace rackgate::storage::testing
 
-#endif  // RACKGATE_STORAGE_STORE_TEST_FIXTURE_H_
+#endif  // RACKGATE_STORAGE_TESTING_STORE_TEST_FIXTURE_H_

@@ -1,6 +1,6 @@
 // What the admin bodies' tests share: every truncation of a body refused.
-#ifndef RACKGATE_WIRE_ADMIN_TEST_UTIL_H_
-#define RACKGATE_WIRE_ADMIN_TEST_UTIL_H_
+#ifndef RACKGATE_WIRE_TESTING_ADMIN_TEST_UTIL_H_
+#define RACKGATE_WIRE_TESTING_ADMIN_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -23,4 +23,4 @@ void ExpectEveryPrefixRefused(const std::string& body, Decode decode) {
 
 }  // namespace rackgate::wire::testing
 
-#endif  // RACKGATE_WIRE_ADMIN_TEST_UTIL_H_
+#endif  // RACKGATE_WIRE_TESTING_ADMIN_TEST_UTIL_H_

@@ -1,14 +1,16 @@
 // The one lexical scanner of JSON structure, for the readers that must look
-// at a JSON text before (or instead of) parsing it: the depth bound every
-// untrusted document is checked against (wire/json_depth.h) and the line of
-// each row of an inventory (ctl/inventory_format.h). It builds nothing.
-#ifndef RACKGATE_WIRE_JSON_SCAN_H_
-#define RACKGATE_WIRE_JSON_SCAN_H_
+// at a JSON text before (or instead of) parsing it: the nesting depth every
+// untrusted document is checked against before any parser builds a tree
+// (wire's decoders, kube's API answers, core's Ignition templates) and the
+// line of each row of an inventory (ctl/inventory_format.h). It builds
+// nothing and needs no JSON library.
+#ifndef RACKGATE_BASE_JSON_DEPTH_H_
+#define RACKGATE_BASE_JSON_DEPTH_H_
 
 #include <cstddef>
 #include <string_view>
 
-namespace rackgate::wire {
+namespace rackgate {
 
 // One token outside whitespace: a bracket, a comma, a whole string, or any
 // other character (of a number, a literal, a colon).
@@ -61,6 +63,13 @@ void ScanJson(std::string_view text, Visit&& visit) {
   }
 }
 
-}  // namespace rackgate::wire
+// The deepest nesting of [ and { outside strings, without building
+// anything, so that a hostile document cannot make the parser build (or
+// later destroy) a deep tree: a reader refuses a text whose JsonDepth is over
+// its bound, then parses it. Malformed JSON is left for the parser to refuse.
+// Pure; O(text.size()).
+size_t JsonDepth(std::string_view text);
 
-#endif  // RACKGATE_WIRE_JSON_SCAN_H_
+}  // namespace rackgate
+
+#endif  // RACKGATE_BASE_JSON_DEPTH_H_

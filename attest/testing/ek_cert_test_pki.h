@@ -1,8 +1,8 @@
 // Test support for the EK certificate tests: an in-process test PKI (root,
 // intermediate, EK certificates made to order) and the EkCertTest fixture.
 // Included by attest/ek_cert_test.cc and attest/ek_cert_inputs_test.cc only.
-#ifndef RACKGATE_ATTEST_EK_CERT_TEST_PKI_H_
-#define RACKGATE_ATTEST_EK_CERT_TEST_PKI_H_
+#ifndef RACKGATE_ATTEST_TESTING_EK_CERT_TEST_PKI_H_
+#define RACKGATE_ATTEST_TESTING_EK_CERT_TEST_PKI_H_
 
 #include <gtest/gtest.h>
 #include <openssl/ec.h>
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/ossl.h"
-#include "attest/test_util.h"
+#include "attest/testing/test_util.h"
 #include "attest/ek_cert.h"
 
 namespace rackgate::attest::ek_testing {
@@ -289,4 +289,4 @@ class EkCertTest : public ::testing::Test {
 
 }  // namespace rackgate::attest::ek_testing
 
-#endif  // RACKGATE_ATTEST_EK_CERT_TEST_PKI_H_
+#endif  // RACKGATE_ATTEST_TESTING_EK_CERT_TEST_PKI_H_

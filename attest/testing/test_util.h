@@ -1,6 +1,6 @@
 // Helpers shared by attest/ unit tests: reading fixtures and hex.
-#ifndef RACKGATE_ATTEST_TEST_UTIL_H_
-#define RACKGATE_ATTEST_TEST_UTIL_H_
+#ifndef RACKGATE_ATTEST_TESTING_TEST_UTIL_H_
+#define RACKGATE_ATTEST_TESTING_TEST_UTIL_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -72,4 +72,4 @@ inline std::vector<uint8_t> DerTlv(uint8_t tag, const std::vector<uint8_t>& cont
 
 }  // namespace rackgate::testing
 
-#endif  // RACKGATE_ATTEST_TEST_UTIL_H_
+#endif  // RACKGATE_ATTEST_TESTING_TEST_UTIL_H_

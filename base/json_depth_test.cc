@@ -1,15 +1,12 @@
 // Tests of the JSON structure scanner and the depth bound built on it.
-#include "wire/json_scan.h"
+#include "base/json_depth.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#define RACKGATE_WIRE_INTERNAL
-#include "wire/json_depth.h"
-
-namespace rackgate::wire {
+namespace rackgate {
 namespace {
 
 using Kind = JsonToken::Kind;
@@ -59,4 +56,4 @@ TEST(JsonDepth, CountsOnlyStructure) {
 }
 
 }  // namespace
-}  // namespace rackgate::wire
+}  // namespace rackgate

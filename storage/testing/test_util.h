@@ -1,9 +1,9 @@
 // Test helpers for storage/: scratch directories and ready-made rows.
-#ifndef RACKGATE_STORAGE_TEST_UTIL_H_
-#define RACKGATE_STORAGE_TEST_UTIL_H_
+#ifndef RACKGATE_STORAGE_TESTING_TEST_UTIL_H_
+#define RACKGATE_STORAGE_TESTING_TEST_UTIL_H_
 
 #ifndef RACKGATE_STORAGE_INTERNAL
-#error "storage/test_util.h is internal to storage/ tests"
+#error "storage/testing/test_util.h is internal to storage/ tests"
 #endif
 
 #include <gtest/gtest.h>
@@ -112,4 +112,4 @@ inline ::testing::Environment* const kBackendEnvironment =
     }                                                                           \
   } while (0)
 
-#endif  // RACKGATE_STORAGE_TEST_UTIL_H_
+#endif  // RACKGATE_STORAGE_TESTING_TEST_UTIL_H_

@@ -81,7 +81,7 @@ std::string PcrDocument(const attest::PcrValues& pcrs) {
 // A refusal of the evidence or the machine: 403 whatever code the check
 // used (a malformed event log is as final as a forged quote).
 Status Denied(const Status& s) { return Status::VerificationFailed(s.reason(), s.message()); }
-Status Denied(std::string reason, std::string message) {
+Status Denied(std::string reason, std::string message) {  // reason-helper: VerificationFailed
   return Status::VerificationFailed(std::move(reason), std::move(message));
 }
 
@@ -261,7 +261,7 @@ Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<cons
   return *info;
 }
 
-Status AttestationService::Busy(const std::string& reason, const std::string& who) {
+Status AttestationService::Busy(const std::string& reason, const std::string& who) {  // reason-helper: Unsupported
   Count("wait", reason);
   Log()->debug("refused {}: {} (over the admission bound)", who, reason);
   return Status::Unsupported(reason, "the appliance is busy; come back after Retry-After");

@@ -267,6 +267,7 @@ std::optional<CsrVerdict> CsrService::CheckRulesAndApproval(const storage::Machi
   if (!refusals.empty()) {
     std::string all;
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
+    // reason-helper: VerificationFailed (the reasons of csr::Check's refuse, core/csr.cc)
     return Refused(Status::VerificationFailed(refusals.front().reason, all), CsrVerdict::Trace::kAudited, kind_name);
   }
 

@@ -2,8 +2,7 @@
 // read from the reason registry (wire/reasons.def).
 #include "daemon/status_http.h"
 
-#include <unordered_map>
-
+#include "base/log.h"
 #include "core/secrets.h"
 #include "wire/reasons.h"
 
@@ -13,11 +12,15 @@ namespace {
 
 using Retry = HttpRule::Retry;
 
+std::shared_ptr<spdlog::logger> Log() {
+  static const auto log = Logger("rackgated");
+  return log;
+}
+
 constexpr HttpRule kMalformed{400, Retry::kNone};
 constexpr HttpRule kRefused{403, Retry::kNone};
 constexpr HttpRule kUnknown{404, Retry::kNone};
 constexpr HttpRule kWait{503, Retry::kStandard};
-constexpr HttpRule kBusy{503, Retry::kJittered};
 constexpr HttpRule kConflict{409, Retry::kNone};
 
 // The rule of a row on each API (wire/reasons.h says what the columns mean).
@@ -43,40 +46,28 @@ const std::vector<ReasonRule>& ReasonTable() {
   static const std::vector<ReasonRule> table = [] {
     std::vector<ReasonRule> rows;
     for (const wire::ReasonInfo& r : wire::Reasons()) {
-      std::optional<HttpRule> admin;
-      if (r.admin_status != 0) admin = AdminRule(r);
-      rows.push_back({r.name, MachineRule(r), admin});
+      if (r.machine_status == 0) continue;  // local: never crosses the wire
+      rows.push_back({r.name, MachineRule(r), AdminRule(r)});
     }
     return rows;
   }();
   return table;
 }
 
+std::optional<HttpRule> RuleForReason(std::string_view reason) {
+  const wire::ReasonInfo* row = wire::FindReason(reason);
+  if (row == nullptr || row->machine_status == 0) return std::nullopt;
+  return MachineRule(*row);
+}
+
 namespace {
 
-// The table's row for `reason`, or null.
-const ReasonRule* RowFor(std::string_view reason) {
-  static const auto* index = [] {
-    auto* m = new std::unordered_map<std::string_view, const ReasonRule*>;
-    for (const auto& row : ReasonTable()) m->emplace(row.reason, &row);
-    return m;
-  }();
-  auto it = index->find(reason);
-  return it == index->end() ? nullptr : it->second;
-}
-
-}  // namespace
-
-std::optional<HttpRule> RuleForReason(std::string_view reason) {
-  const ReasonRule* row = RowFor(reason);
-  if (row == nullptr) return std::nullopt;
-  return row->rule;
-}
-
-HttpRule RuleFor(const Status& s, Api api) {
-  const ReasonRule* row = RowFor(s.reason());
+// A reason the registry does not declare (script/check-reasons and
+// status_http_test make this dead), or a local one (HTTP 0) that reached
+// the wire, is answered by its code, and logged.
+HttpRule ByCode(const Status& s, Api api) {
+  Log()->error("reason '{}' has no HTTP status in wire/reasons.def; answered by its code", s.reason());
   if (api == Api::kMachine) {
-    if (row != nullptr) return row->rule;
     switch (s.code()) {
       case Status::Code::kInvalidArgument: return kMalformed;
       case Status::Code::kNotFound: return kUnknown;
@@ -84,8 +75,6 @@ HttpRule RuleFor(const Status& s, Api api) {
       default: return kRefused;
     }
   }
-  if (row != nullptr && row->admin) return *row->admin;
-  if (row != nullptr && row->rule.status == 409) return kConflict;
   switch (s.code()) {
     case Status::Code::kNotFound: return kUnknown;
     case Status::Code::kInvalidArgument: return kMalformed;
@@ -93,6 +82,18 @@ HttpRule RuleFor(const Status& s, Api api) {
     case Status::Code::kVerificationFailed: return kRefused;
     default: return kConflict;
   }
+}
+
+}  // namespace
+
+HttpRule RuleFor(const Status& s, Api api) {
+  const wire::ReasonInfo* row = wire::FindReason(s.reason());
+  // A local reason (HTTP 0) never crosses the wire; should one reach it,
+  // it is answered by its code too.
+  if (row == nullptr || (api == Api::kMachine ? row->machine_status : row->admin_status) == 0) {
+    return ByCode(s, api);
+  }
+  return api == Api::kMachine ? MachineRule(*row) : AdminRule(*row);
 }
 
 Response ErrorResponse(const Status& s, const RetryPolicy& retry, Api api) {

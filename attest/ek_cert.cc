@@ -740,7 +740,7 @@ Status ChainFailure(X509_STORE_CTX* ctx, const EkCertInfo& leaf,
   const int depth = X509_STORE_CTX_get_error_depth(ctx);
   X509* cur = X509_STORE_CTX_get_current_cert(ctx);  // BORROWED, may be null
   const std::string who = (depth <= 0 || cur == nullptr) ? LeafName(leaf) : CaName(cur, depth);
-  auto refuse = [&](const char* reason, const std::string& what) {
+  auto refuse = [&](const char* reason, const std::string& what) {  // reason-helper: VerificationFailed
     return Status::VerificationFailed(reason, who + ": " + what);
   };
   // Names the setting when a relaxation of this path's anchor would accept it.

@@ -49,7 +49,7 @@ class Parser {
 
  private:
   size_t Offset() const { return log_size_ - r_.remaining(); }
-  Status Fail(const char* reason, const std::string& what) const {
+  Status Fail(const char* reason, const std::string& what) const {  // reason-helper: InvalidArgument
     return Status::InvalidArgument(
         reason, "event " + std::to_string(index_) + " at offset " +
                     Hex(event_offset_) + ": " + what);
@@ -356,7 +356,7 @@ Result<PcrValues> Replay(const EventLog& log) {
     banks[alg] = ReplayBank{md, size, true, {}};
   }
 
-  auto fail = [](const Event& ev, const char* reason, const std::string& what) {
+  auto fail = [](const Event& ev, const char* reason, const std::string& what) {  // reason-helper: InvalidArgument
     return Status::InvalidArgument(reason, "event " + std::to_string(ev.index) +
                                                " at offset " + Hex(ev.offset) +
                                                ": " + what);

@@ -14,7 +14,7 @@
 namespace rackgate::attest {
 
 Status CheckAkPolicy(const TpmPublic& ak) {
-  auto fail = [](const char* reason, const char* msg) {
+  auto fail = [](const char* reason, const char* msg) {  // reason-helper: VerificationFailed
     return Status::VerificationFailed(reason, msg);
   };
   const uint32_t a = ak.attributes;

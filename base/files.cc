@@ -19,7 +19,7 @@ struct Fd {
   }
 };
 
-Status Errno(const char* reason, const std::string& what) {
+Status Errno(const char* reason, const std::string& what) {  // reason-helper: IoError
   return Status::IoError(reason, what + ": " + std::strerror(errno));
 }
 

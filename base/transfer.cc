@@ -160,7 +160,7 @@ Outcome Perform(EasyHandle& handle, const BodySink* body) {
   return out;
 }
 
-Status FailureStatus(const Outcome& outcome, size_t max_bytes, const FailureReasons& reasons) {
+Status FailureStatus(const Outcome& outcome, size_t max_bytes, const FailureReasons& reasons) {  // reason-helper: IoError
   if (outcome.too_large) {
     return reasons.too_large_code(std::string(reasons.too_large), std::string(reasons.peer) +
                                                                    "'s answer is larger than " +

@@ -78,10 +78,10 @@ std::string PcrDocument(const attest::PcrValues& pcrs) {
   return "{\"pcrs\": " + wire::FormatPcrValuesJson(pcrs) + "}";
 }
 
-// A refusal of the evidence or the machine: 403 whatever code the check
-// used (a malformed event log is as final as a forged quote).
-Status Denied(const Status& s) { return Status::VerificationFailed(s.reason(), s.message()); }
-Status Denied(std::string reason, std::string message) {
+// A refusal of the evidence or the machine. A check's own refusal is passed
+// on with its code: its reason's row (wire/reasons.def) makes it as final
+// (403) as a forged quote.
+Status Denied(std::string reason, std::string message) {  // reason-helper: VerificationFailed
   return Status::VerificationFailed(std::move(reason), std::move(message));
 }
 
@@ -92,7 +92,7 @@ Status StoreBusy(const Status& cause) {
   // refusal metrics tell a failover from load (docs/ha.md); status_http
   // answers it with a fixed message, never the server's words.
   if (cause.reason() == "db_unavailable") return Status::IoError("db_unavailable", "the database is unavailable");
-  return Status::IoError("busy", "try again later");
+  return Status::Unsupported("busy", "try again later");
 }
 
 AttestationService::AttestationService(storage::AttestationStore* store, const TrustAnchors* anchors,
@@ -183,7 +183,7 @@ Result<AttestationService::Release> AttestationService::AuthorizeRelease(storage
   auto settings = ParsePoolSettings(out.pool.settings_json);
   if (!settings.ok()) {
     Log()->error("pool {} settings unusable: {}", m.pool, settings.status().ToString());
-    return Status::Corruption("settings_invalid", "the pool's settings cannot be used");
+    return Status::InvalidArgument("settings_invalid", "the pool's settings cannot be used");
   }
   out.settings = std::move(settings).value();
   // SECURITY: a token outlives the attestation that earned it; a later
@@ -261,7 +261,7 @@ Result<attest::EkCertInfo> AttestationService::CheckEkCertificate(std::span<cons
   return *info;
 }
 
-Status AttestationService::Busy(const std::string& reason, const std::string& who) {
+Status AttestationService::Busy(const std::string& reason, const std::string& who) {  // reason-helper: Unsupported
   Count("wait", reason);
   Log()->debug("refused {}: {} (over the admission bound)", who, reason);
   return Status::Unsupported(reason, "the appliance is busy; come back after Retry-After");
@@ -348,7 +348,7 @@ Result<ChallengeResult> AttestationService::OpenSession(const wire::ChallengeReq
   auto cred = attest::MakeCredential(ek, ak_name, secret);
   if (!cred.ok()) {
     OPENSSL_cleanse(secret.data(), secret.size());
-    return Refuse(Denied(cred.status()), who);
+    return Refuse(cred.status(), who);
   }
   storage::Session session;
   session.id = wire::Base64UrlEncode(RandomBytes(18));
@@ -438,13 +438,13 @@ Result<ChallengeResult> AttestationService::Challenge(const wire::ChallengeReque
   std::vector<std::string> ek_relaxations;
   if (cert) {
     auto info = CheckEkCertificate(*cert, req.ek_intermediates, &*ek);
-    if (!info.ok()) return Refuse(Denied(info.status()), who);
+    if (!info.ok()) return Refuse(info.status(), who);
     ek_relaxations = info->relaxations_used;
   } else if (options_.require_ek_certificate) {
     return Refuse(Denied("ek_cert_missing", "no EK certificate was presented or enrolled"), who);
   }
 
-  if (Status s = attest::CheckAkPolicy(*ak); !s.ok()) return Refuse(Denied(s), who);
+  if (Status s = attest::CheckAkPolicy(*ak); !s.ok()) return Refuse(s, who);
   auto ak_key = attest::VerifyKey::FromTpmPublic(*ak);
   if (!ak_key.ok()) return Status::InvalidArgument("field_invalid", "ak_public: " + ak_key.status().message());
 
@@ -491,7 +491,9 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
   // Revoked (or back to pending) since its challenge: the machine's own
   // refusal, recorded as its history; a revoked machine has no trust to lose.
   if (machine.state == storage::MachineState::kRevoked) return refuse(Denied("machine_revoked", "this machine is revoked"));
-  if (machine.state == storage::MachineState::kPending) return refuse(Denied("state_conflict", "this machine is not enrolled"));
+  if (machine.state == storage::MachineState::kPending) {
+    return refuse(Status::InvalidArgument("state_conflict", "this machine is not enrolled"));
+  }
 
   // The AK's key: the one the challenge built, when it is this session's AK
   // byte for byte, else built again from the stored AK.
@@ -513,7 +515,7 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
     // PCR values that do not cover the selection are a malformed request
     // (400); every other quote failure is a refusal.
     if (quote.status().reason() == "pcr_values_incomplete") return refuse(quote.status());
-    return refuse(Denied(quote.status()));
+    return refuse(quote.status());
   }
   v.quote_verified = true;
   v.counters.reset_count = quote->clock.reset_count;
@@ -541,10 +543,10 @@ Verdict AttestationService::Verify(const wire::EvidenceRequest& req, const Evide
   std::optional<attest::EventLog> log;
   if (req.event_log) {
     auto parsed = attest::ParseEventLog(*req.event_log);
-    if (!parsed.ok()) return refuse(Denied(parsed.status()));
+    if (!parsed.ok()) return refuse(parsed.status());
     auto replayed = attest::Replay(*parsed);
-    if (!replayed.ok()) return refuse(Denied(replayed.status()));
-    if (Status s = attest::CompareLogWithQuote(*replayed, quote->pcrs); !s.ok()) return refuse(Denied(s));
+    if (!replayed.ok()) return refuse(replayed.status());
+    if (Status s = attest::CompareLogWithQuote(*replayed, quote->pcrs); !s.ok()) return refuse(s);
     log = std::move(parsed).value();
   }
 
@@ -591,9 +593,9 @@ Status AttestationService::EvidenceUnreadable(const Status& read, const std::str
     return StoreBusy(read);
   }
   if (read.reason() == "machine_unknown") {
-    return Refuse(Denied("machine_unknown", "the session's machine is gone"), who);
+    return Refuse(Status::NotFound("machine_unknown", "the session's machine is gone"), who);
   }
-  return Refuse(Denied(read), who);
+  return Refuse(read, who);
 }
 
 // The machine attested: the session consumed, the attestation recorded and
@@ -621,7 +623,7 @@ Result<EvidenceResult> AttestationService::RecordSuccess(Verdict verdict, storag
   if (!updated.ok()) {
     // SECURITY: of two racing copies of one evidence, one records and gets
     // the token; the other is refused as a used session.
-    if (updated.status().code() == Status::Code::kVerificationFailed) return Refuse(Denied(updated.status()), who);
+    if (updated.status().code() == Status::Code::kVerificationFailed) return Refuse(updated.status(), who);
     Log()->error("attestation of {} not stored: {}", who, updated.status().ToString());
     return StoreBusy(updated.status());
   }
@@ -663,7 +665,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
   const auto consume_alone = [&](Status answer) -> Status {
     if (auto used = store_->ConsumeSession(session->id, arrived); !used.ok()) {
       if (used.status().code() == Status::Code::kIoError) return StoreBusy(used.status());
-      return Refuse(Denied(used.status()), who);
+      return Refuse(used.status(), who);
     }
     return answer;
   };
@@ -716,7 +718,7 @@ Result<EvidenceResult> AttestationService::Evidence(const wire::EvidenceRequest&
       // request's to answer; a store failure stores nothing, not even the
       // session's use: the refusal stands, and the session expires unused.
       if (s.code() != Status::Code::kIoError && s.reason().rfind("session_", 0) == 0) {
-        return Refuse(Denied(s), who);
+        return Refuse(s, who);
       }
       Log()->error("failure record for {} not stored: {}", who, s.ToString());
     } else {

@@ -9,6 +9,7 @@
 #include "core/pool_settings.h"
 #include "core/testing/core_fixture.h"
 #include "base/hex.h"
+#include "wire/reasons.h"
 
 namespace rackgate::core::testing {
 namespace {
@@ -150,8 +151,11 @@ TEST_P(ChallengeTest, UnusableEkCertificateIsRefused) {
   auto r = attestation_->Challenge(req, caller_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().reason().rfind("ek_cert_", 0), 0u) << r.status().reason();
-  // A refusal, whatever code the certificate parser used.
-  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  // A refusal, whatever code the certificate parser used: its row in the
+  // reason registry answers the machine 403 (issue 43).
+  const wire::ReasonInfo* row = wire::FindReason(r.status().reason());
+  ASSERT_NE(row, nullptr) << r.status().reason();
+  EXPECT_EQ(row->machine_status, 403);
 }
 
 TEST_P(ChallengeTest, AkWithoutTheRequiredAttributesIsRefused) {
@@ -232,7 +236,9 @@ TEST_P(EvidenceTest, UnknownSessionIsRefused) {
   e.session = "no-such-session";
   auto r = attestation_->Evidence(e, caller_);
   EXPECT_EQ(ReasonOf(r), "session_unknown");
-  EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+  // The store's NotFound, passed on; its row answers the machine 403.
+  EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(wire::FindReason("session_unknown")->machine_status, 403);
 }
 
 TEST_P(EvidenceTest, ASessionAnswersOnce) {
@@ -354,8 +360,10 @@ TEST_P(EvidenceTest, EventLogRefusals) {
     e.event_log = log;
     auto r = attestation_->Evidence(e, caller_);
     EXPECT_EQ(ReasonOf(r), reason);
-    // A malformed log is as final as a forged quote: a refusal.
-    EXPECT_EQ(r.status().code(), Status::Code::kVerificationFailed);
+    // A malformed log is as final as a forged quote: a refusal, 403 by its
+    // row in the reason registry whatever the parser's code.
+    ASSERT_NE(wire::FindReason(reason), nullptr) << reason;
+    EXPECT_EQ(wire::FindReason(reason)->machine_status, 403) << reason;
   }
 }
 

@@ -839,7 +839,7 @@ std::vector<Refusal> Check(const Csr& csr, Kind kind, const std::vector<std::str
                            const MachineFacts& facts, const RuleOptions& options,
                            bool tpm_key_proven, int64_t now) {
   std::vector<Refusal> out;
-  const Refuse refuse = [&out](std::string reason, std::string message) {
+  const Refuse refuse = [&out](std::string reason, std::string message) {  // reason-helper: VerificationFailed
     out.push_back(Refusal{std::move(reason), std::move(message)});
   };
   const bool client = kind == Kind::kClient;

@@ -155,7 +155,7 @@ Result<storage::IssuedCertificate> CsrService::CheckRenewal(const storage::Machi
   // Only a joined machine renews: anything before has no certificate to
   // renew yet, a revoked one has no token, and a reset one starts over.
   if (m.state != storage::MachineState::kJoined) {
-    return Status::VerificationFailed("state_conflict", "only a joined machine renews its certificates");
+    return Status::InvalidArgument("state_conflict", "only a joined machine renews its certificates");
   }
   // The certificate must be one this appliance issued to THIS machine, of
   // this kind, byte for byte: the store's record is the reference, never the
@@ -267,6 +267,7 @@ std::optional<CsrVerdict> CsrService::CheckRulesAndApproval(const storage::Machi
   if (!refusals.empty()) {
     std::string all;
     for (const auto& r : refusals) all += (all.empty() ? "" : "; ") + r.reason + ": " + r.message;
+    // reason-helper: VerificationFailed (the reasons of csr::Check's refuse, core/csr.cc)
     return Refused(Status::VerificationFailed(refusals.front().reason, all), CsrVerdict::Trace::kAudited, kind_name);
   }
 
@@ -377,7 +378,7 @@ CsrVerdict CsrService::Decide(const storage::Bearer& auth, const Result<CsrSubmi
     if (Status s = csr::CheckTpmKey(*k.public_area, *k.certify_info, *k.certify_signature, token.ak_public,
                                     token.nonce, *parsed);
         !s.ok()) {
-      return Refused(Status::VerificationFailed(s.reason(), s.message()), Trace::kAudited, kind_name);
+      return Refused(s, Trace::kAudited, kind_name);
     }
     tpm_key_proven = true;
   }
@@ -535,7 +536,7 @@ Result<CsrIssued> CsrService::IssueAndRecord(const storage::Machine& m, CsrVerdi
       now);
   if (!after.ok()) {
     if (after.status().code() == Status::Code::kIoError) return Refuse(m, StoreBusy(after.status()), kind, true);
-    return Refuse(m, Status::VerificationFailed(after.status().reason(), after.status().message()), kind);
+    return Refuse(m, after.status(), kind);
   }
   if (metrics_ != nullptr) {
     metrics_->CounterInc("rackgate_csr_total", "CSR decisions by verdict, kind and reason.",

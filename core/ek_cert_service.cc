@@ -28,13 +28,6 @@ std::shared_ptr<spdlog::logger> Log() {
 // How far back an unknown EK counts as still knocking.
 constexpr int64_t kUnknownEkWindowSeconds = 24 * 3600;
 
-// A certificate that does not check out: malformed input is 400, one that
-// does not verify is refused, 403 (as enrollment answers it).
-Status CertRefusal(const Status& s) {
-  if (s.code() == Status::Code::kInvalidArgument) return s;
-  return Status::VerificationFailed(s.reason(), s.message());
-}
-
 std::string Short(const Bytes& ek_hash) { return hex::Encode(ek_hash).substr(0, 16); }
 
 Status MachineUnknown(const Bytes& ek_hash) {
@@ -68,9 +61,9 @@ Result<wire::EkCertImportAnswer> EkCertService::Import(const wire::EkCertImportR
   // identity is the certified key itself, so the certificate can only ever
   // land on the machine that holds that EK.
   auto info = attestation_->CheckEkCertificate(*der, {}, nullptr);
-  if (!info.ok()) return CertRefusal(info.status());
+  if (!info.ok()) return info.status();
   auto ek_hash = attest::EkKeyHashFromCertificate(info->der);
-  if (!ek_hash.ok()) return CertRefusal(ek_hash.status());
+  if (!ek_hash.ok()) return ek_hash.status();
   auto found = inventory_->FindMachineByEkHash(*ek_hash);
   if (!found.ok()) {
     if (found.status().code() == Status::Code::kNotFound) return MachineUnknown(*ek_hash);

@@ -177,16 +177,7 @@ void IgnitionService::InvalidateAllPools() { pools_.InvalidateAll(); }
 
 namespace {
 
-// Waitable: an operator fixes a missing machine value (or the template) and
-// the machine carries on, without a reboot.
-Status Unrendered(const Status& s) { return Status::IoError(s.reason(), s.message()); }
 Status Unavailable(std::string message) { return Status::IoError("config_unavailable", std::move(message)); }
-
-// A version the client cannot take is final for this request.
-Status Unacceptable(const Status& s) {
-  if (s.reason() == "accept_malformed") return s;
-  return Status::Unsupported(s.reason(), s.message());
-}
 
 }  // namespace
 
@@ -235,7 +226,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
       return Refuse(Unavailable("the pool's config cannot be served"), who);
     }
     auto rendered = ignition::Render(**t, PublicValues(pool_name));
-    if (!rendered.ok()) return Refuse(Unrendered(rendered.status()), who);
+    if (!rendered.ok()) return Refuse(rendered.status(), who);
     auto fresh = std::make_shared<Cached>();
     fresh->template_text = *pool->public_template;
     fresh->version = (*t)->version;
@@ -251,7 +242,7 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
     cache_[pool_name] = std::move(fresh);
   }
   auto version = ignition::Negotiate(request.accept, cached->version);
-  if (!version.ok()) return Refuse(Unacceptable(version.status()), who);
+  if (!version.ok()) return Refuse(version.status(), who);
   const std::string v = ignition::FormatSpecVersion(*version);
   auto body = cached->by_version.find(v);
   if (body == cached->by_version.end()) {
@@ -309,14 +300,14 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
       return Refuse(Unavailable("the pool's config cannot be served"), who);
     }
     auto rendered = ignition::Render(**t, values);
-    if (!rendered.ok()) return Refuse(Unrendered(rendered.status()), who);
+    if (!rendered.ok()) return Refuse(rendered.status(), who);
     merged = merged.is_null() ? std::move(*rendered) : ignition::Merge(merged, *rendered);
     if (own < (*t)->version) own = (*t)->version;
   }
   auto version = ignition::Negotiate(request.accept, own);
-  if (!version.ok()) return Refuse(Unacceptable(version.status()), who);
+  if (!version.ok()) return Refuse(version.status(), who);
   auto converted = ignition::ConvertToVersion(merged, *version);
-  if (!converted.ok()) return Refuse(Unacceptable(converted.status()), who);
+  if (!converted.ok()) return Refuse(converted.status(), who);
   std::string body = ignition::Serialize(*converted);
   const std::string digest = Sha256Hex(body);
   const std::string v = ignition::FormatSpecVersion(*version);
@@ -326,7 +317,7 @@ Result<ConfigResult> IgnitionService::AttestedConfig(const AttestedConfigRequest
                                            attestation_->Now());
   if (!served.ok()) {
     if (served.status().reason() == "state_conflict") {
-      return Refuse(Status::VerificationFailed("state_conflict", "this machine cannot be provisioned now"), who);
+      return Refuse(Status::InvalidArgument("state_conflict", "this machine cannot be provisioned now"), who);
     }
     Log()->error("config for {} not recorded: {}", who, served.status().ToString());
     return Refuse(StoreBusy(served.status()), who);

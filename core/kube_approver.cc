@@ -30,7 +30,7 @@ KubeAction None(std::string_view reason, bool retry = false) {
   return a;
 }
 
-KubeAction Deny(std::string reason, std::string message) {
+KubeAction Deny(std::string reason, std::string message) {  // reason-helper: KubeDeny
   KubeAction a;
   a.kind = KubeAction::Kind::kDeny;
   a.reason = std::move(reason);

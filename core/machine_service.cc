@@ -28,13 +28,6 @@ std::shared_ptr<spdlog::logger> Log() {
   return log;
 }
 
-// An enrollment that does not check out: malformed input is 400, an EK
-// (certificate) that does not verify is refused, 403.
-Status EnrollRefusal(const Status& s) {
-  if (s.code() == Status::Code::kInvalidArgument) return s;
-  return Status::VerificationFailed(s.reason(), s.message());
-}
-
 // Operator-set values for templates ({{machine.NAME}}): an object of at most
 // 64 strings, names [A-Za-z0-9_-]{1,63}, values of at most 4 KiB; its
 // compact text.
@@ -212,7 +205,7 @@ MachineService::MachineService(storage::InventoryStore* inventory, storage::Atte
 
 Result<Enrolled> MachineService::Enroll(const wire::EnrollRequest& request, const storage::Actor& actor) {
   auto e = EnrollmentFrom(request, *attestation_);
-  if (!e.ok()) return EnrollRefusal(e.status());
+  if (!e.ok()) return e.status();
   auto fields = EnrollFieldsFrom(request);
   if (!fields.ok()) return fields.status();
   storage::Actor a = actor;
@@ -254,7 +247,7 @@ Result<wire::ImportAnswer> MachineService::Import(const ImportDecoder& decode, c
     std::string where = wire::ImportRowWhere(row, index);
     auto e = EnrollmentFrom(row.machine, *attestation_);
     if (e.ok() && e->pool.empty()) e = Status::InvalidArgument("field_missing", "pool is required");
-    if (!e.ok()) return EnrollRefusal(e.status().Annotate(where + " (" + row.machine.hostname + ")"));
+    if (!e.ok()) return e.status().Annotate(where + " (" + row.machine.hostname + ")");
     fields.push_back(ImportFieldsFrom(row.machine));
     rows.push_back({std::move(e).value(), std::move(where)});
     return Status::Ok();

@@ -26,14 +26,6 @@ std::optional<ignition::TemplateKind> KindOf(std::string_view which) {
   return std::nullopt;
 }
 
-// A template the checks refuse is the operator's to fix (kInvalidArgument);
-// a validator that could not run is the appliance's (kIoError). `context`
-// names the template when a put carries both.
-Status TemplateRefusal(const Status& s, const std::string& context) {
-  if (s.code() == Status::Code::kIoError) return Status::IoError(s.reason(), context + s.message());
-  return Status::InvalidArgument(s.reason(), context + s.message());
-}
-
 }  // namespace
 
 PoolService::PoolService(storage::InventoryStore* store, IgnitionService* ignition, Clock clock)
@@ -47,7 +39,7 @@ Result<PoolPut> PoolService::Put(const std::string& name, const wire::PoolPutReq
   if (request.settings_json) {
     pool.settings_json = *request.settings_json;
     if (auto settings = ParsePoolSettings(pool.settings_json); !settings.ok()) {
-      return Status::InvalidArgument(settings.status().reason(), "settings: " + settings.status().message());
+      return settings.status().Annotate("settings");
     }
   }
   if (request.token_required) pool.token_required = *request.token_required;
@@ -56,20 +48,20 @@ Result<PoolPut> PoolService::Put(const std::string& name, const wire::PoolPutReq
     if (pool.boot_policy_json) {
       auto policy = wire::ParseBootPolicy(*pool.boot_policy_json);
       if (!policy.ok()) {
-        return Status::InvalidArgument(policy.status().reason(), "boot policy: " + policy.status().message());
+        return policy.status().Annotate("boot policy");
       }
     }
   }
   std::vector<storage::PoolTemplateChange> templates;
   for (const auto& t : request.templates) {
     const auto kind = KindOf(t.which);
-    if (!kind) return Status::InvalidArgument("template_unknown", "a template is public or attested");
+    if (!kind) return Status::InvalidArgument("field_invalid", "a template is public or attested");
     storage::PoolTemplateChange change{t.which, std::nullopt, ""};
     if (t.config_json) {
       // The refusal names the template: an operator putting both must know
       // which one to fix.
       auto checked = ignition_->CheckTemplate(*t.config_json, *kind);
-      if (!checked.ok()) return TemplateRefusal(checked.status(), t.which + " template: ");
+      if (!checked.ok()) return checked.status().Annotate(t.which + " template");
       change.template_json = ignition::Serialize(checked->config);
       change.digest = Sha256Hex(*change.template_json);
     }
@@ -106,7 +98,7 @@ Result<wire::PoolView> PoolService::SetTemplate(const std::string& pool, const s
   std::string digest;
   if (text) {
     auto t = ignition_->CheckTemplate(*text, *kind);
-    if (!t.ok()) return TemplateRefusal(t.status(), "");
+    if (!t.ok()) return t.status();
     // Stored as the operator wrote it, less insignificant whitespace.
     stored_text = ignition::Serialize(t->config);
     digest = Sha256Hex(*stored_text);

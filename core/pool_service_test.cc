@@ -77,7 +77,7 @@ TEST_F(PoolServiceTest, PutRefusals) {
   for (const Case& c : {
            Case{R"({"settings": {"no_such_setting": 1}})", "settings_invalid"},
            Case{R"({"boot_policy": {"pcrs": 7}})", "policy_malformed"},
-           Case{R"({"templates": {"secret": {}}})", "template_unknown"},
+           Case{R"({"templates": {"secret": {}}})", "field_invalid"},
            Case{R"({"templates": {"public": {"ignition": {"version": "1.0.0"}}}})", "template_version_unsupported"},
        }) {
     auto r = Put("edge", c.body);

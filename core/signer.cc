@@ -315,7 +315,7 @@ Result<Issued> LocalCaSigner::Sign(const Csr& csr, const Profile& profile, int64
     return Status::InvalidArgument("csr_profile_invalid", "validity or backdate out of range");
   }
   if (csr.common_names.size() != 1) {
-    return Status::InvalidArgument("csr_subject_common_name", "request has not exactly one common name");
+    return Status::VerificationFailed("csr_subject_common_name", "request has not exactly one common name");
   }
   if (!csr.public_key) return Status::InvalidArgument("csr_malformed", "request has no public key");
 
@@ -369,7 +369,7 @@ Result<Issued> LocalCaSigner::Sign(const Csr& csr, const Profile& profile, int64
   AddConfExtension(cert.get(), issuer, NID_ext_key_usage,
                    profile.kind == Kind::kClient ? "clientAuth" : "serverAuth");
   if (profile.kind == Kind::kServing && !AddSubjectAltName(cert.get(), csr)) {
-    return Status::InvalidArgument("csr_serving_no_sans", "a serving request carries no DNS or IP SAN");
+    return Status::VerificationFailed("csr_serving_no_sans", "a serving request carries no DNS or IP SAN");
   }
   AddConfExtension(cert.get(), issuer, NID_subject_key_identifier, "hash");
   AddAuthorityKeyId(cert.get(), issuer);

@@ -91,7 +91,7 @@ std::optional<gid_t> LookupGroup(const std::string& name) {
 Result<UnixSocket> BindUnix(const std::string& path, std::optional<gid_t> gid) {
   sockaddr_un sa{};
   if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
-    return Status::InvalidArgument("admin_socket_invalid", "admin socket path too long: " + path);
+    return Status::IoError("admin_socket_invalid", "admin socket path too long: " + path);
   }
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);

@@ -124,7 +124,7 @@ Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
   // Several appliances (docs/agent.md): {{appliance.urls}}, comma-separated.
   for (const std::string& u : c.public_urls) o.appliance_urls += (o.appliance_urls.empty() ? "" : ",") + u;
   std::ifstream f(c.ca_certificate_path());
-  if (!f) return Status::IoError("config_invalid", "cannot read the appliance CA " + c.ca_certificate_path());
+  if (!f) return Status::IoError("config_unreadable", "cannot read the appliance CA " + c.ca_certificate_path());
   std::ostringstream pem;
   pem << f.rdbuf();
   o.appliance_ca_pem = pem.str();

@@ -28,29 +28,31 @@ struct HttpRule {
 };
 
 // Which API answers: the machines' (HTTPS) or the operators' (the admin
-// socket). The admin API answers by the same table, with its own column:
-// its reasons are mostly the store's and the operator's, so a reason the
-// table gives no admin rule is answered by its code (RuleFor).
+// socket). Each row of the reason registry (wire/reasons.def) names the
+// status of both.
 enum class Api { kMachine, kAdmin };
 
 struct ReasonRule {
   std::string_view reason;
   HttpRule rule;
-  std::optional<HttpRule> admin = std::nullopt;  // the admin API's, when it differs from the code's
+  std::optional<HttpRule> admin = std::nullopt;  // the admin API's
 };
 
-// Every reason the core returns, with its rule.
+// Every reason of wire/reasons.def that crosses the machines' API (local
+// reasons, HTTP 0, are not in it), with both rules.
 const std::vector<ReasonRule>& ReasonTable();
 
 // The rule of `reason`; nullopt when the table does not name it.
 std::optional<HttpRule> RuleForReason(std::string_view reason);
 
-// The rule for a refusal. On the machines' API: the table's row for its
-// reason, else by its code (kInvalidArgument 400, kNotFound 404, kIoError
-// 503 with Retry-After, any other 403). On the admin API: the row's admin
-// rule; else 409 when the row's rule is 409; else by its code (kNotFound
-// 404, kInvalidArgument 400, kIoError 503 with Retry-After,
-// kVerificationFailed 403, any other 409, a conflict). REQUIRES: !s.ok().
+// The rule for a refusal: its reason's row in wire/reasons.def, the
+// column of `api`; Retry-After as the row's retry says (the admin API
+// waits only on a 503). A reason without a row, or with HTTP 0 on that API
+// (script/check-reasons keeps this dead), is logged and answered by its
+// code: on the machines' API kInvalidArgument 400, kNotFound 404, kIoError
+// 503 with Retry-After, any other 403; on the admin API kNotFound 404,
+// kInvalidArgument 400, kIoError 503 with Retry-After, kVerificationFailed
+// 403, any other 409. REQUIRES: !s.ok().
 HttpRule RuleFor(const Status& s, Api api = Api::kMachine);
 
 // The seconds a Retry-After names (config: retry_after_seconds,

@@ -74,7 +74,7 @@ Machine RecordFirstIn(Connection& c, const IssuedCertificate& cert, const Actor&
   MachineState to = m.state;
   if (client) {
     if (m.client_cert_issued_at) {
-      Fail(Status::InvalidArgument("client_cert_already_issued", "a client certificate was already issued to '" +
+      Fail(Status::VerificationFailed("client_cert_already_issued", "a client certificate was already issued to '" +
                                                                      m.hostname + "' since its last reset"));
     }
     if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {

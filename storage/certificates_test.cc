@@ -26,7 +26,7 @@ TEST_F(StoreTest, ClientCertificateMarkIsSetOnce) {
   EXPECT_EQ(marked->client_cert_issued_at, 1100);
   EXPECT_EQ(marked->state, MachineState::kJoined);
   const size_t before = AuditCount();
-  ExpectFailure(store_->RecordCertificate(Cert(m, "02"), Op(), 1200).status(), Status::Code::kInvalidArgument,
+  ExpectFailure(store_->RecordCertificate(Cert(m, "02"), Op(), 1200).status(), Status::Code::kVerificationFailed,
                 "client_cert_already_issued");
   EXPECT_EQ(store_->GetMachineById(m.id)->client_cert_issued_at, 1100);
   EXPECT_EQ(AuditCount(), before);
@@ -217,7 +217,7 @@ TEST_F(StoreTest, AnIssuedCertificateIsRecordedInOneTransaction) {
   ASSERT_TRUE(store_->RecordCertificate(Cert(m, "c0"), Op(), 1050).ok());
   size_t audit = AuditCount();
   IssuedCertificateRecord first{Cert(m, "c1"), std::nullopt, B("tokhash-a")};
-  ExpectFailure(store_->RecordIssuedCertificate(first, Op(), 1100).status(), Status::Code::kInvalidArgument,
+  ExpectFailure(store_->RecordIssuedCertificate(first, Op(), 1100).status(), Status::Code::kVerificationFailed,
                 "client_cert_already_issued");
   EXPECT_EQ(AuditCount(), audit);
   EXPECT_EQ(store_->GetMachineById(m.id)->client_cert_issued_at, 1050);

@@ -123,8 +123,8 @@ Table DescribeTable(Connection& src, const std::string& name) {
       } else if (type == "BLOB") {
         c.type = ColumnType::kBlob;
       } else {
-        Fail(Status::Unsupported("db_error", "column " + name + "." + c.name + " has type '" + type +
-                                                 "', which the copy does not carry (INTEGER, TEXT, BLOB)"));
+        Fail(Status::Unsupported("copy_unsupported", "column " + name + "." + c.name + " has type '" + type +
+                                                         "', which the copy does not carry (INTEGER, TEXT, BLOB)"));
       }
       if (s.Int(2) > 0) pk.emplace_back(s.Int(2), c.name);
       t.columns.push_back(std::move(c));
@@ -294,7 +294,7 @@ Status CheckSqliteNotInUse(const std::string& path) {
 Result<CopyReport> CopyDatabase(Connection& source, Connection& target, const CopyOptions& options) {
   return Guard([&]() -> Result<CopyReport> {
     if (source.dialect() != Dialect::kSqlite) {
-      return Status::InvalidArgument("db_error", "the copy reads an SQLite store only");
+      return Status::Unsupported("copy_unsupported", "the copy reads an SQLite store only");
     }
     CopyReport report;
     report.dry_run = options.dry_run;
@@ -326,9 +326,9 @@ Result<CopyReport> CopyDatabase(Connection& source, Connection& target, const Co
         target.Exec("SET LOCAL session_replication_role = replica");
       } catch (const StoreError& e) {
         return Status::Unsupported(
-            "db_error", "the target refused SET session_replication_role (" + e.status().message() +
-                            "); as a superuser run `GRANT SET ON PARAMETER session_replication_role TO <role>` "
-                            "for the role in the URL, or migrate as a superuser");
+            "copy_unsupported", "the target refused SET session_replication_role (" + e.status().message() +
+                                    "); as a superuser run `GRANT SET ON PARAMETER session_replication_role TO <role>` "
+                                    "for the role in the URL, or migrate as a superuser");
       }
     } else {
       sqlite_triggers = DropSqliteTriggers(target);

@@ -114,7 +114,7 @@ Machine ApplyApprovedJoin(Connection& c, const Machine& m, const KubeCsrDecision
                                         "' through an attested session since its last reset, or was used"));
   }
   if (m.client_cert_issued_at) {
-    Fail(Status::InvalidArgument("client_cert_already_issued", "a client certificate was already issued to '" +
+    Fail(Status::VerificationFailed("client_cert_already_issued", "a client certificate was already issued to '" +
                                                                    m.hostname + "' since its last reset"));
   }
   if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned &&

@@ -255,7 +255,7 @@ TEST_P(KubeApprovalTest, AnApprovedJoinNeedsTheMachinesUnusedAttestedKey) {
   ExpectFailure(store_->RecordKubeCsr(Csr(m, "u2", "k1"), Rackgate(), 2200).status(), Status::Code::kVerificationFailed,
                 "key_not_attested");
   MustRegister(m, "k2");
-  ExpectFailure(store_->RecordKubeCsr(Csr(m, "u3", "k2"), Rackgate(), 2300).status(), Status::Code::kInvalidArgument,
+  ExpectFailure(store_->RecordKubeCsr(Csr(m, "u3", "k2"), Rackgate(), 2300).status(), Status::Code::kVerificationFailed,
                 "client_cert_already_issued");
   EXPECT_EQ(store_->FindAttestedKey(m.id, "client", KeyHash("k2"))->used_by_uid, "");
 }

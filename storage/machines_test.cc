@@ -152,7 +152,7 @@ TEST_F(StoreTest, ResetClearsMarksCredentialsAndBaseline) {
   // changes nothing (no audit row either).
   const size_t audited = AuditCount();
   auto refused = store_->Reset("node-2", Op("oops"), 1450, false);
-  ExpectFailure(refused.status(), Status::Code::kInvalidArgument, "machine_revoked");
+  ExpectFailure(refused.status(), Status::Code::kVerificationFailed, "machine_revoked");
   EXPECT_NE(refused.status().message().find("--unrevoke"), std::string::npos) << refused.status().message();
   EXPECT_EQ(store_->GetMachine("node-2")->state, MachineState::kRevoked);
   EXPECT_EQ(AuditCount(), audited);

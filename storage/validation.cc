@@ -281,7 +281,7 @@ void CheckNoImportDuplicates(const std::vector<ImportRow>& rows) {
 }
 
 Status RevokedRefusal(const std::string& hostname) {
-  return Status::InvalidArgument(
+  return Status::VerificationFailed(
       "machine_revoked", "'" + hostname + "' is revoked; a reset lifts a revocation only when asked to: " +
                              "rackgatectl reset " + hostname + " --unrevoke --reason TEXT");
 }

@@ -547,9 +547,9 @@ Result<Machine> FakeStore::RecordCertificateLocked(const IssuedCertificate& cert
     const bool client = cert.kind == kCertClient;
     if (client) {
       if (m.client_cert_issued_at) {
-        Fail(Status::InvalidArgument("client_cert_already_issued",
-                                     "a client certificate was already issued to '" + m.hostname +
-                                         "' since its last reset"));
+        Fail(Status::VerificationFailed("client_cert_already_issued",
+                                        "a client certificate was already issued to '" + m.hostname +
+                                            "' since its last reset"));
       }
       if (m.state != MachineState::kAttested && m.state != MachineState::kProvisioned) {
         Fail(Status::InvalidArgument("state_conflict", Is(m) + "; a client certificate needs attested or provisioned"));
@@ -847,8 +847,8 @@ void FakeStore::ApplyApprovedJoinLocked(Machine& m, const KubeCsrDecision& d, in
                                         "' through an attested session since its last reset, or was used"));
   }
   if (m.client_cert_issued_at) {
-    Fail(Status::InvalidArgument("client_cert_already_issued", "a client certificate was already issued to '" +
-                                                                   m.hostname + "' since its last reset"));
+    Fail(Status::VerificationFailed("client_cert_already_issued", "a client certificate was already issued to '" +
+                                                                      m.hostname + "' since its last reset"));
   }
   if (!MayRegisterKey(m.state)) {
     Fail(Status::InvalidArgument("state_conflict", Is(m) + "; a node joins from attested or provisioned"));

@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "daemon/status_http.h"
+#include "wire/reasons.h"
 
 namespace rackgate::daemon {
 
@@ -116,13 +117,15 @@ void DeclareApplianceMetrics(Metrics* m, const std::string& version) {
   m->Touch("rackgate_db_statements_total", kStatementsHelp, MetricType::kCounter, {});
   m->Touch("rackgate_db_transactions_total", kTransactionsHelp, MetricType::kCounter, {});
   m->Declare("rackgate_certificate_expiry_timestamp_seconds", kExpiryHelp, MetricType::kGauge, {"certificate"});
-  // Attestation decisions: every reason of the one table, so that an alert
-  // on any of them sees a 0 from the start.
+  // Attestation decisions: every reason a machine can receive
+  // (wire/reasons.def), so that an alert on any of them sees a 0 from the
+  // start; the operators' and the transport's reasons never label it.
   const char* kAttestHelp = "Attestation decisions by verdict and reason.";
   m->Touch("rackgate_attestations_total", kAttestHelp, MetricType::kCounter, {{"verdict", "ok"}, {"reason", ""}});
-  for (const ReasonRule& r : ReasonTable()) {
+  for (const wire::ReasonInfo& r : wire::Reasons()) {
+    if (r.audience != wire::ReasonAudience::kMachine && r.audience != wire::ReasonAudience::kBoth) continue;
     m->Touch("rackgate_attestations_total", kAttestHelp, MetricType::kCounter,
-             {{"verdict", r.rule.status == 503 ? "wait" : "refused"}, {"reason", std::string(r.reason)}});
+             {{"verdict", r.machine_status == 503 ? "wait" : "refused"}, {"reason", std::string(r.name)}});
   }
   m->Touch("rackgate_attestation_duration_seconds", "Evidence verification time.", MetricType::kHistogram, {});
   const char* kConfigHelp = "Ignition config requests by verdict and reason.";

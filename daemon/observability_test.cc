@@ -31,6 +31,10 @@ TEST(Observability, FreshApplianceSeries) {
             std::string::npos);
   EXPECT_NE(text.find("rackgate_attestations_total{reason=\"machine_not_enrolled\",verdict=\"wait\"} 0\n"),
             std::string::npos);
+  // Only what a machine can receive labels the attestation series: not an
+  // operator's reason, not a local one (wire/reasons.def's audience).
+  EXPECT_EQ(text.find("reason=\"ek_cert_machine_unknown\""), std::string::npos);
+  EXPECT_EQ(text.find("reason=\"db_newer_than_code\""), std::string::npos);
   EXPECT_NE(text.find("rackgate_attestation_duration_seconds_bucket{le=\"+Inf\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos);
   EXPECT_NE(text.find("process_max_fds "), std::string::npos);

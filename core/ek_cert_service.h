@@ -18,7 +18,7 @@ namespace rackgate::core {
 
 class AttestationService;
 
-// Reasons of this service (daemon/status_http.cc's ReasonTable).
+// Reasons of this service (each declared in wire/reasons.def).
 // kNotFound: no machine has the certificate's EK; the message names the fix
 // (enroll it with the certificate).
 inline constexpr char kEkCertMachineUnknown[] = "ek_cert_machine_unknown";

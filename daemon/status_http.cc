@@ -42,18 +42,6 @@ HttpRule AdminRule(const wire::ReasonInfo& r) {
 
 }  // namespace
 
-const std::vector<ReasonRule>& ReasonTable() {
-  static const std::vector<ReasonRule> table = [] {
-    std::vector<ReasonRule> rows;
-    for (const wire::ReasonInfo& r : wire::Reasons()) {
-      if (r.machine_status == 0) continue;  // local: never crosses the wire
-      rows.push_back({r.name, MachineRule(r), AdminRule(r)});
-    }
-    return rows;
-  }();
-  return table;
-}
-
 std::optional<HttpRule> RuleForReason(std::string_view reason) {
   const wire::ReasonInfo* row = wire::FindReason(reason);
   if (row == nullptr || row->machine_status == 0) return std::nullopt;

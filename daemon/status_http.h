@@ -8,7 +8,6 @@
 
 #include <optional>
 #include <string_view>
-#include <vector>
 
 #include "base/status.h"
 #include "daemon/http.h"
@@ -32,17 +31,8 @@ struct HttpRule {
 // status of both.
 enum class Api { kMachine, kAdmin };
 
-struct ReasonRule {
-  std::string_view reason;
-  HttpRule rule;
-  std::optional<HttpRule> admin = std::nullopt;  // the admin API's
-};
-
-// Every reason of wire/reasons.def that crosses the machines' API (local
-// reasons, HTTP 0, are not in it), with both rules.
-const std::vector<ReasonRule>& ReasonTable();
-
-// The rule of `reason`; nullopt when the table does not name it.
+// The machines' API's rule of `reason`; nullopt when wire/reasons.def does
+// not declare it or it never crosses the wire (HTTP 0).
 std::optional<HttpRule> RuleForReason(std::string_view reason);
 
 // The rule for a refusal: its reason's row in wire/reasons.def, the

@@ -58,6 +58,8 @@ constexpr char kHelp[] =
     "  ca import|generate --cluster\n"
     "                   the cluster CA that signs kubelet certificates\n"
     "  db migrate       copy a stopped appliance's SQLite store into PostgreSQL\n"
+    "  backup, restore  the appliance's store, keys, config and EK anchors in\n"
+    "                   one archive, and back onto a fresh appliance\n"
     "\n"
     "Offline commands (no daemon needed):\n"
     "  verify-quote     verify a TPM2_Quote made by tpm2_quote\n"
@@ -164,6 +166,8 @@ constexpr CommandFlags kCommands[] = {
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
     {"db migrate", "--to --from --state-dir --dry-run"},
+    {"backup", "--out --config --state-dir"},
+    {"restore", "--from --state-dir --config-out --rebase --force"},
     {"verify-quote", "--ak-public --message --signature --pcrs --nonce --pcr-list"},
     {"makecredential", "--ek-public --name --secret --output"},
     {"ek verify", "--roots --intermediates --config --allow --cert --ek-public --at"},
@@ -316,7 +320,9 @@ int Dispatch(int argc, char** argv) {
   }
   // The commands on the state directory's database and CA keys run in
   // rackgatectl-state, handed this process's argv as it came.
-  if (cmd == "init" || cmd == "db" || cmd == "ca") return ExecStateBinary(own_argv);
+  if (cmd == "init" || cmd == "db" || cmd == "ca" || cmd == "backup" || cmd == "restore") {
+    return ExecStateBinary(own_argv);
+  }
   if (cmd == "enroll") return RunEnroll(socket, argc, argv, 2);
   if (cmd == "import") return RunImport(socket, argc, argv, 2);
   if (cmd == "list") return RunList(socket, argc, argv, 2);

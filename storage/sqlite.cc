@@ -1,7 +1,18 @@
 // RAII for SQLite handles, and SQLite failures as StoreError.
 #include "storage/sqlite.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstring>
+#include <thread>
+
+#include "storage/backup.h"
+#include "storage/schema.h"
 
 namespace rackgate::storage {
 
@@ -130,6 +141,106 @@ void SqliteConnection::Begin(TxKind kind) {
 
 void SqliteConnection::RollbackQuietly() noexcept {
   if (InTransaction()) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+namespace {
+
+// Opens `path` read-only (it must exist) and checks that it is rackgate's.
+Result<DbPtr> OpenRackgateFile(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0) return Status::NotFound("db_missing", "no SQLite store at " + path);
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return SqliteStatus(db.get(), rc, "open " + path + " read-only");
+  sqlite3_busy_timeout(db.get(), 5000);
+  sqlite3_stmt* st = nullptr;
+  int prc = sqlite3_prepare_v2(db.get(), "PRAGMA application_id", -1, &st, nullptr);
+  const bool ours = prc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == kApplicationId;
+  sqlite3_finalize(st);
+  if (prc != SQLITE_OK) return SqliteStatus(db.get(), prc, "read " + path);
+  if (!ours) return Status::Unsupported("db_not_rackgate", path + " is not a rackgate database");
+  return db;
+}
+
+Result<int> UserVersion(sqlite3* db, const std::string& path) {
+  sqlite3_stmt* st = nullptr;
+  const int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+  const bool row = rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+  const int version = row ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (!row) return SqliteStatus(db, rc == SQLITE_OK ? SQLITE_ERROR : rc, "read the schema version of " + path);
+  return version;
+}
+
+// The copy, into an open destination; `src` holds a read transaction, so
+// every step reads the same snapshot and the backup never restarts.
+Status CopyPages(sqlite3* src, sqlite3* dst, const std::function<void(int64_t, int64_t)>& progress,
+                 int64_t* pages) {
+  sqlite3_backup* b = sqlite3_backup_init(dst, "main", src, "main");
+  if (b == nullptr) return SqliteStatus(dst, sqlite3_errcode(dst), "backup init");
+  int rc = SQLITE_OK;
+  // 1024 pages (4 MiB) a step: a progress line per step on a large store.
+  while ((rc = sqlite3_backup_step(b, 1024)) == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    if (rc != SQLITE_OK) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (progress) progress(sqlite3_backup_pagecount(b) - sqlite3_backup_remaining(b), sqlite3_backup_pagecount(b));
+  }
+  *pages = sqlite3_backup_pagecount(b);
+  if (progress) progress(*pages, *pages);
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) return SqliteStatus(dst, rc, "backup step");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SqliteBackupReport> BackupSqliteFile(const std::string& source_path, const std::string& dest_path,
+                                            const std::function<void(int64_t, int64_t)>& progress) {
+  auto src = OpenRackgateFile(source_path);
+  if (!src.ok()) return src.status();
+  // The mode before SQLite writes a byte: the copy holds every token hash
+  // and the audit log.
+  const int fd = ::open(dest_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status::InvalidArgument("field_invalid", "cannot create the copy " + dest_path + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  SqliteBackupReport report;
+  Status s = [&]() -> Status {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(dest_path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+    DbPtr dst(raw);
+    if (rc != SQLITE_OK) return SqliteStatus(dst.get(), rc, "open " + dest_path);
+    // One snapshot for the whole copy: a read transaction held across the
+    // steps (a step would otherwise restart after every commit of rackgated).
+    if (int brc = sqlite3_exec(src->get(), "BEGIN; SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
+        brc != SQLITE_OK) {
+      return SqliteStatus(src->get(), brc, "read " + source_path);
+    }
+    Status copied = CopyPages(src->get(), dst.get(), progress, &report.pages);
+    sqlite3_exec(src->get(), "COMMIT", nullptr, nullptr, nullptr);
+    if (!copied.ok()) return copied;
+    // One self-contained file: no -wal beside it in the archive.
+    if (int jrc = sqlite3_exec(dst.get(), "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr); jrc != SQLITE_OK) {
+      return SqliteStatus(dst.get(), jrc, "journal mode of " + dest_path);
+    }
+    auto version = UserVersion(dst.get(), dest_path);
+    if (!version.ok()) return version.status();
+    report.schema_version = *version;
+    return Status::Ok();
+  }();
+  if (!s.ok()) {
+    ::unlink(dest_path.c_str());
+    return s;
+  }
+  struct stat st {};
+  if (::stat(dest_path.c_str(), &st) == 0) report.bytes = st.st_size;
+  return report;
+}
+
+Result<int> SqliteFileSchemaVersion(const std::string& path) {
+  auto db = OpenRackgateFile(path);
+  if (!db.ok()) return db.status();
+  return UserVersion(db->get(), path);
 }
 
 }  // namespace rackgate::storage

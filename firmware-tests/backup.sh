@@ -158,10 +158,14 @@ lab_expect 1 "restore_target_not_empty" "the EK anchors' own paths are taken on 
   "$RG_CTL" restore --from "$ARCHIVE" --state-dir "$FRESH/state" --config-out "$FRESH/config.json"
 # Block 3 of the runbook: the restore.
 t_restore="$(date +%s%N)"
-lab_check_shown "rackgatectl restore into a fresh state directory and config" \
-  "$RG_CTL" restore --from "$ARCHIVE" --state-dir "$FRESH/state" --config-out "$FRESH/config.json" \
-  --rebase "$FRESH/root" --json
+restore_rc=0
+"$RG_CTL" restore --from "$ARCHIVE" --state-dir "$FRESH/state" --config-out "$FRESH/config.json" \
+  --rebase "$FRESH/root" >"$LAB_DIR/restore.out" 2>"$LAB_DIR/restore.err" || restore_rc=$?
 restore_ms="$(lab_ms_since "$t_restore")"
+lab_check_shown "rackgatectl restore into a fresh state directory and config (exit $restore_rc)" \
+  test "$restore_rc" == 0
+lab_check_shown "restore prints the audit head it restored, the manifest's" \
+  grep -F "audit chain head restored: $HEAD_ID:$HEAD_HASH" "$LAB_DIR/restore.out"
 lab_check "restore wrote the CA key mode 0600" test "$(stat -c %a "$FRESH/state/ca/ca.key")" == 600
 OLD_DIR="$RG_DIR"
 RG_DIR="$FRESH"
@@ -173,6 +177,8 @@ lab_check_shown "a new rackgated starts on the restored state" rg_start
 # --- 4. the restored appliance ------------------------------------------------------------
 lab_check_shown "the audit chain verifies, anchored at the manifest's head" \
   rg_ctl audit verify --anchor "$HEAD_ID:$HEAD_HASH"
+lab_check "the restore is the next audit row (backup_restored)" \
+  grep -q '"backup_restored"' <(rg_ctl audit --limit 20 --json)
 for i in 1 2 3; do
   lab_check "node-$i is still joined" test "$(rg_state "node-$i")" == joined
   lab_check "node-$i keeps its certificate serial (${SERIAL_BEFORE[$i]})" test "$(serials "node-$i")" == "${SERIAL_BEFORE[$i]}"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "storage/types.h"
 
 namespace rackgate::storage {
 
@@ -36,6 +37,23 @@ Result<SqliteBackupReport> BackupSqliteFile(const std::string& source_path, cons
 // db_not_rackgate when it is an SQLite file of something else, db_error when
 // it is no SQLite file.
 Result<int> SqliteFileSchemaVersion(const std::string& path);
+
+// What a restore records in the restored store (the audit action
+// `backup_restored`): the backup it came from.
+struct RestoreRecord {
+  std::string archive;         // the archive's path
+  std::string created_at;      // the manifest's
+  std::string rackgate_version;  // of the rackgate that wrote it
+  int64_t head_id = 0;         // the manifest's audit head, verified before
+  std::string head_hash;
+};
+
+// Migrates the restored SQLite store at `path` to this code's schema (as
+// rackgated would at its start) and appends one audit row, action
+// `backup_restored`, actor `actor`, chained after the restored head. Returns
+// the new head. Reasons: db_not_rackgate, db_newer_than_code, db_error.
+Result<AuditChainReport> RecordSqliteRestore(const std::string& path, const RestoreRecord& record,
+                                             const std::string& actor, int64_t now);
 
 }  // namespace rackgate::storage
 

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "storage/audit.h"
+#include "storage/audit_detail.h"
 #include "storage/backup.h"
 #include "storage/schema.h"
 
@@ -235,6 +237,35 @@ Result<SqliteBackupReport> BackupSqliteFile(const std::string& source_path, cons
   struct stat st {};
   if (::stat(dest_path.c_str(), &st) == 0) report.bytes = st.st_size;
   return report;
+}
+
+Result<AuditChainReport> RecordSqliteRestore(const std::string& path, const RestoreRecord& record,
+                                             const std::string& actor, int64_t now) {
+  if (auto db = OpenRackgateFile(path); !db.ok()) return db.status();
+  auto conn = SqliteConnection::Open(path, 5000, /*read_only=*/false);
+  if (!conn.ok()) return conn.status();
+  if (Status s = Migrate(conn->get(), LatestSchemaVersion()); !s.ok()) return s;
+  return Guard([&]() -> Result<AuditChainReport> {
+    Connection& c = **conn;
+    Transaction txn(&c, Transaction::Kind::kWrite);
+    AuditDetail detail;
+    detail.Text("archive", record.archive)
+        .Text("created_at", record.created_at)
+        .Text("rackgate_version", record.rackgate_version)
+        .Object("restored_head", AuditDetail().Int("id", record.head_id).Text("hash", record.head_hash));
+    AuditRow row;
+    row.action = "backup_restored";
+    row.detail = DetailJson(detail);
+    WriteAudit(c, Actor{actor, "restored from a backup"}, now, row);
+    txn.Commit();
+    Stmt s = c.Prepare("SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1");
+    AuditChainReport head;
+    if (s.Step()) {
+      head.head_id = s.Int(0);
+      head.head_hash = s.Text(1);
+    }
+    return head;
+  });
 }
 
 Result<int> SqliteFileSchemaVersion(const std::string& path) {

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -930,6 +931,13 @@ Status RewriteConfig(const std::string& path, const Placement& place) {
   return Status::Ok();
 }
 
+// Who restored, as the admin API names a local operator: uid:N(name).
+std::string LocalActor() {
+  const uid_t uid = ::getuid();
+  const passwd* pw = ::getpwuid(uid);
+  return "uid:" + std::to_string(uid) + "(" + (pw != nullptr ? pw->pw_name : "?") + ")";
+}
+
 }  // namespace
 
 Result<RestoreReport> RestoreBackup(const RestoreOptions& options) {
@@ -966,7 +974,19 @@ Result<RestoreReport> RestoreBackup(const RestoreOptions& options) {
                     {"intact", chain->intact},
                     {"matches_manifest", chain->intact && chain->head_id == anchor.id &&
                                              chain->head_hash == anchor.hash}};
-    if (!chain->intact) report.audit["problem"] = chain->message;
+    if (!chain->intact) {
+      report.audit["problem"] = chain->message;
+      return report;
+    }
+    // The restore is itself an operator action: one audit row, chained
+    // after the restored head (which the anchor check above covered).
+    storage::RestoreRecord record{options.archive, m->value("created_at", std::string()),
+                                  m->value("rackgate_version", std::string()), anchor.id, anchor.hash};
+    auto recorded = storage::RecordSqliteRestore(report.store_path, record, LocalActor(),
+                                                 static_cast<int64_t>(std::time(nullptr)));
+    if (!recorded.ok()) return recorded.status().Annotate("recording the restore");
+    report.audit["recorded"] = {{"action", "backup_restored"}, {"id", recorded->head_id},
+                                {"hash", recorded->head_hash}};
   }
   return report;
 }

@@ -170,6 +170,20 @@ TEST_F(BackupTest, RestoresOntoAFreshApplianceWithModesAndTheSameAuditHead) {
   EXPECT_EQ(r->audit.at("head_id"), manifest_.at("audit").at("head_id"));
   EXPECT_EQ(r->audit.at("head_hash"), manifest_.at("audit").at("head_hash"));
   EXPECT_TRUE(r->audit.at("matches_manifest").get<bool>());
+  // The restore's own row, chained after the restored head.
+  EXPECT_EQ(r->audit.at("recorded").at("id"), manifest_.at("audit").at("head_id").get<int64_t>() + 1);
+  storage::AuditAnchor head{manifest_.at("audit").at("head_id"), manifest_.at("audit").at("head_hash")};
+  auto chain = storage::VerifyAuditChainFile(o.state_dir + "/rackgate.db", head);
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  EXPECT_TRUE(chain->intact) << chain->message;
+  EXPECT_EQ(chain->head_id, r->audit.at("recorded").at("id"));
+  auto store = storage::Store::Open(o.state_dir + "/rackgate.db");
+  ASSERT_TRUE(store.ok());
+  auto rows = (*store)->ListAudit();
+  ASSERT_TRUE(rows.ok());
+  bool found = false;
+  for (const auto& row : *rows) found = found || row.action == "backup_restored";
+  EXPECT_TRUE(found);
   EXPECT_EQ(ReadText(o.state_dir + "/ca/ca.key"), ReadText(state_ + "/ca/ca.key"));
   struct stat st {};
   ASSERT_EQ(::stat((o.state_dir + "/ca/ca.key").c_str(), &st), 0);

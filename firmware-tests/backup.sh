@@ -11,10 +11,10 @@
 #  3. the old appliance stopped, the archive restored into a fresh state
 #     directory and config — a fresh "container": new directories and a new
 #     rackgated process on them, on the same address; only the admin socket
-#     moves into the fresh directory (a container has its own /run). Restoring
-#     with the EK anchors back at their own paths is refused there
-#     (restore_target_not_empty: the old appliance's files are still on this
-#     host), so they go under --rebase;
+#     moves into the fresh directory (a container has its own /run), and the
+#     EK anchors the config names go under --rebase (the old appliance's are
+#     still on this host). Onto a state directory that holds a CA, restore is
+#     refused (restore_target_not_empty);
 #  4. the restored rackgated: the audit chain verifies with the manifest's
 #     head as its anchor, the three machines are still joined with the same
 #     certificate serials, and each re-attests as on a reboot, keeping its
@@ -153,9 +153,13 @@ lab_expect 1 "db_in_use" "restore --force onto the live appliance: refused" \
 
 # --- 3. a fresh appliance -----------------------------------------------------------
 rg_stop
+OLD_STATE="$RG_DIR/state"
 FRESH="$LAB_DIR/fresh"
-lab_expect 1 "restore_target_not_empty" "the EK anchors' own paths are taken on this host: refused" \
-  "$RG_CTL" restore --from "$ARCHIVE" --state-dir "$FRESH/state" --config-out "$FRESH/config.json"
+mkdir -p "$LAB_DIR/used/state/ca"
+cp "$OLD_STATE/ca/ca.crt" "$LAB_DIR/used/state/ca/"
+lab_expect 1 "restore_target_not_empty" "onto a state directory that holds a CA: refused" \
+  "$RG_CTL" restore --from "$ARCHIVE" --state-dir "$LAB_DIR/used/state" --config-out "$LAB_DIR/used/config.json"
+lab_check "... and nothing was written" test ! -e "$LAB_DIR/used/config.json"
 # Block 3 of the runbook: the restore.
 t_restore="$(date +%s%N)"
 restore_rc=0

@@ -736,9 +736,12 @@ bool SocketAnswers(const std::string& path) {
   return answers;
 }
 
-// Never onto a running appliance; onto a used one only with --force.
-Status CheckTarget(const std::map<std::string, std::string>& targets, const std::string& store_path,
-                   const std::string& config_out, bool force) {
+// Never onto a running appliance; onto one with state (a store, or
+// anything in STATE/ca, tls, cluster-ca) only with --force. The config and
+// the files it names are no such state: a fresh install ships a config and
+// EK anchor folders, which the restore sets aside when they differ.
+Status CheckTarget(const std::string& state_dir, const std::string& store_path, const std::string& config_out,
+                   bool force) {
   if (!store_path.empty()) {
     if (Status s = storage::CheckSqliteNotInUse(store_path); !s.ok()) return s;
   }
@@ -750,15 +753,18 @@ Status CheckTarget(const std::map<std::string, std::string>& targets, const std:
     }
   }
   if (force) return Status::Ok();
-  for (const auto& [name, path] : targets) {
-    std::error_code ec;
-    if (fs::exists(path, ec)) {
-      return Status::Unsupported("restore_target_not_empty",
-                                 path + " exists: restore onto a fresh appliance (an empty state directory, no "
-                                        "config), or give --force to overwrite it (rackgated stopped)");
-    }
+  std::vector<std::string> used;
+  std::error_code ec;
+  if (!store_path.empty() && fs::exists(store_path, ec)) used.push_back(store_path);
+  for (const char* sub : kStateDirs) {
+    const std::string dir = state_dir + "/" + sub;
+    if (fs::is_directory(dir, ec) && !fs::is_empty(dir, ec)) used.push_back(dir);
   }
-  return Status::Ok();
+  if (used.empty()) return Status::Ok();
+  return Status::Unsupported("restore_target_not_empty",
+                             used.front() + " exists: restore onto a fresh appliance (no store, nothing in " +
+                                 state_dir + "/ca, tls or cluster-ca), or give --force to set the old state aside "
+                                 "as NAME.before-restore (rackgated stopped)");
 }
 
 Status MakeDirs(const std::string& dir, std::vector<std::string>* made) {
@@ -856,6 +862,12 @@ void PutBack(const std::vector<std::string>& moved) {
   }
 }
 
+bool SameContent(const std::string& a, const std::string& b) {
+  auto x = ReadFile(a, kMaxSmallFile);
+  auto y = ReadFile(b, kMaxSmallFile);
+  return x.ok() && y.ok() && *x == *y;
+}
+
 // Second pass: every file staged beside its target, then all renamed.
 Status WriteFiles(const RestoreOptions& o, const json& m, const Placement& place,
                   const std::map<std::string, std::string>& targets, RestoreReport* report) {
@@ -900,6 +912,14 @@ Status WriteFiles(const RestoreOptions& o, const json& m, const Placement& place
     return s;
   }
   for (const auto& st : staged) {
+    // A file outside the state that is there already (a fresh install's
+    // config, an EK anchor) and differs is kept as NAME.before-restore.
+    std::error_code ec;
+    if (!Under(st.target, place.state_dir()) && st.target != report->store_path && fs::exists(st.target, ec) &&
+        !SameContent(st.temp, st.target)) {
+      const std::string aside = st.target + ".before-restore";
+      if (::rename(st.target.c_str(), aside.c_str()) == 0) report->set_aside.push_back(aside);
+    }
     if (::rename(st.temp.c_str(), st.target.c_str()) != 0) {
       return Status::IoError("file_unwritable", "cannot rename onto " + st.target + ": " + std::strerror(errno));
     }
@@ -958,7 +978,9 @@ Result<RestoreReport> RestoreBackup(const RestoreOptions& options) {
   report.state_dir = place.state_dir();
   report.config_path = options.config_out;
   const auto targets = Targets(*m, place, options.config_out, &report.store_path);
-  if (Status s = CheckTarget(targets, report.store_path, options.config_out, options.force); !s.ok()) return s;
+  if (Status s = CheckTarget(report.state_dir, report.store_path, options.config_out, options.force); !s.ok()) {
+    return s;
+  }
   if (options.progress) options.progress("writing " + std::to_string(targets.size()) + " files");
   if (Status s = WriteFiles(options, *m, place, targets, &report); !s.ok()) return s;
   if (Status s = RewriteConfig(options.config_out, place); !s.ok()) return s;

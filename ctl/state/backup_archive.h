@@ -64,6 +64,9 @@ struct RestoreReport {
   std::string config_path;
   std::string store_path;             // empty on PostgreSQL
   std::vector<std::string> written;   // every file written, in order
+  // Files outside the state that were there and differed (a fresh
+  // install's config), renamed to NAME.before-restore.
+  std::vector<std::string> set_aside;
   nlohmann::json audit;               // the restored chain's verdict (SQLite)
   bool owner_set = false;             // chowned to the rackgate user
 };
@@ -74,10 +77,12 @@ struct RestoreReport {
 // backup, or a format version this code does not read), backup_damaged
 // (kCorruption: a checksum, size, entry or the tar itself is wrong),
 // backup_newer (kUnsupported: the store's schema is newer than this code's),
-// restore_target_not_empty (kUnsupported: a file that would be written exists;
-// options.force overwrites), db_in_use (a process has the target store
-// open: never overwritten), file_unwritable. Nothing is written when any
-// check fails.
+// restore_target_not_empty (kUnsupported: the target has a store, or files
+// in STATE/ca, tls or cluster-ca; options.force sets them aside as
+// NAME.before-restore), db_in_use (rackgated runs on the target: never
+// overwritten), file_unwritable. Nothing is written when any check fails.
+// The config and the files it names may exist (a fresh install ships a
+// config): one that differs is kept as NAME.before-restore.
 Result<RestoreReport> RestoreBackup(const RestoreOptions& options);
 
 }  // namespace rackgate::ctl

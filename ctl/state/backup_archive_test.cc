@@ -198,6 +198,17 @@ TEST_F(BackupTest, RestoresOntoAFreshApplianceWithModesAndTheSameAuditHead) {
   EXPECT_EQ(config.at("port"), 22623);
 }
 
+TEST_F(BackupTest, KeepsAFreshInstallsConfigAside) {
+  RestoreOptions o = Fresh(archive_);
+  fs::create_directories(dir_.path() + "/fresh");
+  WriteText(o.config_out, "{\"state_dir\": \"/var/lib/rackgate\"}\n");
+  auto r = RestoreBackup(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->set_aside, std::vector<std::string>{o.config_out + ".before-restore"});
+  EXPECT_EQ(ReadText(o.config_out + ".before-restore"), "{\"state_dir\": \"/var/lib/rackgate\"}\n");
+  EXPECT_EQ(json::parse(ReadText(o.config_out)).at("state_dir"), o.state_dir);
+}
+
 TEST_F(BackupTest, RefusesADamagedByte) {
   // One byte of the CA certificate, inside the archive.
   std::string bytes = ReadText(archive_);
@@ -263,6 +274,7 @@ TEST_F(BackupTest, RefusesATargetThatIsNotEmptyUnlessForced) {
   RestoreOptions o = Fresh(archive_);
   ASSERT_TRUE(RestoreBackup(o).ok());
   WriteText(o.state_dir + "/ca/marker", "left by the operator");
+  fs::remove(o.state_dir + "/rackgate.db");  // the CA folder alone makes the target used
   auto again = RestoreBackup(o);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().reason(), "restore_target_not_empty") << again.status().ToString();

@@ -54,9 +54,12 @@ constexpr char kRestoreHelp[] =
     "nothing when a check fails. Then it writes the store, the state folders,\n"
     "the config and the files the config named, with their modes (keys and the\n"
     "store 0600) and, run as root, the rackgate user as owner of the state;\n"
-    "the config's state_dir becomes --state-dir. It prints the audit chain's\n"
-    "head it restored, checked against the manifest's. rackgated must not run\n"
-    "on the target. On PostgreSQL, restore the database with pg_restore first.\n"
+    "the config's state_dir becomes --state-dir; a config (or a file it\n"
+    "names) already there that differs is kept as NAME.before-restore. It\n"
+    "prints the audit chain's head it restored, checked against the\n"
+    "manifest's, and records the restore in the audit log (backup_restored).\n"
+    "rackgated must not run on the target. On PostgreSQL, restore the database\n"
+    "with pg_restore first.\n"
     "\n"
     "Options:\n"
     "  --from FILE       the archive\n"
@@ -65,8 +68,9 @@ constexpr char kRestoreHelp[] =
     "  --rebase DIR      put the files the config names outside the state\n"
     "                    directory under DIR (their path appended), and name\n"
     "                    them there in the config\n"
-    "  --force           overwrite a target that holds files (they are moved\n"
-    "                    to NAME.before-restore); never while rackgated runs\n"
+    "  --force           restore over a target that has state (a store, files\n"
+    "                    in STATE/ca, tls, cluster-ca): they are moved to\n"
+    "                    NAME.before-restore; never while rackgated runs\n"
     "  --json            print the result as one JSON document\n"
     "\n"
     "Exit status: 0 restored; 1 refused (backup_damaged, backup_foreign,\n"
@@ -144,6 +148,7 @@ int RunRestore(int argc, char** argv, int first) {
                {"store", report->store_path},
                {"files", report->written},
                {"owner_rackgate", report->owner_set},
+               {"set_aside", report->set_aside},
                {"audit", report->audit},
                {"manifest_audit", m.at("audit")},
                {"created_at", m.value("created_at", std::string())}});
@@ -152,6 +157,7 @@ int RunRestore(int argc, char** argv, int first) {
   std::printf("restored the backup of %s (rackgate %s) into %s: %zu files, config %s\n",
               m.value("created_at", std::string("?")).c_str(), m.value("rackgate_version", std::string("?")).c_str(),
               report->state_dir.c_str(), report->written.size(), report->config_path.c_str());
+  for (const auto& aside : report->set_aside) std::printf("kept the file that was there as %s\n", aside.c_str());
   if (report->store_path.empty()) {
     std::printf("store: PostgreSQL, not in the archive: restore it with pg_restore, then check its audit chain "
                 "with `rackgatectl audit verify --anchor %s`\n",

@@ -286,5 +286,38 @@ TEST_F(BackupTest, RefusesATargetThatIsNotEmptyUnlessForced) {
   EXPECT_FALSE(fs::exists(o.state_dir + "/ca/marker"));
 }
 
+// A fleet appliance (PostgreSQL; RACKGATE_TEST_POSTGRES from script/pg-lab):
+// the database stays out of the archive, the manifest says so and still
+// names the audit head, and restore writes the files only.
+TEST(BackupPostgresTest, TheDatabaseStaysOutAndTheManifestSaysSo) {
+  const char* url = std::getenv("RACKGATE_TEST_POSTGRES");
+  if (url == nullptr || *url == '\0') GTEST_SKIP() << "RACKGATE_TEST_POSTGRES unset (script/pg-lab run)";
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  std::vector<std::string> words = {"rackgatectl", "init", "--state-dir", state, "--database", url,
+                                    "--token-out", dir.path() + "/token"};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  ASSERT_EQ(RunInit(static_cast<int>(argv.size()), argv.data(), 2), 0);
+  const std::string config = dir.path() + "/rackgated.json";
+  WriteText(config, json{{"state_dir", state}, {"database", url}}.dump());
+  BackupOptions options{config, "", dir.path() + "/fleet.tar", 1700000000, {}};
+  auto report = CreateBackup(options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const json& m = report->manifest;
+  EXPECT_EQ(m.at("store").at("kind"), "postgresql");
+  EXPECT_FALSE(m.at("store").at("included").get<bool>());
+  EXPECT_NE(m.at("store").at("take").get<std::string>().find("pg_dump"), std::string::npos);
+  EXPECT_GT(m.at("audit").at("head_id").get<int64_t>(), 0);
+  for (const auto& f : m.at("files")) EXPECT_NE(f.at("name").get<std::string>().rfind("store/", 0), 0u);
+  RestoreOptions o{options.out, dir.path() + "/fresh/state", dir.path() + "/fresh/rackgated.json", "", false, {}};
+  auto r = RestoreBackup(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->store_path.empty());
+  EXPECT_TRUE(r->audit.is_null());
+  EXPECT_EQ(ReadText(o.state_dir + "/ca/ca.key"), ReadText(state + "/ca/ca.key"));
+  EXPECT_EQ(json::parse(ReadText(o.config_out)).at("database"), url);
+}
+
 }  // namespace
 }  // namespace rackgate::ctl

@@ -82,6 +82,41 @@ agent() {
 }
 kubelet_cert() { sha256sum "$(lab_dir "$1")/root/pki/kubelet-client-current.pem" 2>/dev/null | cut -d' ' -f1 || true; }
 
+# The runbook's commands (docs/operations.md §7, its sh blocks): each
+# rackgatectl line names a command and flags this rackgatectl takes, so the
+# steps below and the page cannot drift apart.
+runbook_commands_parse() {
+  "$RACKGATECTL" completion table > "$LAB_DIR/commands.tsv"
+  lab_python - "$HERE/../docs/operations.md" "$LAB_DIR/commands.tsv" <<'PY'
+import re, sys
+doc, table = sys.argv[1:]
+flags = {}
+for line in open(table):
+    words, _, f = line.rstrip("\n").partition("\t")
+    flags[words] = set(f.split()) | {"--json", "--socket", "--help"}
+text = open(doc).read()
+section = text[text.index("## 7. Backups and restore"):]
+end = section.find("\n## ", 5)
+section = section if end < 0 else section[:end]
+blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+lines = "\n".join(blocks).replace("\\\n", " ").split("\n")
+seen = 0
+for line in lines:
+    m = re.search(r"(?:^|\s)rackgatectl\s+(.*)", line)
+    if not m:
+        continue
+    words = m.group(1).split("#")[0].split()
+    cmd = " ".join(words[:2]) if " ".join(words[:2]) in flags else words[0]
+    assert cmd in flags, f"unknown command in the runbook: {line.strip()}"
+    used = {w for w in words if w.startswith("--")}
+    assert used <= flags[cmd], f"{cmd}: {used - flags[cmd]} not taken, in: {line.strip()}"
+    seen += 1
+assert seen >= 5, f"only {seen} rackgatectl lines in the runbook"
+print(seen)
+PY
+}
+lab_check_shown "the runbook's rackgatectl lines name commands and flags rackgatectl takes" runbook_commands_parse
+
 # --- 1. a live appliance ------------------------------------------------------
 i=1
 for m in "${MACHINES[@]}"; do

@@ -28,7 +28,8 @@ struct SqliteBackupReport {
 // is called after each step with the pages copied and the total.
 //
 // Reasons: db_missing (kNotFound: no file at source_path), db_not_rackgate
-// (kUnsupported), field_invalid (dest_path exists), db_busy / db_error
+// (kUnsupported), field_invalid (dest_path exists), file_unwritable (it
+// cannot be created), db_busy / db_error
 // (SQLite's message). On failure dest_path is removed.
 Result<SqliteBackupReport> BackupSqliteFile(const std::string& source_path, const std::string& dest_path,
                                             const std::function<void(int64_t done, int64_t total)>& progress = {});

@@ -202,8 +202,9 @@ Result<SqliteBackupReport> BackupSqliteFile(const std::string& source_path, cons
   // The mode before SQLite writes a byte: the copy holds every token hash
   // and the audit log.
   const int fd = ::open(dest_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) return Status::InvalidArgument("field_invalid", "the copy " + dest_path + " exists");
   if (fd < 0) {
-    return Status::InvalidArgument("field_invalid", "cannot create the copy " + dest_path + ": " + std::strerror(errno));
+    return Status::IoError("file_unwritable", "cannot create the copy " + dest_path + ": " + std::strerror(errno));
   }
   ::close(fd);
   SqliteBackupReport report;

@@ -5,6 +5,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +52,18 @@ struct Item {
   std::string sha256;
   std::vector<uint8_t> data;
   bool streamed = false;
+  std::string owner, group;  // names (numbers when the system has none)
 };
+
+std::string UserName(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  return pw != nullptr ? pw->pw_name : std::to_string(uid);
+}
+
+std::string GroupName(gid_t gid) {
+  const group* gr = ::getgrgid(gid);
+  return gr != nullptr ? gr->gr_name : std::to_string(gid);
+}
 
 Result<Item> SmallItem(const std::string& name, const std::string& source, const std::string& role) {
   struct stat st {};
@@ -62,6 +75,8 @@ Result<Item> SmallItem(const std::string& name, const std::string& source, const
   Item item{name, source, role, static_cast<mode_t>(st.st_mode & 07777), 0, "", std::move(*data), false};
   item.size = static_cast<int64_t>(item.data.size());
   item.sha256 = Sha256Of(item.data);
+  item.owner = UserName(st.st_uid);
+  item.group = GroupName(st.st_gid);
   return item;
 }
 
@@ -191,6 +206,10 @@ Result<StoreCopy> SqliteStore(const std::string& path, const std::string& temp, 
                    {"bytes", report->bytes}};
   if (options.progress) options.progress("hashing the store copy");
   Item item{"store/rackgate.db", temp, "store", 0600, report->bytes, "", {}, true};
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0) {
+    item.owner = UserName(st.st_uid);
+    item.group = GroupName(st.st_gid);
+  }
   Sha256 h;
   FILE* f = std::fopen(temp.c_str(), "rb");
   if (f == nullptr) return Status::IoError("file_unreadable", "cannot read " + temp);
@@ -358,7 +377,8 @@ Result<BackupReport> CreateBackup(const BackupOptions& options) {
   json files = json::array();
   for (const auto& item : *items) {
     files.push_back({{"name", item.name}, {"role", item.role}, {"size", item.size}, {"mode", ModeText(item.mode)},
-                     {"sha256", item.sha256}, {"source", item.source}});
+                     {"sha256", item.sha256}, {"source", item.source}, {"owner", item.owner},
+                     {"group", item.group}});
   }
   if (store->item) files[0]["source"] = store->manifest.at("path");
   json manifest = {{"format", kBackupFormat},

@@ -5,10 +5,9 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,6 +124,7 @@ struct ManifestFile {
   std::string name, sha256;
   int64_t size = 0;
   mode_t mode = 0600;
+  std::string owner, group;  // as the backup recorded them; may be empty
 };
 
 // The manifest's shape, every field the restore relies on checked.
@@ -158,6 +158,8 @@ Result<std::vector<ManifestFile>> ManifestFiles(const json& m) {
       return bad("file " + mf.name);
     }
     mf.mode = static_cast<mode_t>(std::strtoul(f.at("mode").get<std::string>().c_str(), nullptr, 8) & 0777);
+    if (f.contains("owner") && f.at("owner").is_string()) mf.owner = f.at("owner").get<std::string>();
+    if (f.contains("group") && f.at("group").is_string()) mf.group = f.at("group").get<std::string>();
     out.push_back(std::move(mf));
   }
   return out;
@@ -297,18 +299,6 @@ std::map<std::string, std::string> Targets(const json& m, const Placement& place
   return out;
 }
 
-bool SocketAnswers(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) return false;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const bool answers = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return answers;
-}
-
 // Never onto a running appliance; onto one with state (a store, or
 // anything in STATE/ca, tls, cluster-ca) only with --force. The config and
 // the files it names are no such state: a fresh install ships a config and
@@ -388,7 +378,14 @@ Status StageEntry(ArchiveReader* r, const ManifestFile& f, const std::string& ta
       f.name.rfind("store/", 0) == 0 || (target.size() > 4 && target.compare(target.size() - 4, 4, ".key") == 0);
   ::fchmod(fd, secret ? 0600 : f.mode);
   if (owned && owner.set) (void)::fchown(fd, owner.uid, owner.gid);
-  if (!owned && owner.set) (void)::fchown(fd, 0, owner.gid);
+  if (!owned && ::geteuid() == 0) {
+    // The config and the files it names: the owner and group they had,
+    // where this system knows those names; else root and rackgate's group.
+    const passwd* pw = f.owner.empty() ? nullptr : ::getpwnam(f.owner.c_str());
+    const group* gr = f.group.empty() ? nullptr : ::getgrnam(f.group.c_str());
+    (void)::fchown(fd, pw != nullptr ? pw->pw_uid : 0,
+                   gr != nullptr ? gr->gr_gid : (owner.set ? owner.gid : static_cast<gid_t>(-1)));
+  }
   Sha256 h;
   Status s = r->Read([&](const char* p, size_t n) -> Status {
     h.Update(p, n);

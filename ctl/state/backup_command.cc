@@ -167,6 +167,10 @@ int RunRestore(int argc, char** argv, int first) {
                 static_cast<long long>(report->audit.value("rows", int64_t{0})),
                 report->audit.value("matches_manifest", false) ? "the same as the backup's manifest"
                                                                : "DIFFERENT from the backup's manifest");
+    if (report->audit.contains("recorded")) {
+      std::printf("the restore is audit row %lld (backup_restored)\n",
+                  static_cast<long long>(report->audit.at("recorded").value("id", int64_t{0})));
+    }
   }
   std::printf("next: start rackgated (`systemctl start rackgated`)\n");
   return report->audit.is_null() || report->audit.value("matches_manifest", false) ? kExitOk : kExitRefused;

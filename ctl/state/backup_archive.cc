@@ -387,7 +387,7 @@ Result<BackupReport> CreateBackup(const BackupOptions& options) {
                    {"created_at", UtcTime(options.now, TimeStyle::kRfc3339)},
                    {"appliance", ApplianceNames(state_dir)},
                    {"state_dir", state_dir},
-                   {"config", options.config_path},
+                   {"config", fs::absolute(options.config_path).lexically_normal().string()},
                    {"store", store->manifest},
                    {"audit", store->audit},
                    {"named", named},

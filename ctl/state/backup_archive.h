@@ -49,7 +49,7 @@ Result<BackupReport> CreateBackup(const BackupOptions& options);
 struct RestoreOptions {
   std::string archive;
   std::string state_dir;   // empty: the state_dir of the archived config
-  std::string config_out;  // where the config goes
+  std::string config_out;  // where the config goes; empty: where it was
   // Non-empty: the files the config names outside the state directory go
   // under this folder (their absolute path appended) rather than back to
   // their own paths, and the written config names them there.

@@ -64,7 +64,8 @@ constexpr char kRestoreHelp[] =
     "Options:\n"
     "  --from FILE       the archive\n"
     "  --state-dir DIR   where the state goes (default: the backed-up one)\n"
-    "  --config-out FILE where the config goes (default /etc/rackgate/rackgated.json)\n"
+    "  --config-out FILE where the config goes (default: where the backed-up\n"
+    "                    appliance had it, e.g. /etc/rackgate/rackgated.json)\n"
     "  --rebase DIR      put the files the config names outside the state\n"
     "                    directory under DIR (their path appended), and name\n"
     "                    them there in the config\n"
@@ -135,7 +136,7 @@ int RunRestore(int argc, char** argv, int first) {
   RestoreOptions options;
   options.archive = *args->Get("from");
   options.state_dir = args->Get("state-dir").value_or("");
-  options.config_out = args->Get("config-out").value_or(kDefaultConfig);
+  options.config_out = args->Get("config-out").value_or("");
   options.rebase = args->Get("rebase").value_or("");
   options.force = args->Has("force");
   options.progress = [](const std::string& line) { Progress("restore", line); };

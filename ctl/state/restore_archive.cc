@@ -546,14 +546,19 @@ Result<RestoreReport> RestoreBackup(const RestoreOptions& options) {
   report.manifest = *m;
   const Placement place(*m, options);
   report.state_dir = place.state_dir();
+  // The config goes where the backed-up appliance had it, unless told.
   report.config_path = options.config_out;
-  const auto targets = Targets(*m, place, options.config_out, &report.store_path);
-  if (Status s = CheckTarget(report.state_dir, report.store_path, options.config_out, options.force); !s.ok()) {
+  if (report.config_path.empty()) {
+    report.config_path = m->contains("config") && m->at("config").is_string() ? m->at("config").get<std::string>() : "";
+    if (!SafeAbsolute(report.config_path)) return Damaged("the manifest's config is malformed");
+  }
+  const auto targets = Targets(*m, place, report.config_path, &report.store_path);
+  if (Status s = CheckTarget(report.state_dir, report.store_path, report.config_path, options.force); !s.ok()) {
     return s;
   }
   if (options.progress) options.progress("writing " + std::to_string(targets.size()) + " files");
   if (Status s = WriteFiles(options, *m, place, targets, &report); !s.ok()) return s;
-  if (Status s = RewriteConfig(options.config_out, place); !s.ok()) return s;
+  if (Status s = RewriteConfig(report.config_path, place); !s.ok()) return s;
   if (!report.store_path.empty()) {
     const json& head = m->at("audit");
     storage::AuditAnchor anchor{head.value("head_id", int64_t{0}), head.value("head_hash", std::string())};

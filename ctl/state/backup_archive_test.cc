@@ -259,6 +259,21 @@ TEST_F(BackupTest, RefusesAForeignTarAndAFileThatIsNoTar) {
   ExpectRefused(future, "backup_foreign");
 }
 
+TEST_F(BackupTest, RefusesAManifestThatNamesAPathOutside) {
+  for (const std::string evil : {"state/ca/../../../evil", "state/evil", "/etc/evil"}) {
+    const std::string out = dir_.path() + "/evil.tar";
+    RewriteArchive(archive_, out, [&](const std::string& name, const std::string& data) -> std::optional<std::string> {
+      if (name != kManifestEntry) return data;
+      json m = json::parse(data);
+      for (auto& f : m["files"]) {
+        if (f["name"] == "state/ca/ca.crt") f["name"] = evil;
+      }
+      return m.dump(2) + "\n";
+    });
+    ExpectRefused(out, "backup_damaged");
+  }
+}
+
 TEST_F(BackupTest, RefusesANewerSchema) {
   const std::string newer = dir_.path() + "/newer.tar";
   RewriteArchive(archive_, newer, [](const std::string& name, const std::string& data) -> std::optional<std::string> {

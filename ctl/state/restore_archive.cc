@@ -42,7 +42,6 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace backup_internal;  // NOLINT
 
-
 // Reads the archive entry by entry. Every failure of libarchive after the
 // first header is a damaged archive; before it, a foreign one.
 class ArchiveReader {
@@ -102,8 +101,11 @@ Result<std::vector<uint8_t>> ReadSmall(ArchiveReader* r, int64_t size, size_t ma
   return out;
 }
 
+// SECURITY: names in the manifest decide where files are written: relative,
+// no `..`, in one of the archive's folders, the state ones only in the state
+// folders a backup holds.
 bool SafeName(const std::string& name) {
-  if (name.empty() || name.front() == '/' || name.back() == '/') return false;
+  if (name.empty() || name.front() == '/' || name.back() == '/' || name.find('\0') != std::string::npos) return false;
   size_t i = 0;
   while (i <= name.size()) {
     const size_t j = std::min(name.find('/', i), name.size());
@@ -111,12 +113,14 @@ bool SafeName(const std::string& name) {
     if (part.empty() || part == "." || part == "..") return false;
     i = j + 1;
   }
-  return name.rfind("store/", 0) == 0 || name.rfind("state/", 0) == 0 || name == "config/rackgated.json" ||
-         name.rfind("named/", 0) == 0;
+  bool state = false;
+  for (const char* sub : kStateDirs) state = state || name.rfind("state/" + std::string(sub) + "/", 0) == 0;
+  return state || name == "store/rackgate.db" || name == "config/rackgated.json" || name.rfind("named/", 0) == 0;
 }
 
 bool SafeAbsolute(const std::string& path) {
   return !path.empty() && path.front() == '/' && path.find("/../") == std::string::npos &&
+         path.find('\0') == std::string::npos &&
          !(path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0);
 }
 

@@ -9,18 +9,8 @@
 source "$source_dir/daemon/tests/appliance.sh"
 # shellcheck source=../firmware-tests/boot-lib.sh
 source "$source_dir/firmware-tests/boot-lib.sh"
-# shellcheck source=../systemd/nspawn-lib.sh
-source "$source_dir/systemd/nspawn-lib.sh"
-
-command -v sqlite3 >/dev/null || lab_skip "sqlite3 missing (apt-get install sqlite3)"
-command -v tpm2_eventlog >/dev/null || lab_skip "tpm2_eventlog missing"
 RECEIVER="$build_dir/firmware-tests/rackgate-webhook-receiver"
-NEW_AGENT_BUILT="$build_dir/agent/rackgate-agent"
-[ -x "$RECEIVER" ] || lab_skip "$RECEIVER not built"
 GOLDEN_LOG="$source_dir/testdata/eventlogs/tpm2-tools_event-gce-ubuntu-2104-log.bin"
-
-cache=$(nspawn_cache_dir "$cache")
-if ! why=$(nspawn_debian_root "$cache"); then lab_skip "$why"; fi
 root="$cache/root"
 STATE=/var/lib/rackgate
 PORT=22623 HOOK_PORT=8099
@@ -43,15 +33,17 @@ up_overlay() {  # MERGED LOWER UPPER WORK
   echo "$1" >> "$LAB_DIR/mounts"
 }
 # up_run ROOT -- CMD...: CMD in ROOT, a container with no init, in a cgroup
-# of its own (systemd/install_real_test.sh's rt_run).
+# of its own (systemd/install_real_test.sh's rt_run), both versions'
+# packages at /mnt/old and /mnt/new, in the network namespace of the
+# machine's PID 1 (the test's own reaches no mirror).
 up_run() {
   local root="$1" dirs=() d rc=0; shift 2
   mapfile -t dirs < <(nspawn_cgroup_dirs "nspawn-build-$$")
   for d in "${dirs[@]}"; do mkdir -p "$d"; done
   (
     for d in "${dirs[@]}"; do echo "$BASHPID" > "$d/cgroup.procs"; done
-    exec systemd-nspawn -q --register=no --keep-unit -D "$root" --setenv=DEBIAN_FRONTEND=noninteractive \
-      --bind-ro="$old_debs:/mnt/old" --bind-ro="$new_debs:/mnt/new" "$@"
+    exec nsenter --net=/proc/1/ns/net systemd-nspawn -q --register=no --keep-unit -D "$root" \
+      --setenv=DEBIAN_FRONTEND=noninteractive --bind-ro="$old_debs:/mnt/old" --bind-ro="$new_debs:/mnt/new" "$@"
   ) </dev/null || rc=$?
   for d in "${dirs[@]}"; do find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true; done
   return $rc
@@ -71,12 +63,11 @@ if [ "$(cat "$layer/key" 2>/dev/null)" != "$layer_key" ]; then
   # The download needs the mirror: from the host's namespace (our own has
   # no route), by nsenter into PID 1's.
   if up_overlay "$layer.tmp/mnt" "$root" "$layer.tmp/upper" "$layer.tmp/work" &&
-     out=$(nsenter --net=/proc/1/ns/net bash -c "$(declare -f up_run nspawn_cgroup_dirs); old_debs='$old_debs' new_debs='$new_debs'
-       up_run '$layer.tmp/mnt' -- sh -ec '
-         apt-get update -q
-         apt-get install -y -q --no-install-recommends sudo
-         apt-get install -y -q --download-only /mnt/old/$old_srv curl
-         apt-get install -y -q --download-only /mnt/new/$new_srv'" 2>&1); then
+     out=$(up_run "$layer.tmp/mnt" -- sh -ec "
+       apt-get update -q
+       apt-get install -y -q --no-install-recommends sudo
+       apt-get install -y -q --download-only /mnt/old/$old_srv curl
+       apt-get install -y -q --download-only /mnt/new/$new_srv" 2>&1); then
     umount "$layer.tmp/mnt"
     mkdir -p "$layer"
     mv "$layer.tmp/upper" "$layer/upper"
@@ -134,7 +125,6 @@ setup() {
   "ek_intermediates": ["/etc/rackgate/ek-intermediates"],
   "retry_after_seconds": 1,
   "discovery": true,
-  "discovery_pool": "rack",
   "webhooks": [{"url": "http://127.0.0.1:$HOOK_PORT/hook", "secret_file": "/etc/rackgate/webhook.secret"}]
 }
 JSON
@@ -414,7 +404,7 @@ lab_expect 0 'step=csr machine=[0-9a-f]{16} ok certificate=client kept ' \
   boot_agent j1 attest,config,csr
 lab_check_shown "node-j1: the same certificates and keys, byte for byte; still joined" \
   bash -c "[ '$(sum_of j1)' = '$j1_sum' ] && [ \"\$('$RG_CTL' --socket '$RG_DIR/admin.sock' show node-j1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = joined ]"
-if [ -x "$NEW_AGENT_BUILT" ]; then
+if [ -x "$NEW/usr/bin/rackgate-agent" ]; then
   BOOT_AGENT="$NEW/usr/bin/rackgate-agent"
   boot_reboot j2
   lab_expect 0 'step=csr machine=[0-9a-f]{16} ok certificate=client kept ' \

@@ -35,14 +35,14 @@ up_overlay() {  # MERGED LOWER UPPER WORK
 # up_run ROOT -- CMD...: CMD in ROOT, a container with no init, in a cgroup
 # of its own (systemd/install_real_test.sh's rt_run), both versions'
 # packages at /mnt/old and /mnt/new, in the network namespace of the
-# machine's PID 1 (the test's own reaches no mirror).
+# host (the outer script's: the test's own reaches no mirror).
 up_run() {
   local root="$1" dirs=() d rc=0; shift 2
   mapfile -t dirs < <(nspawn_cgroup_dirs "nspawn-build-$$")
   for d in "${dirs[@]}"; do mkdir -p "$d"; done
   (
     for d in "${dirs[@]}"; do echo "$BASHPID" > "$d/cgroup.procs"; done
-    exec nsenter --net=/proc/1/ns/net systemd-nspawn -q --register=no --keep-unit -D "$root" \
+    exec nsenter --net="$UPGRADE_TEST_HOST_NET" systemd-nspawn -q --register=no --keep-unit -D "$root" \
       --setenv=DEBIAN_FRONTEND=noninteractive --bind-ro="$old_debs:/mnt/old" --bind-ro="$new_debs:/mnt/new" "$@"
   ) </dev/null || rc=$?
   for d in "${dirs[@]}"; do find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true; done
@@ -61,7 +61,7 @@ if [ "$(cat "$layer/key" 2>/dev/null)" != "$layer_key" ]; then
   layer_started=$(date +%s)
   rm -rf "$layer" "$layer.tmp"
   # The download needs the mirror: from the host's namespace (our own has
-  # no route), by nsenter into PID 1's.
+  # no route), by nsenter into the outer script's.
   if up_overlay "$layer.tmp/mnt" "$root" "$layer.tmp/upper" "$layer.tmp/work" &&
      out=$(up_run "$layer.tmp/mnt" -- sh -ec "
        apt-get update -q
@@ -154,12 +154,6 @@ fi
 
 # --- the fleet: every state, driven by the old agent ---------------------------------
 boot_init "$OLD/usr/bin/rackgate-agent" "$OLD/lib/systemd/system/rackgate-agent.service"
-for m in j1 j2 u1 r1 e1 p1 c1; do
-  R=$(boot_root "$m")
-  mkdir -p "$R/etc/rackgate"
-  cp "$RG_DIR/state/ca/ca.crt" "$R/etc/rackgate/ca.pem"
-  rg_url "" > "$R/etc/rackgate/appliance"
-done
 "$RG_CTL" eventlog replay "$GOLDEN_LOG" --json > "$BOOT_DIR/golden.pcrs.json"
 lab_python - "$BOOT_DIR/golden.pcrs.json" > "$BOOT_DIR/pinned.policy.json" <<'PY'
 import json, sys
@@ -175,8 +169,12 @@ populate() {
   for m in j1 j2 r1 e1; do boot_enroll "$m" "node-$m" rack || return 1; done
   boot_enroll u1 node-u1 pinned && boot_enroll c1 node-c1 manual || return 1
   boot_replay_eventlog u1 "$GOLDEN_LOG" || return 1
+  # First boots: the real Ignition with the pool's pointer config writes
+  # the appliance's URL, its CA and the agent's unit into each root.
+  for m in j1 j2 r1 p1; do boot_ignition "$m" rack || return 1; done
+  boot_ignition u1 pinned && boot_ignition c1 manual
 }
-lab_check_shown "pools rack, pinned (a boot policy), manual (client CSRs wait for an operator); 6 machines enrolled" populate
+lab_check_shown "pools rack, pinned (a boot policy), manual (client CSRs wait for an operator); 6 machines enrolled; Ignition's first boot on 6" populate
 
 # Joined: j1, j2, r1, u1 together; the pending machine (p1, discovery) and
 # the one whose CSR waits (c1) give up waiting after a few seconds.
@@ -251,6 +249,7 @@ if ! err=$(lab_python "$source_dir/firmware-tests/quickstart_blocks.py" split "$
 fi
 mkdir -p "$AR/root/upgrade/.blocks"
 cp "$STEPS"/*.sh "$AR/root/upgrade/.blocks/"
+pid_before=$(in_ct systemctl show -P MainPID rackgated.service)
 upgrade_started=$(date +%s)
 for kind_file in "$STEPS"/*.kind; do
   n="${kind_file%.kind}"; nn=$(basename "$n")
@@ -276,9 +275,9 @@ upgrade_seconds=$(( $(date +%s) - upgrade_started ))
 got=$(in_ct dpkg-query -W -f '${Version}' rackgate)
 lab_check_shown "dpkg says rackgate $got, rackgated says '$(in_ct rackgated --version)' ($upgrade_seconds s for the runbook's blocks)" \
   bash -c "[ '$got' = '$version' ] && [ '$(in_ct rackgated --version)' = 'rackgated $version' ]"
-got=$(in_ct systemctl show -p ActiveState,SubState,ExecMainStartTimestampMonotonic rackgated.service | sort | tr '\n' ' ')
-lab_check_shown "rackgated.service restarted by the package and running ($got)" \
-  bash -c "echo '$got' | grep -q 'ActiveState=active SubState=running'"
+got=$(in_ct systemctl show -p ActiveState,SubState,MainPID rackgated.service | sort | tr '\n' ' ')
+lab_check_shown "rackgated.service restarted by the package (MainPID $pid_before before) and running ($got)" \
+  bash -c "echo '$got' | grep -q 'ActiveState=active MainPID=[1-9][0-9]* SubState=running' && ! echo '$got' | grep -q 'MainPID=$pid_before '"
 lab_check_shown "rackgated $version is ready" \
   lab_wait 30 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert '$RG_DIR/state/ca/ca.crt' $(rg_url /readyz))\" = 200 ]"
 
@@ -420,7 +419,24 @@ lab_expect 0 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' "node-p1 (discovered
   boot_agent p1 attest,config,csr
 lab_check_shown "node-c1's client CSR (waiting since before the upgrade) approved" \
   rg_ctl csr approve "$waiting_csr" --reason "upgrade test"
-lab_expect 0 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' "node-c1 joins with the old agent" boot_agent c1 attest,config,csr
+# The agent keeps its key only while it waits, so its next run submits a
+# new one: that CSR waits too, is approved, and the same run joins.
+BOOT_MAX_WAIT=60 boot_agent c1 attest,config,csr 2>/dev/null & c1_pid=$!
+csr_waits() {
+  rg_ctl csr list --json | lab_python -c 'import json,sys
+ids = [c["id"] for c in json.load(sys.stdin)["csrs"] if c["hostname"] == "node-c1" and c["state"] == "waiting" and str(c["id"]) != sys.argv[1]]
+print(ids[0]) if ids else sys.exit(1)' "$waiting_csr"
+}
+new_csr=""
+lab_wait 60 csr_waits && new_csr=$(csr_waits)
+if [ -n "$new_csr" ] && rg_ctl csr approve "$new_csr" --reason "upgrade test" >/dev/null; then
+  lab_ok "node-c1's next run (the old agent) waits with a new CSR ($new_csr, its new key); approved"
+else
+  lab_not_ok "node-c1's next run waits with a new CSR" "$(rg_ctl csr list --all 2>&1 | tail -n 5)"
+fi
+rc=0; wait "$c1_pid" || rc=$?
+lab_check_shown "node-c1 joins with the old agent (exit $rc)" \
+  bash -c "[ $rc = 0 ] && grep -Eq 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' '$(lab_dir c1)/agent.last'"
 
 rg_ctl list --json > "$LAB_DIR/list-end.json"
 machines=$(lab_python -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["machines"]))' "$LAB_DIR/list.json")

@@ -174,7 +174,7 @@ populate() {
   for m in j1 j2 r1 p1; do boot_ignition "$m" rack || return 1; done
   boot_ignition u1 pinned && boot_ignition c1 manual
 }
-lab_check_shown "pools rack, pinned (a boot policy), manual (client CSRs wait for an operator); 6 machines enrolled; Ignition's first boot on 6" populate
+lab_check_shown "pools rack, pinned (a boot policy), manual (client CSRs wait for an operator); 6 machines enrolled; Ignition's first boot on 6 (not node-e1)" populate
 
 # Joined: j1, j2, r1, u1 together; the pending machine (p1, discovery) and
 # the one whose CSR waits (c1) give up waiting after a few seconds.
@@ -413,6 +413,11 @@ if [ -x "$NEW/usr/bin/rackgate-agent" ]; then
   BOOT_AGENT="$OLD/usr/bin/rackgate-agent"
 fi
 lab_expect 3 'refused status=403 reason=machine_revoked' "node-r1 is still refused: revoked" boot_agent r1 attest
+# An enrolled machine's first boot after the upgrade, with the pool's
+# pointer config made before it: the provisioning token still opens it.
+lab_expect 0 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' \
+  "node-e1 (enrolled before the upgrade) boots for the first time: Ignition with the pointer config and its token from before, then the old agent: joined" \
+  eval 'boot_ignition e1 rack && boot_agent e1 attest,config,csr'
 lab_check_shown "the pending machine approved after the upgrade ($pending_host -> node-p1)" \
   rg_ctl approve "$pending_host" --hostname node-p1 --pool rack --address InternalIP=10.0.0.16 --reason "upgrade test"
 lab_expect 0 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' "node-p1 (discovered before the upgrade) joins with the old agent" \
@@ -439,6 +444,11 @@ lab_check_shown "node-c1 joins with the old agent (exit $rc)" \
   bash -c "[ $rc = 0 ] && grep -Eq 'step=csr machine=[0-9a-f]{16} ok kubeconfig=' '$(lab_dir c1)/agent.last'"
 
 rg_ctl list --json > "$LAB_DIR/list-end.json"
+end_states=$(lab_python -c 'import json,sys
+print(" ".join("%s=%s%s" % (m["hostname"], m["state"], "/untrusted" if m.get("trust") == "untrusted" else "")
+               for m in sorted(json.load(open(sys.argv[1]))["machines"], key=lambda m: m["hostname"])))' "$LAB_DIR/list-end.json")
+lab_check_shown "at the end: $end_states" test "$end_states" = \
+  "node-c1=joined node-e1=joined node-j1=joined node-j2=joined node-p1=joined node-r1=revoked node-u1=joined/untrusted"
 machines=$(lab_python -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["machines"]))' "$LAB_DIR/list.json")
 echo "# figures: $machines machines; states before: $(awk '{print $2}' "$LAB_DIR/states.txt" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}')untrusted 1, waiting CSRs 1, events undelivered $pending_before"
 echo "# figures: rows kept ${rows_figure:-?}; runbook blocks $upgrade_seconds s; agent used: the old one ($old_version) throughout, the new one ($version) for node-j2's re-attestation"

@@ -9,9 +9,6 @@
 
 # shellcheck source=../daemon/tests/appliance.sh
 source "$source_dir/daemon/tests/appliance.sh"
-[[ -n "${RACKGATE_TEST_POSTGRES:-}" ]] ||
-  lab_skip "PostgreSQL is not installed (apt-get install postgresql): RACKGATE_TEST_POSTGRES is unset"
-command -v psql >/dev/null || lab_skip "psql missing"
 DB="$RACKGATE_TEST_POSTGRES"
 OLD_D="$OLD/usr/sbin/rackgated" NEW_D="$NEW/usr/sbin/rackgated"
 OLD_STATE_CTL="$OLD/usr/libexec/rackgate/rackgatectl-state"

@@ -3,13 +3,16 @@
 that run them (firmware-tests/quickstart.sh against the build tree,
 systemd/install_real_test.sh on a real Debian 12 under systemd).
 
-  quickstart_blocks.py split DOC OUT_DIR
+  quickstart_blocks.py split DOC OUT_DIR [MARKER]
       Splits DOC into OUT_DIR/NN.kind (run|machine), NN.sh (the block),
       NN.expect (the outputs the doc shows after it) and NN.title (its
       section and line). A block is a fence after `<!-- quickstart -->`
       (```sh, run on the appliance), `<!-- quickstart: machine -->` (```sh,
       happens on the machine) or `<!-- quickstart: output -->` (```text,
       what the run block before it prints). Exit 1 on a malformed doc.
+      MARKER (default quickstart) names another set of blocks the same
+      way: `<!-- upgrade -->` for docs/operations.md's upgrade runbook
+      (script/upgrade-test).
 
   quickstart_blocks.py expect WANT GOT
       Every line of WANT matches a line of GOT, in order (others may come
@@ -28,14 +31,14 @@ import re
 import sys
 
 
-def split(doc, out):
+def split(doc, out, marker="quickstart"):
     lines = open(doc).read().split("\n")
     steps, section, i = [], "", 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("## "):
             section = line[3:].strip()
-        m = re.fullmatch(r"<!-- quickstart(?:: (output|machine))? -->", line.strip())
+        m = re.fullmatch(r"<!-- " + re.escape(marker) + r"(?:: (output|machine))? -->", line.strip())
         if not m:
             i += 1
             continue
@@ -45,7 +48,7 @@ def split(doc, out):
             j += 1
         fence = re.fullmatch(r"```(\w+)", lines[j].strip()) if j < len(lines) else None
         if not fence:
-            sys.exit(f"{doc}:{i+1}: a quickstart marker must be followed by a fenced block")
+            sys.exit(f"{doc}:{i+1}: a {marker} marker must be followed by a fenced block")
         want = "text" if kind == "output" else "sh"
         if fence.group(1) != want:
             sys.exit(f"{doc}:{j+1}: a '{kind}' block is ```{want}, not ```{fence.group(1)}")
@@ -61,7 +64,7 @@ def split(doc, out):
             steps.append({"kind": kind, "body": body, "expect": "", "title": section, "line": j + 2})
         i = k + 1
     if not steps:
-        sys.exit(f"{doc}: no quickstart blocks")
+        sys.exit(f"{doc}: no {marker} blocks")
     for n, s in enumerate(steps, 1):
         base = f"{out}/{n:02d}"
         open(base + ".kind", "w").write(s["kind"])
@@ -123,8 +126,8 @@ def tools(out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "split":
-        split(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "split":
+        split(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "expect":
         expect(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "tools":

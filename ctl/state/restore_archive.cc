@@ -487,10 +487,11 @@ Status WriteFiles(const RestoreOptions& o, const json& m, const Placement& place
   }
   for (const auto& st : staged) {
     // A file outside the state that is there already (a fresh install's
-    // config, an EK anchor) and differs is kept as NAME.before-restore.
+    // config, an EK anchor) and differs is kept as NAME.before-restore; a
+    // config always (the restore rewrites its paths).
     std::error_code ec;
     if (!Under(st.target, place.state_dir()) && st.target != report->store_path && fs::exists(st.target, ec) &&
-        !SameContent(st.temp, st.target)) {
+        (st.target == report->config_path || !SameContent(st.temp, st.target))) {
       const std::string aside = st.target + ".before-restore";
       if (::rename(st.target.c_str(), aside.c_str()) == 0) report->set_aside.push_back(aside);
     }

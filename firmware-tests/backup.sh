@@ -188,6 +188,11 @@ lab_expect 1 "backup_damaged" "one byte damaged: refused, nothing written" \
   "$RG_CTL" restore --from "$LAB_DIR/damaged.tar" --state-dir "$LAB_DIR/nowhere/state" \
   --config-out "$LAB_DIR/nowhere/config.json" --rebase "$LAB_DIR/nowhere/root"
 lab_check "... and nothing was written" test ! -e "$LAB_DIR/nowhere"
+# Block 2 of the runbook: a check of the archive, restored into scratch
+# directories beside the live appliance.
+lab_check_shown "runbook step 2: a scratch restore beside the live appliance checks every checksum" \
+  "$RG_CTL" restore --from "$ARCHIVE" --state-dir "$LAB_DIR/drill/state" \
+  --config-out "$LAB_DIR/drill/rackgated.json" --rebase "$LAB_DIR/drill/root"
 lab_expect 1 "db_in_use" "restore --force onto the live appliance: refused" \
   "$RG_CTL" restore --from "$ARCHIVE" --config-out "$RG_DIR/config.json" --force
 

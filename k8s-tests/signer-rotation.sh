@@ -71,7 +71,8 @@ agent() {
 # test takes the runbook's steps, and fails when the runbook lost one.
 runbook() {
   local words="$1"; shift
-  if ! sed -n '/^## 9\. Rotating the cluster CA/,/^## 10\./p' "$DOC" | grep -qF -- "rackgatectl $words"; then
+  # (grep without -q: an early exit would fail the pipeline with sed's SIGPIPE)
+  if ! sed -n '/^## 9\. Rotating the cluster CA/,/^## 10\./p' "$DOC" | grep -F -- "rackgatectl $words" >/dev/null; then
     echo "# docs/operations.md section 9 lacks: rackgatectl $words" >&2
     return 1
   fi

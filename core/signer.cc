@@ -442,13 +442,16 @@ Status AddToBundle(const std::string& path, ClusterCaState* state, bool current)
   if (!cert.ok()) return cert.status();
   auto not_after = UnixTime(X509_get0_notAfter(cert->get()));
   if (!not_after.ok()) return not_after.status();
-  state->bundle_pem += CertPem(cert->get());
-  (current ? state->not_after : state->other_not_after) = *not_after;
-  (current ? state->subject : state->other_subject) = SubjectLine(cert->get());
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   Check(X509_digest(cert->get(), EVP_sha256(), md, &n) == 1, "fingerprint");
-  (current ? state->sha256 : state->other_sha256) = hex::Encode(std::span<const uint8_t>(md, n));
+  const std::string sha256 = hex::Encode(std::span<const uint8_t>(md, n));
+  // Once in the bundle (mid-switch, previous.crt is ca.crt's hard link).
+  if (!current && sha256 == state->sha256) return Status::Ok();
+  state->bundle_pem += CertPem(cert->get());
+  (current ? state->not_after : state->other_not_after) = *not_after;
+  (current ? state->subject : state->other_subject) = SubjectLine(cert->get());
+  (current ? state->sha256 : state->other_sha256) = sha256;
   return Status::Ok();
 }
 

@@ -104,8 +104,8 @@ Status ValidateClusterCa(const std::string& cert_pem_path, const std::string& ke
 // directory, and the stage they spell. prepared: next.crt (and next.key)
 // wait beside ca.*; switched: ca.* is the new CA and previous.* the old one,
 // until retire moves it to retired/<UTC time>/; switching: next.crt and
-// previous.crt both there (a switch interrupted between its renames; running
-// switch again finishes it).
+// previous.crt both there (a switch interrupted between its steps; running
+// switch again finishes it; ca.crt is there at every step).
 enum class ClusterCaStage { kNone, kPrepared, kSwitching, kSwitched };
 std::string_view ClusterCaStageName(ClusterCaStage stage);
 

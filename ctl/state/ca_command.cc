@@ -71,14 +71,15 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// The cluster CA's rotation (ctl/state/cluster_ca_rotation.h) when the
-// command names --cluster.
-bool IsCluster(int argc, char** argv, int first) {
+bool HasFlag(int argc, char** argv, int first, const char* flag) {
   for (int i = first; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--cluster")) return true;
+    if (!std::strcmp(argv[i], flag)) return true;
   }
   return false;
 }
+// The cluster CA's rotation (ctl/state/cluster_ca_rotation.h) when the
+// command names --cluster.
+bool IsCluster(int argc, char** argv, int first) { return HasFlag(argc, argv, first, "--cluster"); }
 
 }  // namespace
 
@@ -86,8 +87,13 @@ int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
   if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
-  if ((sub == "rotate" || sub == "bundle") && IsCluster(argc, argv, first + 1)) {
+  // rotate and bundle: the cluster CA's with --cluster; their help too.
+  if ((sub == "rotate" || sub == "bundle") &&
+      (IsCluster(argc, argv, first + 1) || HasFlag(argc, argv, first + 1, "--help"))) {
     return RunClusterCaRotation(sub, argc, argv, first + 1);
+  }
+  if (sub == "rotate" || sub == "bundle") {
+    return Usage(kHelp, Status::InvalidArgument("usage", "say which CA: ca " + sub + " --cluster"));
   }
   if (sub != "import" && sub != "generate") {
     return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +

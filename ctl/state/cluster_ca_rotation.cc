@@ -91,6 +91,13 @@ Status Rename(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
+Status Link(const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) != 0) {
+    return Status::IoError("file_unwritable", "cannot link " + from + " to " + to + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Status SyncDir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {
@@ -173,30 +180,31 @@ Status SwitchClusterCaFiles(const std::string& dir) {
     return Status::InvalidArgument("ca_rotation_stage", "the cluster CA is switched already; retire is next");
   }
   if (!next) return Status::InvalidArgument("ca_rotation_none", "no next cluster CA is prepared (prepare first)");
-  if (!Exists(f.next_key)) {
+  // The next CA's key: next.key, or ca.key once an interrupted switch had
+  // moved it there (the old key then waits as previous.key).
+  const std::string next_key = Exists(f.next_key) ? f.next_key : Exists(f.previous_key) ? f.key : "";
+  if (next_key.empty()) {
     return Status::InvalidArgument("ca_next_missing", f.next_key + " is missing: prepare the next CA again");
   }
-  if (!previous) {
-    // Decided on the files the switch moves: next.key must still be
-    // next.crt's key, and the CA usable now.
-    if (Status s = core::csr::ValidateClusterCa(f.next_cert, f.next_key); !s.ok()) {
-      return Status::InvalidArgument("ca_next_mismatch", "the next cluster CA is not usable: " + s.ToString());
-    }
+  // Decided on the files the switch moves: the key must be next.crt's, and
+  // the CA usable now.
+  if (Status s = core::csr::ValidateClusterCa(f.next_cert, next_key); !s.ok()) {
+    return Status::InvalidArgument("ca_next_mismatch", "the next cluster CA is not usable: " + s.ToString());
   }
-  // Each rename only when its source is there and its target not yet: a
-  // switch interrupted between two renames is finished by running it again.
-  if (Exists(f.cert) && !Exists(f.previous_cert)) {
-    if (Status s = Rename(f.cert, f.previous_cert); !s.ok()) return s;
+  // The old CA keeps its name until the new one replaces it (hard links
+  // first, then renames over ca.*), so ca.crt is there at every step; each
+  // step only when it is still to do, so a switch interrupted between two
+  // is finished by running it again.
+  if (!Exists(f.previous_cert)) {
+    if (Status s = Link(f.cert, f.previous_cert); !s.ok()) return s;
   }
-  if (Exists(f.key) && !Exists(f.previous_key)) {
-    if (Status s = Rename(f.key, f.previous_key); !s.ok()) return s;
+  if (!Exists(f.previous_key)) {
+    if (Status s = Link(f.key, f.previous_key); !s.ok()) return s;
   }
-  if (!Exists(f.key)) {
+  if (Exists(f.next_key)) {
     if (Status s = Rename(f.next_key, f.key); !s.ok()) return s;
   }
-  if (!Exists(f.cert)) {
-    if (Status s = Rename(f.next_cert, f.cert); !s.ok()) return s;
-  }
+  if (Status s = Rename(f.next_cert, f.cert); !s.ok()) return s;
   return SyncDir(dir);
 }
 

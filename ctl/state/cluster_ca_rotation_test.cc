@@ -173,17 +173,33 @@ TEST_F(ClusterCaRotationTest, SwitchRefusals) {
   ExpectRefused(SwitchClusterCaFiles(dir_), "ca_rotation_stage");
 }
 
+// A switch stopped after its links (1) or after moving the key (2): the
+// files say "switching", ca.crt is there, the bundle holds both CAs, and
+// switch again finishes it.
 TEST_F(ClusterCaRotationTest, AnInterruptedSwitchIsFinishedByRunningItAgain) {
-  ASSERT_TRUE(PrepareClusterCaFiles(dir_, Generated()).ok());
-  const std::string next = ReadText(dir_ + "/next.crt");
-  // As if the switch stopped after its first two renames.
-  fs::rename(dir_ + "/ca.crt", dir_ + "/previous.crt");
-  fs::rename(dir_ + "/ca.key", dir_ + "/previous.key");
-  ASSERT_TRUE(SwitchClusterCaFiles(dir_).ok());
-  EXPECT_EQ(Stage(), ClusterCaStage::kSwitched);
-  EXPECT_EQ(ReadText(dir_ + "/ca.crt"), next);
-  EXPECT_EQ(ReadText(dir_ + "/previous.crt"), old_pem_);
-  EXPECT_TRUE(core::csr::ValidateClusterCa(dir_ + "/ca.crt", dir_ + "/ca.key").ok());
+  for (int step : {1, 2}) {
+    SCOPED_TRACE(step);
+    fs::remove_all(dir_);
+    ASSERT_TRUE(fs::create_directory(dir_));
+    ASSERT_TRUE(core::csr::GenerateClusterCa("old CA", 30, dir_ + "/ca.crt", dir_ + "/ca.key").ok());
+    old_pem_ = ReadText(dir_ + "/ca.crt");
+    ASSERT_TRUE(PrepareClusterCaFiles(dir_, Generated()).ok());
+    const std::string next = ReadText(dir_ + "/next.crt");
+    fs::create_hard_link(dir_ + "/ca.crt", dir_ + "/previous.crt");
+    fs::create_hard_link(dir_ + "/ca.key", dir_ + "/previous.key");
+    if (step == 2) fs::rename(dir_ + "/next.key", dir_ + "/ca.key");
+    auto mid = core::csr::ReadClusterCaState(dir_ + "/ca.crt");
+    ASSERT_TRUE(mid.ok()) << mid.status().ToString();
+    EXPECT_EQ(mid->stage, ClusterCaStage::kSwitching);
+    EXPECT_EQ(CountCertificates(mid->bundle_pem), 2);  // old once, next
+    ExpectRefused(RetireClusterCaFiles(dir_, 1800000000).status(), "ca_rotation_stage");
+    ASSERT_TRUE(SwitchClusterCaFiles(dir_).ok());
+    EXPECT_EQ(Stage(), ClusterCaStage::kSwitched);
+    EXPECT_EQ(ReadText(dir_ + "/ca.crt"), next);
+    EXPECT_EQ(ReadText(dir_ + "/previous.crt"), old_pem_);
+    EXPECT_TRUE(core::csr::ValidateClusterCa(dir_ + "/ca.crt", dir_ + "/ca.key").ok());
+    EXPECT_TRUE(core::csr::ValidateClusterCa(dir_ + "/previous.crt", dir_ + "/previous.key").ok());
+  }
 }
 
 TEST_F(ClusterCaRotationTest, RetireRefusals) {

@@ -89,7 +89,9 @@ class Issuer {
 // Issues at once with the cluster CA whose PEM files are on the appliance
 // (csr::LocalCaSigner; docs/csr.md, "Issued certificates"). The files are
 // read at the first request and at every Reload, so `rackgatectl ca import`
-// needs no restart. Never pending. Without a usable CA: kIoError
+// needs no restart. The CA PEM sent beside a certificate is the rotation's
+// bundle (csr::ReadClusterCaState: the current CA, plus next.crt or
+// previous.crt beside it during a rotation). Never pending. Without a usable CA: kIoError
 // signer_unavailable (the machine waits for the operator).
 class LocalCaIssuer final : public Issuer {
  public:
@@ -102,12 +104,14 @@ class LocalCaIssuer final : public Issuer {
   Status Reload() override;
 
  private:
-  std::shared_ptr<csr::Signer> Current();
+  // The signer and the bundle loaded with it (*bundle_pem).
+  std::shared_ptr<csr::Signer> Current(std::string* bundle_pem);
 
   const std::string cert_path_;
   const std::string key_path_;
   std::mutex mu_;
   std::shared_ptr<csr::Signer> signer_;  // guarded by mu_
+  std::string bundle_pem_;                // guarded by mu_
 };
 
 }  // namespace rackgate::core

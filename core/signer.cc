@@ -10,7 +10,10 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <ctime>
 #include <mutex>
 #include <set>
@@ -396,6 +399,83 @@ Status ValidateClusterCa(const std::string& cert_pem_path, const std::string& ke
   auto ca = LoadCa(cert_pem_path, key_pem_path);
   if (!ca.ok()) return ca.status();
   return CheckCurrent(*ca, static_cast<int64_t>(std::time(nullptr)));
+}
+
+std::string_view ClusterCaStageName(ClusterCaStage stage) {
+  switch (stage) {
+    case ClusterCaStage::kNone: return "none";
+    case ClusterCaStage::kPrepared: return "prepared";
+    case ClusterCaStage::kSwitching: return "switching";
+    case ClusterCaStage::kSwitched: return "switched";
+  }
+  return "none";
+}
+
+ClusterCaFiles ClusterCaFilesIn(const std::string& dir) {
+  ClusterCaFiles f;
+  f.dir = dir;
+  f.cert = dir + "/ca.crt";
+  f.key = dir + "/ca.key";
+  f.next_cert = dir + "/next.crt";
+  f.next_key = dir + "/next.key";
+  f.previous_cert = dir + "/previous.crt";
+  f.previous_key = dir + "/previous.key";
+  f.retired = dir + "/retired";
+  return f;
+}
+
+namespace {
+
+bool FileExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+std::string SubjectLine(X509* cert) {
+  ossl::BioPtr bio(BIO_new(BIO_s_mem()));
+  Check(bio && X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0, "subject");
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+// One CA certificate of the rotation: its PEM, expiry and subject.
+Status AddToBundle(const std::string& path, ClusterCaState* state, bool current) {
+  auto cert = ReadCertificate(path);
+  if (!cert.ok()) return cert.status();
+  auto not_after = UnixTime(X509_get0_notAfter(cert->get()));
+  if (!not_after.ok()) return not_after.status();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  Check(X509_digest(cert->get(), EVP_sha256(), md, &n) == 1, "fingerprint");
+  const std::string sha256 = hex::Encode(std::span<const uint8_t>(md, n));
+  // Once in the bundle (mid-switch, previous.crt is ca.crt's hard link).
+  if (!current && sha256 == state->sha256) return Status::Ok();
+  state->bundle_pem += CertPem(cert->get());
+  (current ? state->not_after : state->other_not_after) = *not_after;
+  (current ? state->subject : state->other_subject) = SubjectLine(cert->get());
+  (current ? state->sha256 : state->other_sha256) = sha256;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ClusterCaState> ReadClusterCaState(const std::string& cert_path) {
+  const std::string dir = std::filesystem::path(cert_path).parent_path().string();
+  const ClusterCaFiles f = ClusterCaFilesIn(dir.empty() ? "." : dir);
+  const bool next = FileExists(f.next_cert), previous = FileExists(f.previous_cert);
+  ClusterCaState state;
+  state.stage = next && previous ? ClusterCaStage::kSwitching
+                : next           ? ClusterCaStage::kPrepared
+                : previous       ? ClusterCaStage::kSwitched
+                                 : ClusterCaStage::kNone;
+  if (Status s = AddToBundle(cert_path, &state, true); !s.ok()) return s;
+  // An interrupted switch trusts all three until it is finished: the
+  // signer may hold either CA by then.
+  if (next) {
+    if (Status s = AddToBundle(f.next_cert, &state, false); !s.ok()) return s;
+  }
+  if (previous) {
+    if (Status s = AddToBundle(f.previous_cert, &state, false); !s.ok()) return s;
+  }
+  return state;
 }
 
 }  // namespace rackgate::core::csr

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "core/csr.h"
@@ -97,6 +98,48 @@ Status GenerateClusterCa(const std::string& common_name, int validity_days,
 // ("file_unreadable"); kInvalidArgument "ca_invalid" (with what is wrong),
 // "ca_expired", "ca_key_mismatch", "ca_key_unsupported".
 Status ValidateClusterCa(const std::string& cert_pem_path, const std::string& key_pem_path);
+
+// The cluster CA's rotation (docs/operations.md, "Rotating the cluster CA";
+// docs/csr.md, "Issued certificates"): the files beside the current CA in its
+// directory, and the stage they spell. prepared: next.crt (and next.key)
+// wait beside ca.*; switched: ca.* is the new CA and previous.* the old one,
+// until retire moves it to retired/<UTC time>/; switching: next.crt and
+// previous.crt both there (a switch interrupted between its steps; running
+// switch again finishes it; ca.crt is there at every step).
+enum class ClusterCaStage { kNone, kPrepared, kSwitching, kSwitched };
+std::string_view ClusterCaStageName(ClusterCaStage stage);
+
+// The file names of a cluster CA directory (ca.crt's directory).
+struct ClusterCaFiles {
+  std::string dir;
+  std::string cert, key;                    // the current CA: ca.crt, ca.key
+  std::string next_cert, next_key;          // next.crt, next.key
+  std::string previous_cert, previous_key;  // previous.crt, previous.key
+  std::string retired;                      // retired/
+};
+ClusterCaFiles ClusterCaFilesIn(const std::string& dir);
+
+// What the files say now.
+struct ClusterCaState {
+  ClusterCaStage stage = ClusterCaStage::kNone;
+  // The PEM bundle relying parties trust now (the API server's and the
+  // kubelet's --client-ca-file, the CA file the agent writes for the
+  // kubelet): the current CA, then next.crt (prepared) or previous.crt
+  // (switched). Certificates as PEM, one after the other.
+  std::string bundle_pem;
+  int64_t not_after = 0;        // the current CA's
+  int64_t other_not_after = 0;  // next's or previous's, 0 when none
+  std::string subject;          // the current CA's, one line
+  std::string other_subject;    // next's or previous's
+  std::string sha256;           // the current CA certificate's DER SHA-256, hex
+  std::string other_sha256;     // next's or previous's
+};
+
+// Reads the state of the rotation from the files beside `cert_path` (the
+// current CA certificate; its siblings are next.crt and previous.crt).
+// kIoError file_unreadable when `cert_path` cannot be read; kInvalidArgument
+// ca_invalid when it or a sibling holds no certificate. Keys are not read.
+Result<ClusterCaState> ReadClusterCaState(const std::string& cert_path);
 
 }  // namespace rackgate::core::csr
 

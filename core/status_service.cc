@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/attestation.h"
+#include "core/signer.h"
 
 namespace rackgate::core {
 
@@ -39,6 +40,12 @@ Result<wire::StatusView> StatusService::Report() const {
     out.anonymous_refusals.push_back({a.hostname, a.count, a.first_seen, a.last_seen, a.address, a.reason});
   }
   out.anonymous_refusals_total = attestation_->anonymous_refusals().total();
+  // The files rackgated reads at its next reload (docs/operations.md §9).
+  if (!cluster_ca_certificate_.empty()) {
+    if (auto ca = csr::ReadClusterCaState(cluster_ca_certificate_); ca.ok()) {
+      out.cluster_ca = {std::string(csr::ClusterCaStageName(ca->stage)), ca->not_after, ca->other_not_after};
+    }
+  }
   return out;
 }
 

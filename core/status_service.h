@@ -13,6 +13,8 @@
 #define RACKGATE_CORE_STATUS_SERVICE_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "base/status.h"
 #include "storage/roles.h"
@@ -43,9 +45,16 @@ class StatusService {
   // The status now. Refusals: the store's only.
   Result<wire::StatusView> Report() const;
 
+  // The cluster CA certificate whose rotation the status shows (read at
+  // each Report: csr::ReadClusterCaState); "" (the default) or a CA that
+  // cannot be read leaves cluster_ca empty. REQUIRES: before the first
+  // Report (not thread-safe against it).
+  void set_cluster_ca_certificate(std::string path) { cluster_ca_certificate_ = std::move(path); }
+
  private:
   StatusStores stores_;
   const AttestationService* attestation_;
+  std::string cluster_ca_certificate_;
 };
 
 }  // namespace rackgate::core

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/hex.h"
+#include "core/signer.h"
 #include "core/testing/core_fixture.h"
 
 namespace rackgate::core::testing {
@@ -127,6 +128,27 @@ TEST_P(StatusServiceTest, ShowsTheLastHourOfUnknownEksAndRefusalsBeforeProof) {
   EXPECT_TRUE(later->unknown_eks.empty());
   EXPECT_TRUE(later->anonymous_refusals.empty());
   EXPECT_EQ(later->anonymous_refusals_total, 1u);
+}
+
+// Issue 44: the cluster CA's stage and expiry, from its files; none shown
+// without a CA.
+TEST_P(StatusServiceTest, ShowsTheClusterCaRotationStage) {
+  StatusService status({store_.get(), store_.get(), store_.get()}, attestation_.get());
+  status.set_cluster_ca_certificate(dir_.File("ca.crt"));
+  auto before = status.Report();
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->cluster_ca, wire::ClusterCaView{});  // no CA yet
+  ASSERT_TRUE(csr::GenerateClusterCa("old", 30, dir_.File("ca.crt"), dir_.File("ca.key")).ok());
+  auto none = status.Report();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->cluster_ca.stage, "none");
+  EXPECT_GT(none->cluster_ca.not_after, 0);
+  EXPECT_EQ(none->cluster_ca.other_not_after, 0);
+  ASSERT_TRUE(csr::GenerateClusterCa("next", 60, dir_.File("next.crt"), dir_.File("next.key")).ok());
+  auto prepared = status.Report();
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->cluster_ca.stage, "prepared");
+  EXPECT_GT(prepared->cluster_ca.other_not_after, prepared->cluster_ca.not_after);
 }
 
 RACKGATE_ON_EVERY_STORE(StatusServiceTest);

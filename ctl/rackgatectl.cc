@@ -55,7 +55,7 @@ constexpr char kHelp[] =
     "Setup (offline):\n"
     "  init             create a state directory: database, appliance CA, TLS\n"
     "  pointer          print a pool's pointer Ignition config, or --kernel-args\n"
-    "  ca import|generate --cluster\n"
+    "  ca import|generate|rotate|bundle --cluster\n"
     "                   the cluster CA that signs kubelet certificates\n"
     "  db migrate       copy a stopped appliance's SQLite store into PostgreSQL\n"
     "  backup, restore  the appliance's store, keys, config and EK anchors in\n"
@@ -165,6 +165,8 @@ constexpr CommandFlags kCommands[] = {
     {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec --kernel-args --bundle --initramfs-ca"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
+    {"ca rotate", "--cluster --state-dir --database --generate --name --days --cert --key"},
+    {"ca bundle", "--cluster --out --state-dir"},
     {"db migrate", "--to --from --state-dir --dry-run"},
     {"backup", "--out --config --state-dir"},
     {"restore", "--from --state-dir --config-out --rebase --force"},

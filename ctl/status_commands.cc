@@ -48,6 +48,16 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
   }
   // Trust (docs/trust.md).
   std::printf("untrusted machines: %lld\n", static_cast<long long>(status->machines_untrusted));
+  // The cluster CA and its rotation (docs/operations.md §9), when signer
+  // mode has one.
+  if (const wire::ClusterCaView& ca = status->cluster_ca; !ca.stage.empty()) {
+    std::printf("cluster CA: rotation %s, expires %s", ca.stage.c_str(), UtcTime(ca.not_after).c_str());
+    if (ca.other_not_after != 0) {
+      std::printf("; %s CA expires %s", ca.stage == "prepared" ? "next" : "previous",
+                  UtcTime(ca.other_not_after).c_str());
+    }
+    std::printf("\n");
+  }
   std::printf("recent attestation failures:\n");
   for (const wire::StatusFailureView& f : status->recent_failures) {
     std::printf("  %-21s %-20s %s\n", UtcTime(f.at).c_str(), f.hostname.c_str(), f.reason.c_str());

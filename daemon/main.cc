@@ -490,6 +490,7 @@ int Run(const std::string& config_path, bool check_only) {
   // Approver mode (docs/kubernetes.md): machines register the kubelet's key.
   csrs.SetKubeletKeys(store->get());
   core::AdminCore admin_core(store->get(), &attestation, &ignition);
+  admin_core.status.set_cluster_ca_certificate(config->cluster_ca_certificate_path());
   AdminApi admin(&admin_core, GroupId(config->admin_group));
   RetryPolicy retry;
   retry.retry_after_seconds = config->retry_after_seconds;

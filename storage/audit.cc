@@ -238,6 +238,20 @@ Status SqlStore::AuditAdminRefusal(const std::string& hostname, const std::strin
   });
 }
 
+Status SqlStore::AuditApplianceEvent(const std::string& action, const std::string& detail_json, const Actor& actor,
+                                     int64_t now) {
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    CheckSize("action", action.size(), 1, 64);
+    const json detail = DetailObject("detail_json", detail_json);
+    db_->Write([&](Connection& c) {
+      WriteAudit(c, actor, now, {action, nullptr, std::nullopt, std::nullopt, detail});
+      return true;
+    });
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<AuditEntry>> SqlStore::ListAudit(const AuditFilter& filter) {
   return Guard([&]() -> Result<std::vector<AuditEntry>> {
     const char* kColumns = kAuditSelect;

@@ -120,6 +120,25 @@ TEST_F(StoreTest, AuditAdminRefusalNamesKnownMachinesOnly) {
                 "field_invalid");
 }
 
+// Issue 44: a cluster CA rotation's stage is one row naming no machine, on
+// the chain like every other.
+TEST_F(StoreTest, AuditApplianceEventNamesNoMachine) {
+  Enroll("node-1", "a");
+  const size_t before = Audit().size();
+  ASSERT_TRUE(store_->AuditApplianceEvent("ca_rotation_prepared", R"({"kind":"cluster"})", Op(), 1300).ok());
+  auto rows = Audit();
+  ASSERT_EQ(rows.size(), before + 1);
+  EXPECT_EQ(rows.back().action, "ca_rotation_prepared");
+  EXPECT_FALSE(rows.back().machine_id.has_value());
+  EXPECT_EQ(rows.back().hostname, "");
+  EXPECT_NE(rows.back().detail_json.find("cluster"), std::string::npos);
+  auto chain = store_->VerifyAuditChain();
+  ASSERT_TRUE(chain.ok());
+  EXPECT_TRUE(chain->intact);
+  ExpectFailure(store_->AuditApplianceEvent("", "{}", Op(), 1301), Status::Code::kInvalidArgument, "field_invalid");
+  ExpectFailure(store_->AuditApplianceEvent("x", "[]", Op(), 1301), Status::Code::kInvalidArgument, "field_invalid");
+}
+
 TEST_F(StoreTest, NoSecretReachesTheAuditLog) {
   Machine m = Enroll("node-1", "a");
   Session s = MakeSession(m, "session-xyz");

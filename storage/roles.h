@@ -552,6 +552,11 @@ class AuditStore : public virtual DecisionAudit {
   // (an unknown hostname is no error: the refusal is recorded all the same).
   virtual Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
                                    int64_t now) = 0;
+  // One audit row about the appliance itself, naming no machine (a stage of
+  // the cluster CA's rotation, docs/operations.md). `action` is 1 to 64
+  // bytes, `detail_json` a JSON object, never a secret. field_invalid.
+  virtual Status AuditApplianceEvent(const std::string& action, const std::string& detail_json, const Actor& actor,
+                                     int64_t now) = 0;
   virtual Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter = {}) = 0;
   // Walks the whole audit chain in one snapshot: a report, intact or naming
   // the first broken row (a broken chain is a report, not a failure). With

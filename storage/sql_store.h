@@ -120,6 +120,8 @@ class SqlStore : public Store {
 
   // audit.cc
   // Observability (docs/observability.md).
+  Status AuditApplianceEvent(const std::string& action, const std::string& detail_json, const Actor& actor,
+                             int64_t now) override;
   Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
                            int64_t now) override;
   Status AuditMachineEvent(int64_t machine_id, const std::string& action, const std::string& detail_json,

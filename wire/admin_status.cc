@@ -29,13 +29,38 @@ json StatusJson(const StatusView& s) {
     anonymous.push_back({{"hostname", a.hostname},   {"count", a.count},     {"first_seen", a.first_seen},
                          {"last_seen", a.last_seen}, {"address", a.address}, {"reason", a.reason}});
   }
-  return {{"machines_by_state", s.machines_by_state},
-          {"recent_failures", std::move(failures)},
-          {"machines_untrusted", s.machines_untrusted},
-          {"pools_observing_boot_policy", s.pools_observing_boot_policy},
-          {"unknown_eks", std::move(knocking)},
-          {"anonymous_refusals", std::move(anonymous)},
-          {"anonymous_refusals_total", s.anonymous_refusals_total}};
+  json out = {{"machines_by_state", s.machines_by_state},
+              {"recent_failures", std::move(failures)},
+              {"machines_untrusted", s.machines_untrusted},
+              {"pools_observing_boot_policy", s.pools_observing_boot_policy},
+              {"unknown_eks", std::move(knocking)},
+              {"anonymous_refusals", std::move(anonymous)},
+              {"anonymous_refusals_total", s.anonymous_refusals_total}};
+  if (!s.cluster_ca.stage.empty()) {
+    out["cluster_ca"] = {{"stage", s.cluster_ca.stage},
+                         {"not_after", s.cluster_ca.not_after},
+                         {"other_not_after", s.cluster_ca.other_not_after}};
+  }
+  return out;
+}
+
+// "cluster_ca": absent, or {stage, not_after, other_not_after}.
+Result<ClusterCaView> ClusterCaFromJson(const json& doc) {
+  ClusterCaView v;
+  if (!doc.contains("cluster_ca")) return v;
+  const json& j = doc.at("cluster_ca");
+  if (!j.is_object()) return Status::InvalidArgument("field_invalid", "cluster_ca is a JSON object");
+  auto stage = admin_json::String(j, "stage");
+  auto not_after = admin_json::Int(j, "not_after");
+  auto other = admin_json::Int(j, "other_not_after");
+  if (Status s = admin_json::FirstError({stage.status(), not_after.status(), other.status()}); !s.ok()) return s;
+  if (!stage->has_value() || (*stage)->empty()) {
+    return Status::InvalidArgument("field_missing", "cluster_ca has no stage");
+  }
+  v.stage = **stage;
+  v.not_after = not_after->value_or(0);
+  v.other_not_after = other->value_or(0);
+  return v;
 }
 
 Result<StatusFailureView> FailureFromJson(const json& j) {
@@ -116,14 +141,17 @@ Result<StatusView> DecodeStatusView(std::string_view body) {
   auto knocking = admin_json::List<UnknownEkView>(*doc, "unknown_eks", UnknownEkFromJson);
   auto anonymous = admin_json::List<AnonymousRefusalView>(*doc, "anonymous_refusals", AnonymousFromJson);
   auto total = admin_json::Uint(*doc, "anonymous_refusals_total");
+  auto cluster_ca = ClusterCaFromJson(*doc);
   if (Status s = admin_json::FirstError({counts.status(), failures.status(), untrusted.status(), observing.status(),
-                                         knocking.status(), anonymous.status(), total.status()});
+                                         knocking.status(), anonymous.status(), total.status(), cluster_ca.status()});
       !s.ok()) {
     return s;
   }
-  return StatusView{std::move(counts).value(),   std::move(failures).value(),  untrusted->value_or(0),
-                    std::move(observing).value(), std::move(knocking).value(), std::move(anonymous).value(),
-                    total->value_or(0)};
+  StatusView out{std::move(counts).value(),   std::move(failures).value(),  untrusted->value_or(0),
+                 std::move(observing).value(), std::move(knocking).value(), std::move(anonymous).value(),
+                 total->value_or(0)};
+  out.cluster_ca = std::move(cluster_ca).value();
+  return out;
 }
 
 }  // namespace rackgate::wire

@@ -50,6 +50,17 @@ struct AnonymousRefusalView {
   bool operator==(const AnonymousRefusalView&) const = default;
 };
 
+// The cluster CA's files (signer mode) and its rotation's stage
+// (docs/operations.md, "Rotating the cluster CA"): stage "none",
+// "prepared", "switching" or "switched"; "" when the appliance has no
+// cluster CA (the JSON then has no "cluster_ca").
+struct ClusterCaView {
+  std::string stage;
+  int64_t not_after = 0;        // the current CA's
+  int64_t other_not_after = 0;  // the next (prepared) or previous (switched) CA's; 0 when none
+  bool operator==(const ClusterCaView&) const = default;
+};
+
 // The appliance at a glance.
 struct StatusView {
   std::map<std::string, int64_t> machines_by_state;  // every state, 0 when none
@@ -59,6 +70,7 @@ struct StatusView {
   std::vector<UnknownEkView> unknown_eks;                // the last hour's, most recent first
   std::vector<AnonymousRefusalView> anonymous_refusals;  // the last hour's, most recent first
   uint64_t anonymous_refusals_total = 0;                 // since the appliance started
+  ClusterCaView cluster_ca;
   bool operator==(const StatusView&) const = default;
 };
 

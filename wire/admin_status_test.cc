@@ -25,6 +25,7 @@ StatusView SomeStatus() {
                    {std::string(64, 'b'), 1799990001, 1799990002, 1, "192.0.2.8", "ek_untrusted", "", ""}};
   s.anonymous_refusals = {{"node-3", 40, 1799999000, 1800000000, "198.51.100.66", "activation_failed"}};
   s.anonymous_refusals_total = 41;
+  s.cluster_ca = {"prepared", 1900000000, 2100000000};
   return s;
 }
 
@@ -38,6 +39,19 @@ TEST(StatusView, RoundTripsAndTruncation) {
   auto empty = DecodeStatusView("{}");
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty, StatusView{});
+}
+
+// Issue 44: the cluster CA's stage, when the appliance has one.
+TEST(StatusView, ClusterCa) {
+  auto bad = DecodeStatusView(R"({"cluster_ca": []})");
+  EXPECT_EQ(bad.status().reason(), "field_invalid");
+  auto no_stage = DecodeStatusView(R"({"cluster_ca": {"not_after": 1}})");
+  EXPECT_EQ(no_stage.status().reason(), "field_missing");
+  auto wrong = DecodeStatusView(R"({"cluster_ca": {"stage": "none", "not_after": "x"}})");
+  EXPECT_FALSE(wrong.ok());
+  auto ok = DecodeStatusView(R"({"cluster_ca": {"stage": "switched", "not_after": 5, "other_not_after": 4}})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->cluster_ca, (ClusterCaView{"switched", 5, 4}));
 }
 
 TEST(StatusView, TheAnswersText) {

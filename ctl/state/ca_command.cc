@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "ctl/offline.h"
 #include "core/signer.h"
+#include "ctl/state/cluster_ca_rotation.h"
 
 namespace rackgate::ctl {
 
@@ -25,6 +26,8 @@ constexpr char kHelp[] =
     "(docs/csr.md). Commands:\n"
     "  import --cluster CERT.pem KEY.pem   copy an existing CA into the state dir\n"
     "  generate --cluster                  make a new CA there, for labs\n"
+    "  rotate --cluster STAGE              rotate it: prepare, switch, retire, status\n"
+    "  bundle --cluster                    the CA bundle to trust now (during a rotation: both)\n"
     "Run `rackgatectl ca COMMAND --help` for a command's options.\n"
     "\n"
     "Options:\n"
@@ -68,12 +71,30 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+bool HasFlag(int argc, char** argv, int first, const char* flag) {
+  for (int i = first; i < argc; ++i) {
+    if (!std::strcmp(argv[i], flag)) return true;
+  }
+  return false;
+}
+// The cluster CA's rotation (ctl/state/cluster_ca_rotation.h) when the
+// command names --cluster.
+bool IsCluster(int argc, char** argv, int first) { return HasFlag(argc, argv, first, "--cluster"); }
+
 }  // namespace
 
 int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
   if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
+  // rotate and bundle: the cluster CA's with --cluster; their help too.
+  if ((sub == "rotate" || sub == "bundle") &&
+      (IsCluster(argc, argv, first + 1) || HasFlag(argc, argv, first + 1, "--help"))) {
+    return RunClusterCaRotation(sub, argc, argv, first + 1);
+  }
+  if (sub == "rotate" || sub == "bundle") {
+    return Usage(kHelp, Status::InvalidArgument("usage", "say which CA: ca " + sub + " --cluster"));
+  }
   if (sub != "import" && sub != "generate") {
     return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +
                                                              DidYouMean(sub, {"import", "generate"})));

@@ -1435,6 +1435,17 @@ Status FakeStore::AuditAdminRefusal(const std::string& hostname, const std::stri
   });
 }
 
+Status FakeStore::AuditApplianceEvent(const std::string& action, const std::string& detail_json, const Actor& actor,
+                                      int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    CheckOptJson("detail_json", detail_json);
+    state_->Audit(actor, now, action, nullptr, std::nullopt, std::nullopt, detail_json);
+    return Status::Ok();
+  });
+}
+
 Result<std::vector<AuditEntry>> FakeStore::ListAudit(const AuditFilter& filter) {
   std::lock_guard lock(mu_);
   const size_t limit = static_cast<size_t>(std::clamp(filter.limit, 1, 10000));

@@ -135,6 +135,8 @@ class FakeStore final : public Store {
   Result<int64_t> CountPendingDeliveries() override;
   Result<int64_t> PurgeEvents(int64_t older_than, int64_t keep_at_most) override;
   // AuditStore
+  Status AuditApplianceEvent(const std::string& action, const std::string& detail_json, const Actor& actor,
+                             int64_t now) override;
   Status AuditAdminRefusal(const std::string& hostname, const std::string& detail_json, const Actor& actor,
                            int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;

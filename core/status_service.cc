@@ -39,6 +39,14 @@ Result<wire::StatusView> StatusService::Report() const {
     out.anonymous_refusals.push_back({a.hostname, a.count, a.first_seen, a.last_seen, a.address, a.reason});
   }
   out.anonymous_refusals_total = attestation_->anonymous_refusals().total();
+  if (stores_.ca != nullptr) {
+    auto rotation = stores_.ca->GetCaRotation(std::string(storage::kCaKindAppliance));
+    if (!rotation.ok()) return rotation.status();
+    if (*rotation) {
+      out.appliance_ca_rotation = (*rotation)->stage;
+      out.appliance_ca_rotation_since = (*rotation)->prepared_at;
+    }
+  }
   return out;
 }
 

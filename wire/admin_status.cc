@@ -29,13 +29,19 @@ json StatusJson(const StatusView& s) {
     anonymous.push_back({{"hostname", a.hostname},   {"count", a.count},     {"first_seen", a.first_seen},
                          {"last_seen", a.last_seen}, {"address", a.address}, {"reason", a.reason}});
   }
-  return {{"machines_by_state", s.machines_by_state},
+  json out = {{"machines_by_state", s.machines_by_state},
           {"recent_failures", std::move(failures)},
           {"machines_untrusted", s.machines_untrusted},
           {"pools_observing_boot_policy", s.pools_observing_boot_policy},
           {"unknown_eks", std::move(knocking)},
           {"anonymous_refusals", std::move(anonymous)},
           {"anonymous_refusals_total", s.anonymous_refusals_total}};
+  // Only while a rotation runs: the answer of an appliance at rest is as before.
+  if (!s.appliance_ca_rotation.empty()) {
+    out["appliance_ca_rotation"] = s.appliance_ca_rotation;
+    out["appliance_ca_rotation_since"] = s.appliance_ca_rotation_since;
+  }
+  return out;
 }
 
 Result<StatusFailureView> FailureFromJson(const json& j) {
@@ -116,14 +122,17 @@ Result<StatusView> DecodeStatusView(std::string_view body) {
   auto knocking = admin_json::List<UnknownEkView>(*doc, "unknown_eks", UnknownEkFromJson);
   auto anonymous = admin_json::List<AnonymousRefusalView>(*doc, "anonymous_refusals", AnonymousFromJson);
   auto total = admin_json::Uint(*doc, "anonymous_refusals_total");
+  auto rotation = admin_json::String(*doc, "appliance_ca_rotation");
+  auto since = admin_json::Int(*doc, "appliance_ca_rotation_since");
   if (Status s = admin_json::FirstError({counts.status(), failures.status(), untrusted.status(), observing.status(),
-                                         knocking.status(), anonymous.status(), total.status()});
+                                         knocking.status(), anonymous.status(), total.status(), rotation.status(),
+                                         since.status()});
       !s.ok()) {
     return s;
   }
   return StatusView{std::move(counts).value(),   std::move(failures).value(),  untrusted->value_or(0),
                     std::move(observing).value(), std::move(knocking).value(), std::move(anonymous).value(),
-                    total->value_or(0)};
+                    total->value_or(0),            rotation->value_or(""),       since->value_or(0)};
 }
 
 }  // namespace rackgate::wire

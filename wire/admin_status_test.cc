@@ -25,6 +25,8 @@ StatusView SomeStatus() {
                    {std::string(64, 'b'), 1799990001, 1799990002, 1, "192.0.2.8", "ek_untrusted", "", ""}};
   s.anonymous_refusals = {{"node-3", 40, 1799999000, 1800000000, "198.51.100.66", "activation_failed"}};
   s.anonymous_refusals_total = 41;
+  s.appliance_ca_rotation = "prepared";
+  s.appliance_ca_rotation_since = 1799999999;
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "ctl/args.h"
 #include "base/files.h"
 #include "ctl/offline.h"
+#include "ctl/state/appliance_ca_rotation.h"
 #include "core/signer.h"
 
 namespace rackgate::ctl {
@@ -19,12 +20,15 @@ namespace rackgate::ctl {
 namespace {
 
 constexpr char kHelp[] =
-    "Usage: rackgatectl ca COMMAND --cluster ...\n"
+    "Usage: rackgatectl ca COMMAND --cluster|--appliance ...\n"
     "\n"
     "The cluster CA signs the kubelet certificates rackgate vouches for\n"
     "(docs/csr.md). Commands:\n"
     "  import --cluster CERT.pem KEY.pem   copy an existing CA into the state dir\n"
     "  generate --cluster                  make a new CA there, for labs\n"
+    "  rotate --appliance STAGE            rotate the appliance CA with an overlap:\n"
+    "                                      prepare, switch, retire, status\n"
+    "  bundle --appliance                  the appliance CA bundle to trust now\n"
     "Run `rackgatectl ca COMMAND --help` for a command's options.\n"
     "\n"
     "Options:\n"
@@ -74,6 +78,7 @@ int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
   if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
+  if ((sub == "rotate" || sub == "bundle") && NamesApplianceCa(argc, argv, first + 1)) return RunApplianceCa(argc, argv, first);
   if (sub != "import" && sub != "generate") {
     return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +
                                                              DidYouMean(sub, {"import", "generate"})));

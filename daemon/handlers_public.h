@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "core/agent_bundle.h"
-#include "core/appliance_ca.h"
 #include "core/attestation.h"
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
@@ -57,9 +56,6 @@ class PublicHandlers {
   // token: nothing in it is secret, and a node fetches it before it has
   // proven anything. BORROWED: outlives the handlers.
   void SetAgentBundle(core::AgentBundle* bundle) { bundle_ = bundle; }
-  // The appliance CA bundle the evidence answer carries (ca_bundle;
-  // docs/protocol.md), when set. BORROWED: outlives the handlers.
-  void SetCaBundle(core::ApplianceCaBundle* ca) { ca_ = ca; }
   // Approver mode (docs/kubernetes.md): POST /v1/machine/kubelet-key, the
   // kubelet's key registered by an attested machine.
   Response RegisterKubeletKey(const Request& request);
@@ -75,7 +71,6 @@ class PublicHandlers {
   RetryPolicy retry_;
   core::ReportService* reports_ = nullptr;
   core::AgentBundle* bundle_ = nullptr;
-  core::ApplianceCaBundle* ca_ = nullptr;
 };
 
 }  // namespace rackgate::daemon

@@ -478,21 +478,24 @@ Result<std::unique_ptr<KubeWatch>> StartKubeWatch(const Config& config, core::Ku
                           approver, metrics);
 }
 
+// The store did not open: the cause, and what to check; exit 1.
+int StoreUnavailable(const std::string& database, const Status& s) {
+  // The store's message never holds the password (storage::OpenStore).
+  Log()->critical("cannot open the store {}: {}{}", RedactDatabase(database), s.ToString(),
+                  s.reason() == "db_unavailable"
+                      ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
+                        "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
+                      : "");
+  return 1;
+}
+
 int Run(const std::string& config_path, bool check_only) {
   Startup start;
   if (auto rc = LoadStartup(config_path, check_only, &start)) return *rc;
   const Config* config = &start.config;
   Notifier notifier;
   auto store = OpenStoreWaiting(*config, start.database, &notifier);
-  if (!store.ok()) {
-    // The store's message never holds the password (storage::OpenStore).
-    Log()->critical("cannot open the store {}: {}{}", RedactDatabase(start.database), store.status().ToString(),
-                    store.status().reason() == "db_unavailable"
-                        ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
-                          "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
-                        : "");
-    return 1;
-  }
+  if (!store.ok()) return StoreUnavailable(start.database, store.status());
   Log()->info("store: {}", RedactDatabase(start.database));
   TrustAnchors anchors(*std::move(start.anchors));
   Metrics metrics;
@@ -509,6 +512,7 @@ int Run(const std::string& config_path, bool check_only) {
   // CA"): the fleet's rotation record, read at most every 2 s.
   core::ApplianceCaBundle ca_bundle(store->get(), ignition_options->appliance_ca_pem, ReadNextApplianceCa(*config));
   ignition_options->ca_bundle = &ca_bundle;
+  attestation.SetCaBundle(&ca_bundle);
   IgnitionService ignition(store->get(), &attestation, std::move(ignition_options).value(), &metrics);
   // fleet (docs/ha.md): another appliance's change to a pool drops this
   // one's cached pools at once (LISTEN/NOTIFY on PostgreSQL); the cache's
@@ -538,7 +542,6 @@ int Run(const std::string& config_path, bool check_only) {
   // The agent bundle for nodes without the Debian package (docs/nodes.md).
   AgentBundle agent_bundle(config->agent_bundle);
   handlers.SetAgentBundle(&agent_bundle);
-  handlers.SetCaBundle(&ca_bundle);
 
   HttpServerOptions o = ServerOptionsFrom(*config, &metrics);
   storage::Store* db = store->get();

@@ -161,9 +161,9 @@ Result<std::optional<storage::CaRotation>> LoadRotation(storage::Store* store) {
   return store->GetCaRotation(std::string(storage::kCaKindAppliance));
 }
 
-std::string NextCommonName(int64_t now) {
-  return "rackgate appliance CA " + UtcTime(now, TimeStyle::kPeople).substr(0, 10);
-}
+// Not init's name: two CAs of one subject in a bundle would leave chain
+// building to the key identifiers alone.
+std::string NextCommonName(int64_t now) { return "rackgate appliance CA " + UtcTime(now, TimeStyle::kRfc3339); }
 
 int Prepare(const Run& r) {
   auto rotation = LoadRotation(r.store);
@@ -423,10 +423,13 @@ int Bundle(const Run& r) {
 }  // namespace
 
 bool NamesApplianceCa(int argc, char** argv, int first) {
+  bool cluster = false;
   for (int i = first; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--appliance")) return true;
+    cluster = cluster || !std::strcmp(argv[i], "--cluster");
   }
-  return false;
+  // Neither: this command's help, or its refusal to guess.
+  return !cluster;
 }
 
 int RunApplianceCa(int argc, char** argv, int first) {
@@ -437,6 +440,9 @@ int RunApplianceCa(int argc, char** argv, int first) {
                      : Args::Parse(argc, argv, first + 1, {{"state-dir", "database", "out"}, {"appliance"}, 0});
   if (!args.ok()) return Usage(help, args.status());
   if (args->Has("help")) return std::fputs(help, stdout), kExitOk;
+  if (!args->Has("appliance")) {
+    return Usage(help, Status::InvalidArgument("usage", "say which CA: --appliance (or --cluster)"));
+  }
   const std::vector<std::string> stages = {"prepare", "switch", "retire", "status"};
   std::string stage;
   if (rotate) {

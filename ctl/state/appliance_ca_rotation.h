@@ -7,8 +7,8 @@
 
 namespace rackgate::ctl {
 
-// Whether argv[first..argc) names the appliance CA (--appliance): the
-// commands below then take them.
+// Whether the commands below take argv[first..argc): it names the appliance
+// CA (--appliance), or no CA (their help, or their usage error).
 bool NamesApplianceCa(int argc, char** argv, int first);
 
 // argv[first] is "rotate" or "bundle". Exit 0 done; 1 refused (the reason

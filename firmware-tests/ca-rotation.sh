@@ -118,8 +118,12 @@ PY
 run() { boot_reboot "$1" && boot_unit "$1"; }
 # served_certs: certificates in the public config's ca.pem as rackgated renders it now.
 served_certs() {
-  local body; body="$LAB_DIR/public.json"
-  [[ "$(rg_get /config/rot "$body" "$(cat "$BOOT_DIR/rot.token")")" == 200 ]] || return 1
+  local body="$LAB_DIR/public.json" ca="$LAB_DIR/trust-now.pem"
+  # Trusting what `ca bundle --appliance` says to trust now (the serving
+  # certificate moves to the next CA at the switch).
+  "$RACKGATECTL" ca bundle --appliance --state-dir "$STATE" --out "$ca" || return 1
+  [[ "$(curl -sS -o "$body" -w '%{http_code}' --cacert "$ca" --max-time "$RG_MAX_TIME" \
+        -H "Authorization: Bearer $(cat "$BOOT_DIR/rot.token")" "$(rg_url /config/rot)")" == 200 ]] || return 1
   lab_python - "$body" <<'PY'
 import json, sys, urllib.parse
 cfg = json.load(open(sys.argv[1]))
@@ -145,7 +149,7 @@ audit_has() {
 sys.exit(0 if any(e.get("action") == sys.argv[1] for e in json.load(sys.stdin)["entries"]) else 1)' "$1"
 }
 pointer_is() { [[ "$(pointer_certs)" == "$1" ]]; }
-machine_block_names_ca_pem() { block recover-machine | grep -q 'rackgate-ca.pem /etc/rackgate/ca.pem'; }
+machine_block_names_ca_pem() { grep -q 'rackgate-ca.pem /etc/rackgate/ca.pem' <<<"$(block recover-machine)"; }
 
 boot_new_machines 10.0.0 m1 m2 m3
 rg_trust lab

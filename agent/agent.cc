@@ -15,6 +15,7 @@
 
 #include "agent/apply.h"
 #include "agent/backoff.h"
+#include "agent/ca_bundle.h"
 #include "agent/config_out.h"
 #include "agent/csr.h"
 #include "agent/kubelet.h"
@@ -114,9 +115,27 @@ void Agent::LogFailure(const Failure& f, const std::string& extra) const {
   std::string d;
   if (f.http_status != 0) d += "status=" + std::to_string(f.http_status) + " ";
   d += "reason=" + text::PrintableAscii(f.reason, 64);
-  if (!f.message.empty()) d += " message=\"" + text::PrintableAscii(f.message, 300) + "\"";
+  if (!f.message.empty()) d += " message=\"" + text::PrintableAscii(f.message, 600) + "\"";
   if (!extra.empty()) d += " " + extra;
   Log(f.KindName(), d);
+}
+
+void Agent::FollowCaBundle(const std::string& bundle) const {
+  // An appliance before 0.2.0 sends none; the file then stays as it is.
+  if (bundle.empty() || options_.ca_file.empty()) return;
+  auto r = UpdateCaFile(options_.ca_file, bundle);
+  if (!r.ok()) {
+    Log("note", "ca_file=" + text::PrintableAscii(options_.ca_file, 200) + " kept reason=" + r.status().reason() +
+                    " message=\"" + text::PrintableAscii(r.status().message(), 200) + "\"");
+  } else if (*r == CaFileUpdate::kReplaced) {
+    size_t certs = 0;
+    for (size_t at = bundle.find("-----BEGIN CERTIFICATE-----"); at != std::string::npos;
+         at = bundle.find("-----BEGIN CERTIFICATE-----", at + 1)) {
+      ++certs;
+    }
+    Log("note", "ca_file=" + text::PrintableAscii(options_.ca_file, 200) +
+                    " replaced with the appliance's CA bundle (" + std::to_string(certs) + " certificates)");
+  }
 }
 
 int Agent::Run() {
@@ -431,6 +450,7 @@ Outcome<Agent::Attestation> Agent::Attest() {
                 (ev.pcr_signature ? " pcr_signature=sent" : "") +
                 " ms=" + std::to_string(MillisSince(t0)));
   last_token_ = *token;
+  FollowCaBundle(token->ca_bundle);
   attested_ek_ = choice->kind;
   Attestation a;
   a.token = std::move(token).value();

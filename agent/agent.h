@@ -41,6 +41,10 @@ inline constexpr char kDefaultKubeconfig[] = "/var/lib/kubelet/kubeconfig";
 
 struct AgentOptions {
   EkPreference ek = EkPreference::kAny;
+  // The CA file the client trusts (--ca): replaced with the appliance's CA
+  // bundle after an evidence exchange when it differs (docs/agent.md, "The
+  // appliance CA follows a rotation"); "" never replaces anything.
+  std::string ca_file;
   AkAlg ak = AkAlg::kEcc;
   std::string eventlog_path;  // "" sends no event log
   // The `systemd-measure sign` document systemd-stub left for the booted
@@ -197,6 +201,9 @@ class Agent {
 
   void Log(const std::string& outcome, const std::string& details) const;
   void LogFailure(const Failure& f, const std::string& extra = "") const;
+  // Writes the evidence answer's CA bundle over options_.ca_file when it
+  // differs; one log line when it did or could not. Never fails the run.
+  void FollowCaBundle(const std::string& bundle) const;
 
   AgentOptions options_;
   Tpm* tpm_;

@@ -89,6 +89,16 @@ Result<HttpResponse> HttpClient::Send(const Endpoint& endpoint, std::string_view
   if (!ok) throw std::runtime_error("curl_easy_setopt failed (libcurl without HTTPS?)");
 
   const transfer::Outcome outcome = transfer::Perform(*curl_, &sink);
+  if (outcome.curl_code == CURLE_PEER_FAILED_VERIFICATION) {
+    // The likely cause once it worked: the appliance CA was rotated while
+    // this machine missed the overlap (docs/operations.md, "Rotating the
+    // appliance CA"), and the way back.
+    return Status::IoError("appliance_untrusted",
+                           "the appliance's TLS certificate does not verify against " + options_.ca_file + " (" +
+                               outcome.error + "); if the appliance CA was rotated while this machine was off, "
+                               "put the bundle that `rackgatectl ca bundle --appliance` prints into " +
+                               options_.ca_file + " (docs/operations.md, \"Rotating the appliance CA\")");
+  }
   if (!outcome.ok()) {
     return transfer::FailureStatus(outcome, options_.max_response_bytes,
                                    {"the appliance", &Status::InvalidArgument, "response_too_large",

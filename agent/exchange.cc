@@ -15,6 +15,11 @@ Failure BadResponse(const std::string& what) {
 Outcome<HttpResponse> Classify(Result<HttpResponse> exchange, std::time_t now) {
   if (!exchange.ok()) {
     if (exchange.status().reason() == "response_too_large") return BadResponse(exchange.status().message());
+    // Retried like any unreachable appliance (a fixed CA file makes the
+    // next try work), under its own reason and with the whole way back.
+    if (exchange.status().reason() == "appliance_untrusted") {
+      return Failure::Retry("appliance_untrusted", text::PrintableAscii(exchange.status().message(), 600));
+    }
     return Failure::Retry("appliance_unreachable", text::PrintableAscii(exchange.status().message(), 200));
   }
   HttpResponse r = std::move(exchange).value();

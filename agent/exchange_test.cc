@@ -66,6 +66,20 @@ TEST(Classify, ErrorTextIsMadePrintable) {
   EXPECT_EQ(Classify(Answer(502, R"({"error": {"reason": "busy", "message": 5}})"), 0).failure().reason, "http_502");
 }
 
+// Issue 44: a TLS verification failure keeps its reason and the whole way
+// back (the appliance CA rotated while the machine missed the overlap), and
+// is retried like an unreachable appliance.
+TEST(Classify, AnUntrustedApplianceKeepsItsReasonAndRecovery) {
+  const std::string why = "the appliance's TLS certificate does not verify against /etc/rackgate/ca.pem " +
+                          std::string(200, '.') + " put the bundle that `rackgatectl ca bundle --appliance` prints";
+  auto f = Classify(Result<HttpResponse>(Status::IoError("appliance_untrusted", why)), 0).failure();
+  EXPECT_EQ(f.reason, "appliance_untrusted");
+  EXPECT_EQ(f.kind, Failure::Kind::kRetry);
+  EXPECT_NE(f.message.find("ca bundle --appliance"), std::string::npos);
+  EXPECT_EQ(Classify(Result<HttpResponse>(Status::IoError("appliance_unreachable", "x")), 0).failure().reason,
+            "appliance_unreachable");
+}
+
 TEST(UsableAnswer, AnUnusableAnswerIsRefusedAsBadResponse) {
   auto bad = UsableAnswer(wire::DecodeChallenge(R"({"session": "s1"})"));
   ASSERT_FALSE(bad.ok());

@@ -321,7 +321,9 @@ int RunAgent(const Flags& f, const std::vector<Endpoint>& urls, RunFacts* facts)
     std::fprintf(stderr, "rackgate-agent: step=attest machine=- note %zu appliance addresses over the limit of %zu "
                  "not used; list fewer URLs or names with fewer addresses\n", dropped, kMaxEndpoints);
   }
-  Agent agent(f.options, tpm->get(), std::move(endpoints), &*client, SystemClock());
+  AgentOptions options = f.options;
+  options.ca_file = f.ca;  // follows the appliance's CA bundle (docs/agent.md)
+  Agent agent(options, tpm->get(), std::move(endpoints), &*client, SystemClock());
   const int rc = agent.Run();
   facts->ek = agent.attested_ek();
   if (agent.config_fetched()) facts->config_for = agent.attested_hostname();

@@ -13,6 +13,6 @@ AdminCore::AdminCore(storage::Store* store, AttestationService* attestation_serv
       certificates(store),
       events(store),
       audit(store),
-      status({store, store, store}, attestation_service) {}
+      status({store, store, store, store}, attestation_service) {}
 
 }  // namespace rackgate::core

@@ -1,6 +1,8 @@
 // The attestation protocol's decisions: challenge, evidence, bearer tokens.
 #include "core/attestation.h"
 
+#include "core/appliance_ca.h"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -642,6 +644,8 @@ Result<EvidenceResult> AttestationService::RecordSuccess(Verdict verdict, storag
   out.expires_in = options_.token_ttl_seconds;
   out.hostname = updated->hostname;
   out.state = std::string(storage::StateName(updated->state));
+  // From the bundle's cache: no database read per attestation.
+  if (ca_bundle_ != nullptr) out.ca_bundle = ca_bundle_->Pem();
   return out;
 }
 

@@ -122,6 +122,9 @@ struct EvidenceResult {
   int expires_in = 0;
   std::string hostname;
   std::string state;
+  // The appliance CA bundle the machine should trust from now on
+  // (core/appliance_ca.h; "" when the service has none set).
+  std::string ca_bundle;
 };
 
 // GET /v1/machine: the token's own machine and what its pool asks of it.
@@ -165,6 +168,8 @@ Status StoreBusy(const Status& cause);
 // the protocol's reason code; the daemon maps it to a status code
 // (daemon/status_http.h). Store failures come back as reason "busy".
 // Thread-safe.
+class ApplianceCaBundle;
+
 class AttestationService {
  public:
   using Clock = std::function<int64_t()>;  // unix seconds
@@ -190,6 +195,10 @@ class AttestationService {
   // good counters and policy are read, Verify judges, and one store write
   // records the outcome (and on success issues the token).
   Result<EvidenceResult> Evidence(const wire::EvidenceRequest& request, const Caller& caller);
+  // The CA bundle a successful evidence answer carries (docs/operations.md,
+  // "Rotating the appliance CA"). BORROWED: outlives the service; set
+  // before serving.
+  void SetCaBundle(ApplianceCaBundle* ca) { ca_bundle_ = ca; }
 
   // The verdict on evidence, in order: activation proof (possession_proven),
   // machine state, quote, counters, event log, boot policy. Pure: no store, no clock.
@@ -295,6 +304,7 @@ class AttestationService {
   AttestationOptions options_;
   Metrics* metrics_;
   Clock clock_;
+  ApplianceCaBundle* ca_bundle_ = nullptr;
   SessionGate gate_;
   UnknownEkTable unknown_eks_;
   AnonymousRefusalTable anonymous_;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/appliance_ca.h"
+
 #include "attest/quote.h"
 #include "core/pool_settings.h"
 #include "core/testing/core_fixture.h"
@@ -28,6 +30,19 @@ RACKGATE_ON_EVERY_STORE(EvidenceTest);
 RACKGATE_ON_EVERY_STORE(TokenTest);
 
 // --- challenge ---
+
+// Issue 44: a successful evidence answer carries the appliance CA bundle
+// when the service has one; none otherwise (as before 0.2.0).
+TEST_P(EvidenceTest, TheAnswerCarriesTheCaBundle) {
+  SoftMachine m, n;
+  Enroll(m, "node-1");
+  Enroll(n, "node-2");
+  EXPECT_EQ(Attest(m).ca_bundle, "");
+  ApplianceCaBundle bundle(store_.get(), "THE-CA\n", "", std::chrono::hours(1));
+  attestation_->SetCaBundle(&bundle);
+  EXPECT_EQ(Attest(n).ca_bundle, "THE-CA\n");
+  attestation_->SetCaBundle(nullptr);
+}
 
 TEST_P(ChallengeTest, EnrolledMachineGetsSessionNonceAndCredential) {
   SoftMachine m;

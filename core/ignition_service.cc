@@ -138,8 +138,12 @@ ignition::Values IgnitionService::PublicValues(const std::string& pool) const {
   v.values["pool"] = pool;
   v.values["appliance.url"] = options_.appliance_url;
   v.values["appliance.urls"] = options_.appliance_urls.empty() ? options_.appliance_url : options_.appliance_urls;
-  v.values["appliance.ca_pem"] = options_.appliance_ca_pem;
+  v.values["appliance.ca_pem"] = CaPem();
   return v;
+}
+
+std::string IgnitionService::CaPem() const {
+  return options_.ca_bundle != nullptr ? options_.ca_bundle->Pem() : options_.appliance_ca_pem;
 }
 
 Result<ignition::Template> IgnitionService::CheckTemplate(std::string_view text, ignition::TemplateKind kind) const {
@@ -214,10 +218,13 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
   // The template is parsed and rendered once per (text, version); a request
   // for a rendering already made costs a map lookup.
   std::shared_ptr<const Cached> cached;
+  const std::string ca_pem = CaPem();
   {
     std::lock_guard<std::mutex> l(cache_mu_);
     auto it = cache_.find(pool_name);
-    if (it != cache_.end() && it->second->template_text == *pool->public_template) cached = it->second;
+    if (it != cache_.end() && it->second->template_text == *pool->public_template && it->second->ca_pem == ca_pem) {
+      cached = it->second;
+    }
   }
   if (!cached) {
     auto t = ParsedTemplate(*pool->public_template, ignition::TemplateKind::kPublic);
@@ -225,10 +232,13 @@ Result<ConfigResult> IgnitionService::PublicConfig(const PublicConfigRequest& re
       Log()->error("stored public template of pool {} no longer parses: {}", pool_name, t.status().ToString());
       return Refuse(Unavailable("the pool's config cannot be served"), who);
     }
-    auto rendered = ignition::Render(**t, PublicValues(pool_name));
+    ignition::Values values = PublicValues(pool_name);
+    values.values["appliance.ca_pem"] = ca_pem;
+    auto rendered = ignition::Render(**t, values);
     if (!rendered.ok()) return Refuse(rendered.status(), who);
     auto fresh = std::make_shared<Cached>();
     fresh->template_text = *pool->public_template;
+    fresh->ca_pem = ca_pem;
     fresh->version = (*t)->version;
     for (ignition::SpecVersion v = ignition::kOldestSpec; v <= ignition::kNewestSpec; ++v.minor) {
       auto converted = ignition::ConvertToVersion(*rendered, v);

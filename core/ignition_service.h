@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "core/appliance_ca.h"
 #include "core/attestation.h"
 #include "core/ignition.h"
 #include "core/pool_settings.h"
@@ -58,7 +59,10 @@ struct IgnitionOptions {
   // {{appliance.urls}}: every appliance, comma-separated (the agent's
   // RACKGATE_URL, docs/agent.md); "" is appliance_url alone.
   std::string appliance_urls;
-  std::string appliance_ca_pem;  // {{appliance.ca_pem}}
+  std::string appliance_ca_pem;  // {{appliance.ca_pem}} when ca_bundle is null
+  // {{appliance.ca_pem}}: the CA bundle now, old and next during a rotation
+  // (core/appliance_ca.h). BORROWED; may be null.
+  ApplianceCaBundle* ca_bundle = nullptr;
   std::string validator;         // ignition-validate's path; "" or absent: skipped
 };
 
@@ -93,6 +97,7 @@ class IgnitionService {
  private:
   // The public values every template may use.
   ignition::Values PublicValues(const std::string& pool) const;
+  std::string CaPem() const;
   Status Refuse(Status refusal, const std::string& who) const;
 
   storage::IgnitionStore* store_;
@@ -114,6 +119,7 @@ class IgnitionService {
   // while the stored template text is the same. Immutable once cached.
   struct Cached {
     std::string template_text;
+    std::string ca_pem;  // {{appliance.ca_pem}} as rendered: a rotation renders again
     ignition::SpecVersion version;
     std::map<std::string, std::shared_ptr<const std::string>> by_version;  // "3.3.0" -> bytes
   };

@@ -62,6 +62,32 @@ TEST_F(IgnitionServiceTest, PublicConfigIsServedInTheVersionAsked) {
   EXPECT_EQ(newer->spec_version, "3.3.0");
 }
 
+// Issue 44: {{appliance.ca_pem}} is the CA bundle now: a rotation's
+// prepare renders the pool's public config again, with both CAs.
+TEST_F(IgnitionServiceTest, TheCaPlaceholderFollowsARotation) {
+  ApplianceCaBundle bundle(store_.get(), "CURRENT-CA\n", "", std::chrono::seconds(0));
+  IgnitionOptions o;
+  o.appliance_url = "https://appliance.example:22623";
+  o.ca_bundle = &bundle;
+  ignition_ = std::make_unique<IgnitionService>(store_.get(), attestation_.get(), o, nullptr);
+  SetTemplate("public", R"({"ignition": {"version": "3.2.0"}, "storage": {"files": [{"path": "/etc/ca.pem",)"
+                        R"( "mode": 420, "contents": {"source": "data:,{{appliance.ca_pem}}"}}]}})");
+  auto before = ignition_->PublicConfig(Public());
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_NE(before->body->find("CURRENT-CA"), std::string::npos) << *before->body;
+  EXPECT_EQ(before->body->find("NEXT-CA"), std::string::npos);
+  storage::CaRotation r;
+  r.current_pem = "CURRENT-CA\n";
+  r.current_sha256 = std::string(64, 'a');
+  r.next_pem = "NEXT-CA\n";
+  r.next_sha256 = std::string(64, 'b');
+  ASSERT_TRUE(store_->PrepareCaRotation(r, "{}", {"test", ""}, now_).ok());
+  auto during = ignition_->PublicConfig(Public());
+  ASSERT_TRUE(during.ok()) << during.status().ToString();
+  EXPECT_NE(during->body->find("CURRENT-CA"), std::string::npos) << *during->body;
+  EXPECT_NE(during->body->find("NEXT-CA"), std::string::npos) << *during->body;
+}
+
 TEST_F(IgnitionServiceTest, PublicConfigRefusals) {
   auto unknown = ignition_->PublicConfig(PublicConfigRequest{"no-such-pool", {}, {}, "x"});
   EXPECT_EQ(ReasonOf(unknown), "pool_unknown");

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 
@@ -240,6 +241,65 @@ Result<ServingCertOptions> ReadServingCertNames(const std::string& pem_path) {
     return Status::InvalidArgument("pki_invalid", pem_path + " names no DNS name or IP address");
   }
   return out;
+}
+
+namespace {
+
+Result<X509Ptr> ReadFirstCert(const std::string& pem_path) {
+  FILE* f = std::fopen(pem_path.c_str(), "r");
+  if (!f) return Status::IoError("file_unreadable", "cannot read " + pem_path);
+  X509Ptr cert(PEM_read_X509(f, nullptr, nullptr, nullptr));
+  std::fclose(f);
+  if (!cert) return Status::InvalidArgument("pki_invalid", pem_path + " holds no PEM certificate");
+  return cert;
+}
+
+}  // namespace
+
+Result<CaCertInfo> ReadCaCertificate(const std::string& pem_path) {
+  auto cert = ReadFirstCert(pem_path);
+  if (!cert.ok()) return cert.status();
+  if (X509_check_ca(cert->get()) == 0) {
+    return Status::InvalidArgument("pki_invalid", pem_path + " is not a CA certificate");
+  }
+  CaCertInfo out;
+  out.pem = CertPem(cert->get());
+  unsigned char md[32];
+  unsigned int n = 0;
+  Check(X509_digest(cert->get(), EVP_sha256(), md, &n) == 1, "digest");
+  out.sha256 = hex::Encode(std::span<const uint8_t>(md, n));
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  Check(bio != nullptr, "bio");
+  X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert->get()), 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(bio.get(), &data);
+  out.subject.assign(data, static_cast<size_t>(len));
+  struct tm tm = {};
+  Check(ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &tm) == 1, "notAfter");
+  out.not_after = static_cast<int64_t>(timegm(&tm));
+  return out;
+}
+
+Status CheckCaKeyPair(const std::string& cert_path, const std::string& key_path) {
+  auto cert = ReadFirstCert(cert_path);
+  if (!cert.ok()) return cert.status();
+  FILE* f = std::fopen(key_path.c_str(), "r");
+  if (!f) return Status::IoError("file_unreadable", "cannot read " + key_path);
+  PkeyPtr key(PEM_read_PrivateKey(f, nullptr, nullptr, nullptr));
+  std::fclose(f);
+  if (!key || X509_check_private_key(cert->get(), key.get()) != 1) {
+    return Status::InvalidArgument("pki_invalid", key_path + " is not the key of " + cert_path);
+  }
+  return Status::Ok();
+}
+
+Result<bool> SignedBy(const std::string& cert_path, const std::string& ca_path) {
+  auto cert = ReadFirstCert(cert_path);
+  if (!cert.ok()) return cert.status();
+  auto ca = ReadFirstCert(ca_path);
+  if (!ca.ok()) return ca.status();
+  EVP_PKEY* ca_key = X509_get0_pubkey(ca->get());  // BORROWED from the certificate
+  return ca_key != nullptr && X509_verify(cert->get(), ca_key) == 1;
 }
 
 }  // namespace rackgate::core

@@ -47,6 +47,27 @@ Result<ServingCertOptions> ReadServingCertNames(const std::string& pem_path);
 // The SHA-256 fingerprint (lower-case hex) of the first certificate in a PEM file.
 Result<std::string> CertificateFingerprint(const std::string& pem_path);
 
+// A CA certificate as the rotation shows it (docs/operations.md, "Rotating
+// the appliance CA"): the first certificate of a PEM file, re-encoded.
+struct CaCertInfo {
+  std::string pem;       // that certificate alone, PEM
+  std::string sha256;    // its fingerprint, lower-case hex
+  std::string subject;   // one line, RFC 2253
+  int64_t not_after = 0; // unix seconds
+};
+// kIoError (file_unreadable); kInvalidArgument (pki_invalid) for no
+// certificate or one that is no CA (basicConstraints CA:TRUE).
+Result<CaCertInfo> ReadCaCertificate(const std::string& pem_path);
+
+// Whether the key at key_path is the certificate's at cert_path: Ok, or
+// pki_invalid (kInvalidArgument) naming both files; kIoError when unreadable.
+Status CheckCaKeyPair(const std::string& cert_path, const std::string& key_path);
+
+// Whether the first certificate of cert_path carries a signature of the
+// first certificate's key in ca_path (the serving certificate is under that
+// CA). kIoError or pki_invalid when either cannot be read.
+Result<bool> SignedBy(const std::string& cert_path, const std::string& ca_path);
+
 }  // namespace rackgate::core
 
 #endif  // RACKGATE_CORE_PKI_H_

@@ -46,6 +46,14 @@ Result<wire::StatusView> StatusService::Report() const {
       out.cluster_ca = {std::string(csr::ClusterCaStageName(ca->stage)), ca->not_after, ca->other_not_after};
     }
   }
+  if (stores_.ca != nullptr) {
+    auto rotation = stores_.ca->GetCaRotation(std::string(storage::kCaKindAppliance));
+    if (!rotation.ok()) return rotation.status();
+    if (*rotation) {
+      out.appliance_ca_rotation = (*rotation)->stage;
+      out.appliance_ca_rotation_since = (*rotation)->prepared_at;
+    }
+  }
   return out;
 }
 

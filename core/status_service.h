@@ -34,6 +34,7 @@ struct StatusStores {
   storage::MaintenanceStore* counts;        // machines by state
   storage::AttestationStore* attestations;  // recent failures, pools
   storage::TrustStore* trust;               // untrusted machines
+  storage::CaRotationStore* ca = nullptr;   // the appliance CA rotation's stage
 };
 
 class StatusService {

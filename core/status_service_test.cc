@@ -20,7 +20,7 @@ namespace {
 class StatusServiceTest : public EveryStoreTest {
  protected:
   Result<wire::StatusView> Report() {
-    return StatusService({store_.get(), store_.get(), store_.get()}, attestation_.get()).Report();
+    return StatusService({store_.get(), store_.get(), store_.get(), store_.get()}, attestation_.get()).Report();
   }
   // Evidence for `victim`'s EK from a caller without its TPM: refused
   // before proof (activation_failed).
@@ -55,6 +55,23 @@ TEST_P(StatusServiceTest, AnEmptyApplianceShowsEveryStateAtZero) {
   EXPECT_TRUE(status->unknown_eks.empty());
   EXPECT_TRUE(status->anonymous_refusals.empty());
   EXPECT_EQ(status->anonymous_refusals_total, 0u);
+}
+
+// Issue 44: a CA rotation in progress shows, with its stage and since when.
+TEST_P(StatusServiceTest, ShowsTheApplianceCaRotation) {
+  EXPECT_EQ(Report()->appliance_ca_rotation, "");
+  storage::CaRotation r;
+  r.current_pem = "current";
+  r.current_sha256 = std::string(64, 'a');
+  r.next_pem = "next";
+  r.next_sha256 = std::string(64, 'b');
+  ASSERT_TRUE(store_->PrepareCaRotation(r, "{}", {"test", ""}, now_).ok());
+  auto status = Report();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(status->appliance_ca_rotation, "prepared");
+  EXPECT_EQ(status->appliance_ca_rotation_since, now_);
+  ASSERT_TRUE(store_->SwitchCaRotation("appliance", r.next_sha256, "{}", {"test", ""}, now_ + 1).ok());
+  EXPECT_EQ(Report()->appliance_ca_rotation, "switched");
 }
 
 TEST_P(StatusServiceTest, CountsMachinesFailuresAndUntrust) {

@@ -55,7 +55,8 @@ constexpr char kHelp[] =
     "  --pool POOL       the pool\n"
     "  --url URL         the appliance as machines reach it (default https://$(hostname -f):22623);\n"
     "                    with --kernel-args repeatable, for several appliances\n"
-    "  --ca FILE         the appliance CA (default DIR/ca/ca.crt)\n"
+    "  --ca FILE         the appliance CA (default DIR/ca/ca.crt, and DIR/ca/next.crt\n"
+    "                    after it during a CA rotation: the bundle)\n"
     "  --state-dir DIR   the appliance's state directory (default /var/lib/rackgate)\n"
     "  --token-file FILE the pool's provisioning token\n"
     "  --no-token        for a pool created with --token-required no\n"
@@ -85,15 +86,26 @@ std::string Fqdn() {
   return name;
 }
 
-// The appliance CA from --ca, or DIR/ca/ca.crt; exit code on failure.
-std::optional<int> ReadCa(const Args& args, std::string* out) {
-  const std::string ca_path =
-      args.Get("ca").value_or(args.Get("state-dir").value_or("/var/lib/rackgate") + "/ca/ca.crt");
+// The certificates of one CA file; exit code on failure.
+std::optional<int> ReadCaFile(const std::string& ca_path, std::string* out) {
   auto ca = ReadFile(ca_path, 64 * 1024);
   if (!ca.ok()) return Fail("pointer", ca.status(), kExitUnusable);
   auto certs = CaCertificatesOnly(std::string(ca->begin(), ca->end()), ca_path);
   if (!certs.ok()) return Fail("pointer", certs.status(), kExitUnusable);
-  *out = std::move(certs).value();
+  *out += std::move(certs).value();
+  return std::nullopt;
+}
+
+// The appliance CA from --ca, or DIR/ca/ca.crt followed by DIR/ca/next.crt
+// when there is one: during a rotation's overlap the bundle, so that a node
+// installed now trusts the appliances before and after their switch
+// (docs/operations.md, "Rotating the appliance CA"). Exit code on failure.
+std::optional<int> ReadCa(const Args& args, std::string* out) {
+  out->clear();
+  if (auto given = args.Get("ca")) return ReadCaFile(*given, out);
+  const std::string dir = args.Get("state-dir").value_or("/var/lib/rackgate") + "/ca/";
+  if (auto rc = ReadCaFile(dir + "ca.crt", out)) return rc;
+  if (::access((dir + "next.crt").c_str(), F_OK) == 0) return ReadCaFile(dir + "next.crt", out);
   return std::nullopt;
 }
 

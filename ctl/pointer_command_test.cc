@@ -260,6 +260,33 @@ TEST_F(PointerRun, RefusesUrlsTheAgentRefusesAndCaFilesWithAKey) {
   EXPECT_EQ(text.find("PRIVATE KEY"), std::string::npos);
 }
 
+// Issue 44: during a CA rotation (STATE/ca/next.crt present), the
+// initramfs CA part carries the bundle: current then next CA.
+TEST_F(PointerRun, CarriesTheNextCaDuringARotation) {
+  std::filesystem::create_directories(dir_ + "/state/ca");
+  Write("state/ca/ca.crt", std::string(kCert) + "\n");
+  auto run = [this]() {
+    std::vector<std::string> a = {"rackgatectl", "pointer", "--kernel-args", "--url", "https://rg.example:22623",
+                                  "--state-dir", dir_ + "/state", "--bundle", dir_ + "/bundle",
+                                  "--initramfs-ca", dir_ + "/ca.cpio.gz"};
+    std::vector<char*> argv;
+    for (auto& x : a) argv.push_back(x.data());
+    EXPECT_EQ(RunPointer(static_cast<int>(argv.size()), argv.data(), 2), 0);
+    auto gz = ReadFile(dir_ + "/ca.cpio.gz", 1 << 20);
+    EXPECT_TRUE(gz.ok());
+    const auto cpio = Gunzip(*gz);
+    const std::string text(cpio.begin(), cpio.end());
+    size_t n = 0;
+    for (size_t at = text.find("BEGIN CERTIFICATE"); at != std::string::npos; at = text.find("BEGIN CERTIFICATE", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(run(), 1u);
+  Write("state/ca/next.crt", std::string(kCert) + "\n");
+  EXPECT_EQ(run(), 2u);
+}
+
 // init and pointer as a normal user: a bare "Permission denied" becomes a
 // line that names whom to run as.
 TEST(Issue32, PermissionDeniedNamesTheUser) {

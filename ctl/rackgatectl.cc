@@ -57,6 +57,8 @@ constexpr char kHelp[] =
     "  pointer          print a pool's pointer Ignition config, or --kernel-args\n"
     "  ca import|generate|rotate|bundle --cluster\n"
     "                   the cluster CA that signs kubelet certificates\n"
+    "  ca rotate|bundle --appliance\n"
+    "                   rotate the appliance CA with an overlap; its bundle\n"
     "  db migrate       copy a stopped appliance's SQLite store into PostgreSQL\n"
     "  backup, restore  the appliance's store, keys, config and EK anchors in\n"
     "                   one archive, and back onto a fresh appliance\n"
@@ -165,8 +167,8 @@ constexpr CommandFlags kCommands[] = {
     {"pointer", "--pool --url --ca --state-dir --token-file --no-token --spec --kernel-args --bundle --initramfs-ca"},
     {"ca import", "--cluster --state-dir"},
     {"ca generate", "--cluster --name --days --state-dir"},
-    {"ca rotate", "--cluster --state-dir --database --generate --name --days --cert --key"},
-    {"ca bundle", "--cluster --out --state-dir"},
+    {"ca rotate", "--appliance --cluster --state-dir --database --force --generate --name --days --cert --key"},
+    {"ca bundle", "--appliance --cluster --state-dir --database --out"},
     {"db migrate", "--to --from --state-dir --dry-run"},
     {"backup", "--out --config --state-dir"},
     {"restore", "--from --state-dir --config-out --rebase --force"},

@@ -42,6 +42,11 @@ int RunStatus(const std::string& socket, int argc, char** argv, int first) {
     std::printf("WARNING: pool %s is OBSERVING: its boot policy is NOT ENFORCED (rackgatectl policy show --pool %s)\n",
                 p.c_str(), p.c_str());
   }
+  // docs/operations.md, "Rotating the appliance CA".
+  if (!status->appliance_ca_rotation.empty()) {
+    std::printf("appliance CA rotation: %s (prepared %s; rackgatectl ca rotate --appliance status)\n",
+                status->appliance_ca_rotation.c_str(), UtcTime(status->appliance_ca_rotation_since).c_str());
+  }
   std::printf("machines by state:\n");
   for (const auto& [state, n] : status->machines_by_state) {
     std::printf("  %-12s %lld\n", state.c_str(), static_cast<long long>(n));

@@ -68,8 +68,11 @@ Response PublicHandlers::Evidence(const Request& request) {
   if (!req.ok()) return Refused(req.status());
   auto result = attestation_->Evidence(*req, CallerOf(request));
   if (!result.ok()) return Refused(result.status());
-  return Response::Json(200, wire::EncodeToken(
-                                 {result->token, result->expires_in, result->hostname, result->state}));
+  // The CA bundle rides on the answer the machine trusts already (TLS to
+  // this appliance, after it proved its TPM): how installed agents follow
+  // a CA rotation (docs/operations.md, "Rotating the appliance CA").
+  return Response::Json(
+      200, wire::EncodeToken({result->token, result->expires_in, result->hostname, result->state, result->ca_bundle}));
 }
 
 Response PublicHandlers::WhoAmI(const Request& request) {

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "attest/ek_cert.h"
+#include "core/appliance_ca.h"
 #include "core/attestation.h"
 #include "core/csr_service.h"
 #include "core/ignition_service.h"
@@ -110,6 +112,15 @@ Result<attest::EkTrustStore> LoadAnchors(const Config& c) {
   return store;
 }
 
+// A CA file's text (certificates only: never ca.key).
+Result<std::string> ReadApplianceCa(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::IoError("config_unreadable", "cannot read the appliance CA " + path);
+  std::ostringstream pem;
+  pem << f.rdbuf();
+  return pem.str();
+}
+
 // What templates may say about the appliance: its URL and its CA, which
 // `rackgatectl init` wrote.
 Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
@@ -123,13 +134,26 @@ Result<IgnitionOptions> IgnitionFromConfig(const Config& c) {
   }
   // Several appliances (docs/agent.md): {{appliance.urls}}, comma-separated.
   for (const std::string& u : c.public_urls) o.appliance_urls += (o.appliance_urls.empty() ? "" : ",") + u;
-  std::ifstream f(c.ca_certificate_path());
-  if (!f) return Status::IoError("config_unreadable", "cannot read the appliance CA " + c.ca_certificate_path());
-  std::ostringstream pem;
-  pem << f.rdbuf();
-  o.appliance_ca_pem = pem.str();
+  auto pem = ReadApplianceCa(c.ca_certificate_path());
+  if (!pem.ok()) return pem.status();
+  o.appliance_ca_pem = *pem;
   o.validator = c.ignition_validate;
   return o;
+}
+
+// The appliance CA's next certificate (STATE/ca/next.crt) while this
+// appliance has one: prepared here, or copied for a rotation and not
+// retired yet (docs/operations.md, "Rotating the appliance CA"). "" when
+// there is none.
+std::string ReadNextApplianceCa(const Config& c) {
+  const std::string path = c.state_dir + "/ca/next.crt";
+  if (::access(path.c_str(), F_OK) != 0) return "";
+  auto pem = ReadApplianceCa(path);
+  if (!pem.ok()) {
+    Log()->warn("{}: not served in the CA bundle", pem.status().ToString());
+    return "";
+  }
+  return *pem;
 }
 
 // fleet: the store the config names (docs/ha.md). SQLite opens at once. A
@@ -326,6 +350,7 @@ struct Running {
   storage::Store* db;
   Metrics* metrics;
   AttestationService* attestation;
+  core::ApplianceCaBundle* ca_bundle;
 };
 
 // SIGHUP: the config's EK trust anchors, the cluster CA and the TLS
@@ -348,6 +373,13 @@ void Reload(const Running& r) {
       Log()->error("reload: cluster CA refused, keeping the running one: {}", s.ToString());
     } else {
       Log()->info("reload: cluster CA reloaded");
+    }
+    // After `ca rotate --appliance retire` moved next.crt to ca.crt.
+    if (auto current = ReadApplianceCa(fresh->ca_certificate_path()); current.ok()) {
+      r.ca_bundle->SetLocal(*current, ReadNextApplianceCa(*fresh));
+      Log()->info("reload: appliance CA files reloaded");
+    } else {
+      Log()->error("reload: appliance CA refused, keeping the running one: {}", current.status().ToString());
     }
     if (Status s = r.server->ReloadCertificates(); !s.ok()) {
       Log()->error("reload: TLS certificate refused, keeping the running one: {}", s.ToString());
@@ -446,21 +478,24 @@ Result<std::unique_ptr<KubeWatch>> StartKubeWatch(const Config& config, core::Ku
                           approver, metrics);
 }
 
+// The store did not open: the cause, and what to check; exit 1.
+int StoreUnavailable(const std::string& database, const Status& s) {
+  // The store's message never holds the password (storage::OpenStore).
+  Log()->critical("cannot open the store {}: {}{}", RedactDatabase(database), s.ToString(),
+                  s.reason() == "db_unavailable"
+                      ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
+                        "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
+                      : "");
+  return 1;
+}
+
 int Run(const std::string& config_path, bool check_only) {
   Startup start;
   if (auto rc = LoadStartup(config_path, check_only, &start)) return *rc;
   const Config* config = &start.config;
   Notifier notifier;
   auto store = OpenStoreWaiting(*config, start.database, &notifier);
-  if (!store.ok()) {
-    // The store's message never holds the password (storage::OpenStore).
-    Log()->critical("cannot open the store {}: {}{}", RedactDatabase(start.database), store.status().ToString(),
-                    store.status().reason() == "db_unavailable"
-                        ? "; check that PostgreSQL runs and that `psql` connects with the same URL, and run "
-                          "`rackgatectl init --state-dir DIR --database URL` once for a new fleet database"
-                        : "");
-    return 1;
-  }
+  if (!store.ok()) return StoreUnavailable(start.database, store.status());
   Log()->info("store: {}", RedactDatabase(start.database));
   TrustAnchors anchors(*std::move(start.anchors));
   Metrics metrics;
@@ -473,14 +508,20 @@ int Run(const std::string& config_path, bool check_only) {
     Log()->critical("{}", ignition_options.status().ToString());
     return 2;
   }
+  // The appliance CA bundle (docs/operations.md, "Rotating the appliance
+  // CA"): the fleet's rotation record, read at most every 2 s.
+  core::ApplianceCaBundle ca_bundle(store->get(), ignition_options->appliance_ca_pem, ReadNextApplianceCa(*config));
+  ignition_options->ca_bundle = &ca_bundle;
+  attestation.SetCaBundle(&ca_bundle);
   IgnitionService ignition(store->get(), &attestation, std::move(ignition_options).value(), &metrics);
   // fleet (docs/ha.md): another appliance's change to a pool drops this
   // one's cached pools at once (LISTEN/NOTIFY on PostgreSQL); the cache's
   // 2 s TTL bounds a lost notification. Nothing else is cached by pool or
   // by machine: boot policies and EK certificate verdicts are cached by
   // their content, so no notification can make them stale.
-  ChangeListenerScope change_listener(store->get(), [&ignition](std::string_view topic) {
+  ChangeListenerScope change_listener(store->get(), [&ignition, &ca_bundle](std::string_view topic) {
     if (topic == "pools" || topic == "*") ignition.InvalidateAllPools();
+    if (topic == "ca" || topic == "*") ca_bundle.Invalidate();
   });
   CsrService csrs(store->get(), &attestation, CsrOptionsFrom(*config), &metrics);
   if (Status s = csrs.Reload(); !s.ok()) {
@@ -562,7 +603,7 @@ int Run(const std::string& config_path, bool check_only) {
   }
 
   return ServeUntilStopped(Running{config_path, &notifier, server->get(), webhooks->get(), &anchors, &csrs, db,
-                                   &metrics, &attestation},
+                                   &metrics, &attestation, &ca_bundle},
                            signals);
 }
 

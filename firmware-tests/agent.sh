@@ -28,7 +28,7 @@ R_NOT_ENROLLED='step=attest machine=[0-9a-f]{16} wait status=503 reason=machine_
 R_WAITING='wait status=503 reason=machine_not_enrolled .*retry_in='
 R_REVOKED='step=attest machine=[0-9a-f]{16} refused status=403 reason=machine_revoked'
 R_EVENTLOG='refused status=403 reason=eventlog_pcr_mismatch'
-R_UNTRUSTED_CA='unreachable reason=appliance_unreachable .*gave_up'
+R_UNTRUSTED_CA='unreachable reason=appliance_untrusted .*gave_up'
 R_NO_TPM='tpm-failure reason='
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

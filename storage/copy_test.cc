@@ -128,6 +128,12 @@ class CopyTest : public StoreTest {
     kube.requester = "system:node:node-a";
     kube.decision = std::string(kCsrWaiting);
     ASSERT_TRUE(store_->RecordKubeCsr(kube, Op(), 1470).ok());
+    CaRotation rotation;  // an appliance CA rotation in progress (issue 44)
+    rotation.current_pem = "current";
+    rotation.current_sha256 = std::string(64, 'a');
+    rotation.next_pem = "next";
+    rotation.next_sha256 = std::string(64, 'b');
+    ASSERT_TRUE(store_->PrepareCaRotation(rotation, "{}", Op(), 1480).ok());
     ASSERT_TRUE(store_->Revoke("node-c", Op("retired"), 1500).ok());
     // The store is closed, as rackgated would be for a migration.
     store_.reset();

@@ -567,6 +567,39 @@ class AuditStore : public virtual DecisionAudit {
   AuditStore() = default;
 };
 
+// The fleet's appliance CA rotation (docs/operations.md, "Rotating the
+// appliance CA"): one record per kind, each stage change one transaction
+// with one audit row (ca_rotation_prepared|switched|retired, detail
+// {"kind", ...}). Reasons (kInvalidArgument): ca_rotation_in_progress
+// (prepare while one runs), ca_rotation_none (no rotation to change),
+// ca_rotation_stage (retire before any switch), ca_next_mismatch (the next
+// CA given is not the recorded one); field_invalid.
+class CaRotationStore {
+ public:
+  virtual ~CaRotationStore() = default;
+  CaRotationStore(const CaRotationStore&) = delete;
+  CaRotationStore& operator=(const CaRotationStore&) = delete;
+
+  // The record of `kind`, or nullopt when none runs.
+  virtual Result<std::optional<CaRotation>> GetCaRotation(const std::string& kind) = 0;
+  // Records `rotation` at stage prepared (its stage, prepared_at and
+  // switched_at are set here). `detail_json` (an object, never a secret)
+  // goes into the audit row with kind and both fingerprints.
+  virtual Result<CaRotation> PrepareCaRotation(const CaRotation& rotation, const std::string& detail_json,
+                                               const Actor& actor, int64_t now) = 0;
+  // One appliance switched to the next CA, whose fingerprint it holds:
+  // the stage becomes switched (switched_at kept from the first one); an
+  // audit row for every appliance's switch.
+  virtual Result<CaRotation> SwitchCaRotation(const std::string& kind, const std::string& next_sha256,
+                                              const std::string& detail_json, const Actor& actor, int64_t now) = 0;
+  // The rotation ends: the record goes (stage switched required).
+  virtual Status RetireCaRotation(const std::string& kind, const std::string& next_sha256,
+                                  const std::string& detail_json, const Actor& actor, int64_t now) = 0;
+
+ protected:
+  CaRotationStore() = default;
+};
+
 // What the daemon's housekeeping and metrics need, and what no service
 // calls: purging, counts, write statistics, backups and the change listener.
 class MaintenanceStore {

@@ -602,6 +602,22 @@ BEGIN
 END;
 )sql";
 
+// Version 13: the fleet's CA rotation record (docs/operations.md, "Rotating
+// the appliance CA"): one row per kind while a rotation runs. Certificates
+// only; the keys stay files of each appliance.
+constexpr char kV13CaRotations[] = R"sql(
+CREATE TABLE ca_rotations (
+  kind            TEXT PRIMARY KEY CHECK (kind IN ('appliance')),
+  stage           TEXT NOT NULL CHECK (stage IN ('prepared', 'switched')),
+  current_pem     TEXT NOT NULL,
+  current_sha256  TEXT NOT NULL,
+  next_pem        TEXT NOT NULL,
+  next_sha256     TEXT NOT NULL,
+  prepared_at     INTEGER NOT NULL,
+  switched_at     INTEGER
+);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "enrollment store: pools, machines, addresses, sessions, tokens, attestations, audit", kV1},
     {2, "machines.client_cert_issued_at", kV2},
@@ -619,6 +635,7 @@ constexpr Migration kMigrations[] = {
      "approver mode's decisions as events: event types kubernetes_csr_approved, kubernetes_csr_denied, "
      "kubernetes_csr_waiting (events and event_deliveries rebuilt)",
      kV12KubeCsrEvents},
+    {13, "appliance CA rotation: ca_rotations", kV13CaRotations},
 };
 
 int ReadPragmaInt(Connection* conn, const char* sql) {

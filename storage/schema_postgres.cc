@@ -428,6 +428,24 @@ CREATE TRIGGER events_from_audit AFTER INSERT ON audit FOR EACH ROW
   EXECUTE FUNCTION rackgate_events_from_audit();
 )sql";
 
+// Version 6: SQLite's version 13 (appliance CA rotation), as there, and its
+// NOTIFY (topic "ca") so that every appliance serves the bundle at once
+// (docs/ha.md, "Caches across appliances").
+constexpr char kV6CaRotations[] = R"sql(
+CREATE TABLE ca_rotations (
+  kind            TEXT COLLATE "C" PRIMARY KEY CHECK (kind IN ('appliance')),
+  stage           TEXT COLLATE "C" NOT NULL CHECK (stage IN ('prepared', 'switched')),
+  current_pem     TEXT NOT NULL,
+  current_sha256  TEXT COLLATE "C" NOT NULL,
+  next_pem        TEXT NOT NULL,
+  next_sha256     TEXT COLLATE "C" NOT NULL,
+  prepared_at     BIGINT NOT NULL,
+  switched_at     BIGINT
+);
+CREATE TRIGGER ca_rotations_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ca_rotations
+  FOR EACH STATEMENT EXECUTE FUNCTION rackgate_notify_changes('ca');
+)sql";
+
 constexpr PostgresMigration kPostgresMigrations[] = {
     {1, "the whole schema of SQLite's version 8: tables, triggers for events and the append-only audit, NOTIFY",
      kV1},
@@ -438,6 +456,7 @@ constexpr PostgresMigration kPostgresMigrations[] = {
      "approver mode's decisions as events: event types kubernetes_csr_approved, kubernetes_csr_denied, "
      "kubernetes_csr_waiting (SQLite's version 12)",
      kV5KubeCsrEvents},
+    {6, "appliance CA rotation: ca_rotations, NOTIFY topic ca (SQLite's version 13)", kV6CaRotations},
 };
 
 // 1 when rackgate_schema exists (in the search_path), else 0.

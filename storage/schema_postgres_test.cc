@@ -437,6 +437,12 @@ TEST_F(PostgresSchemaTest, ChangesAreNotified) {
   // Tables no cache holds are quiet.
   c->Run("INSERT INTO webhooks (url, added_at) VALUES ('https://x', 1)");
   EXPECT_TRUE(Heard(listener.get(), 0).empty());
+  // Issue 44: the CA rotation's record reaches every appliance's bundle.
+  c->Run("INSERT INTO ca_rotations (kind, stage, current_pem, current_sha256, next_pem, next_sha256, prepared_at) "
+         "VALUES ('appliance', 'prepared', 'c', 'c', 'n', 'n', 1)");
+  EXPECT_EQ(Heard(listener.get(), 1), std::vector<std::string>{"rackgate_changes:ca"});
+  c->Run("DELETE FROM ca_rotations");
+  EXPECT_EQ(Heard(listener.get(), 1), std::vector<std::string>{"rackgate_changes:ca"});
 }
 
 TEST_F(PostgresSchemaTest, ResetIdentitiesAfterACopyWithIds) {

@@ -154,6 +154,15 @@ class SqlStore : public Store {
   Status RecordBootObservation(const BootObservation& observation) override;
   Result<std::vector<BootObservation>> ListBootObservations(const std::string& pool) override;
 
+  // ca_rotations.cc
+  Result<std::optional<CaRotation>> GetCaRotation(const std::string& kind) override;
+  Result<CaRotation> PrepareCaRotation(const CaRotation& rotation, const std::string& detail_json, const Actor& actor,
+                                       int64_t now) override;
+  Result<CaRotation> SwitchCaRotation(const std::string& kind, const std::string& next_sha256,
+                                      const std::string& detail_json, const Actor& actor, int64_t now) override;
+  Status RetireCaRotation(const std::string& kind, const std::string& next_sha256, const std::string& detail_json,
+                          const Actor& actor, int64_t now) override;
+
   // store.cc
   WriteStats GetWriteStats() const override;
 

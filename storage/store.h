@@ -83,6 +83,7 @@ class Store : public AttestationStore,
               public InventoryStore,
               public EventStore,
               public AuditStore,
+              public CaRotationStore,
               public MaintenanceStore {
  public:
   // The schema version this code writes.

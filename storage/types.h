@@ -628,6 +628,26 @@ struct ImportReport {
   std::vector<ImportRowOutcome> rows;  // in the inventory's order
 };
 
+// --- Appliance CA rotation (docs/operations.md, "Rotating the appliance CA") --
+// One fleet-wide record while a rotation runs; none before prepare and after
+// retire. Certificates only, as PEM: never a key.
+
+inline constexpr std::string_view kCaKindAppliance = "appliance";
+inline constexpr std::string_view kCaStagePrepared = "prepared";
+inline constexpr std::string_view kCaStageSwitched = "switched";
+
+struct CaRotation {
+  std::string kind = std::string(kCaKindAppliance);
+  std::string stage;        // kCaStagePrepared or kCaStageSwitched
+  std::string current_pem;  // the CA in force when prepared (one certificate)
+  std::string current_sha256;
+  std::string next_pem;     // the CA prepared to replace it (one certificate)
+  std::string next_sha256;
+  int64_t prepared_at = 0;
+  std::optional<int64_t> switched_at;  // the first appliance's switch
+  bool operator==(const CaRotation&) const = default;
+};
+
 // (done, total), called after each row has been checked and written, inside
 // the transaction; done == total means every row is in and commit follows.
 using ImportProgress = std::function<void(size_t done, size_t total)>;

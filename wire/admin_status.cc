@@ -41,6 +41,11 @@ json StatusJson(const StatusView& s) {
                          {"not_after", s.cluster_ca.not_after},
                          {"other_not_after", s.cluster_ca.other_not_after}};
   }
+  // Only while a rotation runs: the answer of an appliance at rest is as before.
+  if (!s.appliance_ca_rotation.empty()) {
+    out["appliance_ca_rotation"] = s.appliance_ca_rotation;
+    out["appliance_ca_rotation_since"] = s.appliance_ca_rotation_since;
+  }
   return out;
 }
 
@@ -142,14 +147,17 @@ Result<StatusView> DecodeStatusView(std::string_view body) {
   auto anonymous = admin_json::List<AnonymousRefusalView>(*doc, "anonymous_refusals", AnonymousFromJson);
   auto total = admin_json::Uint(*doc, "anonymous_refusals_total");
   auto cluster_ca = ClusterCaFromJson(*doc);
+  auto rotation = admin_json::String(*doc, "appliance_ca_rotation");
+  auto since = admin_json::Int(*doc, "appliance_ca_rotation_since");
   if (Status s = admin_json::FirstError({counts.status(), failures.status(), untrusted.status(), observing.status(),
-                                         knocking.status(), anonymous.status(), total.status(), cluster_ca.status()});
+                                         knocking.status(), anonymous.status(), total.status(), cluster_ca.status(),
+                                         rotation.status(), since.status()});
       !s.ok()) {
     return s;
   }
   StatusView out{std::move(counts).value(),   std::move(failures).value(),  untrusted->value_or(0),
                  std::move(observing).value(), std::move(knocking).value(), std::move(anonymous).value(),
-                 total->value_or(0)};
+                 total->value_or(0),            rotation->value_or(""),       since->value_or(0)};
   out.cluster_ca = std::move(cluster_ca).value();
   return out;
 }

@@ -70,6 +70,11 @@ struct StatusView {
   std::vector<UnknownEkView> unknown_eks;                // the last hour's, most recent first
   std::vector<AnonymousRefusalView> anonymous_refusals;  // the last hour's, most recent first
   uint64_t anonymous_refusals_total = 0;                 // since the appliance started
+  // The fleet's appliance CA rotation (docs/operations.md, "Rotating the
+  // appliance CA"): "" when none runs, else "prepared" or "switched", and
+  // since when (prepared_at). Absent from an appliance before 0.2.0.
+  std::string appliance_ca_rotation;
+  int64_t appliance_ca_rotation_since = 0;
   ClusterCaView cluster_ca;
   bool operator==(const StatusView&) const = default;
 };

@@ -26,6 +26,8 @@ StatusView SomeStatus() {
   s.anonymous_refusals = {{"node-3", 40, 1799999000, 1800000000, "198.51.100.66", "activation_failed"}};
   s.anonymous_refusals_total = 41;
   s.cluster_ca = {"prepared", 1900000000, 2100000000};
+  s.appliance_ca_rotation = "prepared";
+  s.appliance_ca_rotation_since = 1799999999;
   return s;
 }
 

@@ -275,8 +275,31 @@ Result<EvidenceRequest> ParseEvidenceRequest(std::string_view body) { return Dec
 
 std::string EncodeToken(const Token& t) {
   json body = {{"token", t.token}, {"expires_in", t.expires_in}, {"hostname", t.hostname}, {"state", t.state}};
+  if (!t.ca_bundle.empty()) body["ca_bundle"] = t.ca_bundle;
   return body.dump();
 }
+
+namespace {
+
+// ca_bundle's bounds (protocol.h): the text a PEM reader will see, before it
+// sees it. The appliance is trusted by TLS, but a bundle still never grows
+// the agent's CA file without bound.
+Status CheckCaBundle(const std::string& pem) {
+  if (pem.size() > kMaxCaBundleBytes) return Invalid("ca_bundle", "longer than 65536 bytes");
+  for (char c : pem) {
+    if ((c < 0x20 || c >= 0x7f) && c != '\n' && c != '\r') return Invalid("ca_bundle", "not PEM text");
+  }
+  constexpr std::string_view kBegin = "-----BEGIN CERTIFICATE-----";
+  constexpr std::string_view kEnd = "-----END CERTIFICATE-----";
+  size_t begins = 0, ends = 0;
+  for (size_t at = pem.find(kBegin); at != std::string::npos; at = pem.find(kBegin, at + 1)) ++begins;
+  for (size_t at = pem.find(kEnd); at != std::string::npos; at = pem.find(kEnd, at + 1)) ++ends;
+  if (begins == 0 || begins != ends) return Invalid("ca_bundle", "not PEM certificates");
+  if (begins > kMaxCaBundleCerts) return Invalid("ca_bundle", "more than 8 certificates");
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<Token> DecodeToken(std::string_view body) {
   auto doc = ParseAnyObject(body);
@@ -293,6 +316,15 @@ Result<Token> DecodeToken(std::string_view body) {
   t.expires_in = Int<long>(*doc, "expires_in");
   t.hostname = text::PrintableAscii(Str(*doc, "hostname").value_or(""), 253);
   t.state = text::PrintableAscii(Str(*doc, "state").value_or(""), 32);
+  if (doc->contains("ca_bundle")) {
+    const json& v = doc->at("ca_bundle");
+    if (!v.is_string()) return Invalid("ca_bundle", "expected a string");
+    const std::string& pem = v.get_ref<const std::string&>();
+    if (!pem.empty()) {
+      if (Status s = CheckCaBundle(pem); !s.ok()) return s;
+      t.ca_bundle = pem;
+    }
+  }
   return t;
 }
 

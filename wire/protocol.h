@@ -102,11 +102,21 @@ struct Token {
   long expires_in = 0;
   std::string hostname;
   std::string state;
+  // The appliance CA bundle the machine should trust from now on
+  // (docs/protocol.md, "ca_bundle"): PEM text of 1 to kMaxCaBundleCerts CA
+  // certificates, old and next during a rotation; "" from an appliance
+  // before 0.2.0 (and then not encoded).
+  std::string ca_bundle;
   bool operator==(const Token&) const = default;
 };
+inline constexpr size_t kMaxCaBundleBytes = 65536;
+inline constexpr size_t kMaxCaBundleCerts = 8;
 std::string EncodeToken(const Token& t);
 // The token is required and must be printable ASCII without spaces (it goes
-// into an HTTP header); hostname and state are made printable.
+// into an HTTP header); hostname and state are made printable. ca_bundle,
+// when present and not "", is at most kMaxCaBundleBytes of printable ASCII
+// and line breaks holding 1 to kMaxCaBundleCerts PEM certificate blocks
+// (field_invalid otherwise); whether each is a CA is the agent's check.
 Result<Token> DecodeToken(std::string_view body);
 
 // --- GET /v1/machine --------------------------------------------------------

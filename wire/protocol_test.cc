@@ -251,6 +251,36 @@ TEST(Token, RoundTripsAndRefusesWhatCannotBeAHeader) {
   EXPECT_EQ(odd->state.find('\x1b'), std::string::npos);
 }
 
+std::string PemBlock(char fill) {
+  return "-----BEGIN CERTIFICATE-----\n" + std::string(64, fill) + "\n-----END CERTIFICATE-----\n";
+}
+
+TEST(Token, CaBundleRoundTripsAndIsBounded) {
+  Token t{"tok", 900, "node-1", "joined", PemBlock('A') + PemBlock('B')};
+  auto back = DecodeToken(EncodeToken(t));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, t);
+  ExpectEveryPrefixRefused(EncodeToken(t), DecodeToken);
+  // Absent or "" (an appliance before 0.2.0): no bundle, and none encoded.
+  EXPECT_EQ(DecodeToken(R"({"token": "t", "ca_bundle": ""})")->ca_bundle, "");
+  EXPECT_FALSE(nlohmann::json::parse(EncodeToken({"t", 1, "h", "joined"})).contains("ca_bundle"));
+  auto with = [](const std::string& bundle) {
+    return DecodeToken(nlohmann::json{{"token", "t"}, {"ca_bundle", bundle}}.dump());
+  };
+  std::string eight, nine;
+  for (int i = 0; i < 8; ++i) eight += PemBlock('C');
+  nine = eight + PemBlock('D');
+  EXPECT_TRUE(with(eight).ok());
+  EXPECT_EQ(with(nine).status().reason(), "field_invalid");
+  std::string big = "-----BEGIN CERTIFICATE-----\n" + std::string(kMaxCaBundleBytes, 'A') + "\n-----END CERTIFICATE-----\n";
+  EXPECT_EQ(with(big).status().reason(), "field_invalid");
+  EXPECT_EQ(with("no pem here").status().reason(), "field_invalid");
+  EXPECT_EQ(with("-----BEGIN CERTIFICATE-----\nAAAA\n").status().reason(), "field_invalid");  // unterminated
+  EXPECT_EQ(with(PemBlock('A') + std::string(1, '\0')).status().reason(), "field_invalid");
+  EXPECT_EQ(with(PemBlock('A') + "\x1b[31m").status().reason(), "field_invalid");
+  EXPECT_EQ(DecodeToken(R"({"token": "t", "ca_bundle": 5})").status().reason(), "field_invalid");
+}
+
 TEST(Machine, RoundTripsAndHostnameMustBeADnsName) {
   MachineRecord m{"node-1.rack.example", "workers", "joined", true};
   auto back = DecodeMachineRecord(EncodeMachineRecord(m));

@@ -12,6 +12,7 @@
 #include "ctl/args.h"
 #include "base/files.h"
 #include "ctl/offline.h"
+#include "ctl/state/appliance_ca_rotation.h"
 #include "core/signer.h"
 #include "ctl/state/cluster_ca_rotation.h"
 
@@ -20,12 +21,15 @@ namespace rackgate::ctl {
 namespace {
 
 constexpr char kHelp[] =
-    "Usage: rackgatectl ca COMMAND --cluster ...\n"
+    "Usage: rackgatectl ca COMMAND --cluster|--appliance ...\n"
     "\n"
     "The cluster CA signs the kubelet certificates rackgate vouches for\n"
     "(docs/csr.md). Commands:\n"
     "  import --cluster CERT.pem KEY.pem   copy an existing CA into the state dir\n"
     "  generate --cluster                  make a new CA there, for labs\n"
+    "  rotate --appliance STAGE            rotate the appliance CA with an overlap:\n"
+    "                                      prepare, switch, retire, status\n"
+    "  bundle --appliance                  the appliance CA bundle to trust now\n"
     "  rotate --cluster STAGE              rotate it: prepare, switch, retire, status\n"
     "  bundle --cluster                    the CA bundle to trust now (during a rotation: both)\n"
     "Run `rackgatectl ca COMMAND --help` for a command's options.\n"
@@ -87,14 +91,12 @@ int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
   if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
-  // rotate and bundle: the cluster CA's with --cluster; their help too.
-  if ((sub == "rotate" || sub == "bundle") &&
-      (IsCluster(argc, argv, first + 1) || HasFlag(argc, argv, first + 1, "--help"))) {
+  // rotate and bundle: the cluster CA's with --cluster, else the appliance
+  // CA's (which also answers --help and refuses to guess).
+  if ((sub == "rotate" || sub == "bundle") && IsCluster(argc, argv, first + 1)) {
     return RunClusterCaRotation(sub, argc, argv, first + 1);
   }
-  if (sub == "rotate" || sub == "bundle") {
-    return Usage(kHelp, Status::InvalidArgument("usage", "say which CA: ca " + sub + " --cluster"));
-  }
+  if ((sub == "rotate" || sub == "bundle") && NamesApplianceCa(argc, argv, first + 1)) return RunApplianceCa(argc, argv, first);
   if (sub != "import" && sub != "generate") {
     return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +
                                                              DidYouMean(sub, {"import", "generate"})));

@@ -184,7 +184,7 @@ Status SwitchClusterCaFiles(const std::string& dir) {
   // moved it there (the old key then waits as previous.key).
   const std::string next_key = Exists(f.next_key) ? f.next_key : Exists(f.previous_key) ? f.key : "";
   if (next_key.empty()) {
-    return Status::InvalidArgument("ca_next_missing", f.next_key + " is missing: prepare the next CA again");
+    return Status::NotFound("ca_next_missing", f.next_key + " is missing: prepare the next CA again");
   }
   // Decided on the files the switch moves: the key must be next.crt's, and
   // the CA usable now.

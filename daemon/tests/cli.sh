@@ -85,6 +85,8 @@ init          | --state-dir $W/state2                               | 0 | help |
 pointer       | --pool workers --no-token --url https://127.0.0.1:1 --state-dir $RG_DIR/state | 0 | help | -
 ca generate   | --cluster --state-dir $W/ca1                        | 0 | yes | --days ten~--days takes a whole number, got 'ten'
 ca import     | --cluster $W/ca1/cluster-ca/ca.crt $W/ca1/cluster-ca/ca.key --state-dir $W/ca2 | 0 | yes | -
+ca rotate     | --appliance status --state-dir $RG_DIR/state         | 0 | yes | -
+ca bundle     | --appliance --state-dir $RG_DIR/state                | 0 | yes | -
 verify-quote  | --ak-public $TPM/ak_rsa.pub --message $TPM/q_rsa.msg --signature $TPM/q_rsa.sig --pcrs $TPM/q_rsa.pcrs --nonce 00112233445566778899aabbccddeeff | 0 | yes | -
 makecredential | --ek-public $TPM/ek_rsa.pub --name $TPM/ak_rsa.name --secret $W/secret --output $W/cred | 0 | yes | -
 ek verify     | --roots $EK/swtpm-localca-root.pem --intermediates $EK/swtpm-localca-issuer.pem --cert $EK/ek-rsa2048.der --ek-public $EK/ek-rsa2048.pub | 0 | yes | --at soon~--at takes a whole number, got 'soon'

@@ -72,6 +72,7 @@ struct FakeStore::State {
   std::map<int64_t, BootObservation> observations;
   std::map<int64_t, ProvisioningReportRecord> reports;  // by machine id
   std::vector<AuditEntry> audit;
+  std::map<std::string, CaRotation> ca_rotations;  // by kind
   WriteStats stats;
 
   Machine& MustMachine(int64_t id) {
@@ -1515,5 +1516,89 @@ FakeStore::WriteStats FakeStore::GetWriteStats() const {
 }
 
 Status FakeStore::Backup(const std::string&) { return Unsupported("backups"); }
+
+namespace {
+
+// The SQL store's audit detail of a rotation: the caller's object with kind
+// and both fingerprints (storage/ca_rotations.cc).
+std::string RotationDetail(const std::string& detail_json, const CaRotation& r) {
+  CheckOptJson("detail_json", detail_json);
+  std::string inner = detail_json.empty() ? "{}" : detail_json;
+  inner = inner.substr(0, inner.find_last_of('}'));
+  const bool empty = inner.find_first_not_of(" \t\n{") == std::string::npos;
+  return inner + (empty ? "" : ",") + "\"kind\":" + Quote(r.kind) + ",\"current_sha256\":" + Quote(r.current_sha256) +
+         ",\"next_sha256\":" + Quote(r.next_sha256) + "}";
+}
+
+}  // namespace
+
+Result<std::optional<CaRotation>> FakeStore::GetCaRotation(const std::string& kind) {
+  std::lock_guard lock(mu_);
+  auto it = state_->ca_rotations.find(kind);
+  if (it == state_->ca_rotations.end()) return std::optional<CaRotation>();
+  return std::optional<CaRotation>(it->second);
+}
+
+Result<CaRotation> FakeStore::PrepareCaRotation(const CaRotation& rotation, const std::string& detail_json,
+                                                const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<CaRotation> {
+    CheckActor(actor);
+    if (rotation.kind != kCaKindAppliance || rotation.current_pem.empty() || rotation.next_pem.empty() ||
+        rotation.current_sha256 == rotation.next_sha256) {
+      return Status::InvalidArgument("field_invalid", "not a CA rotation");
+    }
+    if (state_->ca_rotations.count(rotation.kind)) {
+      return Status::InvalidArgument("ca_rotation_in_progress", "a CA rotation is in progress already");
+    }
+    CaRotation r = rotation;
+    r.stage = kCaStagePrepared;
+    r.prepared_at = now;
+    r.switched_at = std::nullopt;
+    state_->Audit(actor, now, "ca_rotation_prepared", nullptr, std::nullopt, std::nullopt,
+                  RotationDetail(detail_json, r));
+    state_->ca_rotations[r.kind] = r;
+    return r;
+  });
+}
+
+Result<CaRotation> FakeStore::SwitchCaRotation(const std::string& kind, const std::string& next_sha256,
+                                               const std::string& detail_json, const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Result<CaRotation> {
+    CheckActor(actor);
+    auto it = state_->ca_rotations.find(kind);
+    if (it == state_->ca_rotations.end()) return Status::InvalidArgument("ca_rotation_none", "no CA rotation");
+    if (it->second.next_sha256 != next_sha256) {
+      return Status::InvalidArgument("ca_next_mismatch", "another next CA than the recorded one");
+    }
+    CaRotation& r = it->second;
+    if (!r.switched_at) r.switched_at = now;
+    r.stage = kCaStageSwitched;
+    state_->Audit(actor, now, "ca_rotation_switched", nullptr, std::nullopt, std::nullopt,
+                  RotationDetail(detail_json, r));
+    return r;
+  });
+}
+
+Status FakeStore::RetireCaRotation(const std::string& kind, const std::string& next_sha256,
+                                   const std::string& detail_json, const Actor& actor, int64_t now) {
+  std::lock_guard lock(mu_);
+  return Guard([&]() -> Status {
+    CheckActor(actor);
+    auto it = state_->ca_rotations.find(kind);
+    if (it == state_->ca_rotations.end()) return Status::InvalidArgument("ca_rotation_none", "no CA rotation");
+    if (it->second.next_sha256 != next_sha256) {
+      return Status::InvalidArgument("ca_next_mismatch", "another next CA than the recorded one");
+    }
+    if (it->second.stage != kCaStageSwitched) {
+      return Status::InvalidArgument("ca_rotation_stage", "retire comes after switch");
+    }
+    state_->Audit(actor, now, "ca_rotation_retired", nullptr, std::nullopt, std::nullopt,
+                  RotationDetail(detail_json, it->second));
+    state_->ca_rotations.erase(it);
+    return Status::Ok();
+  });
+}
 
 }  // namespace rackgate::storage::testing

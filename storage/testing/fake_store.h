@@ -10,8 +10,8 @@
 // and look at: PutPool (with its first token and templates), SetPoolTemplate,
 // EnrollMerged, Import, Approve (with changes too), Revoke, Reset,
 // DeleteMachine, RenameMachine, the provisioning reports, Transition,
-// ListAudit, AuditAdminRefusal, RecordConfigServed, PurgeExpired and the
-// counts. Everything else answers kUnsupported
+// ListAudit, AuditAdminRefusal, RecordConfigServed, PurgeExpired, the
+// counts and the CA rotation record. Everything else answers kUnsupported
 // (fake_unsupported). Audit rows carry no hash chain (hash and prev_hash are
 // empty): the chain is the SQL backends' (docs/audit.md).
 //
@@ -141,6 +141,14 @@ class FakeStore final : public Store {
                            int64_t now) override;
   Result<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
   Result<AuditChainReport> VerifyAuditChain(const std::optional<AuditAnchor>& anchor) override;
+  // CaRotationStore
+  Result<std::optional<CaRotation>> GetCaRotation(const std::string& kind) override;
+  Result<CaRotation> PrepareCaRotation(const CaRotation& rotation, const std::string& detail_json, const Actor& actor,
+                                       int64_t now) override;
+  Result<CaRotation> SwitchCaRotation(const std::string& kind, const std::string& next_sha256,
+                                      const std::string& detail_json, const Actor& actor, int64_t now) override;
+  Status RetireCaRotation(const std::string& kind, const std::string& next_sha256, const std::string& detail_json,
+                          const Actor& actor, int64_t now) override;
   // MaintenanceStore
   Result<PurgeCounts> PurgeExpired(int64_t now, int batch) override;
   Result<std::map<std::string, int64_t>> CountByState() override;

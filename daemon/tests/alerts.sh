@@ -90,6 +90,9 @@ lab_check_shown "promtool check metrics passes on the driven appliance" promtool
 
 lab_check_shown "every metric, label and value the alerts use is on /metrics" \
   "${PY[@]}" names "$RULES" "$BEFORE" "$AFTER" "$DOC" "$SRC"
+lab_check_shown "docs/observability.md lists every alert with its for and severity" "${PY[@]}" doc "$RULES" "$DOC"
+sed -e '0,/for: 1m/s//for: 2m/' "$RULES" > "$LAB_DIR/other-for.yml"
+lab_check_fails "... and the check sees a for the doc does not say" "${PY[@]}" doc "$LAB_DIR/other-for.yml" "$DOC"
 # The check can fail: a renamed metric, label value or label is found.
 sed -e 's/rackgate_machines_untrusted/rackgate_untrusted_machines/' "$RULES" > "$LAB_DIR/renamed-metric.yml"
 sed -e 's/verdict="refused"/verdict="rejected"/' "$RULES" > "$LAB_DIR/renamed-value.yml"

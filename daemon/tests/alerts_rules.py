@@ -8,6 +8,9 @@
       value of that label there. A series that appears once observed
       (docs/observability.md's table of them, DOC) is checked against that
       table's labels and must be a string in the daemon's source instead.
+  alerts_rules.py doc RULES DOC
+      DOC's "Alert rules" table lists every alert, and only those, with the
+      rules' `for` and severity.
   alerts_rules.py cases RULES CASES BEFORE AFTER LEFT_AT DOC OUT
       Writes promtool's unit test files from CASES and prints their names
       (OUT, and OUT-<interval>.yml for cases sampled at another interval
@@ -236,9 +239,31 @@ def cmd_cases(rules, cases_path, before_path, after_path, left_at, doc, out):
     return problems
 
 
+def cmd_doc(rules, doc):
+    """docs/observability.md's "Alert rules" table names each alert with its for and severity."""
+    rows, on = {}, False
+    for line in open(doc, encoding="utf-8"):
+        if line.startswith("#"):
+            on = line.strip() == "## Alert rules"
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]] if on else []
+        if len(cells) == 5 and cells[0].startswith("`Rackgate"):
+            rows[cells[0].strip("`")] = (cells[2], cells[3])
+    problems = []
+    for a in alerts(rules):
+        want = (a.get("for", "0m"), a.get("labels", {}).get("severity", ""))
+        got = rows.pop(a["alert"], None)
+        if got != want:
+            problems.append(f"{doc}: {a['alert']} is listed as {got}, the rules say (for, severity) {want}")
+    problems += [f"{doc}: lists {name}, which the rules do not have" for name in rows]
+    return problems
+
+
 def main(argv):
     if len(argv) == 6 and argv[0] == "names":
         problems = cmd_names(*argv[1:])
+    elif len(argv) == 3 and argv[0] == "doc":
+        problems = cmd_doc(*argv[1:])
     elif len(argv) == 8 and argv[0] == "cases":
         problems = cmd_cases(*argv[1:])
     else:

@@ -28,7 +28,12 @@
 #       another kernel command line (grub's, PCR 8), and a new machine's
 #       first boot with a tampered initramfs (boot_files naming
 #       /initrd.img, and PCR 9's pin): Ignition never
-#       runs, nothing secret reaches its disk.
+#       runs, nothing secret reaches its disk;
+#   (f) an appliance CA rotation (docs/operations.md §8, issue 44): after
+#       `ca rotate --appliance prepare` vm-1 boots and the agent installed
+#       on its disk takes the bundle into /etc/rackgate/ca.pem; after
+#       `switch` and SIGHUP (the first CA alone no longer verifies the
+#       serving certificate) vm-1 boots again and attests (exit 0).
 # The initramfs is built as an operator would: the fragment fetched from
 # rackgated (GET /v1/agent/initramfs), checked against the digest
 # `rackgatectl pointer --kernel-args` printed and the appliance's .sha256,
@@ -374,6 +379,62 @@ print("#", f[:1])
 sys.exit(0 if f and f[0]["reason"] == "boot_policy_violation" and "boot_files:boot_file_not_allowed" in f[0]["reasons"] else 1)'
 lab_check "(e) vm-4 stays enrolled" test "$(rg_state vm-4)" == enrolled
 rg_ctl show vm-1 --json > "$LAB_DIR/show.vm1.json" || true
+
+# --- (f) an appliance CA rotation ------------------------------------------------------
+# docs/operations.md §8 on the real firmware boot: prepare, vm-1 boots during
+# the overlap and its installed agent writes the bundle into the disk's
+# /etc/rackgate/ca.pem; switch (forced: vm-2 and vm-3 stay off) and reload;
+# vm-1 boots again and attests through the serving certificate of the next
+# CA, which its old ca.pem alone would refuse. Last: everything before it
+# (vm-4's first boot among them) trusts the first CA alone.
+echo "# (f) vm-1 boots across an appliance CA switch"
+STATE="$RG_DIR/state"
+R_CA_REPLACED="step=attest machine=[0-9a-f]{16} note ca_file=[^ ]*ca\\.pem replaced with the appliance's CA bundle \\(2 certificates\\)"
+R_ATTESTED="step=attest machine=[0-9a-f]{16} ok hostname=vm-1"
+cp "$STATE/ca/ca.crt" "$LAB_DIR/first-ca.crt"
+lab_check_shown "(f) ca rotate --appliance prepare" "$RACKGATECTL" ca rotate --appliance prepare --state-dir "$STATE"
+cp "$STATE/ca/next.crt" "$LAB_DIR/next-ca.crt"
+PREPARED_AT="$("$RACKGATECTL" ca rotate --appliance status --state-dir "$STATE" --json | py /dev/stdin 'print(d["prepared_at"])')"
+# rackgated reads the stage within 2 s (docs/operations.md §8): wait for the
+# clock to pass that bound rather than assume the boot is slower.
+lab_sleep_until "$((PREPARED_AT + 3))"
+# certs_of FILE: FILE's certificates in order, one line each (base64 of the
+# DER, however the PEM was wrapped).
+certs_of() { lab_python -c '
+import re, sys
+for b in re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", open(sys.argv[1]).read(), re.S):
+    print("".join(b.split()))' "$1"; }
+# disk_ca_is M FILE...: the disk's /etc/rackgate/ca.pem holds exactly FILE's certificates.
+disk_ca_is() {
+  local m="$1" f want="" got; shift
+  vm_disk_cat "$m" /etc/rackgate/ca.pem > "$LAB_DIR/disk-ca.pem"
+  got="$(certs_of "$LAB_DIR/disk-ca.pem")"
+  for f in "$@"; do want+="$(certs_of "$f")"$'\n'; done
+  [[ "$got" == "${want%$'\n'}" ]] || { echo "the disk's ca.pem has $(grep -c 'BEGIN CERT' "$LAB_DIR/disk-ca.pem") certificates, not those of $*"; return 1; }
+}
+boot_check vm1 good ms "$RC_OK" "$R_CA_REPLACED" \
+  "(f) during the overlap vm-1 boots; the agent installed on its disk attests and takes the bundle (exit 0)"
+lab_check_shown "(f) ... and attested ok" grep -aEq "$R_ATTESTED" "$(lab_dir vm1)/serial.boot"
+lab_check_shown "(f) vm-1's disk: /etc/rackgate/ca.pem is the current then the next CA" \
+  disk_ca_is vm1 "$LAB_DIR/first-ca.crt" "$LAB_DIR/next-ca.crt"
+reloads="$(grep -c 'reload: TLS certificate reloaded' "$RG_DIR/rackgated.log" || true)"
+lab_check_shown "(f) ca rotate --appliance switch --force (vm-2 and vm-3 have not attested since)" \
+  "$RACKGATECTL" ca rotate --appliance switch --force --state-dir "$STATE"
+kill -HUP "$RG_PID"
+reloaded() { (( $(grep -c 'reload: TLS certificate reloaded' "$RG_DIR/rackgated.log" || true) > reloads )); }
+lab_check "(f) rackgated reloads its serving certificate (SIGHUP)" lab_wait 10 reloaded
+serves_next_only() {
+  curl -sSf -o /dev/null --max-time "$RG_MAX_TIME" --cacert "$LAB_DIR/next-ca.crt" "$(rg_url /readyz)" || { echo "not under the next CA"; return 1; }
+  if curl -sSf -o /dev/null --max-time "$RG_MAX_TIME" --cacert "$LAB_DIR/first-ca.crt" "$(rg_url /readyz)" 2>/dev/null; then
+    echo "the first CA alone still verifies it"; return 1
+  fi
+}
+lab_check_shown "(f) rackgated serves under the next CA: the first CA alone no longer verifies it" serves_next_only
+boot_check vm1 good ms "$RC_OK" "$R_ATTESTED" \
+  "(f) after the switch vm-1 boots: its agent attests through the new serving certificate with the bundle (exit 0)"
+lab_check "(f) vm-1 is still joined" test "$(rg_state vm-1)" == joined
+lab_check_shown "(f) the bundle is unchanged on vm-1's disk" \
+  disk_ca_is vm1 "$LAB_DIR/first-ca.crt" "$LAB_DIR/next-ca.crt"
 
 echo "# vm-boot: $(lab_ms_since "$T_ALL") ms in all"
 lab_finish

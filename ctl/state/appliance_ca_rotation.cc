@@ -422,16 +422,6 @@ int Bundle(const Run& r) {
 
 }  // namespace
 
-bool NamesApplianceCa(int argc, char** argv, int first) {
-  bool cluster = false;
-  for (int i = first; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--appliance")) return true;
-    cluster = cluster || !std::strcmp(argv[i], "--cluster");
-  }
-  // Neither: this command's help, or its refusal to guess.
-  return !cluster;
-}
-
 int RunApplianceCa(int argc, char** argv, int first) {
   const std::string sub = argv[first];
   const bool rotate = sub == "rotate";

@@ -7,10 +7,6 @@
 
 namespace rackgate::ctl {
 
-// Whether the commands below take argv[first..argc): it names the appliance
-// CA (--appliance), or no CA (their help, or their usage error).
-bool NamesApplianceCa(int argc, char** argv, int first);
-
 // argv[first] is "rotate" or "bundle". Exit 0 done; 1 refused (the reason
 // on stderr); 2 unusable input or state.
 int RunApplianceCa(int argc, char** argv, int first);

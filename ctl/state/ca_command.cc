@@ -81,6 +81,45 @@ bool HasFlag(int argc, char** argv, int first, const char* flag) {
   }
   return false;
 }
+// `ca rotate` and `ca bundle` name their CA; without one, this help says
+// both forms (each form's own --help has the details).
+constexpr char kRotateWhichHelp[] =
+    "Usage: rackgatectl ca rotate --appliance STAGE [--state-dir DIR] [--database URL] [--force] [--json]\n"
+    "       rackgatectl ca rotate --cluster STAGE [--generate [--name CN] [--days N] | --cert CERT --key KEY]\n"
+    "                             [--state-dir DIR] [--database URL] [--json]\n"
+    "\n"
+    "Rotates a CA with an overlap, one STAGE per run: prepare, switch, retire,\n"
+    "or status (docs/operations.md, \"Rotating the appliance CA\" and \"Rotating\n"
+    "the cluster CA\"). `ca rotate --appliance --help` and `ca rotate --cluster\n"
+    "--help` say more.\n"
+    "\n"
+    "Options:\n"
+    "  --appliance      the appliance CA (pointer configs, the agents' ca.pem)\n"
+    "  --cluster        the cluster CA (signer mode's kubelet certificates)\n"
+    "  --state-dir DIR  the appliance's state directory (default /var/lib/rackgate)\n"
+    "  --database URL   the store (default DIR/rackgate.db)\n"
+    "  --force          appliance switch: even while machines lack the bundle\n"
+    "  --generate, --name CN, --days N, --cert CERT, --key KEY\n"
+    "                   cluster prepare: a new lab CA, or the cluster's own\n"
+    "  --json           print the result as JSON\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 unusable input.\n";
+
+constexpr char kBundleWhichHelp[] =
+    "Usage: rackgatectl ca bundle --appliance|--cluster [--out FILE] [--state-dir DIR] [--database URL]\n"
+    "\n"
+    "Prints (or writes to FILE) the CA bundle to trust now: during a rotation,\n"
+    "both CAs. `ca bundle --appliance --help` and `--cluster --help` say more.\n"
+    "\n"
+    "Options:\n"
+    "  --appliance      the appliance CA's bundle (a node's /etc/rackgate/ca.pem)\n"
+    "  --cluster        the cluster CA's bundle (the API server's --client-ca-file)\n"
+    "  --out FILE       write it there instead of stdout\n"
+    "  --state-dir DIR  the appliance's state directory (default /var/lib/rackgate)\n"
+    "  --database URL   the store (default DIR/rackgate.db)\n"
+    "\n"
+    "Exit status: 0 done; 1 refused; 2 unusable input.\n";
+
 // The cluster CA's rotation (ctl/state/cluster_ca_rotation.h) when the
 // command names --cluster.
 bool IsCluster(int argc, char** argv, int first) { return HasFlag(argc, argv, first, "--cluster"); }
@@ -91,12 +130,15 @@ int RunCa(int argc, char** argv, int first) {
   if (first >= argc) return Usage(kHelp, Status::InvalidArgument("usage", "give import or generate"));
   const std::string sub = argv[first];
   if (sub == "--help") return std::fputs(kHelp, stdout), kExitOk;
-  // rotate and bundle: the cluster CA's with --cluster, else the appliance
-  // CA's (which also answers --help and refuses to guess).
-  if ((sub == "rotate" || sub == "bundle") && IsCluster(argc, argv, first + 1)) {
-    return RunClusterCaRotation(sub, argc, argv, first + 1);
+  // rotate and bundle: the cluster CA's with --cluster, the appliance CA's
+  // with --appliance; with neither, their common help or a refusal to guess.
+  if (sub == "rotate" || sub == "bundle") {
+    if (IsCluster(argc, argv, first + 1)) return RunClusterCaRotation(sub, argc, argv, first + 1);
+    if (HasFlag(argc, argv, first + 1, "--appliance")) return RunApplianceCa(argc, argv, first);
+    const char* help = sub == "rotate" ? kRotateWhichHelp : kBundleWhichHelp;
+    if (HasFlag(argc, argv, first + 1, "--help")) return std::fputs(help, stdout), kExitOk;
+    return Usage(help, Status::InvalidArgument("usage", "say which CA: ca " + sub + " --appliance or --cluster"));
   }
-  if ((sub == "rotate" || sub == "bundle") && NamesApplianceCa(argc, argv, first + 1)) return RunApplianceCa(argc, argv, first);
   if (sub != "import" && sub != "generate") {
     return Usage(kHelp, Status::InvalidArgument("usage", "unknown ca command '" + sub + "'" +
                                                              DidYouMean(sub, {"import", "generate"})));

@@ -17,6 +17,7 @@
 #include "core/issuer.h"
 #include "core/signer.h"
 #include "core/testing/csr_test_util.h"
+#include "wire/reasons.h"
 
 namespace rackgate::ctl {
 namespace {
@@ -68,8 +69,12 @@ class ClusterCaRotationTest : public ::testing::Test {
     n.days = 30;
     return n;
   }
+  // Raised with its registry row's code (wire/reasons.def): a refusal, never an I/O error.
   static void ExpectRefused(const Status& s, const char* reason) {
-    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+    const wire::ReasonInfo* row = wire::FindReason(reason);
+    ASSERT_NE(row, nullptr) << reason;
+    EXPECT_EQ(s.code(), row->code) << s.ToString();
+    EXPECT_NE(s.code(), Status::Code::kIoError) << s.ToString();
     EXPECT_EQ(s.reason(), reason) << s.ToString();
   }
 

@@ -11,6 +11,10 @@
 
 namespace rackgate::ctl {
 
+// True when something accepts connections on the Unix socket at `path`
+// (rackgated's admin socket: it runs).
+bool SocketAnswers(const std::string& path);
+
 // Prints `why` and the command's help on stderr; returns kExitUnusable.
 int Usage(const char* help, const Status& why);
 // Prints on stderr, and returns `code`: for kExitRefused

@@ -1,12 +1,7 @@
 // What the backup's writer and reader share (ctl/state/backup_util.h).
 #include "ctl/state/backup_util.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstring>
 #include <new>
 
 #include "base/files.h"
@@ -62,19 +57,6 @@ Result<nlohmann::json> ReadConfig(const std::string& path) {
     return Status::InvalidArgument("config_invalid", path + " is not a JSON object");
   }
   return config;
-}
-
-
-bool SocketAnswers(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) return false;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const bool answers = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return answers;
 }
 
 }  // namespace rackgate::ctl::backup_internal

@@ -53,9 +53,6 @@ std::string Sha256Of(const std::vector<uint8_t>& data);
 std::string ModeText(mode_t mode);
 // `path` is `dir` or inside it.
 bool Under(const std::string& path, const std::string& dir);
-// True when something accepts connections on the Unix socket at `path`
-// (rackgated's admin socket: it runs).
-bool SocketAnswers(const std::string& path);
 // rackgated's config as a JSON object: config_unreadable, config_invalid.
 Result<nlohmann::json> ReadConfig(const std::string& path);
 

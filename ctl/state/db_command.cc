@@ -67,20 +67,6 @@ constexpr char kMigrateHelp[] =
     "running, target_not_empty, db_schema_old, copy_mismatch; reason code on\n"
     "stderr); 2 unusable input or a database that cannot be reached.\n";
 
-// True when something accepts connections on the admin socket: rackgated
-// is running.
-bool SocketAnswers(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) return false;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const bool answers = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return answers;
-}
-
 // Refusals of a sound request exit 1; what cannot be used or reached, 2.
 int ExitFor(const Status& s) {
   const std::string& r = s.reason();

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/files.h"
+#include "ctl/offline.h"
 #include "base/hex.h"
 #include "ctl/state/backup_util.h"
 #include "storage/backup.h"

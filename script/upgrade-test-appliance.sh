@@ -93,6 +93,10 @@ AR="$A/root"
 echo rackgate > "$AR/etc/hostname"
 mkdir -p "$AR/root/old" "$AR/root/upgrade"
 cp "$old_debs/$old_srv" "$AR/root/old/"
+# The operator answers apt's "Do you want to continue?" (0.2.0 brings new
+# dependencies: libarchive13 for `rackgatectl backup`): the lab says yes as
+# they would, the runbook's command stays as an operator types it.
+echo 'APT::Get::Assume-Yes "true";' > "$AR/etc/apt/apt.conf.d/90rackgate-lab-operator-says-yes"
 cp "$new_debs/$new_srv" "$AR/root/upgrade/"
 boot_started=$(date +%s)
 nspawn_boot appliance "$AR" "$A/console.log" --machine=rackgate

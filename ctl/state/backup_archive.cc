@@ -31,10 +31,6 @@
 #include "storage/copy.h"
 #include "storage/store.h"
 
-#ifndef RACKGATE_VERSION
-#define RACKGATE_VERSION "unknown"
-#endif
-
 namespace rackgate::ctl {
 
 namespace {
